@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"toolsrv/registry"
+)
+
+func runLs(ctx context.Context, env *cliEnv, args []string) int {
+	fs, tools := newFlags(env, "ls", "ls [--tools DIR] [--json]",
+		"Lists the visible tools: name, tier and description. Invalid and hidden tools are summarised on stderr (see validate and show).")
+	asJSON := fs.Bool("json", false, "print the full catalog as JSON (schemas, commands, variants resolved)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	reg, err := loadRegistry(ctx, env, tools)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "toolsrv ls:", err)
+		return 1
+	}
+	cat := reg.Catalog()
+	if *asJSON {
+		if err := writeJSON(env.stdout, catalogJSON(cat)); err != nil {
+			return 1
+		}
+		return 0
+	}
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	for _, t := range cat.Tools {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Tier, t.Description)
+	}
+	tw.Flush()
+	if n := len(cat.Problems); n > 0 {
+		fmt.Fprintf(env.stderr, "%d invalid tool file(s) left out; run \"toolsrv validate\" for details\n", n)
+	}
+	if n := len(cat.Hidden); n > 0 {
+		fmt.Fprintf(env.stderr, "%d tool(s) hidden on this host (no variant matches); \"toolsrv show NAME\" says why\n", n)
+	}
+	return 0
+}
+
+// catalogView is the JSON shape of a catalog for ls --json.
+type catalogView struct {
+	Revision uint64             `json:"revision"`
+	Dirs     []string           `json:"dirs"`
+	Tools    []*registry.Tool   `json:"tools"`
+	Hidden   []registry.Hidden  `json:"hidden"`
+	Problems []registry.Problem `json:"problems"`
+	Shadowed []registry.Shadow  `json:"shadowed"`
+}
+
+func catalogJSON(c *registry.Catalog) catalogView {
+	v := catalogView{Revision: c.Revision, Dirs: c.Dirs, Tools: c.Tools, Hidden: c.Hidden, Problems: c.Problems, Shadowed: c.Shadowed}
+	if v.Tools == nil {
+		v.Tools = []*registry.Tool{}
+	}
+	if v.Hidden == nil {
+		v.Hidden = []registry.Hidden{}
+	}
+	if v.Problems == nil {
+		v.Problems = []registry.Problem{}
+	}
+	if v.Shadowed == nil {
+		v.Shadowed = []registry.Shadow{}
+	}
+	return v
+}

@@ -1,0 +1,86 @@
+// Command toolsrv is the tool-discovery engine: it reads .meta tool
+// definitions, ranks tools for a message, serves them over 9P and runs them
+// sandboxed. Run "toolsrv help" for the subcommands.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// command is one subcommand. run returns the process exit status.
+type command struct {
+	summary string
+	run     func(ctx context.Context, env *cliEnv, args []string) int
+}
+
+// cliEnv is what a subcommand may touch of the outside world.
+type cliEnv struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"ls":       {"list the visible tools", runLs},
+		"show":     {"show one tool: resolved command, variant, tier, schema, source", runShow},
+		"validate": {"check .meta files and list every problem", runValidate},
+		"rank":     {"rank the catalog's tools for a message", runRank},
+		"eval":     {"measure ranking quality on labelled corpora", runEval},
+		"call":     {"call a tool (sandboxed) with JSON arguments", runCall},
+		"broker":   {"a bypass approval broker that asks on this terminal", runBroker},
+		"serve":    {"serve the catalog, ranking and calls over 9P", runServe},
+		"9p":       {"a small 9P client: ls, cat, write, mkdir, rm", run9P},
+		"tune":     {"sweep ranking thresholds on labelled queries", runTune},
+		"bench":    {"benchmark index build, ranking and live updates", runBench},
+	}
+}
+
+func main() {
+	// The sandbox helper runs before anything else: it restricts this very
+	// process and then executes the tool (see package exec).
+	if len(os.Args) > 1 && os.Args[1] == sandboxHelperArg {
+		os.Exit(runSandboxHelper(os.Args[2:]))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	env := &cliEnv{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	os.Exit(dispatch(ctx, env, os.Args[1:]))
+}
+
+func dispatch(ctx context.Context, env *cliEnv, args []string) int {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(env.stdout, cmds)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(env.stderr, "toolsrv: unknown command %q; run \"toolsrv help\" for the list\n", args[0])
+		return 2
+	}
+	return c.run(ctx, env, args[1:])
+}
+
+func usage(w io.Writer, cmds map[string]command) {
+	fmt.Fprintln(w, "toolsrv: decides which tools an LLM agent should see, and runs them sandboxed.")
+	fmt.Fprintln(w, "\nUsage: toolsrv COMMAND [flags] [args]\n\nCommands:")
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-9s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "\nEvery command takes --tools DIR (repeatable; default $OLLIE_TOOLS_PATH or ~/.config/ollie/tools) and --help.")
+}

@@ -1,0 +1,80 @@
+package registry
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+)
+
+// Host describes the machine variants are evaluated against and commands are
+// resolved on. LocalHost describes this machine; a remote toolsrv evaluates
+// against its own host, and tests use StaticHost.
+type Host interface {
+	OS() string
+	Arch() string
+	// Getenv returns the variable's value, "" when unset.
+	Getenv(key string) string
+	// Exists reports whether a file or directory exists at path.
+	Exists(path string) bool
+	// Executable reports whether path is a regular file with an execute bit.
+	Executable(path string) bool
+	// LookPath finds a bare executable name on the host's $PATH.
+	LookPath(name string) (string, bool)
+}
+
+// LocalHost is this machine as the running process sees it.
+type LocalHost struct{}
+
+func (LocalHost) OS() string               { return runtime.GOOS }
+func (LocalHost) Arch() string             { return runtime.GOARCH }
+func (LocalHost) Getenv(key string) string { return os.Getenv(key) }
+func (LocalHost) Exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+func (LocalHost) Executable(path string) bool { return isExecutable(path) }
+func (LocalHost) LookPath(name string) (string, bool) {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", false
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	return p, true
+}
+
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+// StaticHost is a host described by value: for tests, and for evaluating
+// variants on behalf of another machine.
+type StaticHost struct {
+	GOOS, GOARCH string
+	Env          map[string]string
+	// Files lists existing paths; Exec lists executable files (which also exist).
+	Files map[string]bool
+	Exec  map[string]bool
+	// Path is the host's $PATH as a list of directories.
+	Path []string
+}
+
+func (h StaticHost) OS() string               { return h.GOOS }
+func (h StaticHost) Arch() string             { return h.GOARCH }
+func (h StaticHost) Getenv(key string) string { return h.Env[key] }
+func (h StaticHost) Exists(path string) bool  { return h.Files[path] || h.Exec[path] }
+func (h StaticHost) Executable(path string) bool {
+	return h.Exec[path]
+}
+func (h StaticHost) LookPath(name string) (string, bool) {
+	for _, d := range h.Path {
+		p := filepath.Join(d, name)
+		if h.Exec[p] {
+			return p, true
+		}
+	}
+	return "", false
+}

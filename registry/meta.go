@@ -1,0 +1,374 @@
+package registry
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// nameRE is the rule for tool names (SPEC §1).
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+
+// ValidName reports why name cannot be a tool (or agent) name, or nil.
+func ValidName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("empty name")
+	case strings.ContainsRune(name, 0):
+		return errors.New("name contains a NUL byte")
+	case strings.Contains(name, "/"):
+		return errors.New("name contains '/'")
+	case strings.Contains(name, ".."):
+		return errors.New("name contains '..'")
+	case len(name) > 128:
+		return fmt.Errorf("name is %d bytes long; the limit is 128", len(name))
+	case !nameRE.MatchString(name):
+		return errors.New("name must start with a letter or digit and contain only letters, digits, '_', '.' and '-'")
+	}
+	return nil
+}
+
+// fields are the definition fields a variant may override. A nil pointer
+// (or nil slice/raw message) means "not set here".
+type fields struct {
+	Description   *string
+	Prompt        *string
+	Keywords      []string
+	Args          json.RawMessage
+	Tier          *Tier
+	Cmd           *string
+	ReadOnly      *bool
+	Bypass        *bool
+	Network       *bool
+	Concurrency   *Concurrency
+	Timeout       *time.Duration
+	Scope         *string
+	OutputFormat  *string
+	ResetsCounter *bool
+}
+
+// match is a variant's condition: key → alternatives (OR); keys AND.
+type match map[string][]string
+
+type variant struct {
+	Match match // nil: always holds
+	fields
+}
+
+// Meta is a parsed .meta file before variants are resolved.
+type Meta struct {
+	fields
+	Variants []variant
+	Extra    map[string]json.RawMessage
+	Warnings []string
+}
+
+// fieldError is a problem tied to one JSON field.
+type fieldError struct {
+	Field string
+	Line  int
+	Msg   string
+}
+
+func (e *fieldError) Error() string {
+	if e.Field == "" {
+		return e.Msg
+	}
+	return fmt.Sprintf("field %q: %s", e.Field, e.Msg)
+}
+
+var matchKeys = map[string]bool{"binary": true, "file": true, "os": true, "arch": true, "env": true, "nenv": true}
+
+// ParseMeta parses the contents of a .meta file. The error, when not nil, is a
+// *fieldError naming the field or line at fault and what to do.
+func ParseMeta(data []byte) (*Meta, error) {
+	var top map[string]json.RawMessage
+	if err := strictUnmarshal(data, &top); err != nil {
+		return nil, syntaxError(data, err)
+	}
+	if top == nil {
+		return nil, &fieldError{Msg: "the file must hold a JSON object, not null"}
+	}
+	m := &Meta{}
+	if err := parseFields(&m.fields, top, ""); err != nil {
+		return nil, err
+	}
+	if raw, ok := top["variants"]; ok && !isNull(raw) {
+		var vs []map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &vs); err != nil {
+			return nil, &fieldError{Field: "variants", Msg: "must be an array of objects"}
+		}
+		for i, vr := range vs {
+			prefix := fmt.Sprintf("variants[%d]", i)
+			if vr == nil {
+				return nil, &fieldError{Field: prefix, Msg: "must be an object"}
+			}
+			v := variant{}
+			if err := parseFields(&v.fields, vr, prefix+"."); err != nil {
+				return nil, err
+			}
+			if mr, ok := vr["match"]; ok && !isNull(mr) {
+				mt, err := parseMatch(mr, prefix+".match")
+				if err != nil {
+					return nil, err
+				}
+				v.Match = mt
+			}
+			for k := range vr {
+				if _, known := knownFields[k]; !known && k != "match" {
+					m.Warnings = append(m.Warnings, fmt.Sprintf("unknown field %q in %s is ignored", k, prefix))
+				}
+			}
+			m.Variants = append(m.Variants, v)
+		}
+	}
+	for k, v := range top {
+		if _, known := knownFields[k]; known || k == "variants" {
+			continue
+		}
+		if m.Extra == nil {
+			m.Extra = map[string]json.RawMessage{}
+		}
+		m.Extra[k] = v
+		m.Warnings = append(m.Warnings, fmt.Sprintf("unknown field %q is kept but not used", k))
+	}
+	sort.Strings(m.Warnings)
+	if m.Description == nil {
+		if len(m.Variants) == 0 {
+			return nil, &fieldError{Field: "description", Msg: "is required: add a one-line \"description\""}
+		}
+		for i, v := range m.Variants {
+			if v.Description == nil {
+				return nil, &fieldError{Field: fmt.Sprintf("variants[%d].description", i),
+					Msg: "is required: set a top-level \"description\" or one in every variant"}
+			}
+		}
+	}
+	return m, nil
+}
+
+// knownFields maps each definition field to its parser.
+var knownFields = map[string]func(f *fields, raw json.RawMessage) error{
+	"description": func(f *fields, raw json.RawMessage) error { return decodeString(raw, &f.Description) },
+	"prompt":      func(f *fields, raw json.RawMessage) error { return decodeString(raw, &f.Prompt) },
+	"keywords": func(f *fields, raw json.RawMessage) error {
+		var ks []string
+		if err := json.Unmarshal(raw, &ks); err != nil {
+			return errors.New("must be an array of strings")
+		}
+		if ks == nil {
+			ks = []string{}
+		}
+		f.Keywords = ks
+		return nil
+	},
+	"args": func(f *fields, raw json.RawMessage) error {
+		t := bytes.TrimSpace(raw)
+		if len(t) == 0 || (t[0] != '{' && t[0] != 't' && t[0] != 'f') {
+			return errors.New("must be a JSON Schema object (or true/false)")
+		}
+		f.Args = append(json.RawMessage(nil), t...)
+		return nil
+	},
+	"tier": func(f *fields, raw json.RawMessage) error {
+		var s *string
+		if err := decodeString(raw, &s); err != nil {
+			return err
+		}
+		switch t := Tier(*s); t {
+		case Hot, Warm, Cold:
+			f.Tier = &t
+			return nil
+		}
+		return fmt.Errorf("is %q; use \"hot\", \"warm\" or \"cold\"", *s)
+	},
+	"cmd": func(f *fields, raw json.RawMessage) error {
+		if err := decodeString(raw, &f.Cmd); err != nil {
+			return err
+		}
+		if strings.TrimSpace(*f.Cmd) == "" {
+			return errors.New("is empty; remove it or give a command")
+		}
+		if strings.ContainsRune(*f.Cmd, 0) {
+			return errors.New("contains a NUL byte")
+		}
+		return nil
+	},
+	"readOnly":      func(f *fields, raw json.RawMessage) error { return decodeBool(raw, &f.ReadOnly) },
+	"bypass":        func(f *fields, raw json.RawMessage) error { return decodeBool(raw, &f.Bypass) },
+	"network":       func(f *fields, raw json.RawMessage) error { return decodeBool(raw, &f.Network) },
+	"resetsCounter": func(f *fields, raw json.RawMessage) error { return decodeBool(raw, &f.ResetsCounter) },
+	"scope":         func(f *fields, raw json.RawMessage) error { return decodeString(raw, &f.Scope) },
+	"outputFormat":  func(f *fields, raw json.RawMessage) error { return decodeString(raw, &f.OutputFormat) },
+	"concurrency": func(f *fields, raw json.RawMessage) error {
+		var s *string
+		if err := decodeString(raw, &s); err != nil {
+			return err
+		}
+		switch c := Concurrency(*s); c {
+		case Parallel, Serial, Exclusive:
+			f.Concurrency = &c
+			return nil
+		}
+		return fmt.Errorf("is %q; use \"parallel\", \"serial\" or \"exclusive\"", *s)
+	},
+	"timeout": func(f *fields, raw json.RawMessage) error {
+		var d time.Duration
+		var secs float64
+		var s string
+		switch {
+		case json.Unmarshal(raw, &secs) == nil:
+			d = time.Duration(secs * float64(time.Second))
+		case json.Unmarshal(raw, &s) == nil:
+			var err error
+			if d, err = time.ParseDuration(s); err != nil {
+				return fmt.Errorf("%q is not a duration; write seconds (30) or a duration (\"90s\", \"2m\")", s)
+			}
+		default:
+			return errors.New("must be seconds (a number) or a duration string such as \"90s\"")
+		}
+		if d <= 0 {
+			return errors.New("must be positive")
+		}
+		f.Timeout = &d
+		return nil
+	},
+}
+
+func parseFields(f *fields, obj map[string]json.RawMessage, prefix string) error {
+	// Parse in a fixed order so the reported error is deterministic.
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		parse, ok := knownFields[k]
+		if !ok || isNull(obj[k]) {
+			continue
+		}
+		if err := parse(f, obj[k]); err != nil {
+			return &fieldError{Field: prefix + k, Msg: err.Error()}
+		}
+	}
+	return nil
+}
+
+func parseMatch(raw json.RawMessage, field string) (match, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return nil, &fieldError{Field: field, Msg: "must be an object such as {\"binary\": \"journalctl\"}"}
+	}
+	m := match{}
+	for k, v := range obj {
+		if !matchKeys[k] {
+			return nil, &fieldError{Field: field + "." + k,
+				Msg: "is not a match key; use binary, file, os, arch, env or nenv"}
+		}
+		var one string
+		var many []string
+		switch {
+		case json.Unmarshal(v, &one) == nil:
+			many = []string{one}
+		case json.Unmarshal(v, &many) == nil && many != nil:
+		default:
+			return nil, &fieldError{Field: field + "." + k, Msg: "must be a string or an array of strings"}
+		}
+		if len(many) == 0 {
+			return nil, &fieldError{Field: field + "." + k, Msg: "is an empty array, which can never hold"}
+		}
+		m[k] = many
+	}
+	return m, nil
+}
+
+func decodeString(raw json.RawMessage, dst **string) error {
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return fmt.Errorf("must be a string, not %s", jsonKind(raw))
+	}
+	*dst = &s
+	return nil
+}
+
+func decodeBool(raw json.RawMessage, dst **bool) error {
+	var b bool
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return fmt.Errorf("must be true or false, not %s", jsonKind(raw))
+	}
+	*dst = &b
+	return nil
+}
+
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+func jsonKind(raw json.RawMessage) string {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 {
+		return "nothing"
+	}
+	switch t[0] {
+	case '"':
+		return "a string"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// strictUnmarshal decodes exactly one JSON value and rejects trailing data.
+func strictUnmarshal(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	var extra json.RawMessage
+	if err := dec.Decode(&extra); err != io.EOF {
+		return trailingData{dec.InputOffset()}
+	}
+	return nil
+}
+
+func syntaxError(data []byte, err error) error {
+	const fix = "; fix the syntax (`jq . FILE` points at it)"
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	var td trailingData
+	switch {
+	case errors.As(err, &se):
+		return &fieldError{Line: lineOf(data, se.Offset), Msg: "not valid JSON: " + se.Error() + fix}
+	case errors.As(err, &td):
+		return &fieldError{Line: lineOf(data, td.off), Msg: "not valid JSON: unexpected data after the object" + fix}
+	case errors.As(err, &te):
+		return &fieldError{Msg: fmt.Sprintf("the file must hold a JSON object, not %s", te.Value)}
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return &fieldError{Line: lineOf(data, int64(len(data))), Msg: "not valid JSON: the file ends before the object does" + fix}
+	}
+	return &fieldError{Msg: "not valid JSON: " + err.Error() + fix}
+}
+
+type trailingData struct{ off int64 }
+
+func (t trailingData) Error() string { return "unexpected data after the JSON object" }
+
+func lineOf(data []byte, off int64) int {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	if off < 0 {
+		off = 0
+	}
+	return bytes.Count(data[:off], []byte{'\n'}) + 1
+}

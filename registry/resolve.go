@@ -1,0 +1,319 @@
+package registry
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// bareNameRE matches a cmd that names an executable without a shell.
+var bareNameRE = regexp.MustCompile(`^[A-Za-z0-9_.+-]+$`)
+
+// defaultArgs is the schema of a tool that declares none.
+var defaultArgs = json.RawMessage(`{"type":"object"}`)
+
+// holds reports whether m holds on h, and if not, why.
+func (m match) holds(h Host) (bool, string) {
+	keys := []string{"os", "arch", "binary", "file", "env", "nenv"}
+	for _, k := range keys {
+		alts, ok := m[k]
+		if !ok {
+			continue
+		}
+		any := false
+		for _, a := range alts {
+			if condHolds(h, k, a) {
+				any = true
+				break
+			}
+		}
+		if !any {
+			return false, fmt.Sprintf("%s %s", k, describeAlts(k, alts))
+		}
+	}
+	return true, ""
+}
+
+func condHolds(h Host, key, val string) bool {
+	switch key {
+	case "os":
+		return h.OS() == val
+	case "arch":
+		return h.Arch() == val
+	case "binary":
+		if filepath.IsAbs(val) {
+			return h.Executable(val)
+		}
+		_, ok := h.LookPath(val)
+		return ok
+	case "file":
+		return h.Exists(val)
+	case "env":
+		return h.Getenv(val) != ""
+	case "nenv":
+		return h.Getenv(val) == ""
+	}
+	return false
+}
+
+func describeAlts(key string, alts []string) string {
+	q := make([]string, len(alts))
+	for i, a := range alts {
+		q[i] = fmt.Sprintf("%q", a)
+	}
+	list := strings.Join(q, " or ")
+	switch key {
+	case "binary":
+		return list + " not found"
+	case "file":
+		return list + " missing"
+	case "env":
+		return list + " unset or empty"
+	case "nenv":
+		return list + " set"
+	}
+	return "is not " + list
+}
+
+// overlay sets every field of v that is set onto base.
+func overlay(base fields, v fields) fields {
+	if v.Description != nil {
+		base.Description = v.Description
+	}
+	if v.Prompt != nil {
+		base.Prompt = v.Prompt
+	}
+	if v.Keywords != nil {
+		base.Keywords = v.Keywords
+	}
+	if v.Args != nil {
+		base.Args = v.Args
+	}
+	if v.Tier != nil {
+		base.Tier = v.Tier
+	}
+	if v.Cmd != nil {
+		base.Cmd = v.Cmd
+	}
+	if v.ReadOnly != nil {
+		base.ReadOnly = v.ReadOnly
+	}
+	if v.Bypass != nil {
+		base.Bypass = v.Bypass
+	}
+	if v.Network != nil {
+		base.Network = v.Network
+	}
+	if v.Concurrency != nil {
+		base.Concurrency = v.Concurrency
+	}
+	if v.Timeout != nil {
+		base.Timeout = v.Timeout
+	}
+	if v.Scope != nil {
+		base.Scope = v.Scope
+	}
+	if v.OutputFormat != nil {
+		base.OutputFormat = v.OutputFormat
+	}
+	if v.ResetsCounter != nil {
+		base.ResetsCounter = v.ResetsCounter
+	}
+	return base
+}
+
+// compileSchemas compiles the top-level and every variant's args, so a bad
+// schema is reported whichever variant this host would pick.
+func compileSchemas(name string, m *Meta) (map[int]*jsonschema.Schema, error) {
+	out := map[int]*jsonschema.Schema{}
+	s, err := compileArgs(name, "args", m.Args)
+	if err != nil {
+		return nil, err
+	}
+	out[-1] = s
+	for i, v := range m.Variants {
+		if v.Args == nil {
+			continue
+		}
+		field := fmt.Sprintf("variants[%d].args", i)
+		s, err := compileArgs(name, field, v.Args)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+func compileArgs(name, field string, raw json.RawMessage) (*jsonschema.Schema, error) {
+	if raw == nil {
+		raw = defaultArgs
+	}
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
+	if err != nil {
+		return nil, &fieldError{Field: field, Msg: "is not valid JSON: " + err.Error()}
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	url := "tool://" + name + "/" + field + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, &fieldError{Field: field, Msg: "is not a usable JSON Schema: " + err.Error()}
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		return nil, &fieldError{Field: field, Msg: "does not compile as a JSON Schema: " + oneLine(err.Error()) +
+			"; fix it so it validates against the JSON Schema metaschema"}
+	}
+	return s, nil
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", "; ")
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// resolve picks the variant for h and the command, producing a Tool. It
+// returns (nil, reason, nil) when the tool is hidden on h and an error when the
+// tool is invalid.
+func resolve(name, file string, raw []byte, m *Meta, schemas map[int]*jsonschema.Schema, h Host) (*Tool, string, error) {
+	f := m.fields
+	idx := -1
+	if len(m.Variants) > 0 {
+		var why []string
+		for i, v := range m.Variants {
+			ok, reason := true, ""
+			if v.Match != nil {
+				ok, reason = v.Match.holds(h)
+			}
+			if ok {
+				idx = i
+				f = overlay(f, v.fields)
+				break
+			}
+			why = append(why, fmt.Sprintf("variant %d: %s", i, reason))
+		}
+		if idx < 0 {
+			return nil, "no variant matches this host (" + strings.Join(why, "; ") + ")", nil
+		}
+	}
+	t := &Tool{
+		Name:    name,
+		File:    file,
+		Dir:     filepath.Dir(file),
+		Variant: idx,
+		Args:    f.Args,
+		Tier:    Warm, Concurrency: Parallel,
+		Extra:    m.Extra,
+		Warnings: m.Warnings,
+		Keywords: f.Keywords,
+	}
+	t.Description = deref(f.Description)
+	t.Prompt = deref(f.Prompt)
+	t.Cmd = deref(f.Cmd)
+	t.Scope = deref(f.Scope)
+	t.OutputFormat = deref(f.OutputFormat)
+	if f.Tier != nil {
+		t.Tier = *f.Tier
+	}
+	if f.Concurrency != nil {
+		t.Concurrency = *f.Concurrency
+	}
+	if f.Timeout != nil {
+		t.Timeout = *f.Timeout
+	}
+	t.ReadOnly = derefBool(f.ReadOnly)
+	t.Bypass = derefBool(f.Bypass)
+	t.Network = derefBool(f.Network)
+	t.ResetsCounter = derefBool(f.ResetsCounter)
+	if t.Args == nil {
+		t.Args = defaultArgs
+	}
+	// The variant's own schema if it has one, else the top-level one.
+	if s, ok := schemas[idx]; ok && m.Variants != nil && idx >= 0 && m.Variants[idx].Args != nil {
+		t.schema = s
+	} else {
+		t.schema = schemas[-1]
+	}
+	cmd, err := resolveCommand(name, t.Dir, t.Cmd, h)
+	if err != nil {
+		return nil, "", err
+	}
+	t.Command = cmd
+	sum := sha256.New()
+	sum.Write(raw)
+	fmt.Fprintf(sum, "\x00%d\x00%s\x00%s", idx, cmd.Kind, strings.Join(cmd.Argv, "\x00"))
+	t.Hash = hex.EncodeToString(sum.Sum(nil))[:16]
+	return t, "", nil
+}
+
+// resolveCommand applies SPEC §4: a co-located executable, then cmd (an
+// absolute path or bare name directly, anything else through /bin/sh -c),
+// then the tool's name on $PATH.
+//
+// A bare cmd name is looked up in the tool's own directory before $PATH, so a
+// variant can name a helper script shipped beside the .meta (as the seeds'
+// system_logs example does).
+func resolveCommand(name, dir, cmd string, h Host) (Command, error) {
+	if p := filepath.Join(dir, name); h.Executable(p) {
+		return Command{Kind: CoLocated, Argv: []string{p}}, nil
+	}
+	if cmd != "" {
+		c := strings.TrimSpace(cmd)
+		switch {
+		case filepath.IsAbs(c) && !strings.ContainsAny(c, " \t\n;|&$`'\"<>(){}*?"):
+			if !h.Executable(c) {
+				return Command{}, &fieldError{Field: "cmd", Msg: fmt.Sprintf("%s is not an executable file on this host; install it or fix the path", c)}
+			}
+			return Command{Kind: Direct, Argv: []string{c}, Cmd: cmd}, nil
+		case bareNameRE.MatchString(c):
+			if p := filepath.Join(dir, c); h.Executable(p) {
+				return Command{Kind: Direct, Argv: []string{p}, Cmd: cmd}, nil
+			}
+			if p, ok := h.LookPath(c); ok {
+				return Command{Kind: Direct, Argv: []string{p}, Cmd: cmd}, nil
+			}
+			return Command{}, &fieldError{Field: "cmd", Msg: fmt.Sprintf("%q is neither an executable in %s nor on $PATH; install it, or write a shell command", c, dir)}
+		default:
+			return Command{Kind: Shell, Argv: []string{"/bin/sh", "-c", cmd}, Cmd: cmd}, nil
+		}
+	}
+	if p, ok := h.LookPath(name); ok {
+		return Command{Kind: OnPath, Argv: []string{p}}, nil
+	}
+	return Command{}, &fieldError{Field: "cmd", Msg: fmt.Sprintf(
+		"no command: there is no executable %s, no \"cmd\", and %q is not on $PATH; add \"cmd\" or an executable named %s beside the .meta",
+		filepath.Join(dir, name), name, name)}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func derefBool(b *bool) bool { return b != nil && *b }
+
+// validateArgs checks args against t's schema.
+func validateArgs(t *Tool, args []byte) error {
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(string(args)))
+	if err != nil {
+		return fmt.Errorf("arguments are not valid JSON: %w", err)
+	}
+	if _, ok := inst.(map[string]any); !ok {
+		return fmt.Errorf("arguments must be a JSON object")
+	}
+	if t.schema == nil {
+		return nil
+	}
+	if err := t.schema.Validate(inst); err != nil {
+		return fmt.Errorf("arguments do not match the schema of %s: %w", t.Name, err)
+	}
+	return nil
+}

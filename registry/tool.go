@@ -1,0 +1,95 @@
+package registry
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Tier is a tool's context-retention tier (SPEC §7).
+type Tier string
+
+// Retention tiers.
+const (
+	Hot  Tier = "hot"
+	Warm Tier = "warm"
+	Cold Tier = "cold"
+)
+
+// Concurrency is a tool's call-concurrency class (SPEC §1).
+type Concurrency string
+
+// Concurrency classes.
+const (
+	Parallel  Concurrency = "parallel"
+	Serial    Concurrency = "serial"
+	Exclusive Concurrency = "exclusive"
+)
+
+// CommandKind says how a tool's command was resolved (SPEC §4).
+type CommandKind string
+
+// Ways a command is resolved, in the order they are tried.
+const (
+	CoLocated CommandKind = "co-located" // executable file D/N beside D/N.meta
+	Direct    CommandKind = "cmd"        // cmd is an absolute path or a bare name, executed directly
+	Shell     CommandKind = "shell"      // cmd is anything else, run through /bin/sh -c
+	OnPath    CommandKind = "path"       // N found on $PATH
+)
+
+// Command is what runs when a tool is called. Argv[0] is an absolute path;
+// the call's JSON arguments go to standard input, never into Argv.
+type Command struct {
+	Kind CommandKind `json:"kind"`
+	Argv []string    `json:"argv"`
+	// Cmd is the cmd field as written (empty for CoLocated and OnPath).
+	Cmd string `json:"cmd,omitempty"`
+}
+
+// Tool is one visible, valid tool with its variant resolved. A Tool is
+// immutable once published in a Catalog.
+type Tool struct {
+	Name string `json:"name"`
+	// File is the .meta file's absolute path, Dir its directory.
+	File string `json:"file"`
+	Dir  string `json:"dir"`
+
+	Description string          `json:"description"`
+	Prompt      string          `json:"prompt,omitempty"`
+	Keywords    []string        `json:"keywords,omitempty"`
+	Args        json.RawMessage `json:"args"`
+	Tier        Tier            `json:"tier"`
+	Cmd         string          `json:"cmd,omitempty"`
+
+	ReadOnly      bool          `json:"readOnly,omitempty"`
+	Bypass        bool          `json:"bypass,omitempty"`
+	Network       bool          `json:"network,omitempty"`
+	Concurrency   Concurrency   `json:"concurrency"`
+	Timeout       time.Duration `json:"timeout,omitempty"` // 0: the caller's default
+	Scope         string        `json:"scope,omitempty"`
+	OutputFormat  string        `json:"outputFormat,omitempty"`
+	ResetsCounter bool          `json:"resetsCounter,omitempty"`
+
+	// Extra holds unknown top-level fields, carried through unchanged.
+	Extra map[string]json.RawMessage `json:"extra,omitempty"`
+
+	// Variant is the index of the matched variant, or -1 without variants.
+	Variant int `json:"variant"`
+	// Command is the resolved command.
+	Command Command `json:"command"`
+	// Warnings are non-fatal remarks (unknown fields, ...).
+	Warnings []string `json:"warnings,omitempty"`
+	// Hash identifies the tool's definition: it changes when the .meta
+	// file, the matched variant or the resolved command changes.
+	Hash string `json:"hash"`
+
+	schema *jsonschema.Schema
+}
+
+// Schema is the compiled argument schema; validate call arguments with it.
+func (t *Tool) Schema() *jsonschema.Schema { return t.schema }
+
+// ValidateArgs checks a JSON arguments document against the tool's schema and
+// returns an error listing every violation.
+func (t *Tool) ValidateArgs(args []byte) error { return validateArgs(t, args) }
