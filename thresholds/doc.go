@@ -1,0 +1,29 @@
+// Package thresholds decides which ranked tools are offered to a model: the
+// inclusion policy applied after ranking (SPEC §6), and the versioned file its
+// cut-offs are stored in.
+//
+// A ranked tool is offered when its calibrated score (index.Hit.Score, in
+// [0,1]) clears all of:
+//
+//   - Min (ColdMin for tools of tier "cold", which is at least Min),
+//   - Relative × the best score of the ranking (a cut relative to the best
+//     match, so a clear winner does not drag weak companions along),
+//
+// and at most MaxTools ranked tools are offered, best first. The hot tools of
+// the agent's profile are always offered, after the ranked ones and on top of
+// MaxTools. When no ranked tool clears, the selection says so
+// (Selection.NoToolFits) and offers no ranked tool at all: it never falls back
+// to the k least-bad matches.
+//
+// When the ranking is degraded (the embedder failed and scores are lexical
+// only), the Degraded levels apply if the file has them.
+//
+// Cut-offs are calibrated per embedder by `toolsrv tune` and stored as JSON
+// in a File (format "toolsrv-thresholds", Version 1) named after the
+// embedder: os.UserConfigDir()/toolsrv/thresholds/<key>.json, where key is the
+// embedder ID with characters outside [A-Za-z0-9._-] replaced by '_'. Load
+// looks, in order, at an explicit path (the --thresholds flag), at
+// $TOOLSRV_THRESHOLDS, at that per-embedder file, then at the defaults shipped
+// in the binary for the built-in embedder, and last at a conservative
+// fallback (said so in the returned Source, so callers can warn).
+package thresholds

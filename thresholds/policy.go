@@ -1,0 +1,268 @@
+package thresholds
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"toolsrv/registry"
+)
+
+// Levels are one set of cut-offs on calibrated scores in [0,1].
+type Levels struct {
+	// Min is the score a ranked tool needs to be offered.
+	Min float64 `json:"min"`
+	// ColdMin is the score a tool of tier "cold" needs (at least Min): cold
+	// tools are dropped from the context after one unused turn, so offering
+	// one on a weak match wastes a load.
+	ColdMin float64 `json:"coldMin"`
+	// Relative keeps only tools scoring at least Relative × the best score of
+	// the ranking; 0 disables the cut.
+	Relative float64 `json:"relative"`
+	// MaxTools is the most ranked tools offered (hot tools come on top).
+	MaxTools int `json:"maxTools"`
+}
+
+// Validate says what is wrong with l, if anything.
+func (l Levels) Validate() error {
+	var errs []error
+	in01 := func(name string, v float64) {
+		if math.IsNaN(v) || v < 0 || v > 1 {
+			errs = append(errs, fmt.Errorf("%s = %v: must be within [0,1]", name, v))
+		}
+	}
+	in01("min", l.Min)
+	in01("coldMin", l.ColdMin)
+	in01("relative", l.Relative)
+	if l.ColdMin < l.Min {
+		errs = append(errs, fmt.Errorf("coldMin = %v is below min = %v: cold tools need the stricter score", l.ColdMin, l.Min))
+	}
+	if l.MaxTools < 1 {
+		errs = append(errs, fmt.Errorf("maxTools = %d: must be at least 1", l.MaxTools))
+	}
+	return errors.Join(errs...)
+}
+
+// Policy is the inclusion policy: the cut-offs for normal rankings and,
+// optionally, for degraded (lexical-only) ones.
+type Policy struct {
+	Levels
+	// Degraded replaces Levels when the ranking is degraded; nil: Levels.
+	Degraded *Levels `json:"degraded,omitempty"`
+}
+
+// Validate checks both sets of levels.
+func (p Policy) Validate() error {
+	if err := p.Levels.Validate(); err != nil {
+		return err
+	}
+	if p.Degraded != nil {
+		if err := p.Degraded.Validate(); err != nil {
+			return fmt.Errorf("degraded: %w", err)
+		}
+	}
+	return nil
+}
+
+// For returns the levels that apply to a ranking.
+func (p Policy) For(degraded bool) Levels {
+	if degraded && p.Degraded != nil {
+		return *p.Degraded
+	}
+	return p.Levels
+}
+
+// Candidate is one ranked tool: its name and calibrated score.
+type Candidate struct {
+	Name  string
+	Score float64
+}
+
+// Context is what Select needs besides the ranking.
+type Context struct {
+	// Tier gives a tool's tier; nil (or "") means warm. TierOf(catalog)
+	// builds one from a registry catalog.
+	Tier func(name string) registry.Tier
+	// Hot are the tools always offered, whatever their score: the hot tools
+	// the agent's profile allows (HotTools). They come after the ranked
+	// tools and do not count against MaxTools.
+	Hot []string
+	// Degraded selects the Degraded levels (set it from index.Ranking.Degraded).
+	Degraded bool
+}
+
+// Why says why a tool is offered.
+type Why string
+
+const (
+	// ByScore: the tool cleared the thresholds.
+	ByScore Why = "score"
+	// ByTier: the tool is hot in the agent's profile and always offered.
+	ByTier Why = "hot"
+)
+
+// Offer is one tool put in front of the model.
+type Offer struct {
+	Name  string  `json:"name"`
+	Score float64 `json:"score"` // 0 for a hot tool absent from the ranking
+	Why   Why     `json:"why"`
+}
+
+// Selection is the policy's answer for one ranking.
+type Selection struct {
+	// Tools are the offered tools: ranked ones best first, then hot ones.
+	Tools []Offer `json:"tools"`
+	// NoToolFits is true when no ranked tool cleared the thresholds: the
+	// honest answer is "no tool fits this message" (hot tools may still be
+	// offered, as they always are).
+	NoToolFits bool `json:"noToolFits"`
+	// Best is the best ranked score seen (0 for an empty ranking).
+	Best float64 `json:"best"`
+	// Levels are the cut-offs that were applied.
+	Levels Levels `json:"levels"`
+	// Degraded repeats Context.Degraded.
+	Degraded bool `json:"degraded,omitempty"`
+	// Reason is a one-line explanation, e.g. "no tool fits: best score 0.21 < min 0.35".
+	Reason string `json:"reason"`
+}
+
+// Names returns the offered tools' names in order.
+func (s Selection) Names() []string {
+	out := make([]string, len(s.Tools))
+	for i, o := range s.Tools {
+		out[i] = o.Name
+	}
+	return out
+}
+
+// Ranked returns how many offered tools cleared the thresholds.
+func (s Selection) Ranked() int {
+	n := 0
+	for _, o := range s.Tools {
+		if o.Why == ByScore {
+			n++
+		}
+	}
+	return n
+}
+
+// Select applies the policy to a ranking. hits need not be sorted; they
+// should be the whole allowed ranking or at least its top MaxTools×2 (the
+// index's Rank with K ≥ MaxTools). Tools the agent may not be offered must
+// already be filtered out (index.Query.Allow).
+func (p Policy) Select(hits []Candidate, c Context) Selection {
+	lv := p.For(c.Degraded)
+	sorted := make([]Candidate, 0, len(hits))
+	for _, h := range hits {
+		if !math.IsNaN(h.Score) {
+			sorted = append(sorted, h)
+		}
+	}
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if sorted[i].Score != sorted[j].Score {
+			return sorted[i].Score > sorted[j].Score
+		}
+		return sorted[i].Name < sorted[j].Name
+	})
+	sel := Selection{Levels: lv, Degraded: c.Degraded, Tools: []Offer{}}
+	if len(sorted) > 0 {
+		sel.Best = sorted[0].Score
+	}
+	cut := lv.Relative * sel.Best
+	offered := map[string]bool{}
+	for _, h := range sorted {
+		if len(sel.Tools) >= lv.MaxTools || h.Score < lv.Min || h.Score < cut {
+			// Sorted by score: nothing later can clear Min or the relative cut.
+			break
+		}
+		if tierOf(c.Tier, h.Name) == registry.Cold && h.Score < lv.ColdMin {
+			continue
+		}
+		if offered[h.Name] {
+			continue
+		}
+		offered[h.Name] = true
+		sel.Tools = append(sel.Tools, Offer{Name: h.Name, Score: h.Score, Why: ByScore})
+	}
+	ranked := len(sel.Tools)
+	sel.NoToolFits = ranked == 0
+	scores := map[string]float64{}
+	for _, h := range sorted {
+		if _, ok := scores[h.Name]; !ok {
+			scores[h.Name] = h.Score
+		}
+	}
+	for _, name := range c.Hot {
+		if offered[name] {
+			continue
+		}
+		offered[name] = true
+		sel.Tools = append(sel.Tools, Offer{Name: name, Score: scores[name], Why: ByTier})
+	}
+	sel.Reason = reason(sel, lv, ranked, len(sorted))
+	return sel
+}
+
+func reason(sel Selection, lv Levels, ranked, n int) string {
+	hot := len(sel.Tools) - ranked
+	switch {
+	case n == 0 && hot == 0:
+		return "no tool fits: nothing was ranked"
+	case n == 0:
+		return fmt.Sprintf("no tool fits: nothing was ranked; %d hot tool(s) offered", hot)
+	case ranked == 0:
+		s := fmt.Sprintf("no tool fits: best score %.3f < min %.3f", sel.Best, lv.Min)
+		if sel.Best >= lv.Min {
+			s = fmt.Sprintf("no tool fits: best score %.3f clears min %.3f but not the cold-tool min %.3f", sel.Best, lv.Min, lv.ColdMin)
+		}
+		if hot > 0 {
+			s += fmt.Sprintf("; %d hot tool(s) offered", hot)
+		}
+		return s
+	default:
+		s := fmt.Sprintf("%d tool(s) cleared min %.3f and %.0f%% of best %.3f (max %d)", ranked, lv.Min, 100*lv.Relative, sel.Best, lv.MaxTools)
+		if hot > 0 {
+			s += fmt.Sprintf("; %d hot tool(s) offered", hot)
+		}
+		return s
+	}
+}
+
+func tierOf(f func(string) registry.Tier, name string) registry.Tier {
+	if f == nil {
+		return registry.Warm
+	}
+	if t := f(name); t != "" {
+		return t
+	}
+	return registry.Warm
+}
+
+// TierOf returns a Context.Tier over a catalog (unknown tools are warm).
+func TierOf(cat *registry.Catalog) func(string) registry.Tier {
+	return func(name string) registry.Tier {
+		if cat == nil {
+			return registry.Warm
+		}
+		if t, ok := cat.Get(name); ok {
+			return t.Tier
+		}
+		return registry.Warm
+	}
+}
+
+// HotTools lists the catalog's visible hot tools that allow accepts (the
+// agent profile's Allows; nil accepts all), sorted by name.
+func HotTools(cat *registry.Catalog, allow func(string) bool) []string {
+	if cat == nil {
+		return nil
+	}
+	var out []string
+	for _, t := range cat.Tools {
+		if t.Tier == registry.Hot && (allow == nil || allow(t.Name)) {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}

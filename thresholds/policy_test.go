@@ -1,0 +1,189 @@
+package thresholds
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"toolsrv/registry"
+)
+
+func TestSelect(t *testing.T) {
+	base := Policy{Levels: Levels{Min: 0.4, ColdMin: 0.6, Relative: 0.5, MaxTools: 3}}
+	tiers := map[string]registry.Tier{"frost": registry.Cold, "fire": registry.Hot, "ice": registry.Cold}
+	tier := func(n string) registry.Tier { return tiers[n] }
+	tests := []struct {
+		name     string
+		policy   Policy
+		hits     []Candidate
+		ctx      Context
+		want     []string
+		why      []Why
+		noneFits bool
+		reason   string
+	}{
+		{
+			name: "min score",
+			hits: []Candidate{{"a", 0.9}, {"b", 0.5}, {"c", 0.39}},
+			want: []string{"a", "b"}, why: []Why{ByScore, ByScore},
+		},
+		{
+			name: "unsorted input is sorted, ties by name",
+			hits: []Candidate{{"b", 0.6}, {"c", 0.8}, {"a", 0.6}},
+			want: []string{"c", "a", "b"}, why: []Why{ByScore, ByScore, ByScore},
+		},
+		{
+			name: "relative cut drops tools far below the best",
+			hits: []Candidate{{"a", 0.95}, {"b", 0.47}, {"c", 0.45}},
+			want: []string{"a"}, why: []Why{ByScore},
+		},
+		{
+			name:   "relative cut at exactly the fraction keeps the tool",
+			policy: Policy{Levels: Levels{Min: 0.1, ColdMin: 0.1, Relative: 0.5, MaxTools: 5}},
+			hits:   []Candidate{{"a", 0.8}, {"b", 0.4}, {"c", 0.3999}},
+			want:   []string{"a", "b"}, why: []Why{ByScore, ByScore},
+		},
+		{
+			name:   "relative 0 disables the cut",
+			policy: Policy{Levels: Levels{Min: 0.1, ColdMin: 0.1, Relative: 0, MaxTools: 5}},
+			hits:   []Candidate{{"a", 0.99}, {"b", 0.11}},
+			want:   []string{"a", "b"}, why: []Why{ByScore, ByScore},
+		},
+		{
+			name: "max count",
+			hits: []Candidate{{"a", 0.9}, {"b", 0.85}, {"c", 0.8}, {"d", 0.79}, {"e", 0.7}},
+			want: []string{"a", "b", "c"}, why: []Why{ByScore, ByScore, ByScore},
+		},
+		{
+			name: "cold tool needs the stricter min",
+			hits: []Candidate{{"a", 0.7}, {"frost", 0.55}, {"b", 0.5}},
+			ctx:  Context{Tier: tier},
+			want: []string{"a", "b"}, why: []Why{ByScore, ByScore},
+		},
+		{
+			name: "cold tool above the stricter min is offered",
+			hits: []Candidate{{"frost", 0.65}, {"a", 0.5}},
+			ctx:  Context{Tier: tier},
+			want: []string{"frost", "a"}, why: []Why{ByScore, ByScore},
+		},
+		{
+			name: "skipped cold tool does not use up a slot",
+			hits: []Candidate{{"a", 0.9}, {"ice", 0.58}, {"frost", 0.57}, {"b", 0.56}, {"c", 0.55}, {"d", 0.54}},
+			ctx:  Context{Tier: tier},
+			want: []string{"a", "b", "c"}, why: []Why{ByScore, ByScore, ByScore},
+		},
+		{
+			name:     "nothing clears: no tool fits, never the least bad",
+			hits:     []Candidate{{"a", 0.39}, {"b", 0.2}, {"c", 0.1}},
+			want:     []string{}, why: []Why{},
+			noneFits: true, reason: "no tool fits: best score 0.390 < min 0.400",
+		},
+		{
+			name:     "only a cold tool clears min: no tool fits, and says why",
+			hits:     []Candidate{{"frost", 0.5}, {"a", 0.2}},
+			ctx:      Context{Tier: tier},
+			want:     []string{}, why: []Why{},
+			noneFits: true, reason: "cold-tool min",
+		},
+		{
+			name:     "empty ranking: no tool fits",
+			want:     []string{}, why: []Why{},
+			noneFits: true, reason: "nothing was ranked",
+		},
+		{
+			name: "hot tools always offered, after ranked ones, on top of max",
+			hits: []Candidate{{"a", 0.9}, {"b", 0.85}, {"c", 0.8}, {"fire", 0.05}},
+			ctx:  Context{Tier: tier, Hot: []string{"fire", "unranked"}},
+			want: []string{"a", "b", "c", "fire", "unranked"}, why: []Why{ByScore, ByScore, ByScore, ByTier, ByTier},
+		},
+		{
+			name:     "hot tools offered even when no tool fits, and no tool fits is still said",
+			hits:     []Candidate{{"a", 0.1}},
+			ctx:      Context{Hot: []string{"fire"}},
+			want:     []string{"fire"}, why: []Why{ByTier},
+			noneFits: true, reason: "1 hot tool(s) offered",
+		},
+		{
+			name: "a hot tool that clears by score is listed once, as ranked",
+			hits: []Candidate{{"fire", 0.9}, {"a", 0.8}},
+			ctx:  Context{Hot: []string{"fire"}},
+			want: []string{"fire", "a"}, why: []Why{ByScore, ByScore},
+		},
+		{
+			name: "duplicate hits are offered once",
+			hits: []Candidate{{"a", 0.9}, {"a", 0.9}, {"b", 0.8}},
+			want: []string{"a", "b"}, why: []Why{ByScore, ByScore},
+		},
+		{
+			name: "degraded ranking uses the degraded levels",
+			policy: Policy{Levels: Levels{Min: 0.4, ColdMin: 0.6, Relative: 0.5, MaxTools: 3},
+				Degraded: &Levels{Min: 0.7, ColdMin: 0.8, Relative: 0.5, MaxTools: 1}},
+			hits: []Candidate{{"a", 0.75}, {"b", 0.72}, {"c", 0.5}},
+			ctx:  Context{Degraded: true},
+			want: []string{"a"}, why: []Why{ByScore},
+		},
+		{
+			name: "degraded ranking without degraded levels uses the normal ones",
+			hits: []Candidate{{"a", 0.75}, {"b", 0.72}, {"c", 0.5}},
+			ctx:  Context{Degraded: true},
+			want: []string{"a", "b", "c"}, why: []Why{ByScore, ByScore, ByScore},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.policy
+			if p.MaxTools == 0 {
+				p = base
+			}
+			if err := p.Validate(); err != nil {
+				t.Fatalf("test policy invalid: %v", err)
+			}
+			sel := p.Select(tc.hits, tc.ctx)
+			if got := sel.Names(); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("offered %v, want %v (reason %q)", got, tc.want, sel.Reason)
+			}
+			for i, o := range sel.Tools {
+				if o.Why != tc.why[i] {
+					t.Errorf("%s offered because %q, want %q", o.Name, o.Why, tc.why[i])
+				}
+			}
+			if sel.NoToolFits != tc.noneFits {
+				t.Errorf("NoToolFits = %v, want %v (reason %q)", sel.NoToolFits, tc.noneFits, sel.Reason)
+			}
+			if tc.reason != "" && !strings.Contains(sel.Reason, tc.reason) {
+				t.Errorf("reason %q does not contain %q", sel.Reason, tc.reason)
+			}
+			if sel.Degraded != tc.ctx.Degraded {
+				t.Errorf("Degraded = %v, want %v", sel.Degraded, tc.ctx.Degraded)
+			}
+		})
+	}
+}
+
+func TestLevelsValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		l    Levels
+		bad  string
+	}{
+		{"ok", Levels{Min: 0.3, ColdMin: 0.3, Relative: 0.5, MaxTools: 1}, ""},
+		{"cold below min", Levels{Min: 0.5, ColdMin: 0.4, Relative: 0.5, MaxTools: 3}, "coldMin"},
+		{"min above one", Levels{Min: 1.5, ColdMin: 1.5, MaxTools: 3}, "within [0,1]"},
+		{"negative relative", Levels{Min: 0.1, ColdMin: 0.1, Relative: -0.1, MaxTools: 3}, "relative"},
+		{"no tools", Levels{Min: 0.1, ColdMin: 0.1, MaxTools: 0}, "maxTools"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.l.Validate()
+			if tc.bad == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.bad) {
+				t.Fatalf("error %v, want one mentioning %q", err, tc.bad)
+			}
+		})
+	}
+}
