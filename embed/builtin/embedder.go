@@ -1,0 +1,256 @@
+package builtin
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"toolsrv/embed"
+)
+
+// modelFile is the shipped table (see embed/MODEL.md); modelSHA256 is its
+// recorded SHA-256, checked by the tests.
+//
+//go:embed model.bin
+var modelFile []byte
+
+//go:embed model.sha256
+var modelSHA256 string
+
+// Options are the pooling settings. The zero value is not useful: start from
+// DefaultOptions.
+type Options struct {
+	// ID names the table, e.g. "builtin/v1-1a2b3c4d".
+	ID string
+	// UnseenIDF scales the weight of a query term that no catalog document
+	// contains, relative to the catalog's largest IDF (the weight a term found
+	// in one document gets). Such terms still carry meaning through their
+	// vectors but say nothing the catalog can confirm.
+	UnseenIDF float32
+}
+
+// DefaultOptions are the settings the shipped table was evaluated with.
+func DefaultOptions() Options {
+	return Options{ID: "builtin", UnseenIDF: 1}
+}
+
+// Embedder is the built-in static embedder. It is immutable and safe for
+// concurrent use. Before Fit, terms are weighted by the table's prior IDF;
+// the index should call Fit with its catalog's documents and use the result.
+type Embedder struct {
+	opts  Options
+	t     *Table
+	index map[string]int32
+	pool  sync.Pool // *scratch
+}
+
+var (
+	_ embed.CatalogAware = (*Embedder)(nil)
+	_ embed.Fitted       = (*Fitted)(nil)
+)
+
+// New loads the table shipped in the binary.
+func New() (*Embedder, error) {
+	t, err := ReadTable(bytes.NewReader(modelFile))
+	if err != nil {
+		return nil, fmt.Errorf("builtin embedder: the shipped table is damaged (rebuild with make model): %w", err)
+	}
+	sum := sha256.Sum256(modelFile)
+	o := DefaultOptions()
+	o.ID = "builtin/v1-" + hex.EncodeToString(sum[:4])
+	return FromTable(t, o)
+}
+
+// FromTable makes an embedder from a table (used by training and evaluation).
+func FromTable(t *Table, o Options) (*Embedder, error) {
+	if err := t.Validate(); err != nil {
+		return nil, fmt.Errorf("builtin embedder: %w", err)
+	}
+	if o.ID == "" {
+		return nil, errors.New("builtin embedder: Options.ID is empty")
+	}
+	e := &Embedder{opts: o, t: t, index: make(map[string]int32, len(t.Vocab))}
+	for i, s := range t.Vocab {
+		e.index[s] = int32(i)
+	}
+	e.pool.New = func() any { return &scratch{vec: make([]float64, t.Dim), tmp: make([]float32, t.Dim)} }
+	return e, nil
+}
+
+// Table returns the embedder's table (read-only).
+func (e *Embedder) Table() *Table { return e.t }
+
+// ID implements embed.Embedder.
+func (e *Embedder) ID() string { return e.opts.ID }
+
+// Dim implements embed.Embedder.
+func (e *Embedder) Dim() int { return e.t.Dim }
+
+// EmbedQuery implements embed.Embedder with prior weights.
+func (e *Embedder) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return e.embed(text, e.priorWeight), nil
+}
+
+// EmbedDocuments implements embed.Embedder with prior weights.
+func (e *Embedder) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
+	return e.embedAll(ctx, texts, e.priorWeight)
+}
+
+func (e *Embedder) priorWeight(term string, row int32) float32 {
+	if row >= 0 && int(row) < len(e.t.Prior) {
+		return e.t.Prior[row]
+	}
+	return 1
+}
+
+func (e *Embedder) embedAll(ctx context.Context, texts []string, w weightFunc) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i, s := range texts {
+		if i%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = e.embed(s, w)
+	}
+	return out, nil
+}
+
+// weightFunc gives a term's pooling weight; row is its vocabulary row or -1.
+type weightFunc func(term string, row int32) float32
+
+type scratch struct {
+	toks []string
+	seen map[string]struct{}
+	vec  []float64
+	tmp  []float32
+}
+
+// embed pools the distinct terms of text. A text with no usable term gets a
+// fixed unit vector (so the result is never zero or NaN).
+func (e *Embedder) embed(text string, weight weightFunc) []float32 {
+	s := e.pool.Get().(*scratch)
+	defer e.pool.Put(s)
+	s.toks = AppendTokens(s.toks[:0], text)
+	if s.seen == nil {
+		s.seen = make(map[string]struct{}, 64)
+	}
+	clear(s.seen)
+	clear(s.vec)
+	n := 0
+	for _, tok := range s.toks {
+		if _, dup := s.seen[tok]; dup {
+			continue
+		}
+		s.seen[tok] = struct{}{}
+		row, ok := e.index[tok]
+		if !ok {
+			row = -1
+		}
+		w := weight(tok, row)
+		if w <= 0 {
+			continue
+		}
+		v := e.termVector(tok, row, s.tmp)
+		for i, x := range v {
+			s.vec[i] += float64(w * x)
+		}
+		n++
+	}
+	out := make([]float32, e.t.Dim)
+	var norm float64
+	for _, x := range s.vec {
+		norm += x * x
+	}
+	if n == 0 || norm == 0 {
+		out[0] = 1
+		return out
+	}
+	inv := 1 / math.Sqrt(norm)
+	for i, x := range s.vec {
+		out[i] = float32(x * inv)
+	}
+	return out
+}
+
+// termVector returns the vector of one term: its table row, else the mean of
+// its character n-gram buckets, else a fixed pseudo-random vector derived
+// from the term (so unknown terms still match themselves exactly).
+func (e *Embedder) termVector(term string, row int32, tmp []float32) []float32 {
+	if row >= 0 {
+		return e.t.Row(int(row))
+	}
+	if e.t.Buckets > 0 {
+		clear(tmp)
+		k := 0
+		ForNgrams(term, e.t.MinN, e.t.MaxN, func(h uint64) {
+			r := e.t.Row(len(e.t.Vocab) + int(h%uint64(e.t.Buckets)))
+			for i, x := range r {
+				tmp[i] += x
+			}
+			k++
+		})
+		if k > 0 {
+			inv := 1 / float32(k)
+			for i := range tmp {
+				tmp[i] *= inv
+			}
+			return tmp
+		}
+	}
+	randomVector(tmp, hashString(term))
+	return tmp
+}
+
+// ForNgrams calls f with the hash of every character n-gram (n in
+// [minN, maxN], counted in bytes) of "<" + term + ">".
+func ForNgrams(term string, minN, maxN int, f func(uint64)) {
+	w := "<" + term + ">"
+	for n := minN; n <= maxN; n++ {
+		for i := 0; i+n <= len(w); i++ {
+			if n == len(w) {
+				continue // the whole word is the vocabulary's job
+			}
+			f(hashString(w[i : i+n]))
+		}
+	}
+}
+
+// hashString is 64-bit FNV-1a.
+func hashString(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+// randomVector fills v with ±1/√d signs drawn from a splitmix64 stream seeded by seed.
+func randomVector(v []float32, seed uint64) {
+	x := seed
+	a := float32(1 / math.Sqrt(float64(len(v))))
+	for i := 0; i < len(v); i += 64 {
+		x += 0x9e3779b97f4a7c15
+		z := x
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+		z ^= z >> 31
+		for j := i; j < len(v) && j < i+64; j++ {
+			if z&(1<<(j-i)) != 0 {
+				v[j] = a
+			} else {
+				v[j] = -a
+			}
+		}
+	}
+}

@@ -1,0 +1,224 @@
+package builtin
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestShippedTableMatchesChecksum(t *testing.T) {
+	raw, err := os.ReadFile("model.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(raw, modelFile) {
+		t.Fatal("model.bin on disk differs from the embedded copy")
+	}
+	sum := sha256.Sum256(raw)
+	if got, want := hex.EncodeToString(sum[:]), strings.TrimSpace(modelSHA256); got != want {
+		t.Fatalf("model.bin SHA-256 = %s, recorded in model.sha256 = %s", got, want)
+	}
+	e, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Dim() != e.Table().Dim || e.Dim() < 32 {
+		t.Fatalf("Dim = %d", e.Dim())
+	}
+	if !strings.HasPrefix(e.ID(), "builtin/") {
+		t.Fatalf("ID = %q", e.ID())
+	}
+}
+
+func randomTable(rng *rand.Rand, dim int, vocab []string, buckets int) *Table {
+	tb := &Table{Dim: dim, Vocab: slices.Sorted(slices.Values(vocab)), Buckets: buckets, MinN: 3, MaxN: 5}
+	tb.Prior = make([]float32, len(vocab))
+	for i := range tb.Prior {
+		tb.Prior[i] = rng.Float32() * 5
+	}
+	tb.Vectors = make([]float32, tb.Rows()*dim)
+	for i := range tb.Vectors {
+		tb.Vectors[i] = float32(rng.NormFloat64())
+	}
+	// One all-zero row must survive too.
+	clear(tb.Row(0))
+	return tb
+}
+
+func TestTableInt8RoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	tb := randomTable(rng, 48, []string{"weather", "forecast", "file", "convert", "zip"}, 16)
+	var buf bytes.Buffer
+	n, err := tb.WriteTo(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != int64(buf.Len()) {
+		t.Fatalf("WriteTo reported %d bytes, wrote %d", n, buf.Len())
+	}
+	// magic, header, (length byte + bytes) per term, prior, rows of scale + int8s.
+	wantSize := 8 + 5*4 + len(tb.Vocab) + 4*len(tb.Vocab) + tb.Rows()*(4+tb.Dim)
+	for _, s := range tb.Vocab {
+		wantSize += len(s)
+	}
+	if buf.Len() != wantSize {
+		t.Errorf("file is %d bytes, want %d", buf.Len(), wantSize)
+	}
+	got, err := ReadTable(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Vocab, tb.Vocab) || !slices.Equal(got.Prior, tb.Prior) ||
+		got.Dim != tb.Dim || got.Buckets != tb.Buckets || got.MinN != 3 || got.MaxN != 5 {
+		t.Fatalf("header or vocabulary changed in the round trip")
+	}
+	for r := 0; r < tb.Rows(); r++ {
+		a, b := tb.Row(r), got.Row(r)
+		var amax float64
+		for _, x := range a {
+			amax = math.Max(amax, math.Abs(float64(x)))
+		}
+		for j := range a {
+			if d := math.Abs(float64(a[j] - b[j])); d > amax/254+1e-6 {
+				t.Fatalf("row %d[%d]: %v became %v (error %g > half a step %g)", r, j, a[j], b[j], d, amax/254)
+			}
+		}
+	}
+	// A second round trip is exact: quantized values are fixed points.
+	var buf2 bytes.Buffer
+	if _, err := got.WriteTo(&buf2); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf.Bytes(), buf2.Bytes()) {
+		t.Error("re-encoding a decoded table changed its bytes")
+	}
+	// Damaged files are refused.
+	for _, cut := range []int{0, 5, 30, buf.Len() - 1} {
+		if _, err := ReadTable(bytes.NewReader(buf.Bytes()[:cut])); err == nil {
+			t.Errorf("ReadTable accepted a file cut at %d bytes", cut)
+		}
+	}
+	if _, err := ReadTable(bytes.NewReader(append(buf.Bytes(), 0))); err == nil {
+		t.Error("ReadTable accepted trailing data")
+	}
+}
+
+func TestEmbedDeterministicAndNormalised(t *testing.T) {
+	ctx := context.Background()
+	shipped, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	custom, err := FromTable(randomTable(rng, 32, []string{"weather", "forecast", "file"}, 64), Options{ID: "builtin/test", UnseenIDF: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{"What's the weather forecast in Paris tomorrow?", "compress_files_to_zip", "", "!!! ??", "the of and"}
+	for _, e := range []*Embedder{shipped, custom} {
+		docs, err := e.EmbedDocuments(ctx, texts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range texts {
+			q, err := e.EmbedQuery(ctx, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q2, _ := e.EmbedQuery(ctx, s)
+			if !slices.Equal(q, q2) || !slices.Equal(q, docs[i]) {
+				t.Errorf("%s: %q embeds differently on repeated calls", e.ID(), s)
+			}
+			if len(q) != e.Dim() {
+				t.Fatalf("len = %d, want %d", len(q), e.Dim())
+			}
+			var norm float64
+			for _, x := range q {
+				if math.IsNaN(float64(x)) {
+					t.Fatalf("%q: NaN in vector", s)
+				}
+				norm += float64(x) * float64(x)
+			}
+			if math.Abs(norm-1) > 1e-4 {
+				t.Errorf("%s: |v(%q)|² = %v, want 1", e.ID(), s, norm)
+			}
+		}
+		// A fresh embedder from the same table gives the very same vectors.
+		if e == shipped {
+			again, _ := New()
+			a, _ := again.EmbedQuery(ctx, texts[0])
+			b, _ := e.EmbedQuery(ctx, texts[0])
+			if !slices.Equal(a, b) {
+				t.Error("two embedders from the shipped table disagree")
+			}
+		}
+	}
+}
+
+func cos(a, b []float32) float64 {
+	var s float64
+	for i := range a {
+		s += float64(a[i]) * float64(b[i])
+	}
+	return s
+}
+
+func TestFitWeightsAndRestore(t *testing.T) {
+	ctx := context.Background()
+	e, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := []string{
+		"get_weather: returns the weather forecast for a city",
+		"send_email: sends an email message to a recipient",
+		"convert_currency: converts an amount between currencies",
+		"get_stock_price: returns the current price of a stock",
+	}
+	fe, err := e.Fit(ctx, docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fe.(*Fitted)
+	if w1, w2 := f.Weight("weather"), f.Weight("return"); !(w1 > w2) {
+		t.Errorf("weight(weather)=%v should exceed weight(return)=%v (in 2 of 4 docs)", w1, w2)
+	}
+	dv, _ := f.EmbedDocuments(ctx, docs)
+	q, _ := f.EmbedQuery(ctx, "what's the weather forecast for tomorrow")
+	best, bestScore := -1, -2.0
+	for i, d := range dv {
+		if s := cos(q, d); s > bestScore {
+			best, bestScore = i, s
+		}
+	}
+	if best != 0 {
+		t.Errorf("weather query ranked doc %d first, want 0", best)
+	}
+	r, err := e.Restore(f.State())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ID() != f.ID() || r.ID() == e.ID() {
+		t.Errorf("restored ID %q, fitted %q, base %q", r.ID(), f.ID(), e.ID())
+	}
+	q2, _ := r.EmbedQuery(ctx, "what's the weather forecast for tomorrow")
+	if !slices.Equal(q, q2) {
+		t.Error("restored embedder embeds differently")
+	}
+	other, _ := e.Fit(ctx, docs[:2])
+	if other.ID() == f.ID() {
+		t.Error("different catalogs gave the same fitted ID")
+	}
+	for _, bad := range [][]byte{nil, []byte("nonsense"), f.State()[:len(f.State())-1], append(f.State(), 1)} {
+		if _, err := e.Restore(bad); err == nil {
+			t.Errorf("Restore accepted a bad state of %d bytes", len(bad))
+		}
+	}
+}

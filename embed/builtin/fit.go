@@ -1,0 +1,169 @@
+package builtin
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"toolsrv/embed"
+)
+
+// Fitted is the embedder adapted to one catalog: terms are weighted by their
+// BM25 IDF over the catalog's own documents, so words every tool shares
+// ("return", "api") count little and distinguishing words count a lot.
+type Fitted struct {
+	e     *Embedder
+	id    string
+	n     int            // documents fitted
+	df    map[string]int // document frequency per term
+	maxW  float32        // IDF of a term found in one document
+	state []byte
+}
+
+// Fit implements embed.CatalogAware.
+func (e *Embedder) Fit(ctx context.Context, docs []string) (embed.Fitted, error) {
+	df := make(map[string]int)
+	seen := make(map[string]struct{})
+	var toks []string
+	for i, d := range docs {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		toks = AppendTokens(toks[:0], d)
+		clear(seen)
+		for _, t := range toks {
+			if _, ok := seen[t]; !ok {
+				seen[t] = struct{}{}
+				df[t]++
+			}
+		}
+	}
+	return e.fitted(len(docs), df), nil
+}
+
+func (e *Embedder) fitted(n int, df map[string]int) *Fitted {
+	f := &Fitted{e: e, n: n, df: df}
+	f.maxW = idf(n, 1)
+	f.state = encodeState(n, df)
+	sum := sha256.Sum256(f.state)
+	f.id = e.opts.ID + "+fit-" + hex.EncodeToString(sum[:6])
+	return f
+}
+
+// idf is BM25's (Lucene) inverse document frequency.
+func idf(n, df int) float32 {
+	return float32(math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5)))
+}
+
+const stateMagic = "TSFIT001"
+
+func encodeState(n int, df map[string]int) []byte {
+	terms := make([]string, 0, len(df))
+	for t := range df {
+		terms = append(terms, t)
+	}
+	sort.Strings(terms)
+	b := []byte(stateMagic)
+	b = binary.AppendUvarint(b, uint64(n))
+	b = binary.AppendUvarint(b, uint64(len(terms)))
+	for _, t := range terms {
+		b = binary.AppendUvarint(b, uint64(len(t)))
+		b = append(b, t...)
+		b = binary.AppendUvarint(b, uint64(df[t]))
+	}
+	return b
+}
+
+// Restore implements embed.CatalogAware.
+func (e *Embedder) Restore(state []byte) (embed.Fitted, error) {
+	if !bytes.HasPrefix(state, []byte(stateMagic)) {
+		return nil, errors.New("builtin embedder: fitted state has the wrong format; refit the catalog")
+	}
+	b := state[len(stateMagic):]
+	next := func() (uint64, error) {
+		v, k := binary.Uvarint(b)
+		if k <= 0 {
+			return 0, errors.New("builtin embedder: fitted state is truncated; refit the catalog")
+		}
+		b = b[k:]
+		return v, nil
+	}
+	n, err := next()
+	if err != nil {
+		return nil, err
+	}
+	cnt, err := next()
+	if err != nil {
+		return nil, err
+	}
+	if cnt > uint64(len(b)) {
+		return nil, errors.New("builtin embedder: fitted state is truncated; refit the catalog")
+	}
+	df := make(map[string]int, cnt)
+	for i := uint64(0); i < cnt; i++ {
+		l, err := next()
+		if err != nil {
+			return nil, err
+		}
+		if l > uint64(len(b)) {
+			return nil, errors.New("builtin embedder: fitted state is truncated; refit the catalog")
+		}
+		t := string(b[:l])
+		b = b[l:]
+		d, err := next()
+		if err != nil {
+			return nil, err
+		}
+		df[t] = int(d)
+	}
+	if len(b) != 0 {
+		return nil, fmt.Errorf("builtin embedder: fitted state has %d trailing bytes; refit the catalog", len(b))
+	}
+	return e.fitted(int(n), df), nil
+}
+
+// ID implements embed.Embedder; it includes a digest of the fitted state.
+func (f *Fitted) ID() string { return f.id }
+
+// Dim implements embed.Embedder.
+func (f *Fitted) Dim() int { return f.e.t.Dim }
+
+// State implements embed.Fitted.
+func (f *Fitted) State() []byte { return bytes.Clone(f.state) }
+
+// Weight is the pooling weight of a term (as produced by Tokenize).
+func (f *Fitted) Weight(term string) float32 {
+	row, ok := f.e.index[term]
+	if !ok {
+		row = -1
+	}
+	return f.weight(term, row)
+}
+
+func (f *Fitted) weight(term string, _ int32) float32 {
+	if d := f.df[term]; d > 0 {
+		return idf(f.n, d)
+	}
+	return f.e.opts.UnseenIDF * f.maxW
+}
+
+// EmbedQuery implements embed.Embedder.
+func (f *Fitted) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return f.e.embed(text, f.weight), nil
+}
+
+// EmbedDocuments implements embed.Embedder.
+func (f *Fitted) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
+	return f.e.embedAll(ctx, texts, f.weight)
+}
