@@ -115,6 +115,8 @@ func TestCompileSchemas(t *testing.T) {
 	}{
 		{"bad type", `{"description":"d","args":{"type":"strin"}}`, "args"},
 		{"bad regex", `{"description":"d","args":{"type":"string","pattern":"("}}`, "args"},
+		{"external file ref", `{"description":"d","args":{"$ref":"file:///etc/passwd"}}`, "args"},
+		{"external http ref", `{"description":"d","args":{"$ref":"http://example.com/s.json"}}`, "args"},
 		{"bad variant schema", `{"description":"d","variants":[{"args":{"type":"object","properties":{"a":{"type":7}}}}]}`, "variants[0].args"},
 	}
 	for _, tc := range tests {

@@ -161,6 +161,7 @@ func compileArgs(name, field string, raw json.RawMessage) (*jsonschema.Schema, e
 	}
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
+	c.UseLoader(noExternalRefs{})
 	url := "tool://" + name + "/" + field + ".json"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, &fieldError{Field: field, Msg: "is not a usable JSON Schema: " + err.Error()}
@@ -171,6 +172,14 @@ func compileArgs(name, field string, raw json.RawMessage) (*jsonschema.Schema, e
 			"; fix it so it validates against the JSON Schema metaschema"}
 	}
 	return s, nil
+}
+
+// noExternalRefs refuses every $ref outside the schema itself: a .meta must
+// not make the server read local files or fetch URLs.
+type noExternalRefs struct{}
+
+func (noExternalRefs) Load(url string) (any, error) {
+	return nil, fmt.Errorf("external $ref %q is not allowed; inline the definition under \"$defs\"", url)
 }
 
 func oneLine(s string) string {

@@ -1,0 +1,53 @@
+package registry
+
+import (
+	"errors"
+	"testing"
+)
+
+// FuzzParseMeta feeds arbitrary bytes to the .meta parser and schema
+// compiler: they must never panic, an error must always be a *fieldError
+// with a message, and a parsed Meta must resolve without panicking.
+func FuzzParseMeta(f *testing.F) {
+	seeds := []string{
+		`{"description":"d","cmd":"jq","args":{"type":"object","properties":{"p":{"type":"string"}}}}`,
+		`{"description":"Read system logs.","variants":[{"match":{"binary":"journalctl"},"cmd":"system_logs_journald","args":{"type":"object","properties":{"unit":{"type":"string"}}}},{"match":{"file":"/var/log/syslog"},"cmd":"system_logs_syslog"}]}`,
+		`{"description":"d","tier":"hot","readOnly":true,"network":false,"bypass":true,"concurrency":"serial","timeout":"5s","keywords":["a"],"scope":"s","outputFormat":"o","resetsCounter":true,"x":1}`,
+		`{"variants":[{"description":"a","match":{"os":["linux","darwin"],"arch":"amd64","env":"A","nenv":"B"}}]}`,
+		`{"description":"d","args":{"$ref":"#/definitions/x","definitions":{"x":{"type":"object"}}}}`,
+		`{"description":"d","args":{"$ref":"http://example.com/schema"}}`,
+		`{"description":`, `[]`, `null`, `"s"`, `{}`, "{\"description\":\"d\"}\n{}",
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	h := testHost()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := ParseMeta(data)
+		if err != nil {
+			var fe *fieldError
+			if !errors.As(err, &fe) || fe.Msg == "" {
+				t.Fatalf("error %v (%T) is not a *fieldError with a message", err, err)
+			}
+			return
+		}
+		schemas, err := compileSchemas("fuzz", m)
+		if err != nil {
+			var fe *fieldError
+			if !errors.As(err, &fe) || fe.Field == "" {
+				t.Fatalf("schema error %v lacks a field", err)
+			}
+			return
+		}
+		tool, why, err := resolve("fuzz", "/tools/fuzz.meta", data, m, schemas, h)
+		if err == nil && tool == nil && why == "" {
+			t.Fatal("hidden without a reason")
+		}
+		if tool != nil {
+			if tool.Description == "" && m.Description != nil && *m.Description != "" {
+				t.Fatal("description lost")
+			}
+			_ = tool.ValidateArgs([]byte(`{"p":"x"}`))
+		}
+	})
+}
