@@ -1,0 +1,31 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"image/png"
+	"testing"
+
+	"toolsrv/thresholds"
+)
+
+func TestPlotTuneWritesAPNG(t *testing.T) {
+	var qs []TuneQuery
+	for i := 0; i < 50; i++ {
+		qs = append(qs, TuneQuery{Corpus: "x", ID: fmt.Sprint(i), Relevant: []string{"a"}, Abstain: i%5 == 0,
+			Hits: []thresholds.Candidate{{Name: "a", Score: float64(i%10) / 10}, {Name: "b", Score: 0.05}}})
+	}
+	g := DefaultGrid()
+	res := Sweep(qs, g, Objective{MaxOffered: 3, MinAbstain: 0.5}, nil)
+	var buf bytes.Buffer
+	if err := PlotTune(&buf, res, "test sweep"); err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(&buf)
+	if err != nil {
+		t.Fatalf("not a PNG: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() < 800 || b.Dy() < 600 {
+		t.Fatalf("image is %v, too small to read", b)
+	}
+}

@@ -1,0 +1,357 @@
+package bench
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"sort"
+	"strings"
+
+	"toolsrv/thresholds"
+)
+
+// Split assigns queries to the held-out part and to the abstention set by a
+// fixed hash of their ID, so every run (and every embedder) sees the same
+// parts. Shares are in [0,1].
+type Split struct {
+	HeldOut float64 // share of each corpus's queries kept out of the sweep
+	Abstain float64 // share of queries whose relevant tools are removed
+}
+
+// IsHeldOut reports whether the query id belongs to the held-out part.
+func (s Split) IsHeldOut(id string) bool { return hashShare(id, "heldout") < s.HeldOut }
+
+// IsAbstain reports whether the query id is an abstention query: its
+// relevant tools are removed from the catalog and the right answer is "no
+// tool fits".
+func (s Split) IsAbstain(id string) bool { return hashShare(id, "abstain") < s.Abstain }
+
+func hashShare(id, salt string) float64 {
+	h := fnv.New64a()
+	h.Write([]byte(salt))
+	h.Write([]byte{0})
+	h.Write([]byte(id))
+	// FNV's high bits mix poorly for IDs that differ only at the end:
+	// finish with splitmix64's mixer.
+	x := h.Sum64()
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return float64(x>>11) / float64(1<<53)
+}
+
+// TuneQuery is one labelled query with its ranking, ready to sweep.
+type TuneQuery struct {
+	Corpus   string
+	ID       string
+	Relevant []string
+	// Abstain: the relevant tools were removed from the catalog (filtered
+	// out of the ranking) and the right answer is "no tool fits".
+	Abstain bool
+	HeldOut bool
+	// Hits is the top of the ranking, best first (at least the largest
+	// MaxTools swept; TopHits is enough).
+	Hits []thresholds.Candidate
+}
+
+// TopHits is how many ranked tools a TuneQuery keeps: more than any
+// MaxTools the sweep tries.
+const TopHits = 12
+
+// Grid is the set of levels the sweep tries.
+type Grid struct {
+	Min      []float64
+	Relative []float64
+	MaxTools []int
+	// ColdMargin is added to Min for ColdMin: the corpora have no cold
+	// tools, so the cold minimum cannot be tuned on them.
+	ColdMargin float64
+}
+
+// DefaultGrid is 100 minimums × 10 relative cuts × 6 maximum counts.
+func DefaultGrid() Grid {
+	g := Grid{Relative: []float64{0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1}, MaxTools: []int{1, 2, 3, 4, 5, 8}, ColdMargin: 0.1}
+	for i := 0; i < 100; i++ {
+		g.Min = append(g.Min, float64(i)/100)
+	}
+	return g
+}
+
+// Objective is what the sweep maximises, stated so a reader can check it.
+type Objective struct {
+	// MaxOffered caps the macro-average number of tools offered per
+	// answerable query.
+	MaxOffered float64
+	// MinAbstain is the macro-average share of abstention queries that must
+	// be answered "no tool fits".
+	MinAbstain float64
+}
+
+func (o Objective) String() string {
+	return fmt.Sprintf("maximise macro recall of offered tools over answerable queries, subject to macro tools offered ≤ %.2f and macro abstention recall ≥ %.2f (abstention queries: relevant tools removed, right answer is \"no tool fits\"); ties: fewer tools offered, then higher abstention precision. If no setting meets both, maximise recall + abstention recall under the tools-offered cap",
+		o.MaxOffered, o.MinAbstain)
+}
+
+// select returns how many of q.Hits l offers: the fast path of
+// thresholds.Policy.Select for warm tools and no hot tools (the corpora
+// have none); TestFastSelectMatchesPolicy holds them equal.
+func fastSelect(hits []thresholds.Candidate, l thresholds.Levels) int {
+	if len(hits) == 0 {
+		return 0
+	}
+	cut := l.Relative * hits[0].Score
+	n := 0
+	for _, h := range hits {
+		if n >= l.MaxTools || h.Score < l.Min || h.Score < cut {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// acc accumulates Figures for one corpus.
+type acc struct {
+	queries, abstain       int
+	recall, precision      float64
+	precN                  int
+	offered                float64
+	abstainRight, saidNone int
+}
+
+func (a *acc) add(q *TuneQuery, l thresholds.Levels) {
+	n := fastSelect(q.Hits, l)
+	if q.Abstain {
+		a.abstain++
+		if n == 0 {
+			a.abstainRight++
+			a.saidNone++
+		}
+		return
+	}
+	a.queries++
+	if n == 0 {
+		a.saidNone++
+		return
+	}
+	hit := 0
+	for _, h := range q.Hits[:n] {
+		for _, r := range q.Relevant {
+			if h.Name == r {
+				hit++
+				break
+			}
+		}
+	}
+	if len(q.Relevant) > 0 {
+		a.recall += float64(hit) / float64(len(q.Relevant))
+	}
+	a.precision += float64(hit) / float64(n)
+	a.precN++
+	a.offered += float64(n)
+}
+
+func (a *acc) figures() thresholds.Figures {
+	f := thresholds.Figures{Queries: a.queries, Abstain: a.abstain, AbstainPrecision: 1}
+	if a.queries > 0 {
+		f.Recall = a.recall / float64(a.queries)
+		f.Offered = a.offered / float64(a.queries)
+	}
+	if a.precN > 0 {
+		f.Precision = a.precision / float64(a.precN)
+	}
+	if a.abstain > 0 {
+		f.AbstainRecall = float64(a.abstainRight) / float64(a.abstain)
+	}
+	if a.saidNone > 0 {
+		f.AbstainPrecision = float64(a.abstainRight) / float64(a.saidNone)
+	}
+	return f
+}
+
+// Evaluate measures l on the queries, per corpus.
+func Evaluate(qs []TuneQuery, l thresholds.Levels) map[string]thresholds.Figures {
+	accs := map[string]*acc{}
+	for i := range qs {
+		a := accs[qs[i].Corpus]
+		if a == nil {
+			a = &acc{}
+			accs[qs[i].Corpus] = a
+		}
+		a.add(&qs[i], l)
+	}
+	out := make(map[string]thresholds.Figures, len(accs))
+	for c, a := range accs {
+		out[c] = a.figures()
+	}
+	return out
+}
+
+// Macro averages figures over corpora, each corpus weighing the same.
+func Macro(per map[string]thresholds.Figures) thresholds.Figures {
+	var m thresholds.Figures
+	if len(per) == 0 {
+		return m
+	}
+	for _, f := range per {
+		m.Queries += f.Queries
+		m.Abstain += f.Abstain
+		m.Recall += f.Recall
+		m.Precision += f.Precision
+		m.Offered += f.Offered
+		m.AbstainRecall += f.AbstainRecall
+		m.AbstainPrecision += f.AbstainPrecision
+	}
+	n := float64(len(per))
+	m.Recall /= n
+	m.Precision /= n
+	m.Offered /= n
+	m.AbstainRecall /= n
+	m.AbstainPrecision /= n
+	return m
+}
+
+// Point is one swept setting and its macro figures on the tuning part.
+type Point struct {
+	Levels thresholds.Levels
+	Macro  thresholds.Figures
+}
+
+// TuneResult is the outcome of a sweep.
+type TuneResult struct {
+	Objective Objective
+	Chosen    Point
+	// Feasible is false when no setting met both constraints (the fallback
+	// objective was used).
+	Feasible bool
+	Points   []Point
+	// HeldOut are the chosen levels' figures on the held-out part, per corpus.
+	HeldOut map[string]thresholds.Figures
+	// Tuning are the chosen levels' figures on the tuning part, per corpus.
+	Tuning map[string]thresholds.Figures
+}
+
+// Sweep tries every setting of the grid on the tuning part of qs, picks one
+// by the objective, and measures it on the held-out part. progress (may be
+// nil) is called after each setting.
+func Sweep(qs []TuneQuery, g Grid, obj Objective, progress func(done, total int)) TuneResult {
+	var tune, held []TuneQuery
+	for _, q := range qs {
+		if q.HeldOut {
+			held = append(held, q)
+		} else {
+			tune = append(tune, q)
+		}
+	}
+	total := len(g.Min) * len(g.Relative) * len(g.MaxTools)
+	res := TuneResult{Objective: obj, Points: make([]Point, 0, total)}
+	done := 0
+	for _, mt := range g.MaxTools {
+		for _, rel := range g.Relative {
+			for _, mn := range g.Min {
+				l := thresholds.Levels{Min: mn, ColdMin: math.Min(1, mn+g.ColdMargin), Relative: rel, MaxTools: mt}
+				res.Points = append(res.Points, Point{Levels: l, Macro: Macro(Evaluate(tune, l))})
+				done++
+				if progress != nil {
+					progress(done, total)
+				}
+			}
+		}
+	}
+	better := func(a, b Point, feasible bool) bool { // a better than b?
+		sa, sb := a.Macro.Recall, b.Macro.Recall
+		if !feasible {
+			sa += a.Macro.AbstainRecall
+			sb += b.Macro.AbstainRecall
+		}
+		if sa != sb {
+			return sa > sb
+		}
+		if a.Macro.Offered != b.Macro.Offered {
+			return a.Macro.Offered < b.Macro.Offered
+		}
+		return a.Macro.AbstainPrecision > b.Macro.AbstainPrecision
+	}
+	pick := func(feasible bool) (Point, bool) {
+		var best Point
+		found := false
+		for _, p := range res.Points {
+			if p.Macro.Offered > obj.MaxOffered {
+				continue
+			}
+			if feasible && p.Macro.AbstainRecall < obj.MinAbstain {
+				continue
+			}
+			if !found || better(p, best, feasible) {
+				best, found = p, true
+			}
+		}
+		return best, found
+	}
+	if p, ok := pick(true); ok {
+		res.Chosen, res.Feasible = p, true
+	} else if p, ok := pick(false); ok {
+		res.Chosen = p
+	} else {
+		// Even the strictest setting offers too many: take the one that
+		// offers fewest.
+		res.Chosen = res.Points[0]
+		for _, p := range res.Points {
+			if p.Macro.Offered < res.Chosen.Macro.Offered {
+				res.Chosen = p
+			}
+		}
+	}
+	res.Tuning = Evaluate(tune, res.Chosen.Levels)
+	res.HeldOut = Evaluate(held, res.Chosen.Levels)
+	return res
+}
+
+// Curve returns the points that vary one level with the others fixed at
+// the chosen ones, sorted by that level: vary is "min" or "relative".
+func (r TuneResult) Curve(vary string) []Point {
+	var out []Point
+	c := r.Chosen.Levels
+	for _, p := range r.Points {
+		l := p.Levels
+		switch vary {
+		case "min":
+			if l.Relative == c.Relative && l.MaxTools == c.MaxTools {
+				out = append(out, p)
+			}
+		case "relative":
+			if l.Min == c.Min && l.MaxTools == c.MaxTools {
+				out = append(out, p)
+			}
+		}
+	}
+	key := func(p Point) float64 {
+		if vary == "relative" {
+			return p.Levels.Relative
+		}
+		return p.Levels.Min
+	}
+	sort.Slice(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
+	return out
+}
+
+// Table formats per-corpus figures as an aligned text table.
+func Table(per map[string]thresholds.Figures) string {
+	names := make([]string, 0, len(per))
+	for c := range per {
+		names = append(names, c)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-16s %7s %7s %7s %9s %8s %9s %9s\n", "corpus", "queries", "abstain", "recall", "precision", "offered", "abst.rec", "abst.prec")
+	row := func(name string, f thresholds.Figures) {
+		fmt.Fprintf(&b, "%-16s %7d %7d %7.3f %9.3f %8.2f %9.3f %9.3f\n", name, f.Queries, f.Abstain, f.Recall, f.Precision, f.Offered, f.AbstainRecall, f.AbstainPrecision)
+	}
+	for _, c := range names {
+		row(c, per[c])
+	}
+	row("macro", Macro(per))
+	return b.String()
+}
