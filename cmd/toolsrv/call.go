@@ -1,8 +1,144 @@
 package main
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
 
-// runCall is a placeholder until its owner lands the real command.
+	"toolsrv/exec"
+)
+
+// runCall calls one tool the way an agent would: arguments validated, JSON
+// on standard input, sandboxed, with the timeout and output caps.
 func runCall(ctx context.Context, env *cliEnv, args []string) int {
-	return notYet(env, "call")
+	fs, tools := newFlags(env, "call", "call [--tools DIR] [--cwd DIR] [--timeout D] [--allow-unsandboxed] [--json] NAME [JSON|-]",
+		"Calls tool NAME with the JSON object JSON (\"-\": read it from standard input; absent: {}) on its\n"+
+			"standard input, sandboxed with Landlock, and prints its standard output. The tool's standard\n"+
+			"error goes to standard error. A failed call (invalid arguments, non-zero exit, timeout,\n"+
+			"sandbox failure, refused bypass) prints the reason and exits 1.\n"+
+			"Bypass tools ask the broker on --bypass-socket / $OLLIE_BYPASS_SOCKET (see \"toolsrv broker\").")
+	cwd := fs.String("cwd", "", "the session's working directory: read-write for the tool, its $PWD (default: the current directory)")
+	timeout := fs.Duration("timeout", 0, "call timeout, e.g. 30s (default: the tool's \"timeout\", else 60s)")
+	allowUnsandboxed := fs.Bool("allow-unsandboxed", false, "on a kernel without Landlock, run tools unsandboxed instead of refusing")
+	asJSON := fs.Bool("json", false, "print the outcome as one JSON object {tool, ok, error, kind, result} (exit status as without it)")
+	socket := fs.String("bypass-socket", "", "approval broker socket for bypass tools (default $OLLIE_BYPASS_SOCKET)")
+	session := fs.String("session", "", "session name (told to the broker; the exclusive class is per session and agent)")
+	agent := fs.String("agent", "", "agent name (told to the broker)")
+	maxOut := fs.Int("max-output", exec.DefaultOutputCap, "cap in bytes on standard output and on standard error, each")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 {
+		fs.Usage()
+		return 2
+	}
+	name := fs.Arg(0)
+	argJSON := []byte("{}")
+	if fs.NArg() == 2 {
+		if fs.Arg(1) == "-" {
+			b, err := io.ReadAll(env.stdin)
+			if err != nil {
+				fmt.Fprintln(env.stderr, "toolsrv call: reading arguments from standard input:", err)
+				return 1
+			}
+			argJSON = b
+		} else {
+			argJSON = []byte(fs.Arg(1))
+		}
+	}
+	workdir := *cwd
+	if workdir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			fmt.Fprintln(env.stderr, "toolsrv call: no current directory; pass --cwd:", err)
+			return 1
+		}
+		workdir = wd
+	}
+	if *socket == "" {
+		*socket = env.getenv("OLLIE_BYPASS_SOCKET")
+	}
+
+	reg, err := loadRegistry(ctx, env, tools)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "toolsrv call:", err)
+		return 1
+	}
+	cat := reg.Catalog()
+	t, ok := cat.Get(name)
+	if !ok {
+		if why, hidden := cat.HiddenReason(name); hidden {
+			fmt.Fprintf(env.stderr, "toolsrv call: %s is not available on this host: %s\n", name, why)
+		} else {
+			fmt.Fprintf(env.stderr, "toolsrv call: no tool named %q in %s; \"toolsrv ls\" lists them, \"toolsrv validate\" shows broken ones\n",
+				name, strings.Join(cat.Dirs, ":"))
+		}
+		return 1
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(env.stderr, "toolsrv call: cannot find my own binary for the sandbox helper:", err)
+		return 1
+	}
+	runner, err := exec.NewRunner(exec.Options{
+		SelfExe: self, AllowUnsandboxed: *allowUnsandboxed, BypassSocket: *socket,
+		OutputCap: *maxOut, Getenv: env.getenv, Logger: logger(env),
+	})
+	if err != nil {
+		fmt.Fprintln(env.stderr, "toolsrv call:", err)
+		return 1
+	}
+	res, err := runner.Call(ctx, t, argJSON, exec.CallContext{
+		WorkDir: workdir, Session: *session, Agent: *agent, Timeout: *timeout,
+		ToolsPath: strings.Join(toolDirs(env, tools), ":"),
+	})
+	if *asJSON {
+		return printCallJSON(env, name, res, err)
+	}
+	if res != nil {
+		if err == nil {
+			env.stdout.Write(res.Stdout)
+		}
+		env.stderr.Write(res.Stderr)
+		if res.Truncated {
+			fmt.Fprintf(env.stderr, "toolsrv call: output truncated: the tool wrote %d bytes of standard output and %d of standard error; %d of each are kept (--max-output)\n",
+				res.StdoutBytes, res.StderrBytes, *maxOut)
+		}
+		if res.Unsandboxed {
+			fmt.Fprintln(env.stderr, "toolsrv call: this call ran UNSANDBOXED")
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(env.stderr, "toolsrv call:", err)
+		return 1
+	}
+	return 0
 }
+
+// callOutcome is what --json prints.
+type callOutcome struct {
+	Tool   string       `json:"tool"`
+	OK     bool         `json:"ok"`
+	Error  string       `json:"error,omitempty"`
+	Kind   string       `json:"kind,omitempty"`
+	Result *exec.Result `json:"result,omitempty"`
+}
+
+func printCallJSON(env *cliEnv, name string, res *exec.Result, err error) int {
+	out := callOutcome{Tool: name, OK: err == nil, Result: res}
+	if err != nil {
+		out.Error = err.Error()
+		var ce *exec.CallError
+		if errors.As(err, &ce) {
+			out.Kind = ce.Kind.Error()
+		}
+	}
+	if werr := writeJSON(env.stdout, out); werr != nil || err != nil {
+		return 1
+	}
+	return 0
+}
+

@@ -1,0 +1,341 @@
+package exec
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"toolsrv/registry"
+)
+
+// Defaults for Options.
+const (
+	DefaultTimeout       = 60 * time.Second
+	DefaultOutputCap     = 1 << 20
+	DefaultBypassTimeout = 60 * time.Second
+	DefaultKillGrace     = 500 * time.Millisecond
+)
+
+// Options configure a Runner.
+type Options struct {
+	// SelfExe is the toolsrv binary (anything whose main calls HelperMain
+	// on HelperArg); it is re-executed as the sandbox helper.
+	SelfExe string
+	// AllowUnsandboxed lets calls run without a sandbox on a kernel
+	// without Landlock (every Result then says Unsandboxed). Without it
+	// such calls are refused.
+	AllowUnsandboxed bool
+	// BypassSocket is the approval broker's Unix socket
+	// (OLLIE_BYPASS_SOCKET); empty: bypass tools are refused. It is also
+	// passed to tools as OLLIE_BYPASS_SOCKET.
+	BypassSocket string
+	// BypassTimeout is how long a broker may take to answer (60 s).
+	BypassTimeout time.Duration
+	// DefaultTimeout applies to tools without their own timeout (60 s).
+	DefaultTimeout time.Duration
+	// OutputCap is the most kept of standard output and of standard
+	// error, each (1 MiB); the rest is read and dropped.
+	OutputCap int
+	// KillGrace is the time between SIGTERM and SIGKILL to the process
+	// group on timeout (500 ms).
+	KillGrace time.Duration
+	// TempRoot is where each call's private temporary directory is made
+	// (os.TempDir()).
+	TempRoot string
+	// PassEnv names extra variables of the server's environment passed
+	// to tools when set (for example OLLAMA_HOST). Nothing else leaks.
+	PassEnv []string
+	// Getenv reads the server's environment (os.Getenv).
+	Getenv func(string) string
+	// Logger (slog.Default()).
+	Logger *slog.Logger
+
+	// landlockABI replaces LandlockABI (tests simulate a kernel without it).
+	landlockABI func() (int, error)
+	// noNetNS keeps tools without network in the server's network
+	// namespace (tests check Landlock and seccomp on their own).
+	noNetNS bool
+}
+
+// CallContext is who calls and where.
+type CallContext struct {
+	// WorkDir is the session's working directory: read-write for the tool
+	// (read-only for readOnly tools), its current directory and $PWD.
+	WorkDir string
+	// Session and Agent identify the caller (the exclusive class is per
+	// session and agent; the bypass broker is told).
+	Session, Agent string
+	// Timeout overrides the tool's and the default timeout when positive.
+	Timeout time.Duration
+	// ToolsPath is passed to the tool as OLLIE_TOOLS_PATH.
+	ToolsPath string
+}
+
+// Result is what a call produced.
+type Result struct {
+	// Stdout is the tool's standard output (at most OutputCap bytes).
+	Stdout []byte `json:"stdout"`
+	// Content is the value of "content" when the call succeeded and
+	// standard output is a JSON object {"content": [...]}.
+	Content json.RawMessage `json:"content,omitempty"`
+	// Stderr is the tool's standard error (at most OutputCap bytes).
+	Stderr []byte `json:"stderr"`
+	// ExitCode is the exit status; -1 when killed by a signal.
+	ExitCode int `json:"exitCode"`
+	// Truncated: output beyond OutputCap was dropped.
+	Truncated bool `json:"truncated"`
+	// StdoutBytes and StderrBytes are the sizes the tool wrote.
+	StdoutBytes int64 `json:"stdoutBytes"`
+	StderrBytes int64 `json:"stderrBytes"`
+	// Unsandboxed: the call ran without the sandbox (an approved bypass,
+	// or a kernel without Landlock and AllowUnsandboxed).
+	Unsandboxed bool `json:"unsandboxed"`
+	// Duration is the time the process ran.
+	Duration time.Duration `json:"duration"`
+}
+
+// Kinds of call failure; test with errors.Is(err, exec.ErrTimeout).
+var (
+	ErrInvalidArgs    = errors.New("invalid arguments")
+	ErrExit           = errors.New("tool failed")
+	ErrTimeout        = errors.New("timed out")
+	ErrCanceled       = errors.New("canceled")
+	ErrSandbox        = errors.New("sandbox could not be applied")
+	ErrNoSandbox      = errors.New("no sandbox available")
+	ErrBypassRefused  = errors.New("bypass refused")
+	ErrStart          = errors.New("could not start")
+	ErrBadCallContext = errors.New("bad call context")
+)
+
+// CallError is a failed call. Kind is one of the Err* values above; Result
+// is set when the process ran.
+type CallError struct {
+	Tool   string
+	Kind   error
+	Msg    string
+	Err    error
+	Result *Result
+}
+
+func (e *CallError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "tool %s: %s", e.Tool, e.Kind)
+	if e.Msg != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Msg)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap lets errors.Is match both the kind and the cause.
+func (e *CallError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{e.Kind, e.Err}
+	}
+	return []error{e.Kind}
+}
+
+// Runner runs tools. It is safe for concurrent use.
+type Runner struct {
+	opts     Options
+	log      *slog.Logger
+	abi      int
+	abiErr   error
+	netns    bool
+	gates    *gates
+	basePath string
+}
+
+// NewRunner checks the options and the kernel's Landlock support. It does
+// not fail on a kernel without Landlock (ranking still works there); calls
+// are then refused unless AllowUnsandboxed (see Sandboxed).
+func NewRunner(opts Options) (*Runner, error) {
+	if opts.DefaultTimeout <= 0 {
+		opts.DefaultTimeout = DefaultTimeout
+	}
+	if opts.OutputCap <= 0 {
+		opts.OutputCap = DefaultOutputCap
+	}
+	if opts.BypassTimeout <= 0 {
+		opts.BypassTimeout = DefaultBypassTimeout
+	}
+	if opts.KillGrace <= 0 {
+		opts.KillGrace = DefaultKillGrace
+	}
+	if opts.TempRoot == "" {
+		opts.TempRoot = os.TempDir()
+	}
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	if opts.landlockABI == nil {
+		opts.landlockABI = LandlockABI
+	}
+	r := &Runner{opts: opts, log: opts.Logger, gates: newGates()}
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	r.abi, r.abiErr = opts.landlockABI()
+	if r.abiErr == nil && r.abi < minABI {
+		r.abiErr = fmt.Errorf("landlock ABI %d is below %d", r.abi, minABI)
+	}
+	if r.abiErr == nil {
+		if opts.SelfExe == "" {
+			return nil, errors.New("exec: Options.SelfExe is required (the toolsrv binary, re-executed as the sandbox helper)")
+		}
+		if !filepath.IsAbs(opts.SelfExe) {
+			return nil, fmt.Errorf("exec: Options.SelfExe %q must be an absolute path", opts.SelfExe)
+		}
+		if _, err := os.Stat(opts.SelfExe); err != nil {
+			return nil, fmt.Errorf("exec: sandbox helper binary: %w", err)
+		}
+		// A fresh network namespace per call needs CAP_SYS_ADMIN; without
+		// it Landlock (TCP) and the seccomp filter (MPTCP) still deny.
+		r.netns = os.Geteuid() == 0 && !opts.noNetNS
+	} else if opts.AllowUnsandboxed {
+		r.log.Warn("landlock unavailable: tools will run UNSANDBOXED (allowed explicitly)", "err", r.abiErr)
+	} else {
+		r.log.Warn("landlock unavailable: tool calls will be refused", "err", r.abiErr)
+	}
+	return r, nil
+}
+
+// Sandboxed reports whether calls run under Landlock (false on a kernel
+// without it), and the Landlock ABI version.
+func (r *Runner) Sandboxed() (bool, int) { return r.abiErr == nil, r.abi }
+
+// Call validates args against t's schema and runs t with them on its
+// standard input, under the sandbox (or, for an approved bypass tool,
+// without). A failed call returns a *CallError, together with the Result
+// when the process ran.
+func (r *Runner) Call(ctx context.Context, t *registry.Tool, args []byte, cc CallContext) (*Result, error) {
+	if t == nil {
+		return nil, &CallError{Tool: "?", Kind: ErrBadCallContext, Msg: "no tool"}
+	}
+	fail := func(kind error, msg string, err error) (*Result, error) {
+		return nil, &CallError{Tool: t.Name, Kind: kind, Msg: msg, Err: err}
+	}
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = []byte("{}")
+	}
+	if err := t.ValidateArgs(args); err != nil {
+		return fail(ErrInvalidArgs, "nothing was run", err)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, args); err != nil {
+		return fail(ErrInvalidArgs, "nothing was run", err)
+	}
+	compact.WriteByte('\n')
+	if len(t.Command.Argv) == 0 || !filepath.IsAbs(t.Command.Argv[0]) {
+		return fail(ErrStart, "the tool has no resolved command", nil)
+	}
+	workdir, err := checkWorkDir(cc.WorkDir)
+	if err != nil {
+		return fail(ErrBadCallContext, "", err)
+	}
+	cc.WorkDir = workdir
+
+	sandboxed := true
+	switch {
+	case t.Bypass:
+		err := askBroker(ctx, r.opts.BypassSocket, r.opts.BypassTimeout, BypassRequest{
+			Tool: t.Name, Arguments: json.RawMessage(bytes.TrimSpace(compact.Bytes())),
+			WorkDir: workdir, Session: cc.Session, Agent: cc.Agent,
+			Command: t.Command.Argv, Description: t.Description,
+		})
+		if err != nil {
+			return fail(ErrBypassRefused, "the tool asks to run outside the sandbox and was not approved", err)
+		}
+		r.log.Info("bypass approved", "tool", t.Name, "session", cc.Session, "agent", cc.Agent)
+		sandboxed = false
+	case r.abiErr != nil:
+		if !r.opts.AllowUnsandboxed {
+			return fail(ErrNoSandbox, "refusing to run tools unsandboxed; restart with --allow-unsandboxed to accept that", r.abiErr)
+		}
+		sandboxed = false
+	}
+
+	release, err := r.gates.acquire(ctx, t, cc)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fail(ErrCanceled, "", err)
+		}
+		return fail(ErrCanceled, "", err)
+	}
+	defer release()
+
+	timeout := r.opts.DefaultTimeout
+	if t.Timeout > 0 {
+		timeout = t.Timeout
+	}
+	if cc.Timeout > 0 {
+		timeout = cc.Timeout
+	}
+	return r.run(ctx, t, compact.Bytes(), cc, sandboxed, timeout)
+}
+
+// checkWorkDir makes dir absolute and checks it is a directory.
+func checkWorkDir(dir string) (string, error) {
+	if dir == "" {
+		return "", errors.New("no working directory given")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("working directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("working directory %s is not a directory", abs)
+	}
+	return abs, nil
+}
+
+// parseContent returns the "content" array of a {"content": [...]} object.
+func parseContent(stdout []byte) json.RawMessage {
+	trimmed := bytes.TrimSpace(stdout)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil
+	}
+	var obj struct {
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(trimmed, &obj) != nil {
+		return nil
+	}
+	c := bytes.TrimSpace(obj.Content)
+	if len(c) == 0 || c[0] != '[' {
+		return nil
+	}
+	return c
+}
+
+// MarshalJSON writes the output as text (invalid UTF-8 becomes U+FFFD) and
+// the duration in milliseconds, which is what JSON readers want.
+func (r *Result) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Stdout      string          `json:"stdout"`
+		Content     json.RawMessage `json:"content,omitempty"`
+		Stderr      string          `json:"stderr"`
+		ExitCode    int             `json:"exitCode"`
+		Truncated   bool            `json:"truncated"`
+		StdoutBytes int64           `json:"stdoutBytes"`
+		StderrBytes int64           `json:"stderrBytes"`
+		Unsandboxed bool            `json:"unsandboxed"`
+		DurationMs  float64         `json:"durationMs"`
+	}{string(r.Stdout), r.Content, string(r.Stderr), r.ExitCode, r.Truncated, r.StdoutBytes, r.StderrBytes,
+		r.Unsandboxed, float64(r.Duration.Microseconds()) / 1000})
+}
