@@ -141,4 +141,3 @@ func printCallJSON(env *cliEnv, name string, res *exec.Result, err error) int {
 	}
 	return 0
 }
-
