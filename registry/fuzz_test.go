@@ -31,7 +31,7 @@ func FuzzParseMeta(f *testing.F) {
 			}
 			return
 		}
-		schemas, err := compileSchemas("fuzz", m)
+		schemas, err := compileSchemas("fuzz", m, nil)
 		if err != nil {
 			var fe *fieldError
 			if !errors.As(err, &fe) || fe.Field == "" {

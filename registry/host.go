@@ -78,3 +78,48 @@ func (h StaticHost) LookPath(name string) (string, bool) {
 	}
 	return "", false
 }
+
+// memoHost caches a Host's answers for the length of one update, and answers
+// "not executable" without a stat for files absent from a directory listing
+// just read. Resolving 10k tools then costs one stat per tool, not four.
+type memoHost struct {
+	Host
+	listing map[string]map[string]bool // dir → entry names, when known
+	exec    map[string]bool
+	exists  map[string]bool
+	look    map[string]string // "" = not found
+}
+
+func newMemoHost(h Host, listing map[string]map[string]bool) *memoHost {
+	return &memoHost{Host: h, listing: listing, exec: map[string]bool{}, exists: map[string]bool{}, look: map[string]string{}}
+}
+
+func (m *memoHost) Executable(path string) bool {
+	if names, ok := m.listing[filepath.Dir(path)]; ok && !names[filepath.Base(path)] {
+		return false
+	}
+	v, ok := m.exec[path]
+	if !ok {
+		v = m.Host.Executable(path)
+		m.exec[path] = v
+	}
+	return v
+}
+
+func (m *memoHost) Exists(path string) bool {
+	v, ok := m.exists[path]
+	if !ok {
+		v = m.Host.Exists(path)
+		m.exists[path] = v
+	}
+	return v
+}
+
+func (m *memoHost) LookPath(name string) (string, bool) {
+	p, ok := m.look[name]
+	if !ok {
+		p, _ = m.Host.LookPath(name)
+		m.look[name] = p
+	}
+	return p, p != ""
+}

@@ -125,7 +125,7 @@ func TestCompileSchemas(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = compileSchemas("x", m)
+			_, err = compileSchemas("x", m, nil)
 			var fe *fieldError
 			if !errors.As(err, &fe) || fe.Field != tc.field {
 				t.Fatalf("compileSchemas error = %v, want field %q", err, tc.field)

@@ -45,6 +45,7 @@ type Registry struct {
 	files   map[string]*fileEntry   // .meta path → parsed contents
 	results map[string]*result      // tool name → resolution
 	present []map[string]bool       // per dir: names with a .meta there
+	schemas schemaCache             // compiled schemas by content
 	rev     uint64                  // revision of the last published catalog
 	cur     atomic.Pointer[Catalog] // readable without mu
 
@@ -113,7 +114,7 @@ func New(opts Options) *Registry {
 	if opts.Rescan == 0 {
 		opts.Rescan = 30 * time.Second
 	}
-	r := &Registry{opts: opts, log: opts.Logger, files: map[string]*fileEntry{}, results: map[string]*result{},
+	r := &Registry{opts: opts, log: opts.Logger, files: map[string]*fileEntry{}, results: map[string]*result{}, schemas: schemaCache{},
 		present: make([]map[string]bool, len(opts.Dirs)), subs: map[*subscriber]struct{}{}}
 	for i := range r.present {
 		r.present[i] = map[string]bool{}
@@ -143,6 +144,7 @@ func (r *Registry) rescanLocked(ctx context.Context) error {
 		names[n] = true
 	}
 	seenFiles := map[string]bool{}
+	listing := map[string]map[string]bool{}
 	for i, dir := range r.opts.Dirs {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -152,7 +154,9 @@ func (r *Registry) rescanLocked(ctx context.Context) error {
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			r.log.Warn("cannot read tool directory", "dir", dir, "err", err)
 		}
+		listing[dir] = make(map[string]bool, len(ents))
 		for _, e := range ents {
+			listing[dir][e.Name()] = true
 			n, ok := metaName(e.Name())
 			if !ok || e.IsDir() {
 				continue
@@ -167,7 +171,10 @@ func (r *Registry) rescanLocked(ctx context.Context) error {
 			delete(r.files, p)
 		}
 	}
-	return r.updateLocked(names)
+	if len(r.schemas) > 2*len(r.files)+64 { // edits left stale schemas behind
+		r.schemas = schemaCache{}
+	}
+	return r.updateLocked(names, listing)
 }
 
 // metaName returns the tool name of a directory entry that is a .meta file,
@@ -180,11 +187,13 @@ func metaName(base string) (string, bool) {
 }
 
 // updateLocked re-resolves the given names and publishes a new catalog if
-// anything changed.
-func (r *Registry) updateLocked(names map[string]bool) error {
+// anything changed. listing, when not nil, holds the entries of directories
+// just read.
+func (r *Registry) updateLocked(names map[string]bool, listing map[string]map[string]bool) error {
 	changed := map[string]bool{}
+	h := newMemoHost(r.opts.Host, listing)
 	for n := range names {
-		res := r.resolveName(n)
+		res := r.resolveName(n, h)
 		old := r.results[n]
 		if res == nil {
 			if old != nil {
@@ -206,7 +215,7 @@ func (r *Registry) updateLocked(names map[string]bool) error {
 }
 
 // resolveName decides what name means across the directories.
-func (r *Registry) resolveName(name string) *result {
+func (r *Registry) resolveName(name string, h Host) *result {
 	res := &result{}
 	var fp strings.Builder
 	if err := ValidName(name); err != nil {
@@ -239,7 +248,7 @@ func (r *Registry) resolveName(name string) *result {
 			fmt.Fprintf(&fp, "P%s\x00%s\x00", p, fe.err)
 			continue
 		}
-		t, hiddenWhy, err := resolve(name, p, fe.raw, fe.meta, fe.schemas, r.opts.Host)
+		t, hiddenWhy, err := resolve(name, p, fe.raw, fe.meta, fe.schemas, h)
 		switch {
 		case err != nil:
 			res.problems = append(res.problems, problemOf(name, p, err))
@@ -309,7 +318,7 @@ func (r *Registry) readFile(p string) *fileEntry {
 	name := strings.TrimSuffix(filepath.Base(p), ".meta")
 	fe.meta, fe.err = ParseMeta(raw)
 	if fe.err == nil {
-		fe.schemas, fe.err = compileSchemas(name, fe.meta)
+		fe.schemas, fe.err = compileSchemas(name, fe.meta, r.schemas)
 	}
 	if fe.err != nil {
 		fe.meta, fe.raw = nil, nil

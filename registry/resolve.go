@@ -130,9 +130,9 @@ func overlay(base fields, v fields) fields {
 
 // compileSchemas compiles the top-level and every variant's args, so a bad
 // schema is reported whichever variant this host would pick.
-func compileSchemas(name string, m *Meta) (map[int]*jsonschema.Schema, error) {
+func compileSchemas(name string, m *Meta, cache schemaCache) (map[int]*jsonschema.Schema, error) {
 	out := map[int]*jsonschema.Schema{}
-	s, err := compileArgs(name, "args", m.Args)
+	s, err := cache.compile(name, "args", m.Args)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +142,7 @@ func compileSchemas(name string, m *Meta) (map[int]*jsonschema.Schema, error) {
 			continue
 		}
 		field := fmt.Sprintf("variants[%d].args", i)
-		s, err := compileArgs(name, field, v.Args)
+		s, err := cache.compile(name, field, v.Args)
 		if err != nil {
 			return nil, err
 		}
@@ -151,10 +151,30 @@ func compileSchemas(name string, m *Meta) (map[int]*jsonschema.Schema, error) {
 	return out, nil
 }
 
-func compileArgs(name, field string, raw json.RawMessage) (*jsonschema.Schema, error) {
+// schemaCache shares compiled schemas between tools whose args are
+// byte-identical (catalogs repeat a few shapes many times). A nil cache
+// compiles every time.
+type schemaCache map[[32]byte]*jsonschema.Schema
+
+func (c schemaCache) compile(name, field string, raw json.RawMessage) (*jsonschema.Schema, error) {
 	if raw == nil {
 		raw = defaultArgs
 	}
+	if c == nil {
+		return compileArgs(name, field, raw)
+	}
+	key := sha256.Sum256(raw)
+	if s, ok := c[key]; ok {
+		return s, nil
+	}
+	s, err := compileArgs(name, field, raw)
+	if err == nil {
+		c[key] = s
+	}
+	return s, err
+}
+
+func compileArgs(name, field string, raw json.RawMessage) (*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
 	if err != nil {
 		return nil, &fieldError{Field: field, Msg: "is not valid JSON: " + err.Error()}
@@ -162,7 +182,8 @@ func compileArgs(name, field string, raw json.RawMessage) (*jsonschema.Schema, e
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
 	c.UseLoader(noExternalRefs{})
-	url := "tool://" + name + "/" + field + ".json"
+	// The URL names no tool: compiled schemas are shared between tools.
+	const url = "tool:///args.json"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, &fieldError{Field: field, Msg: "is not a usable JSON Schema: " + err.Error()}
 	}
@@ -322,7 +343,8 @@ func validateArgs(t *Tool, args []byte) error {
 		return nil
 	}
 	if err := t.schema.Validate(inst); err != nil {
-		return fmt.Errorf("arguments do not match the schema of %s: %w", t.Name, err)
+		msg := strings.Replace(err.Error(), "jsonschema validation failed with 'tool:///args.json#'", "", 1)
+		return fmt.Errorf("arguments do not match the schema of %s:%s", t.Name, msg)
 	}
 	return nil
 }

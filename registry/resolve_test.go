@@ -53,7 +53,7 @@ func TestVariants(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sch, err := compileSchemas("x", m)
+			sch, err := compileSchemas("x", m, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +86,7 @@ func TestVariantFieldsOverrideAndInherit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sch, err := compileSchemas("x", m)
+	sch, err := compileSchemas("x", m, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestValidateArgsListsEveryViolation(t *testing.T) {
 	meta := `{"description":"d","cmd":"jq","args":{"type":"object","additionalProperties":false,
 		"properties":{"mode":{"enum":["fast","slow"]},"count":{"type":"integer","maximum":100}},"required":["mode"]}}`
 	m, _ := ParseMeta([]byte(meta))
-	sch, _ := compileSchemas("x", m)
+	sch, _ := compileSchemas("x", m, nil)
 	tool, _, _ := resolve("x", "/t/x.meta", []byte(meta), m, sch, testHost())
 	err := tool.ValidateArgs([]byte(`{"mode":"medium","count":500,"colour":1}`))
 	if err == nil {

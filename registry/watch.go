@@ -197,7 +197,7 @@ func (r *Registry) applyPaths(paths map[string]bool) {
 			}
 		}
 	}
-	if err := r.updateLocked(names); err != nil {
+	if err := r.updateLocked(names, nil); err != nil {
 		r.log.Warn("update failed", "err", err)
 	}
 }
