@@ -1,0 +1,137 @@
+package index
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// cacheMagic starts every index file; the number is the format version.
+const cacheMagic = "toolsrv-index 1\n"
+
+// cacheHeader is the first JSON line of an index file. The body that follows
+// is chromem-go's Export of the vector collection.
+type cacheHeader struct {
+	// Embedder is the base embedder's ID; Model the ID of the embedder that
+	// made the vectors (a fitted embedder's ID includes its fit digest).
+	Embedder string `json:"embedder"`
+	Model    string `json:"model"`
+	Dim      int    `json:"dim"`
+	// State is the fitted embedder's state (embed.Fitted.State), if any.
+	State []byte `json:"state,omitempty"`
+	// FitDocs is the catalog size at the fit; Drift counts documents
+	// embedded since, so that a large change triggers a re-fit.
+	FitDocs int `json:"fitDocs,omitempty"`
+	Drift   int `json:"drift,omitempty"`
+	// BodyLen and BodySHA256 detect a truncated or corrupted body.
+	BodyLen    int    `json:"bodyLen"`
+	BodySHA256 string `json:"bodySha256"`
+}
+
+// DefaultCacheDir is where an embedder's index files live by default:
+// os.UserCacheDir()/toolsrv/<embedder ID with unsafe characters replaced>.
+func DefaultCacheDir(embedderID string) (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no user cache directory (set $XDG_CACHE_HOME or $HOME): %w", err)
+	}
+	return filepath.Join(base, "toolsrv", safeName(embedderID)), nil
+}
+
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// cacheFile names the index file of one set of tool directories: catalogs
+// from different directories (say, two projects, or eval corpora) keep
+// separate files instead of evicting each other.
+func cacheFile(dir string, toolDirs []string) string {
+	sum := sha256.Sum256([]byte(strings.Join(toolDirs, "\x00")))
+	return filepath.Join(dir, "index-"+hex.EncodeToString(sum[:8])+".gob")
+}
+
+// writeCache writes header and body atomically (temporary file + rename),
+// so a crash leaves the previous file or the new one, never half of one.
+func writeCache(path string, h cacheHeader, body []byte) error {
+	sum := sha256.Sum256(body)
+	h.BodyLen = len(body)
+	h.BodySHA256 = hex.EncodeToString(sum[:])
+	hj, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("creating index cache directory: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".index-*.tmp")
+	if err != nil {
+		return fmt.Errorf("writing index cache: %w", err)
+	}
+	tmp := f.Name()
+	w := bufio.NewWriter(f)
+	w.WriteString(cacheMagic)
+	w.Write(hj)
+	w.WriteByte('\n')
+	w.Write(body)
+	err = w.Flush()
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing index cache %s: %w", path, err)
+	}
+	return nil
+}
+
+// errNoCache means there is no index file yet (not an error to report).
+var errNoCache = errors.New("no index cache")
+
+// readCache reads and verifies an index file.
+func readCache(path string) (cacheHeader, []byte, error) {
+	var h cacheHeader
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return h, nil, errNoCache
+	}
+	if err != nil {
+		return h, nil, err
+	}
+	rest, ok := bytes.CutPrefix(data, []byte(cacheMagic))
+	if !ok {
+		return h, nil, errors.New("not an index file of this version")
+	}
+	line, body, ok := bytes.Cut(rest, []byte("\n"))
+	if !ok {
+		return h, nil, errors.New("truncated header")
+	}
+	if err := json.Unmarshal(line, &h); err != nil {
+		return h, nil, fmt.Errorf("bad header: %w", err)
+	}
+	if len(body) != h.BodyLen {
+		return h, nil, fmt.Errorf("body is %d bytes, header says %d (half-written file)", len(body), h.BodyLen)
+	}
+	sum := sha256.Sum256(body)
+	if hex.EncodeToString(sum[:]) != h.BodySHA256 {
+		return h, nil, errors.New("body checksum mismatch (corrupted file)")
+	}
+	return h, body, nil
+}

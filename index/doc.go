@@ -1,0 +1,27 @@
+// Package index ranks a catalog's tools for a user message.
+//
+// Each visible tool becomes one document built from its name (split into
+// words), description, keywords, argument names and descriptions, and prompt;
+// the short fields weigh more than the long prompt. The index keeps two views
+// of the documents:
+//
+//   - dense vectors from an [embed.Embedder], stored in a chromem-go
+//     collection (the source of truth, persisted with chromem's Export under
+//     the user cache directory, one file per embedder and tool directory set)
+//     and mirrored in a flat matrix that is scanned at query time;
+//   - a BM25 index over the same fields (BM25F-style field weights).
+//
+// Rank fuses the two into a score calibrated to [0,1] that means the same
+// thing across queries: the lexical part is the share of the query's
+// IDF-weighted words a tool matches (1 when it matches every word at least
+// once at average length), the dense part is the cosine similarity above the
+// query's background (the mean similarity of the query to all tools),
+// rescaled so that a cosine of 1 scores 1. Hybrid = α·lexical + (1−α)·dense.
+// A tool named verbatim in the message scores 1 and ranks first.
+//
+// Updates are incremental: vectors are keyed by the embedder's ID and a hash
+// of the document text, so a restart with nothing changed embeds nothing and
+// one edited tool costs one embedding. Reads keep being served while an
+// update embeds. If the embedder fails or misses the caller's deadline, Rank
+// answers from the lexical scores alone and marks the answer Degraded.
+package index

@@ -1,0 +1,680 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"toolsrv/embed"
+	"toolsrv/registry"
+)
+
+// Options configure an Index. The zero value is usable.
+type Options struct {
+	// CacheDir holds the persisted index files of this embedder; ""
+	// means DefaultCacheDir(emb.ID()). NoCache keeps everything in memory.
+	CacheDir string
+	NoCache  bool
+	// Logger receives rebuild, cache and embedder events (slog.Default()).
+	Logger *slog.Logger
+	// LexicalWeight is α in hybrid = α·lexical + (1−α)·dense; 0 means 0.5.
+	LexicalWeight float64
+	// ContextWeight is how much the conversation context counts next to the
+	// message itself, lexically and densely; 0 means 0.3.
+	ContextWeight float64
+	// RefitShare: a CatalogAware embedder is fitted again when more than
+	// this share of the catalog was embedded since the last fit; 0 means 0.25.
+	RefitShare float64
+	// BatchSize is the number of documents per EmbedDocuments call (64).
+	BatchSize int
+	// Progress, if set, is called while documents are embedded.
+	Progress func(done, total int)
+	// SaveDelay is how long Follow waits for quiet before saving (2 s).
+	SaveDelay time.Duration
+	// RetryEvery is how often Follow retries documents left without a
+	// vector because the embedder failed (30 s).
+	RetryEvery time.Duration
+}
+
+// Index ranks the tools of a catalog. It is safe for concurrent use: Rank
+// may run while Sync or Follow update the index.
+type Index struct {
+	base  embed.Embedder
+	aware embed.CatalogAware // base, if it adapts to the catalog
+	opts  Options
+	log   *slog.Logger
+
+	upd     sync.Mutex // serialises updates and saves; guards the fields below
+	loaded  bool       // the cache was looked at
+	path    string     // the cache file ("" without a cache)
+	state   []byte     // fitted embedder state
+	fitDocs int
+	drift   int
+	dirty   bool
+
+	mu sync.RWMutex // guards v
+	v  *view
+
+	brk breaker
+}
+
+// view is what Rank reads: the documents, their vectors and the lexicon.
+// Incremental updates change it in place under Index.mu; rebuilds replace it.
+type view struct {
+	emb     embed.Embedder // the embedder for queries (fitted, or the base)
+	st      *store         // nil until the first vector
+	dim     int
+	slots   []slot
+	free    []int
+	byName  map[string]int
+	mat     []float32 // slot*dim, unit vectors
+	lex     *lexicon
+	rev     uint64
+	missing int   // live documents without a vector
+	err     error // why they lack one
+}
+
+type slot struct {
+	name, hash string
+	live, vec  bool
+	doc        *document // kept only while the vector is missing, to retry
+}
+
+func newView(emb embed.Embedder, st *store) *view {
+	v := &view{emb: emb, st: st, byName: map[string]int{}, lex: newLexicon()}
+	if st != nil {
+		v.dim = st.dim
+	}
+	return v
+}
+
+// New makes an empty index over emb. Call Sync to build it.
+func New(emb embed.Embedder, opts Options) *Index {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.LexicalWeight <= 0 || opts.LexicalWeight > 1 {
+		opts.LexicalWeight = 0.5
+	}
+	if opts.ContextWeight <= 0 {
+		opts.ContextWeight = 0.3
+	}
+	if opts.RefitShare <= 0 {
+		opts.RefitShare = 0.25
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 64
+	}
+	if opts.SaveDelay <= 0 {
+		opts.SaveDelay = 2 * time.Second
+	}
+	if opts.RetryEvery <= 0 {
+		opts.RetryEvery = 30 * time.Second
+	}
+	ix := &Index{base: emb, opts: opts, log: opts.Logger}
+	ix.aware, _ = emb.(embed.CatalogAware)
+	return ix
+}
+
+// Sync brings the index in line with a catalog snapshot: documents whose
+// text changed are embedded again, new ones are added, vanished ones are
+// removed, and vectors are reused from memory or the cache file. The index
+// is saved when anything changed. An error means some tools could not be
+// embedded (the index still answers, lexically for those); Rank says so.
+func (ix *Index) Sync(ctx context.Context, cat *registry.Catalog) error {
+	ix.upd.Lock()
+	defer ix.upd.Unlock()
+	err := ix.updateLocked(ctx, cat, nil, nil, true)
+	if serr := ix.saveLocked(); serr != nil {
+		ix.log.Warn("index: could not save the cache; the next start embeds again", "err", serr)
+	}
+	return err
+}
+
+// Follow applies registry changes until ctx ends or changes is closed, and
+// saves the index after a quiet period (and when it stops). Tools left
+// without a vector because the embedder failed are retried periodically.
+func (ix *Index) Follow(ctx context.Context, changes <-chan registry.Change) {
+	save := time.NewTimer(time.Hour)
+	save.Stop()
+	retry := time.NewTicker(ix.opts.RetryEvery)
+	defer retry.Stop()
+	var last *registry.Catalog
+	defer func() {
+		ix.upd.Lock()
+		if err := ix.saveLocked(); err != nil {
+			ix.log.Warn("index: could not save the cache", "err", err)
+		}
+		ix.upd.Unlock()
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ch, ok := <-changes:
+			if !ok {
+				return
+			}
+			last = ch.Catalog
+			ix.upd.Lock()
+			err := ix.updateLocked(ctx, ch.Catalog, ch.Upserted, ch.Removed, false)
+			ix.upd.Unlock()
+			if err != nil && ctx.Err() == nil {
+				ix.log.Warn("index: update incomplete; affected tools rank lexically until retried", "err", err)
+			}
+			save.Reset(ix.opts.SaveDelay)
+		case <-save.C:
+			ix.upd.Lock()
+			if err := ix.saveLocked(); err != nil {
+				ix.log.Warn("index: could not save the cache", "err", err)
+			}
+			ix.upd.Unlock()
+		case <-retry.C:
+			if last == nil || ix.missing() == 0 {
+				continue
+			}
+			ix.upd.Lock()
+			err := ix.updateLocked(ctx, last, nil, nil, true)
+			ix.upd.Unlock()
+			if err == nil {
+				ix.log.Info("index: embedded the tools that were missing vectors")
+				save.Reset(ix.opts.SaveDelay)
+			}
+		}
+	}
+}
+
+func (ix *Index) missing() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.v == nil {
+		return 0
+	}
+	return ix.v.missing
+}
+
+// Stats describes the index.
+type Stats struct {
+	Tools    int    `json:"tools"`
+	Vectors  int    `json:"vectors"`
+	Missing  int    `json:"missing"`
+	Dim      int    `json:"dim"`
+	Embedder string `json:"embedder"`
+	Revision uint64 `json:"revision"`
+	Cache    string `json:"cache,omitempty"`
+}
+
+// Stats reports the index size and state.
+func (ix *Index) Stats() Stats {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	s := Stats{Embedder: ix.base.ID()}
+	if v := ix.v; v != nil {
+		s.Tools, s.Missing, s.Dim, s.Revision, s.Embedder = len(v.byName), v.missing, v.dim, v.rev, v.emb.ID()
+		if v.st != nil {
+			s.Vectors = v.st.count()
+		}
+	}
+	ix.upd.Lock()
+	s.Cache = ix.path
+	ix.upd.Unlock()
+	return s
+}
+
+// updateLocked applies a catalog: with full, the whole catalog (names not in
+// it are removed); otherwise only the named tools.
+func (ix *Index) updateLocked(ctx context.Context, cat *registry.Catalog, upserted, removed []string, full bool) error {
+	if !ix.loaded {
+		ix.loaded = true
+		ix.loadLocked(cat.Dirs)
+	}
+	ix.mu.RLock()
+	cur := ix.v
+	ix.mu.RUnlock()
+
+	// The documents to (re)index and the names to drop.
+	var docs []document
+	var drop []string
+	if full {
+		for _, t := range cat.Tools {
+			docs = append(docs, newDocument(t))
+		}
+		if cur != nil {
+			for name := range cur.byName {
+				if _, ok := cat.Get(name); !ok {
+					drop = append(drop, name)
+				}
+			}
+		}
+	} else {
+		for _, n := range upserted {
+			if t, ok := cat.Get(n); ok {
+				docs = append(docs, newDocument(t))
+			} else {
+				drop = append(drop, n)
+			}
+		}
+		drop = append(drop, removed...)
+	}
+
+	if ix.needRebuild(ctx, cur, docs, len(cat.Tools)) {
+		return ix.rebuildLocked(ctx, cat)
+	}
+
+	// Incremental: keep documents whose text is unchanged and vector known.
+	var todo []document
+	for i := range docs {
+		d := &docs[i]
+		if s, ok := cur.byName[d.name]; ok && cur.slots[s].hash == d.hash && cur.slots[s].vec {
+			continue
+		}
+		todo = append(todo, *d)
+	}
+	vecs, fresh, err := ix.vectors(ctx, cur.emb, cur.st, todo)
+	if errors.Is(err, errDimChanged) {
+		ix.log.Warn("index: the embedder's dimension changed; rebuilding", "err", err)
+		ix.state = nil
+		return ix.rebuildLocked(ctx, cat)
+	}
+	ix.drift += fresh
+	ix.mu.Lock()
+	v := ix.v
+	if v.st == nil && vecs.store != nil {
+		v.st, v.dim = vecs.store, vecs.store.dim
+	}
+	for _, n := range drop {
+		v.remove(n)
+	}
+	for i := range todo {
+		v.upsert(&todo[i], vecs.get(todo[i].hash), err)
+	}
+	v.rev = cat.Revision
+	ix.mu.Unlock()
+	if fresh > 0 {
+		ix.dirty = true
+	}
+	if full {
+		ix.pruneLocked(ctx)
+	}
+	return err
+}
+
+// needRebuild says whether the view must be built anew rather than updated:
+// at the first update, and when a CatalogAware embedder needs a (re)fit.
+func (ix *Index) needRebuild(ctx context.Context, cur *view, docs []document, n int) bool {
+	if cur == nil {
+		return true
+	}
+	if ix.aware == nil {
+		return false
+	}
+	if _, fitted := cur.emb.(embed.Fitted); !fitted {
+		return true
+	}
+	return ix.refitDue(ctx, cur.st, docs, n)
+}
+
+// refitDue says whether so much of the catalog changed since the last fit
+// (documents embedded since, plus those this update would embed) that the
+// embedder should be fitted again. One edit never triggers it.
+func (ix *Index) refitDue(ctx context.Context, st *store, docs []document, n int) bool {
+	pending := 0
+	for i := range docs {
+		if st == nil || !st.has(ctx, docs[i].hash) {
+			pending++
+		}
+	}
+	total := ix.drift + pending
+	return total > 1 && float64(total) > ix.opts.RefitShare*float64(max(ix.fitDocs, n))
+}
+
+// rebuildLocked builds a new view of the whole catalog (fitting the embedder
+// when it is CatalogAware and no fit is current) and swaps it in; Rank keeps
+// reading the old view meanwhile.
+func (ix *Index) rebuildLocked(ctx context.Context, cat *registry.Catalog) error {
+	docs := make([]document, len(cat.Tools))
+	for i, t := range cat.Tools {
+		docs[i] = newDocument(t)
+	}
+	ix.mu.RLock()
+	cur := ix.v
+	ix.mu.RUnlock()
+
+	emb, st := ix.base, (*store)(nil)
+	if cur != nil {
+		emb, st = cur.emb, cur.st
+	}
+	var fitErr error
+	refit := false
+	if ix.aware != nil {
+		_, fitted := emb.(embed.Fitted)
+		if !fitted || ix.refitDue(ctx, st, docs, len(docs)) {
+			texts := make([]string, len(docs))
+			for i := range docs {
+				texts[i] = docs[i].text
+			}
+			start := time.Now()
+			f, err := ix.aware.Fit(ctx, texts)
+			if err != nil {
+				fitErr = fmt.Errorf("fitting embedder %s to the catalog: %w", ix.aware.ID(), err)
+			} else {
+				ix.log.Info("index: fitted the embedder to the catalog", "embedder", f.ID(), "tools", len(docs), "took", time.Since(start))
+				emb, st, refit = f, nil, true
+				ix.state, ix.fitDocs, ix.drift = f.State(), len(docs), 0
+				ix.dirty = true
+			}
+		}
+	}
+	var vecs vecSet
+	var fresh int
+	var err error
+	if fitErr != nil {
+		// Without a fit there are no vectors: serve lexically, say why.
+		vecs, err = vecSet{store: st}, fitErr
+	} else {
+		vecs, fresh, err = ix.vectors(ctx, emb, st, docs)
+		if errors.Is(err, errDimChanged) {
+			vecs, fresh, err = ix.vectors(ctx, emb, nil, docs)
+		}
+	}
+	if st == nil && vecs.store != nil {
+		st = vecs.store
+	}
+	if !refit { // the fit's own documents are not drift
+		ix.drift += fresh
+	}
+	nv := newView(emb, st)
+	for i := range docs {
+		nv.upsert(&docs[i], vecs.get(docs[i].hash), err)
+	}
+	nv.rev = cat.Revision
+	ix.mu.Lock()
+	ix.v = nv
+	ix.mu.Unlock()
+	if fresh > 0 {
+		ix.dirty = true
+	}
+	ix.pruneLocked(ctx)
+	return err
+}
+
+// pruneLocked deletes stored vectors that no live document uses any more.
+func (ix *Index) pruneLocked(ctx context.Context) {
+	ix.mu.RLock()
+	v := ix.v
+	ix.mu.RUnlock()
+	if v == nil || v.st == nil {
+		return
+	}
+	live := map[string]bool{}
+	ix.mu.RLock()
+	for _, s := range v.slots {
+		if s.live {
+			live[s.hash] = true
+		}
+	}
+	ix.mu.RUnlock()
+	var stale []string
+	for h := range v.st.ids(ctx) {
+		if !live[h] {
+			stale = append(stale, h)
+		}
+	}
+	if len(stale) > 0 {
+		if err := v.st.remove(ctx, stale...); err != nil {
+			ix.log.Warn("index: pruning stale vectors", "err", err)
+		}
+		ix.dirty = true
+	}
+}
+
+// errDimChanged means the embedder now returns vectors of another size.
+var errDimChanged = errors.New("embedding dimension changed")
+
+// vecSet is the vectors found or made for a set of documents.
+type vecSet struct {
+	store *store
+	m     map[string][]float32
+}
+
+func (s vecSet) get(hash string) []float32 { return s.m[hash] }
+
+// vectors finds or computes the vector of each document: from the store
+// when its hash is there, otherwise from the embedder in batches (stored as
+// they arrive). It returns how many were embedded. With a nil store one is
+// created at the dimension of the first vector.
+func (ix *Index) vectors(ctx context.Context, emb embed.Embedder, st *store, docs []document) (vecSet, int, error) {
+	out := vecSet{store: st, m: map[string][]float32{}}
+	var todo []*document
+	seen := map[string]bool{}
+	for i := range docs {
+		d := &docs[i]
+		if seen[d.hash] {
+			continue
+		}
+		seen[d.hash] = true
+		if st != nil {
+			if v, ok := st.get(ctx, d.hash); ok {
+				out.m[d.hash] = v
+				continue
+			}
+		}
+		todo = append(todo, d)
+	}
+	if len(todo) == 0 {
+		return out, 0, nil
+	}
+	progress := ix.opts.Progress
+	if progress != nil {
+		progress(0, len(todo))
+	}
+	start := time.Now()
+	fresh := 0
+	for i := 0; i < len(todo); i += ix.opts.BatchSize {
+		batch := todo[i:min(i+ix.opts.BatchSize, len(todo))]
+		texts := make([]string, len(batch))
+		for j, d := range batch {
+			texts[j] = d.text
+		}
+		vs, err := emb.EmbedDocuments(ctx, texts)
+		if err == nil && len(vs) != len(batch) {
+			err = fmt.Errorf("embedder %s returned %d vectors for %d texts", emb.ID(), len(vs), len(batch))
+		}
+		if err != nil {
+			return out, fresh, fmt.Errorf("embedding %d tools with %s: %w", len(todo)-i, emb.ID(), err)
+		}
+		if out.store == nil {
+			ns, serr := newStore(emb.ID(), len(vs[0]))
+			if serr != nil {
+				return out, fresh, serr
+			}
+			out.store = ns
+		}
+		put := make([]vecDoc, 0, len(batch))
+		for j, d := range batch {
+			if len(vs[j]) != out.store.dim {
+				return out, fresh, fmt.Errorf("%w: %s gave %d dimensions, the index holds %d", errDimChanged, emb.ID(), len(vs[j]), out.store.dim)
+			}
+			if err := checkVector(vs[j], out.store.dim); err != nil {
+				return out, fresh, fmt.Errorf("embedder %s, tool %s: %w", emb.ID(), d.name, err)
+			}
+			put = append(put, vecDoc{hash: d.hash, name: d.name, vec: vs[j]})
+			out.m[d.hash] = normalized(vs[j])
+		}
+		if err := out.store.put(ctx, put); err != nil {
+			return out, fresh, err
+		}
+		fresh += len(batch)
+		if progress != nil {
+			progress(i+len(batch), len(todo))
+		}
+	}
+	ix.log.Debug("index: embedded tools", "n", fresh, "embedder", emb.ID(), "took", time.Since(start))
+	return out, fresh, nil
+}
+
+// upsert puts a document (and its vector, nil if unknown) into the view.
+func (v *view) upsert(d *document, vec []float32, why error) {
+	s, ok := v.byName[d.name]
+	if ok {
+		v.lex.remove(s)
+		if !v.slots[s].vec {
+			v.missing--
+		}
+	} else if n := len(v.free); n > 0 {
+		s, v.free = v.free[n-1], v.free[:n-1]
+	} else {
+		s = len(v.slots)
+		v.slots = append(v.slots, slot{})
+	}
+	v.byName[d.name] = s
+	v.lex.add(s, d.fields)
+	sl := slot{name: d.name, hash: d.hash, live: true}
+	if v.dim == 0 && vec != nil {
+		v.dim = len(vec)
+	}
+	for len(v.mat) < len(v.slots)*v.dim {
+		v.mat = append(v.mat, make([]float32, len(v.slots)*v.dim-len(v.mat))...)
+	}
+	row := v.mat[s*v.dim : (s+1)*v.dim]
+	if vec != nil && len(vec) == v.dim {
+		copy(row, vec)
+		sl.vec = true
+	} else {
+		clear(row)
+		sl.doc = d
+		v.missing++
+		if why != nil {
+			v.err = why
+		}
+	}
+	v.slots[s] = sl
+	if v.missing == 0 {
+		v.err = nil
+	}
+}
+
+// remove drops a document from the view.
+func (v *view) remove(name string) {
+	s, ok := v.byName[name]
+	if !ok {
+		return
+	}
+	if !v.slots[s].vec {
+		v.missing--
+	}
+	v.lex.remove(s)
+	delete(v.byName, name)
+	v.slots[s] = slot{}
+	if v.dim > 0 {
+		clear(v.mat[s*v.dim : (s+1)*v.dim])
+	}
+	v.free = append(v.free, s)
+	if v.missing == 0 {
+		v.err = nil
+	}
+}
+
+// loadLocked reads the cache file for these tool directories, if any, and
+// installs its vectors as the starting view (with no documents yet: the
+// update that follows fills them in, reusing the vectors). A corrupt,
+// half-written or incompatible file is logged and removed; never fatal.
+func (ix *Index) loadLocked(dirs []string) {
+	if ix.opts.NoCache {
+		return
+	}
+	dir := ix.opts.CacheDir
+	if dir == "" {
+		d, err := DefaultCacheDir(ix.base.ID())
+		if err != nil {
+			ix.log.Warn("index: no cache; every start embeds the catalog", "err", err)
+			return
+		}
+		dir = d
+	}
+	ix.path = cacheFile(dir, dirs)
+	h, body, err := readCache(ix.path)
+	if errors.Is(err, errNoCache) {
+		return
+	}
+	discard := func(why string, err error) {
+		ix.log.Warn("index: cache unusable, rebuilding it", "file", ix.path, "why", why, "err", err)
+		os.Remove(ix.path)
+	}
+	if err != nil {
+		discard("unreadable", err)
+		return
+	}
+	if h.Embedder != ix.base.ID() {
+		discard("made by another embedder "+h.Embedder, nil)
+		return
+	}
+	var emb embed.Embedder = ix.base
+	if ix.aware != nil {
+		if len(h.State) == 0 {
+			discard("no fitted state", nil)
+			return
+		}
+		f, err := ix.aware.Restore(h.State)
+		if err != nil {
+			discard("fitted state does not restore", err)
+			return
+		}
+		if f.ID() != h.Model {
+			discard("fitted state gives "+f.ID()+", vectors are "+h.Model, nil)
+			return
+		}
+		emb = f
+	} else if h.Model != ix.base.ID() {
+		discard("vectors of "+h.Model, nil)
+		return
+	}
+	if d := ix.base.Dim(); d != 0 && h.Dim != d {
+		discard(fmt.Sprintf("dimension %d, the embedder has %d", h.Dim, d), nil)
+		return
+	}
+	st, err := importStore(body, h.Model, h.Dim)
+	if err != nil {
+		discard("vectors do not decode", err)
+		return
+	}
+	ix.state, ix.fitDocs, ix.drift = h.State, h.FitDocs, h.Drift
+	ix.mu.Lock()
+	ix.v = newView(emb, st)
+	ix.mu.Unlock()
+}
+
+// saveLocked writes the cache file if the index changed since the last save.
+func (ix *Index) saveLocked() error {
+	if ix.opts.NoCache || ix.path == "" || !ix.dirty {
+		return nil
+	}
+	ix.mu.RLock()
+	v := ix.v
+	ix.mu.RUnlock()
+	if v == nil || v.st == nil {
+		return nil
+	}
+	var buf writeBuffer
+	if err := v.st.export(&buf); err != nil {
+		return fmt.Errorf("exporting vectors: %w", err)
+	}
+	h := cacheHeader{Embedder: ix.base.ID(), Model: v.emb.ID(), Dim: v.st.dim, FitDocs: ix.fitDocs, Drift: ix.drift}
+	if _, ok := v.emb.(embed.Fitted); ok {
+		h.State = ix.state
+	}
+	if err := writeCache(ix.path, h, buf.b); err != nil {
+		return err
+	}
+	ix.dirty = false
+	return nil
+}
+
+// writeBuffer is a minimal growable byte sink.
+type writeBuffer struct{ b []byte }
+
+func (w *writeBuffer) Write(p []byte) (int, error) { w.b = append(w.b, p...); return len(p), nil }

@@ -1,0 +1,384 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Mode chooses which scores a ranking uses.
+type Mode string
+
+// Ranking modes.
+const (
+	Hybrid  Mode = "hybrid" // α·lexical + (1−α)·dense (the default)
+	Lexical Mode = "bm25"   // BM25 only (never calls the embedder)
+	Dense   Mode = "dense"  // vector similarity only
+)
+
+// ParseMode accepts "hybrid", "bm25" (or "lexical") and "dense".
+func ParseMode(s string) (Mode, error) {
+	switch strings.ToLower(s) {
+	case "", "hybrid":
+		return Hybrid, nil
+	case "bm25", "lexical":
+		return Lexical, nil
+	case "dense", "vector":
+		return Dense, nil
+	}
+	return "", fmt.Errorf("unknown ranking mode %q: use hybrid, bm25 or dense", s)
+}
+
+// Query is one ranking request.
+type Query struct {
+	// Text is the user message.
+	Text string
+	// Context holds the last few conversation messages (oldest first); they
+	// count with Options.ContextWeight next to Text.
+	Context []string
+	// K is the number of hits wanted; 0 means every tool.
+	K int
+	// Allow, if set, keeps only the tools it returns true for (e.g. an agent
+	// profile's Allows).
+	Allow func(name string) bool
+	// Mode is Hybrid when empty.
+	Mode Mode
+}
+
+// Ranking is the answer to a Query: hits best first.
+type Ranking struct {
+	Hits []Hit `json:"hits"`
+	// Degraded is set when the dense scores could not be used (embedder
+	// failed, missed the deadline, or tools lack vectors); Reason says why.
+	// The scores are then lexical only.
+	Degraded bool   `json:"degraded,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	// Revision is the catalog revision the index reflected.
+	Revision uint64 `json:"revision"`
+}
+
+// Hit is one ranked tool. Score is calibrated to [0,1] and comparable
+// across queries; Dense and Lexical are its calibrated components.
+type Hit struct {
+	Name    string  `json:"name"`
+	Score   float64 `json:"score"`
+	Dense   float64 `json:"dense"`
+	Lexical float64 `json:"lexical"`
+	// Named is set when the message names the tool verbatim.
+	Named bool `json:"named,omitempty"`
+}
+
+// ErrNotBuilt is returned by Rank before the first Sync.
+var ErrNotBuilt = errors.New("index: not built yet: call Sync with a catalog first")
+
+// Rank ranks the catalog's tools for q. It honours ctx's deadline: if the
+// embedder has not answered shortly before it (or fails), the ranking is
+// made from lexical scores alone and marked Degraded. Rank returns an error
+// only before the first Sync.
+func (ix *Index) Rank(ctx context.Context, q Query) (Ranking, error) {
+	if q.Mode == "" {
+		q.Mode = Hybrid
+	}
+	ix.mu.RLock()
+	v := ix.v
+	ix.mu.RUnlock()
+	if v == nil {
+		return Ranking{}, ErrNotBuilt
+	}
+
+	// Start the query embedding at once; score lexically meanwhile.
+	var emb <-chan embedResult
+	var degraded string
+	if q.Mode != Lexical {
+		ix.mu.RLock()
+		missing, verr, n, e := v.missing, v.err, len(v.byName), v.emb
+		ix.mu.RUnlock()
+		switch {
+		case missing > 0:
+			degraded = fmt.Sprintf("%d of %d tools have no vector yet", missing, n)
+			if verr != nil {
+				degraded += ": " + verr.Error()
+			}
+		default:
+			if why := ix.brk.open(); why != "" {
+				degraded = why
+			} else {
+				emb = ix.embedQuery(ctx, e, q)
+			}
+		}
+	}
+	lexQ := ix.lexicalQuery(q)
+
+	var qvec []float32
+	if emb != nil {
+		wait := waitBudget(ctx)
+		timer := time.NewTimer(wait)
+		select {
+		case r := <-emb:
+			timer.Stop()
+			if r.err != nil {
+				degraded = "embedder failed: " + r.err.Error()
+				if ctx.Err() == nil { // the caller giving up is not the embedder's fault
+					ix.brk.fail(r.err)
+				}
+			} else {
+				ix.brk.ok()
+				qvec = r.vec
+			}
+		case <-timer.C:
+			degraded = fmt.Sprintf("embedder did not answer within the deadline (%v)", wait.Round(time.Millisecond))
+			ix.brk.fail(errors.New("query embedding timed out"))
+		}
+	}
+
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.v != v { // a rebuild swapped the view while we waited
+		v = ix.v
+		if qvec != nil && len(qvec) != v.dim {
+			qvec, degraded = nil, "index rebuilt with another embedder during the query"
+		}
+	}
+	r := v.rank(q, lexQ, qvec, ix.opts.LexicalWeight)
+	if degraded != "" {
+		r.Degraded, r.Reason = true, degraded
+		if q.Mode == Dense {
+			r.Reason += " (ranked lexically)"
+		}
+	}
+	return r, nil
+}
+
+// waitBudget is how long to wait for the query embedding: until shortly
+// before ctx's deadline (leaving time to score and answer), or 30 s.
+func waitBudget(ctx context.Context) time.Duration {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return 30 * time.Second
+	}
+	left := time.Until(dl)
+	reserve := min(max(left/10, time.Millisecond), 20*time.Millisecond)
+	return max(left-reserve, 0)
+}
+
+type embedResult struct {
+	vec []float32
+	err error
+}
+
+// embedQuery embeds the message (and, if any, the context) in the
+// background; the result channel is buffered so a late answer is dropped.
+func (ix *Index) embedQuery(ctx context.Context, e interface {
+	EmbedQuery(context.Context, string) ([]float32, error)
+}, q Query) <-chan embedResult {
+	out := make(chan embedResult, 1)
+	go func() {
+		var wg sync.WaitGroup
+		var cvec []float32
+		var cerr error
+		if ctxText := contextText(q.Context); ctxText != "" {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cvec, cerr = e.EmbedQuery(ctx, ctxText)
+			}()
+		}
+		vec, err := e.EmbedQuery(ctx, q.Text)
+		wg.Wait()
+		if err == nil && cerr == nil && cvec != nil && len(cvec) == len(vec) {
+			w := float32(ix.opts.ContextWeight)
+			n1, n2 := normalized(vec), normalized(cvec)
+			for i := range n1 {
+				n1[i] += w * n2[i]
+			}
+			vec = n1
+		}
+		if err == nil {
+			if cerr := checkVector(vec, len(vec)); cerr != nil {
+				err = fmt.Errorf("query vector: %w", cerr)
+			} else {
+				vec = normalized(vec)
+			}
+		}
+		out <- embedResult{vec, err}
+	}()
+	return out
+}
+
+// contextText joins the last three context messages.
+func contextText(msgs []string) string {
+	if len(msgs) > 3 {
+		msgs = msgs[len(msgs)-3:]
+	}
+	return strings.TrimSpace(strings.Join(msgs, "\n"))
+}
+
+// lexicalQuery weighs the distinct words of the message 1 and those only in
+// the context ContextWeight.
+func (ix *Index) lexicalQuery(q Query) map[string]float64 {
+	out := map[string]float64{}
+	for _, t := range terms(contextText(q.Context)) {
+		out[t] = ix.opts.ContextWeight
+	}
+	for _, t := range terms(q.Text) {
+		out[t] = 1
+	}
+	return out
+}
+
+// rank scores every live document. Caller holds Index.mu for reading.
+func (v *view) rank(q Query, lexQ map[string]float64, qvec []float32, alpha float64) Ranking {
+	n := len(v.slots)
+	lex := make([]float64, n)
+	norm := v.lex.score(lexQ, lex)
+	var dense []float64
+	if qvec != nil && v.dim == len(qvec) {
+		dense = v.denseScores(qvec)
+	}
+	named := namedTools(q.Text, v.byName)
+
+	hits := make([]Hit, 0, len(v.byName))
+	for s, sl := range v.slots {
+		if !sl.live || (q.Allow != nil && !q.Allow(sl.name)) {
+			continue
+		}
+		h := Hit{Name: sl.name}
+		if norm > 0 {
+			h.Lexical = math.Min(1, lex[s]/norm)
+		}
+		if dense != nil {
+			h.Dense = dense[s]
+		}
+		switch {
+		case dense == nil || q.Mode == Lexical:
+			h.Score = h.Lexical
+		case q.Mode == Dense:
+			h.Score = h.Dense
+		default:
+			h.Score = alpha*h.Lexical + (1-alpha)*h.Dense
+		}
+		if named[sl.name] {
+			h.Named, h.Score = true, 1
+		}
+		hits = append(hits, h)
+	}
+	sort.Slice(hits, func(i, j int) bool {
+		a, b := hits[i], hits[j]
+		if a.Named != b.Named {
+			return a.Named
+		}
+		if a.Score != b.Score {
+			return a.Score > b.Score
+		}
+		return a.Name < b.Name
+	})
+	if q.K > 0 && len(hits) > q.K {
+		hits = hits[:q.K]
+	}
+	return Ranking{Hits: hits, Revision: v.rev}
+}
+
+// denseScores returns, per slot, the calibrated dense score: the cosine
+// above the query's background (its mean cosine to all tools), rescaled so
+// that a cosine of 1 gives 1 and the background or below gives 0.
+func (v *view) denseScores(q []float32) []float64 {
+	cos := make([]float64, len(v.slots))
+	var sum float64
+	live := 0
+	for s, sl := range v.slots {
+		if !sl.live || !sl.vec {
+			continue
+		}
+		c := float64(dot(q, v.mat[s*v.dim:(s+1)*v.dim]))
+		cos[s] = c
+		sum += c
+		live++
+	}
+	if live == 0 {
+		return cos
+	}
+	bg := sum / float64(live)
+	span := 1 - bg
+	for s := range cos {
+		if !v.slots[s].live || !v.slots[s].vec || span <= 0 {
+			cos[s] = 0
+			continue
+		}
+		cos[s] = math.Max(0, math.Min(1, (cos[s]-bg)/span))
+	}
+	return cos
+}
+
+func dot(a, b []float32) float32 {
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return s0 + s1 + s2 + s3
+}
+
+// namedTools finds tool names written verbatim in the message: maximal runs
+// of name characters (letters, digits, '_', '.', '-'), compared exactly and
+// then lowercased, trailing punctuation trimmed. Names shorter than three
+// characters do not count (they collide with ordinary words).
+func namedTools(text string, byName map[string]int) map[string]bool {
+	out := map[string]bool{}
+	isName := func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-'
+	}
+	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !isName(r) }) {
+		w = strings.TrimRight(w, ".-")
+		if len(w) < 3 {
+			continue
+		}
+		if _, ok := byName[w]; ok {
+			out[w] = true
+		} else if _, ok := byName[strings.ToLower(w)]; ok {
+			out[strings.ToLower(w)] = true
+		}
+	}
+	return out
+}
+
+// breaker stops asking a failing embedder on every query: after a failure
+// it is skipped for a backoff that doubles up to 30 s; a success resets it.
+type breaker struct {
+	mu      sync.Mutex
+	until   time.Time
+	backoff time.Duration
+	last    error
+}
+
+func (b *breaker) open() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.last == nil || time.Now().After(b.until) {
+		return ""
+	}
+	return fmt.Sprintf("embedder unavailable (%v); retrying in %v", b.last, time.Until(b.until).Round(100*time.Millisecond))
+}
+
+func (b *breaker) fail(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.backoff = min(max(2*b.backoff, 500*time.Millisecond), 30*time.Second)
+	b.until, b.last = time.Now().Add(b.backoff), err
+}
+
+func (b *breaker) ok() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.backoff, b.last = 0, nil
+}
