@@ -183,18 +183,52 @@ func DefaultPath(embedderID string) (string, error) {
 var shipped embed.FS
 
 // Shipped returns the thresholds shipped in the binary for embedderID, if
-// any (the built-in embedder's defaults).
-func Shipped(embedderID string) (*File, bool) {
-	data, err := fs.ReadFile(shipped, "defaults/"+Key(embedderID)+".json")
+// any (the built-in embedder's defaults). exact is false when they were
+// tuned for another model of the same embedder family: IDs that differ only
+// in a trailing model digest ("builtin/v1-2eae4a02" and "builtin/v1-0c1d…").
+// That happens when the model changed after the defaults were tuned; the
+// caller should warn and suggest `toolsrv tune`.
+func Shipped(embedderID string) (f *File, exact bool, ok bool) {
+	ents, err := fs.ReadDir(shipped, "defaults")
 	if err != nil {
-		return nil, false
+		return nil, false, false
 	}
-	f, err := Parse(data)
-	if err != nil || f.Embedder != embedderID {
-		// A broken shipped file is a build bug; the package test catches it.
-		return nil, false
+	var family *File
+	for _, e := range ents {
+		data, err := fs.ReadFile(shipped, "defaults/"+e.Name())
+		if err != nil {
+			continue
+		}
+		g, err := Parse(data)
+		if err != nil {
+			continue // a broken shipped file is a build bug; the package test catches it
+		}
+		if g.Embedder == embedderID {
+			return g, true, true
+		}
+		if Family(g.Embedder) == Family(embedderID) && (family == nil || g.Embedder > family.Embedder) {
+			family = g
+		}
 	}
-	return f, true
+	if family != nil {
+		return family, false, true
+	}
+	return nil, false, false
+}
+
+// Family strips a trailing model digest ("-" and at least 6 hex digits)
+// from an embedder ID.
+func Family(id string) string {
+	i := strings.LastIndexByte(id, '-')
+	if i < 0 || len(id)-i-1 < 6 {
+		return id
+	}
+	for _, c := range id[i+1:] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return id
+		}
+	}
+	return id[:i]
 }
 
 // Fallback is the policy used when no thresholds exist for an embedder:
@@ -219,6 +253,9 @@ type Source struct {
 	Kind SourceKind
 	Path string // the file read, if any
 	File *File
+	// Warning is set when the policy is usable but not right for this
+	// embedder: the fallback, or shipped defaults tuned for another model.
+	Warning string
 }
 
 func (s Source) String() string {
@@ -272,10 +309,14 @@ func Load(embedderID string, o LoadOptions) (Policy, Source, error) {
 			return loadPath(embedderID, path, FromUser, o.AnyEmbedder)
 		}
 	}
-	if f, ok := Shipped(embedderID); ok {
-		return f.Policy, Source{Kind: FromShipped, File: f}, nil
+	if f, exact, ok := Shipped(embedderID); ok {
+		src := Source{Kind: FromShipped, File: f}
+		if !exact {
+			src.Warning = fmt.Sprintf("the shipped thresholds were tuned for %s, not %s: run `toolsrv tune` for this model", f.Embedder, embedderID)
+		}
+		return f.Policy, src, nil
 	}
-	return Fallback(), Source{Kind: FromFallback}, nil
+	return Fallback(), Source{Kind: FromFallback, Warning: fmt.Sprintf("no thresholds for embedder %s: using conservative defaults; run `toolsrv tune` to calibrate them", embedderID)}, nil
 }
 
 func loadPath(embedderID, path string, kind SourceKind, any bool) (Policy, Source, error) {

@@ -148,13 +148,29 @@ func TestShippedDefaultsAreValid(t *testing.T) {
 		if want := Key(f.Embedder) + ".json"; e.Name() != want {
 			t.Errorf("%s holds thresholds for %q; it should be named %s", e.Name(), f.Embedder, want)
 		}
-		got, ok := Shipped(f.Embedder)
-		if !ok || !reflect.DeepEqual(got.Policy, f.Policy) {
-			t.Errorf("Shipped(%q) = %v, %v", f.Embedder, got, ok)
+		got, exact, ok := Shipped(f.Embedder)
+		if !ok || !exact || !reflect.DeepEqual(got.Policy, f.Policy) {
+			t.Errorf("Shipped(%q) = %v, %v, %v", f.Embedder, got, exact, ok)
+		}
+		// Another model of the same family gets them too, with a warning.
+		other := Family(f.Embedder) + "-0123456789"
+		if other != f.Embedder {
+			_, src, err := Load(other, LoadOptions{Getenv: func(string) string { return "" }, Dir: t.TempDir()})
+			if err != nil || src.Kind != FromShipped || !strings.Contains(src.Warning, "toolsrv tune") {
+				t.Errorf("Load(%q) = %v (%v), want the shipped family defaults with a warning", other, src, err)
+			}
 		}
 		_, src, err := Load(f.Embedder, LoadOptions{Getenv: func(string) string { return "" }, Dir: t.TempDir()})
 		if err != nil || src.Kind != FromShipped {
 			t.Errorf("Load(%q) with no user file came from %v (%v), want the shipped defaults", f.Embedder, src, err)
+		}
+	}
+}
+
+func TestFamily(t *testing.T) {
+	for in, want := range map[string]string{"builtin/v1-2eae4a02": "builtin/v1", "builtin/v1": "builtin/v1", "ollama/nomic-embed-text": "ollama/nomic-embed-text", "x-abc": "x-abc", "x-abcdefg": "x-abcdefg"} {
+		if got := Family(in); got != want {
+			t.Errorf("Family(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -1,0 +1,126 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Machine describes where figures were measured.
+type Machine struct {
+	CPU        string `json:"cpu"`
+	Cores      int    `json:"cores"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	Go         string `json:"go"`
+	Kernel     string `json:"kernel"`
+	Date       string `json:"date"`
+}
+
+// ThisMachine describes the running machine.
+func ThisMachine() Machine {
+	m := Machine{Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Go: runtime.Version(), Date: time.Now().UTC().Format(time.RFC3339)}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
+
+func (m Machine) String() string {
+	return fmt.Sprintf("%s, %d cores (GOMAXPROCS %d), %s, Linux %s, %s", m.CPU, m.Cores, m.GOMAXPROCS, m.Go, m.Kernel, m.Date)
+}
+
+// The figures toolsrv holds itself to (issue 6).
+const (
+	targetRank1k   = time.Millisecond
+	targetRank100k = 25 * time.Millisecond
+	targetLive     = 250 * time.Millisecond
+)
+
+func ms(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "–"
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.3f", float64(d)/1e6)
+	case d < 100*time.Millisecond:
+		return fmt.Sprintf("%.2f", float64(d)/1e6)
+	default:
+		return fmt.Sprintf("%.0f", float64(d)/1e6)
+	}
+}
+
+func lat(l Latency) string { return ms(l.P50) + " / " + ms(l.P99) }
+
+// Markdown renders the report as tables (times in ms), with the machine,
+// the command and the targets checked.
+func (r *Report) Markdown(m Machine, command string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Command: `%s`  \nMachine: %s  \nEmbedder: `%s`\n\n", command, m, r.Embedder)
+	b.WriteString("Index build (ms; cold = empty cache, every tool embedded; warm = new index over the saved cache):\n\n")
+	b.WriteString("| tools | dim | write .meta | registry load | cold build (embedded) | warm build (embedded) | chromem AddDocuments (same vectors) |\n|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, s := range r.Sizes {
+		fmt.Fprintf(&b, "| %d | %d | %s | %s | %s (%d) | %s (%d) | %s |\n", s.Tools, s.Dim, ms(s.WriteFiles), ms(s.RegistryLoad), ms(s.ColdBuild), s.ColdEmbedded, ms(s.WarmBuild), s.WarmEmbedded, ms(s.ChromemBuild))
+	}
+	b.WriteString("\nRank latency, p50 / p99 in ms (text in, top 10 out; same queries for every column):\n\n")
+	b.WriteString("| tools | toolsrv hybrid (index.Rank) | BM25 alone (index.Rank, bm25) | chromem text in (EmbedQuery + QueryEmbedding) | chromem QueryEmbedding alone | EmbedQuery alone | 9P rank transaction |\n|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, s := range r.Sizes {
+		np := s.NinePNote
+		if s.NineP != nil {
+			np = lat(*s.NineP)
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s |\n", s.Tools, lat(s.Rank), lat(s.RankLexical), lat(s.ChromemText), lat(s.ChromemVector), lat(s.QueryEmbedding), np)
+	}
+	if l := r.Live; l != nil {
+		fmt.Fprintf(&b, "\nLive update at %d tools (%d writes; write-then-rename of a new .meta → top hit for its unique word, through the registry watcher and index.Follow), ms:\n\n", l.Tools, l.Rankable.N+l.Misses)
+		b.WriteString("| step | p50 | p99 | max |\n|---|---:|---:|---:|\n")
+		fmt.Fprintf(&b, "| write → registry change delivered | %s | %s | %s |\n", ms(l.Registry.P50), ms(l.Registry.P99), ms(l.Registry.Max))
+		fmt.Fprintf(&b, "| write → rankable | %s | %s | %s |\n", ms(l.Rankable.P50), ms(l.Rankable.P99), ms(l.Rankable.Max))
+		fmt.Fprintf(&b, "| baseline: rescan + new index (no Follow) | %s | %s | %s |\n", ms(l.Rebuild.P50), ms(l.Rebuild.P99), ms(l.Rebuild.Max))
+		if l.Misses > 0 {
+			fmt.Fprintf(&b, "\n%d write(s) were not rankable within 5 s.\n", l.Misses)
+		}
+	}
+	b.WriteString("\nTargets:\n\n")
+	for _, t := range r.Checks() {
+		fmt.Fprintf(&b, "- %s\n", t)
+	}
+	return b.String()
+}
+
+// Checks compares the figures with the targets, saying by how much a miss
+// misses.
+func (r *Report) Checks() []string {
+	var out []string
+	check := func(what string, got, want time.Duration) {
+		if got <= want {
+			out = append(out, fmt.Sprintf("%s: %s ms ≤ %s ms: met", what, ms(got), ms(want)))
+		} else {
+			out = append(out, fmt.Sprintf("%s: %s ms > %s ms: MISSED by %s ms (×%.1f)", what, ms(got), ms(want), ms(got-want), float64(got)/float64(want)))
+		}
+	}
+	for _, s := range r.Sizes {
+		switch s.Tools {
+		case 1000:
+			check("rank p50 at 1k tools", s.Rank.P50, targetRank1k)
+		case 100000:
+			check("rank p50 at 100k tools", s.Rank.P50, targetRank100k)
+		}
+	}
+	if r.Live != nil && r.Live.Rankable.N > 0 {
+		check(fmt.Sprintf("live update p99 at %d tools", r.Live.Tools), r.Live.Rankable.P99, targetLive)
+	}
+	if len(out) == 0 {
+		out = append(out, "no size with a target was run (targets: rank p50 ≤ 1 ms at 1k tools, ≤ 25 ms at 100k; live update p99 ≤ 250 ms)")
+	}
+	return out
+}
