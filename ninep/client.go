@@ -1,0 +1,276 @@
+package ninep
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"path"
+	"strings"
+
+	"github.com/hugelgupf/p9/linux"
+	"github.com/hugelgupf/p9/p9"
+)
+
+// Client is a small 9P client for this tree, built on the 9P library's own
+// client. A refused request comes back as a *RefusedError carrying the errno
+// and the reason read from the connection's err file.
+type Client struct {
+	conn net.Conn
+	c    *p9.Client
+	root p9.File
+}
+
+// RefusedError is a request the server refused.
+type RefusedError struct {
+	Op, Path string
+	Errno    linux.Errno
+	Reason   string // from err; may be empty
+}
+
+func (e *RefusedError) Error() string {
+	if e.Reason == "" {
+		return fmt.Sprintf("%s /%s: %v", e.Op, e.Path, e.Errno)
+	}
+	return fmt.Sprintf("%s /%s: %v: %s", e.Op, e.Path, e.Errno, e.Reason)
+}
+
+// Unwrap lets errors.Is(err, linux.EACCES) work.
+func (e *RefusedError) Unwrap() error { return e.Errno }
+
+// Connect dials addr (unix:PATH or tcp:HOST:PORT) and attaches to the root.
+func Connect(ctx context.Context, addr string) (*Client, error) {
+	nc, err := Dial(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := NewClient(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("9P session with %s: %w", addr, err)
+	}
+	return cl, nil
+}
+
+// NewClient speaks 9P over an established connection.
+func NewClient(nc net.Conn) (*Client, error) {
+	c, err := p9.NewClient(nc)
+	if err != nil {
+		return nil, err
+	}
+	root, err := c.Attach("/")
+	if err != nil {
+		return nil, fmt.Errorf("attach: %w", err)
+	}
+	return &Client{conn: nc, c: c, root: root}, nil
+}
+
+// Close ends the connection.
+func (cl *Client) Close() error {
+	cl.root.Close()
+	return cl.c.Close()
+}
+
+func split(p string) []string {
+	p = strings.Trim(path.Clean("/"+p), "/")
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}
+
+// refused wraps an errno from the server with the reason in err.
+func (cl *Client) refused(op, p string, err error) error {
+	var errno linux.Errno
+	if !errors.As(err, &errno) {
+		return fmt.Errorf("%s /%s: %w", op, p, err)
+	}
+	reason, _ := cl.readPath("err")
+	return &RefusedError{Op: op, Path: strings.Trim(path.Clean("/"+p), "/"), Errno: errno, Reason: strings.TrimSpace(string(reason))}
+}
+
+func (cl *Client) walk(p string) (p9.File, error) {
+	_, f, err := cl.root.Walk(split(p))
+	return f, err
+}
+
+func (cl *Client) readPath(p string) ([]byte, error) {
+	f, err := cl.walk(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, _, err := f.Open(p9.ReadOnly); err != nil {
+		return nil, err
+	}
+	return readAll(f)
+}
+
+func readAll(f p9.File) ([]byte, error) {
+	var out []byte
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := f.ReadAt(buf, int64(len(out)))
+		out = append(out, buf[:n]...)
+		if err == io.EOF || (err == nil && n == 0) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+}
+
+// Read returns the contents of a file.
+func (cl *Client) Read(p string) ([]byte, error) {
+	b, err := cl.readPath(p)
+	if err != nil {
+		return nil, cl.refused("read", p, err)
+	}
+	return b, nil
+}
+
+// Write writes data to a file in one request (split into messages as
+// needed) and closes it.
+func (cl *Client) Write(p string, data []byte) error {
+	f, err := cl.walk(p)
+	if err != nil {
+		return cl.refused("write", p, err)
+	}
+	defer f.Close()
+	if _, _, err := f.Open(p9.WriteOnly); err != nil {
+		return cl.refused("write", p, err)
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		return cl.refused("write", p, err)
+	}
+	return nil
+}
+
+// Transact writes a request to a transaction file (rank, call/NAME) and
+// returns the answer read on the same open file.
+func (cl *Client) Transact(p string, req []byte) ([]byte, error) {
+	f, err := cl.walk(p)
+	if err != nil {
+		return nil, cl.refused("write", p, err)
+	}
+	defer f.Close()
+	if _, _, err := f.Open(p9.ReadWrite); err != nil {
+		return nil, cl.refused("write", p, err)
+	}
+	if _, err := f.WriteAt(req, 0); err != nil {
+		return nil, cl.refused("write", p, err)
+	}
+	ans, err := readAll(f)
+	if err != nil {
+		return nil, cl.refused("read", p, err)
+	}
+	return ans, nil
+}
+
+// IsTransaction reports whether p is a transaction file: rank, or a file
+// under an agent's call directory.
+func IsTransaction(p string) bool {
+	parts := split(p)
+	if len(parts) == 0 {
+		return false
+	}
+	if parts[len(parts)-1] == "rank" {
+		return true
+	}
+	return len(parts) >= 2 && parts[len(parts)-2] == "call"
+}
+
+// Entry is one directory entry.
+type Entry struct {
+	Name string
+	Dir  bool
+}
+
+// List returns a directory's entries.
+func (cl *Client) List(p string) ([]Entry, error) {
+	f, err := cl.walk(p)
+	if err != nil {
+		return nil, cl.refused("ls", p, err)
+	}
+	defer f.Close()
+	if _, _, err := f.Open(p9.ReadOnly); err != nil {
+		return nil, cl.refused("ls", p, err)
+	}
+	var out []Entry
+	var off uint64
+	for {
+		ents, err := f.Readdir(off, 64<<10)
+		if err != nil {
+			return nil, cl.refused("ls", p, err)
+		}
+		if len(ents) == 0 {
+			return out, nil
+		}
+		for _, e := range ents {
+			out = append(out, Entry{Name: e.Name, Dir: e.Type == p9.TypeDir})
+			off = e.Offset
+		}
+	}
+}
+
+// Mkdir makes a session (session/S) or an agent (session/S/agent/A).
+func (cl *Client) Mkdir(p string) error {
+	parts := split(p)
+	if len(parts) == 0 {
+		return cl.refused("mkdir", p, linux.EEXIST)
+	}
+	d, err := cl.walk(path.Join(parts[:len(parts)-1]...))
+	if err != nil {
+		return cl.refused("mkdir", p, err)
+	}
+	defer d.Close()
+	if _, err := d.Mkdir(parts[len(parts)-1], 0o755, p9.NoUID, p9.NoGID); err != nil {
+		return cl.refused("mkdir", p, err)
+	}
+	return nil
+}
+
+// Remove ends a session or an agent (or removes any other removable entry).
+func (cl *Client) Remove(p string) error {
+	parts := split(p)
+	if len(parts) == 0 {
+		return cl.refused("rm", p, linux.EPERM)
+	}
+	d, err := cl.walk(path.Join(parts[:len(parts)-1]...))
+	if err != nil {
+		return cl.refused("rm", p, err)
+	}
+	defer d.Close()
+	if err := d.UnlinkAt(parts[len(parts)-1], 0); err != nil {
+		return cl.refused("rm", p, err)
+	}
+	return nil
+}
+
+// Stat returns a file's size and mode.
+func (cl *Client) Stat(p string) (size uint64, mode p9.FileMode, err error) {
+	f, err := cl.walk(p)
+	if err != nil {
+		return 0, 0, cl.refused("stat", p, err)
+	}
+	defer f.Close()
+	_, _, a, err := f.GetAttr(p9.AttrMaskAll)
+	if err != nil {
+		return 0, 0, cl.refused("stat", p, err)
+	}
+	return a.Size, a.Mode, nil
+}
+
+// lines splits text into non-empty lines.
+func lines(b []byte) []string {
+	var out []string
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if len(l) > 0 {
+			out = append(out, string(l))
+		}
+	}
+	return out
+}

@@ -1,0 +1,212 @@
+package ninep
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hugelgupf/p9/linux"
+
+	"toolsrv/registry"
+)
+
+// wordRanker is a deterministic stand-in for the index: a tool scores the
+// share of the message's words found in its name, description and keywords.
+type wordRanker struct{ src Source }
+
+func (w wordRanker) Rank(ctx context.Context, q RankQuery) (Ranking, error) {
+	words := strings.Fields(strings.ToLower(q.Text))
+	var hits []Hit
+	for _, t := range w.src.Catalog().Tools {
+		if q.Allow != nil && !q.Allow(t.Name) {
+			continue
+		}
+		text := strings.ToLower(t.Name + " " + t.Description + " " + strings.Join(t.Keywords, " "))
+		n := 0
+		for _, wd := range words {
+			if strings.Contains(text, wd) {
+				n++
+			}
+		}
+		if n > 0 {
+			hits = append(hits, Hit{Name: t.Name, Score: float64(n) / float64(len(words))})
+		}
+	}
+	sort.SliceStable(hits, func(i, j int) bool {
+		if hits[i].Score != hits[j].Score {
+			return hits[i].Score > hits[j].Score
+		}
+		return hits[i].Name < hits[j].Name
+	})
+	if q.K > 0 && len(hits) > q.K {
+		hits = hits[:q.K]
+	}
+	return Ranking{Hits: hits}, nil
+}
+
+// echoCaller answers a call with its own arguments as output and remembers
+// what it was asked.
+type echoCaller struct {
+	mu    sync.Mutex
+	calls []CallContext
+}
+
+func (e *echoCaller) Call(ctx context.Context, t *registry.Tool, args []byte, cc CallContext) (*CallResult, error) {
+	e.mu.Lock()
+	e.calls = append(e.calls, cc)
+	e.mu.Unlock()
+	if strings.Contains(string(args), "fail-please") {
+		return &CallResult{Stdout: []byte("partial"), Stderr: []byte("it failed"), ExitCode: 3}, nil
+	}
+	if strings.Contains(string(args), "refuse-please") {
+		return nil, Refuse(linux.EACCES, "bypass denied by the broker")
+	}
+	return &CallResult{Stdout: args, ExitCode: 0}, nil
+}
+
+// testEnv is a server on a real Unix socket over a copy of testdata/tools.
+type testEnv struct {
+	t      *testing.T
+	tools  string
+	reg    *registry.Registry
+	srv    *Server
+	addr   string
+	caller *echoCaller
+	done   chan struct{}
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// newEnv starts a server; tweak may change the options before it starts.
+func newEnv(t *testing.T, tweak func(*Options)) *testEnv {
+	t.Helper()
+	dir := t.TempDir()
+	tools := filepath.Join(dir, "tools")
+	copyDir(t, "testdata/tools", tools)
+	reg := registry.New(registry.Options{Dirs: []string{tools}, Logger: quietLogger()})
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := reg.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e := &testEnv{t: t, tools: tools, reg: reg, caller: &echoCaller{}, done: make(chan struct{})}
+	opts := Options{
+		Source: reg, Ranker: wordRanker{reg}, Caller: e.caller, WorkDir: dir, Logger: quietLogger(),
+		Profiles: func(name string) (*registry.Profile, error) { return registry.LoadProfile("testdata/agents", name) },
+	}
+	if tweak != nil {
+		tweak(&opts)
+	}
+	srv, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srv = srv
+	a := Addr{"unix", filepath.Join(dir, "run", "9p.sock")}
+	l, err := Listen(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.addr = a.String()
+	go func() {
+		defer close(e.done)
+		if err := srv.Serve(ctx, l); err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-e.done
+	})
+	return e
+}
+
+func (e *testEnv) client() *Client {
+	e.t.Helper()
+	cl, err := Connect(context.Background(), e.addr)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { cl.Close() })
+	return cl
+}
+
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, en := range ents {
+		b, err := os.ReadFile(filepath.Join(from, en.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, en.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// mustRead reads a file or fails the test.
+func mustRead(t *testing.T, cl *Client, p string) string {
+	t.Helper()
+	b, err := cl.Read(p)
+	if err != nil {
+		t.Fatalf("read %s: %v", p, err)
+	}
+	return string(b)
+}
+
+func mustWrite(t *testing.T, cl *Client, p, data string) {
+	t.Helper()
+	if err := cl.Write(p, []byte(data)); err != nil {
+		t.Fatalf("write %s %q: %v", p, data, err)
+	}
+}
+
+func mustMkdir(t *testing.T, cl *Client, p string) {
+	t.Helper()
+	if err := cl.Mkdir(p); err != nil {
+		t.Fatalf("mkdir %s: %v", p, err)
+	}
+}
+
+// wantRefused checks that err is a refusal with errno and a reason that
+// contains every fragment.
+func wantRefused(t *testing.T, err error, errno linux.Errno, fragments ...string) {
+	t.Helper()
+	var r *RefusedError
+	if !errors.As(err, &r) {
+		t.Fatalf("want a refusal with %v, got %v", errno, err)
+	}
+	if r.Errno != errno {
+		t.Fatalf("errno = %v (%d), want %v (%d); reason %q", r.Errno, int(r.Errno), errno, int(errno), r.Reason)
+	}
+	for _, f := range fragments {
+		if !strings.Contains(r.Reason, f) {
+			t.Fatalf("reason %q does not contain %q", r.Reason, f)
+		}
+	}
+}
+
+// names returns the first field of each line.
+func names(text string) []string {
+	var out []string
+	for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		out = append(out, strings.SplitN(l, "\t", 2)[0])
+	}
+	return out
+}

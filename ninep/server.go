@@ -1,0 +1,272 @@
+package ninep
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hugelgupf/p9/p9"
+
+	"toolsrv/registry"
+)
+
+// Source is the live catalog. *registry.Registry satisfies it.
+type Source interface {
+	// Catalog returns the current snapshot; it must not block.
+	Catalog() *registry.Catalog
+	// Load rescans the tool directories (the root ctl's "reload").
+	Load(ctx context.Context) error
+}
+
+// Ranker ranks the catalog's tools for a message. The server wires it to the
+// index and the thresholds policy; the 9P tree only renders what it returns.
+type Ranker interface {
+	Rank(ctx context.Context, q RankQuery) (Ranking, error)
+}
+
+// RankQuery is one ranking request.
+type RankQuery struct {
+	// Text is the user message.
+	Text string
+	// Context is earlier conversation, most recent last (may be empty).
+	Context []string
+	// K is the most hits wanted; 0 lets the Ranker decide.
+	K int
+	// Allow, when not nil, is the only set of tools that may be returned
+	// (an agent profile's allowTools).
+	Allow func(name string) bool
+}
+
+// Ranking is a Ranker's answer, best first.
+type Ranking struct {
+	Hits []Hit
+	// Degraded is set when the ranking fell back (for example to lexical
+	// scores because the embedder is unreachable); Reason says why.
+	Degraded bool
+	Reason   string
+}
+
+// Hit is one ranked tool.
+type Hit struct {
+	Name  string
+	Score float64
+}
+
+// RankerFunc adapts a function to the Ranker interface.
+type RankerFunc func(ctx context.Context, q RankQuery) (Ranking, error)
+
+// Rank implements Ranker.
+func (f RankerFunc) Rank(ctx context.Context, q RankQuery) (Ranking, error) { return f(ctx, q) }
+
+// Caller runs one tool call (package exec provides the real one).
+type Caller interface {
+	Call(ctx context.Context, tool *registry.Tool, args []byte, cc CallContext) (*CallResult, error)
+}
+
+// CallerFunc adapts a function to the Caller interface.
+type CallerFunc func(ctx context.Context, tool *registry.Tool, args []byte, cc CallContext) (*CallResult, error)
+
+// Call implements Caller.
+func (f CallerFunc) Call(ctx context.Context, tool *registry.Tool, args []byte, cc CallContext) (*CallResult, error) {
+	return f(ctx, tool, args, cc)
+}
+
+// CallContext says on whose behalf a call runs.
+type CallContext struct {
+	WorkDir string
+	Session string
+	Agent   string
+	// Timeout is the tool's own timeout (0: the Caller's default).
+	Timeout time.Duration
+}
+
+// CallResult is what a finished call produced. A tool that ran and exited
+// non-zero is a result, not an error.
+type CallResult struct {
+	Stdout      []byte
+	Content     json.RawMessage // set when stdout parsed as {"content": [...]}
+	Stderr      []byte
+	ExitCode    int
+	Truncated   bool
+	Unsandboxed bool
+	Duration    time.Duration
+}
+
+// Options configure a Server.
+type Options struct {
+	// Source is the catalog (required).
+	Source Source
+	// Ranker answers the rank files; nil makes them answer ENOSYS.
+	Ranker Ranker
+	// Caller runs call/NAME requests; nil makes them answer ENOSYS
+	// ("execution is not available").
+	Caller Caller
+	// Profiles returns an agent's profile when its directory is made; nil
+	// gives every agent an empty profile (nothing auto-loaded, all allowed).
+	Profiles func(agent string) (*registry.Profile, error)
+	// WorkDir is a new session's working directory (default: the current
+	// directory). A session's ctl "cwd PATH" changes it.
+	WorkDir string
+	// WarmTurns is how many turns a warm tool may stay unused (default 5).
+	WarmTurns int
+	// RankK is how many hits a rank request asks for when it does not say
+	// (default 10).
+	RankK int
+	// Logger receives connection events (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Server serves the toolsrv 9P tree. Sessions and agents live in the Server
+// and are shared by every connection; each connection has its own err file
+// and its own open files, so transaction answers never cross connections.
+type Server struct {
+	opts     Options
+	log      *slog.Logger
+	uid, gid uint32
+	start    time.Time
+
+	mu       sync.Mutex
+	sessions map[string]*session
+
+	text atomic.Pointer[catalogText]
+
+	// onPanic, when set, is told about a panic that the 9P library caught
+	// in one of our handlers (the fuzz test fails on it).
+	onPanic func(msg string)
+}
+
+// New returns a Server. It does not listen; call Serve or ServeConn.
+func New(opts Options) (*Server, error) {
+	if opts.Source == nil {
+		return nil, errors.New("ninep: Options.Source is required (the registry)")
+	}
+	if opts.WorkDir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("ninep: no working directory for sessions: %w; set Options.WorkDir", err)
+		}
+		opts.WorkDir = wd
+	}
+	if opts.WarmTurns <= 0 {
+		opts.WarmTurns = 5
+	}
+	if opts.RankK <= 0 {
+		opts.RankK = 10
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Server{
+		opts: opts, log: opts.Logger,
+		uid: uint32(os.Getuid()), gid: uint32(os.Getgid()), start: time.Now(),
+		sessions: map[string]*session{},
+	}, nil
+}
+
+// Serve accepts connections on l until ctx ends, then closes l and every
+// connection it accepted and waits for their handlers to finish.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	stop := context.AfterFunc(ctx, func() { l.Close() })
+	defer stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return fmt.Errorf("accepting 9P connections on %s: %w", l.Addr(), err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.ServeConn(ctx, nc)
+		}()
+	}
+}
+
+// ServeConn serves one connection (already accepted) until the peer closes
+// it or ctx ends. It always closes rwc.
+func (s *Server) ServeConn(ctx context.Context, rwc io.ReadWriteCloser) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c := &conn{srv: s, ctx: ctx}
+	stop := context.AfterFunc(ctx, func() { rwc.Close() })
+	defer stop()
+
+	sh := newShim(rwc, cancel)
+	srv := p9.NewServer(attacher{c}, p9.WithServerLogger(p9Logger{s}))
+	// Handle returns when the reader fails (peer gone, ctx ended, garbage
+	// on the wire) and every request in flight has been answered.
+	_ = srv.Handle(sh, sh.out)
+}
+
+// catalog is the current catalog snapshot.
+func (s *Server) catalog() *registry.Catalog { return s.opts.Source.Catalog() }
+
+// p9Logger receives the 9P library's log lines. It formats only the lines
+// that matter: the library logs every message it sends and receives.
+type p9Logger struct{ s *Server }
+
+func (l p9Logger) Printf(format string, v ...any) {
+	switch {
+	case strings.HasPrefix(format, "panic"):
+		msg := fmt.Sprintf(format, v...)
+		l.s.log.Error("9P handler panicked", "msg", msg)
+		if l.s.onPanic != nil {
+			l.s.onPanic(msg)
+		}
+	case strings.HasPrefix(format, "p9.send"):
+		l.s.log.Debug("9P send failed", "msg", fmt.Sprintf(format, v...))
+	}
+}
+
+func (l p9Logger) Print(v ...any) {}
+
+// attacher gives each connection its own root.
+type attacher struct{ c *conn }
+
+func (a attacher) Attach() (p9.File, error) { return a.c.root(), nil }
+
+// conn is one client connection: its context (cancelled when the peer goes
+// away, which also cancels its calls) and the text of its err file.
+type conn struct {
+	srv *Server
+	ctx context.Context
+
+	mu  sync.Mutex
+	err string
+}
+
+// fail records why a request was refused (in this connection's err file and,
+// for an agent's request, in the agent's) and returns the errno to send.
+func (c *conn) fail(ag *agent, err error) error {
+	msg := err.Error()
+	c.mu.Lock()
+	c.err = msg
+	c.mu.Unlock()
+	if ag != nil {
+		ag.setErr(msg)
+	}
+	return ErrnoOf(err)
+}
+
+func (c *conn) errText() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
