@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"time"
 )
@@ -71,7 +72,7 @@ func askBroker(ctx context.Context, socket string, timeout time.Duration, req By
 	r := bufio.NewReaderSize(conn, 4096)
 	answer, err := r.ReadBytes('\n')
 	if err != nil && len(answer) == 0 {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
 			return fmt.Errorf("the approval broker on %s did not answer within %s", socket, timeout)
 		}
 		return fmt.Errorf("the approval broker on %s closed the connection without answering: %w", socket, err)

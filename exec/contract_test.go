@@ -1,0 +1,232 @@
+package exec
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestArgumentsOnStdinEnvironmentAllowlist(t *testing.T) {
+	f := newFixture(t)
+	f.add("show", `{"description":"shows its input","args":{"type":"object","properties":{"q":{"type":"string"}}}}`,
+		"#!/bin/sh\necho \"argc=$#\"\necho \"stdin=$(cat)\"\nenv | sort\n")
+	getenv := func(k string) string {
+		return map[string]string{"API_TOKEN": "leaked", "HOME": "/root", "LANG": "de_DE.UTF-8", "OLLAMA_HOST": "h:1"}[k]
+	}
+	r := f.runner(func(o *Options) {
+		o.Getenv = getenv
+		o.BypassSocket = "/run/broker.sock"
+		o.PassEnv = []string{"OLLAMA_HOST"}
+	})
+	res := f.mustOK(f.call(r, "show", `{ "q" : "it's \"quoted\"; rm -rf /" }`))
+	lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
+	if lines[0] != "argc=0" {
+		t.Errorf("arguments reached argv: %q", lines[0])
+	}
+	if lines[1] != `stdin={"q":"it's \"quoted\"; rm -rf /"}` {
+		t.Errorf("stdin: %q", lines[1])
+	}
+	env := map[string]string{}
+	for _, l := range lines[2:] {
+		k, v, _ := strings.Cut(l, "=")
+		env[k] = v
+	}
+	want := map[string]string{
+		"PWD": f.work, "OLLIE_TOOLS_PATH": f.tools, "OLLIE_BYPASS_SOCKET": "/run/broker.sock",
+		"OLLIE_SESSION_ID": "s1", "OLLIE_UNAME": "a1", "OLLIE_TOOL": "show", "LANG": "de_DE.UTF-8",
+		"PATH": toolPATH, "OLLAMA_HOST": "h:1",
+	}
+	for k, v := range want {
+		if env[k] != v {
+			t.Errorf("env %s = %q, want %q", k, env[k], v)
+		}
+	}
+	if env["HOME"] == "/root" || env["HOME"] != env["TMPDIR"] || !strings.HasPrefix(env["HOME"], os.TempDir()) {
+		t.Errorf("HOME %q TMPDIR %q: want the call's private temp dir", env["HOME"], env["TMPDIR"])
+	}
+	if _, ok := env["API_TOKEN"]; ok {
+		t.Error("API_TOKEN leaked into the tool's environment")
+	}
+	// sh itself adds a few (SHLVL, OLDPWD...); anything else came from us.
+	allowed := map[string]bool{"HOME": true, "TMPDIR": true, "SHLVL": true, "OLDPWD": true, "_": true}
+	for k := range env {
+		if _, ok := want[k]; !ok && !allowed[k] {
+			t.Errorf("unexpected variable %s=%q", k, env[k])
+		}
+	}
+	if exists(env["TMPDIR"]) {
+		t.Error("the call's temp dir was not removed")
+	}
+}
+
+func TestInvalidArgumentsNeverStart(t *testing.T) {
+	f := newFixture(t)
+	marker := filepath.Join(f.work, "started")
+	f.add("strict", `{"description":"strict","args":{"type":"object","required":["path","n"],"additionalProperties":false,
+		"properties":{"path":{"type":"string"},"n":{"type":"integer","minimum":1}}}}`,
+		fmt.Sprintf("#!/bin/sh\ntouch %s\n", marker))
+	r := f.runner(nil)
+	for _, tc := range []struct {
+		args string
+		want []string // all must appear in the message
+	}{
+		{`{"path":3,"n":0,"extra":true}`, []string{"path", "n", "extra"}},
+		{`{}`, []string{"path", "n"}},
+		{`[1,2]`, []string{"object"}},
+		{`{"path":`, []string{"not valid JSON"}},
+	} {
+		_, err := f.call(r, "strict", tc.args)
+		ce := wantKind(t, err, ErrInvalidArgs)
+		for _, w := range tc.want {
+			if !strings.Contains(ce.Error(), w) {
+				t.Errorf("%s: message %q lacks %q", tc.args, ce.Error(), w)
+			}
+		}
+		if ce.Result != nil {
+			t.Errorf("%s: a result although nothing may run", tc.args)
+		}
+	}
+	if exists(marker) {
+		t.Fatal("the tool started with invalid arguments")
+	}
+	f.mustOK(f.call(r, "strict", `{"path":"a","n":2}`))
+	if !exists(marker) {
+		t.Fatal("valid call did not run the tool")
+	}
+}
+
+func TestResultContentAndFailures(t *testing.T) {
+	f := newFixture(t)
+	f.add("structured", `{"description":"structured","cmd":"echo '{\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}'"}`, "")
+	f.add("plain", `{"description":"plain","cmd":"echo '{\"contents\":1}'"}`, "")
+	f.add("failing", `{"description":"fails","cmd":"echo partial; echo 'disk on fire' >&2; exit 3"}`, "")
+	r := f.runner(nil)
+	res := f.mustOK(f.call(r, "structured", `{}`))
+	if string(res.Content) != `[{"type":"text","text":"hi"}]` {
+		t.Errorf("content %s", res.Content)
+	}
+	res = f.mustOK(f.call(r, "plain", `{}`))
+	if res.Content != nil || string(res.Stdout) != "{\"contents\":1}\n" {
+		t.Errorf("plain: content %s stdout %q", res.Content, res.Stdout)
+	}
+	res, err := f.call(r, "failing", `{}`)
+	ce := wantKind(t, err, ErrExit)
+	if res == nil || res.ExitCode != 3 || ce.Result != res || !strings.Contains(ce.Error(), "exit status 3: disk on fire") {
+		t.Errorf("failing: res %+v err %v", res, err)
+	}
+}
+
+func TestOutputCap(t *testing.T) {
+	f := newFixture(t)
+	f.add("chatty", `{"description":"a lot of output","cmd":"head -c 3000000 /dev/zero; head -c 5000 /dev/zero >&2"}`, "")
+	f.add("quiet", `{"description":"little output","cmd":"printf 1234567890"}`, "")
+	r := f.runner(func(o *Options) { o.OutputCap = 10000 })
+	res := f.mustOK(f.call(r, "chatty", `{}`))
+	if !res.Truncated || len(res.Stdout) != 10000 || res.StdoutBytes != 3000000 {
+		t.Errorf("stdout kept %d of %d, truncated %v", len(res.Stdout), res.StdoutBytes, res.Truncated)
+	}
+	if len(res.Stderr) != 5000 || res.StderrBytes != 5000 {
+		t.Errorf("stderr kept %d of %d", len(res.Stderr), res.StderrBytes)
+	}
+	res = f.mustOK(f.call(f.runner(func(o *Options) { o.OutputCap = 10 }), "quiet", `{}`))
+	if res.Truncated || string(res.Stdout) != "1234567890" {
+		t.Errorf("exactly at the cap: %q truncated %v", res.Stdout, res.Truncated)
+	}
+	res = f.mustOK(f.call(f.runner(func(o *Options) { o.OutputCap = 9 }), "quiet", `{}`))
+	if !res.Truncated || string(res.Stdout) != "123456789" {
+		t.Errorf("one over the cap: %q truncated %v", res.Stdout, res.Truncated)
+	}
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+func TestTimeoutKillsProcessGroup(t *testing.T) {
+	f := newFixture(t)
+	// The tool and its grandchild ignore SIGTERM; the grandchild runs in
+	// the background. Both must be gone when Call returns.
+	f.add("stubborn", `{"description":"ignores SIGTERM","timeout":30}`,
+		"#!/bin/sh\ntrap '' TERM\nsh -c 'exec sleep 60' &\necho $! > grandchild.pid\necho $$ > child.pid\nsleep 60\n")
+	r := f.runner(nil)
+	ctx := context.Background()
+	cc := f.cc()
+	cc.Timeout = 500 * time.Millisecond
+	res, err := r.Call(ctx, f.tool("stubborn"), []byte(`{}`), cc)
+	ce := wantKind(t, err, ErrTimeout)
+	if res == nil || res.ExitCode != -1 || !strings.Contains(ce.Error(), "500ms") {
+		t.Errorf("result %+v, error %v", res, err)
+	}
+	for _, name := range []string{"child.pid", "grandchild.pid"} {
+		b, err := os.ReadFile(filepath.Join(f.work, name))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		if pid <= 0 {
+			t.Fatalf("%s: %q", name, b)
+		}
+		// Killed processes are reaped asynchronously by their new
+		// parent; give that a moment.
+		deadline := time.Now().Add(2 * time.Second)
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if alive(pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("%s (pid %d) survived the timeout", name, pid)
+		}
+	}
+	// The tool's own timeout applies when the call sets none.
+	f.add("slow", `{"description":"slow","timeout":0.3}`, "#!/bin/sh\nsleep 5\n")
+	_, err = f.call(r, "slow", `{}`)
+	if ce := wantKind(t, err, ErrTimeout); !strings.Contains(ce.Error(), "300ms") {
+		t.Errorf("per-tool timeout: %v", ce)
+	}
+	// Background children of a tool that succeeds die with it too.
+	f.add("leaver", `{"description":"leaves a child"}`, "#!/bin/sh\nsleep 60 &\necho $!\n")
+	res = f.mustOK(f.call(r, "leaver", `{}`))
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(res.Stdout)))
+	deadline := time.Now().Add(2 * time.Second)
+	for alive(pid) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if alive(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Error("a background child outlived its tool")
+	}
+}
+
+func TestCanceledContextKills(t *testing.T) {
+	f := newFixture(t)
+	f.add("sleeper", `{"description":"sleeps"}`, "#!/bin/sh\nsleep 60\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	_, err := f.runner(nil).Call(ctx, f.tool("sleeper"), []byte(`{}`), f.cc())
+	wantKind(t, err, ErrCanceled)
+}
+
+func TestResultJSON(t *testing.T) {
+	r := &Result{Stdout: []byte("out"), Stderr: []byte("err"), ExitCode: 2, Duration: 1500 * time.Microsecond}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != `{"stdout":"out","stderr":"err","exitCode":2,"truncated":false,"stdoutBytes":0,"stderrBytes":0,"unsandboxed":false,"durationMs":1.5}` {
+		t.Errorf("%s", b)
+	}
+}
