@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"toolsrv/index"
 	"toolsrv/registry"
 )
 
@@ -185,5 +186,18 @@ func TestLevelsValidate(t *testing.T) {
 				t.Fatalf("error %v, want one mentioning %q", err, tc.bad)
 			}
 		})
+	}
+}
+
+func TestApplyUsesRankingDegraded(t *testing.T) {
+	p := Policy{Levels: Levels{Min: 0.3, ColdMin: 0.3, Relative: 0, MaxTools: 5},
+		Degraded: &Levels{Min: 0.8, ColdMin: 0.8, Relative: 0, MaxTools: 5}}
+	r := index.Ranking{Hits: []index.Hit{{Name: "a", Score: 0.9}, {Name: "b", Score: 0.5}}}
+	if got := p.Apply(r, nil, nil).Names(); !reflect.DeepEqual(got, []string{"a", "b"}) {
+		t.Fatalf("normal ranking offered %v", got)
+	}
+	r.Degraded = true
+	if got := p.Apply(r, nil, nil).Names(); !reflect.DeepEqual(got, []string{"a"}) {
+		t.Fatalf("degraded ranking offered %v, want the stricter degraded levels", got)
 	}
 }

@@ -1,8 +1,193 @@
 package main
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
 
-// runBench is a placeholder until its owner lands the real command.
+	"golang.org/x/term"
+
+	"toolsrv/bench"
+	"toolsrv/embed"
+	"toolsrv/index"
+	"toolsrv/ninep"
+	"toolsrv/registry"
+	"toolsrv/thresholds"
+)
+
+const benchAbout = `Measures, on synthetic catalogs made from the corpora's tool texts: cold and
+warm index build, rank latency (p50/p99) next to chromem-go's QueryEmbedding on
+the same vectors and BM25 alone, 9P rank transactions, and the live update
+(a .meta written → rankable through the registry watcher and index.Follow).
+Prints a table; --out also writes it (Markdown) with the machine and command.
+Small run for CI: --sizes 1000 --queries 50 --live-updates 10.`
+
+// runBench implements `toolsrv bench`.
 func runBench(ctx context.Context, env *cliEnv, args []string) int {
-	return notYet(env, "bench")
+	fs, _ := newFlags(env, "bench", "bench --corpus DIR [--corpus DIR ...] [flags]", benchAbout)
+	var corpora dirList
+	fs.Var(&corpora, "corpus", "labelled corpus directory, or a directory of corpora (repeatable)")
+	sizes := fs.String("sizes", "1000,10000,100000", "synthetic catalog sizes, comma separated")
+	queries := fs.Int("queries", 200, "rank queries timed per size and method")
+	liveSize := fs.Int("live-size", 1000, "catalog size of the live-update test (0 skips it)")
+	liveUpdates := fs.Int("live-updates", 50, ".meta files written in the live-update test")
+	embName := fs.String("embedder", "builtin", "embedder: builtin")
+	work := fs.String("workdir", "", "scratch directory for synthetic tools and caches (default: a new temp dir, removed after)")
+	out := fs.String("out", "", "also write the results (Markdown) to this file")
+	jsonOut := fs.Bool("json", false, "print the results as JSON")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	corpora = append(corpora, fs.Args()...)
+	if len(corpora) == 0 {
+		fmt.Fprintln(env.stderr, "toolsrv bench: give at least one --corpus DIR (its tool texts make the synthetic catalogs)")
+		return 2
+	}
+	var ns []int
+	for _, s := range strings.Split(*sizes, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		n := parseCount(s)
+		if n <= 0 {
+			fmt.Fprintf(env.stderr, "toolsrv bench: --sizes: %q is not a positive count (1000, 1k, 100k)\n", s)
+			return 2
+		}
+		ns = append(ns, n)
+	}
+	dirs, err := bench.FindCorpora(corpora)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "toolsrv bench: %v\n", err)
+		return 1
+	}
+	wd := *work
+	if wd == "" {
+		if wd, err = os.MkdirTemp("", "toolsrv-bench-"); err != nil {
+			fmt.Fprintf(env.stderr, "toolsrv bench: %v\n", err)
+			return 1
+		}
+		defer os.RemoveAll(wd)
+	}
+	name := *embName
+	cfg := bench.Config{
+		Sizes: ns, Corpora: dirs, Queries: *queries, LiveSize: *liveSize, LiveUpdates: *liveUpdates, WorkDir: wd,
+		NewEmbedder: func() (embed.Embedder, error) { return newTuneEmbedder(name) },
+		NineP:       benchNineP,
+		Logger:      logger(env),
+	}
+	isTerm := false
+	if f, ok := env.stderr.(*os.File); ok {
+		isTerm = term.IsTerminal(int(f.Fd()))
+	}
+	start := time.Now()
+	if isTerm {
+		cfg.Progress = func(stage string) {
+			fmt.Fprintf(env.stderr, "\r\033[K[%s] %s", time.Since(start).Round(time.Second), stage)
+		}
+	}
+	rep, err := bench.Run(ctx, cfg)
+	if isTerm {
+		fmt.Fprint(env.stderr, "\r\033[K")
+	}
+	if err != nil {
+		fmt.Fprintf(env.stderr, "toolsrv bench: %v\n", err)
+		return 1
+	}
+	if *jsonOut {
+		if err := writeJSON(env.stdout, map[string]any{"machine": bench.ThisMachine(), "report": rep}); err != nil {
+			return 1
+		}
+	} else {
+		fmt.Fprint(env.stdout, rep.Markdown(bench.ThisMachine(), "toolsrv bench "+strings.Join(args, " ")))
+	}
+	if *out != "" {
+		md := "# toolsrv bench\n\n" + rep.Markdown(bench.ThisMachine(), "toolsrv bench "+strings.Join(args, " "))
+		if err := os.WriteFile(*out, []byte(md), 0o644); err != nil {
+			fmt.Fprintf(env.stderr, "toolsrv bench: %v\n", err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// parseCount reads 1000, 1k or 100K.
+func parseCount(s string) int {
+	s = strings.ToLower(strings.TrimSpace(s))
+	mul := 1
+	if strings.HasSuffix(s, "k") {
+		s, mul = strings.TrimSuffix(s, "k"), 1000
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0
+	}
+	return n * mul
+}
+
+// benchNineP times rank transactions (walk, open, write the message, read
+// the answer, clunk) against a real 9P server on a Unix socket, wired to
+// the index and the thresholds policy the way `toolsrv serve` wires them.
+func benchNineP(ctx context.Context, reg *registry.Registry, ix *index.Index, queries []string) ([]time.Duration, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pol, _, err := thresholds.Load(ix.Stats().Embedder, thresholds.LoadOptions{})
+	if err != nil {
+		pol = thresholds.Fallback()
+	}
+	ranker := ninep.RankerFunc(func(ctx context.Context, q ninep.RankQuery) (ninep.Ranking, error) {
+		r, err := ix.Rank(ctx, index.Query{Text: q.Text, Context: q.Context, K: max(q.K, pol.MaxTools), Allow: q.Allow})
+		if err != nil {
+			return ninep.Ranking{}, err
+		}
+		sel := pol.Apply(r, thresholds.TierOf(reg.Catalog()), nil)
+		out := ninep.Ranking{Degraded: r.Degraded, Reason: r.Reason}
+		for _, o := range sel.Tools {
+			out.Hits = append(out.Hits, ninep.Hit{Name: o.Name, Score: o.Score})
+		}
+		return out, nil
+	})
+	dir, err := os.MkdirTemp("", "toolsrv-bench-9p-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	srv, err := ninep.New(ninep.Options{Source: reg, Ranker: ranker, WorkDir: dir, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return nil, err
+	}
+	sock := filepath.Join(dir, "9p.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, l) }()
+	defer func() { cancel(); <-done }()
+	nc, err := net.Dial("unix", sock)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := ninep.NewClient(nc)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	defer cl.Close()
+	var out []time.Duration
+	for i, q := range append(queries[:5:5], queries...) {
+		s := time.Now()
+		if _, err := cl.Transact("rank", []byte(q)); err != nil {
+			return nil, fmt.Errorf("9P rank transaction: %w", err)
+		}
+		if i >= 5 {
+			out = append(out, time.Since(s))
+		}
+	}
+	return out, nil
 }

@@ -1,8 +1,316 @@
 package main
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
 
-// runTune is a placeholder until its owner lands the real command.
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"toolsrv/bench"
+	"toolsrv/embed"
+	"toolsrv/embed/builtin"
+	"toolsrv/index"
+	"toolsrv/registry"
+	"toolsrv/thresholds"
+)
+
+const tuneAbout = `Sweeps the inclusion thresholds (minimum score, relative cut, maximum
+count) on labelled queries and writes the chosen ones for the embedder.
+
+Each corpus is a directory with tools/*.meta and queries.jsonl lines
+{"id","query","relevant":[names]}; a directory holding several corpora may be
+given instead. A fixed hash of each query's id keeps --holdout of every corpus
+out of the sweep (figures are reported on that part) and turns --abstain of
+the queries into abstention queries: their relevant tools are filtered out of
+the ranking and the right answer is "no tool fits".
+
+Objective: the highest macro recall of the offered tools on answerable
+queries, with at most --max-offered tools offered on average and at least
+--min-abstain of the abstention queries answered "no tool fits".
+The same sweep on lexical-only rankings gives the levels used when the
+embedder fails (degraded rankings).`
+
+// runTune implements `toolsrv tune`.
 func runTune(ctx context.Context, env *cliEnv, args []string) int {
-	return notYet(env, "tune")
+	fs, _ := newFlags(env, "tune", "tune --corpus DIR [--corpus DIR ...] [flags]", tuneAbout)
+	var corpora dirList
+	fs.Var(&corpora, "corpus", "labelled corpus directory, or a directory of corpora (repeatable)")
+	embName := fs.String("embedder", "builtin", "embedder to tune for: builtin")
+	maxOffered := fs.Float64("max-offered", 3, "objective: at most this many tools offered per answerable query (macro average)")
+	minAbstain := fs.Float64("min-abstain", 0.5, "objective: at least this share of abstention queries answered \"no tool fits\"")
+	abstain := fs.Float64("abstain", 0.2, "share of queries turned into abstention queries")
+	holdout := fs.Float64("holdout", 0.3, "share of each corpus's queries kept out of the sweep")
+	out := fs.String("out", "", "thresholds file to write (default: the per-embedder file in the user config dir)")
+	plotPath := fs.String("plot", "", "PNG of the curves (default: the thresholds file with .png)")
+	dry := fs.Bool("dry-run", false, "print the table but write nothing")
+	jsonOut := fs.Bool("json", false, "print the result as JSON")
+	noDegraded := fs.Bool("no-degraded", false, "do not tune separate levels for lexical-only (degraded) rankings")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	corpora = append(corpora, fs.Args()...)
+	if len(corpora) == 0 {
+		fmt.Fprintln(env.stderr, "toolsrv tune: give at least one --corpus DIR")
+		return 2
+	}
+	for _, v := range []struct {
+		name string
+		v    float64
+	}{{"abstain", *abstain}, {"holdout", *holdout}, {"min-abstain", *minAbstain}} {
+		if v.v < 0 || v.v > 1 {
+			fmt.Fprintf(env.stderr, "toolsrv tune: --%s %v must be within [0,1]\n", v.name, v.v)
+			return 2
+		}
+	}
+	dirs, err := bench.FindCorpora(corpora)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
+		return 1
+	}
+	emb, err := newTuneEmbedder(*embName)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
+		return 1
+	}
+	split := bench.Split{HeldOut: *holdout, Abstain: *abstain}
+	obj := bench.Objective{MaxOffered: *maxOffered, MinAbstain: *minAbstain}
+	start := time.Now()
+
+	hybrid, lexical, err := rankCorpora(ctx, env, emb, dirs, split, !*noDegraded)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
+		return 1
+	}
+	grid := bench.DefaultGrid()
+	bar := newBar(env, len(grid.Min)*len(grid.Relative)*len(grid.MaxTools), "sweeping")
+	res := bench.Sweep(hybrid, grid, obj, bar.step)
+	bar.done()
+	var deg *bench.TuneResult
+	if !*noDegraded {
+		bar := newBar(env, len(grid.Min)*len(grid.Relative)*len(grid.MaxTools), "sweeping (lexical only)")
+		r := bench.Sweep(lexical, grid, obj, bar.step)
+		bar.done()
+		deg = &r
+	}
+
+	names := make([]string, 0, len(dirs))
+	for _, d := range dirs {
+		names = append(names, filepath.Base(d))
+	}
+	file := &thresholds.File{
+		Embedder: emb.ID(),
+		Policy:   thresholds.Policy{Levels: res.Chosen.Levels},
+		Tuning: &thresholds.Tuning{
+			Date:      time.Now().UTC().Truncate(time.Second),
+			Command:   "toolsrv tune " + strings.Join(args, " "),
+			Objective: obj.String(),
+			Corpora:   names,
+			HeldOut:   res.HeldOut,
+		},
+	}
+	if deg != nil {
+		l := deg.Chosen.Levels
+		file.Policy.Degraded = &l
+	}
+	path := *out
+	if path == "" && !*dry {
+		if path, err = thresholds.DefaultPath(emb.ID()); err != nil {
+			fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
+			return 1
+		}
+	}
+	png := *plotPath
+	if png == "" && path != "" {
+		png = strings.TrimSuffix(path, filepath.Ext(path)) + ".png"
+	}
+	if !*dry {
+		if err := thresholds.WriteFile(path, file); err != nil {
+			fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
+			return 1
+		}
+		if err := writePlot(png, res, fmt.Sprintf("toolsrv tune: %s, %d corpora, %d queries (tuning part)", emb.ID(), len(dirs), countTuning(hybrid))); err != nil {
+			fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
+			return 1
+		}
+	}
+	if *jsonOut {
+		type jres struct {
+			File     *thresholds.File              `json:"thresholds"`
+			Path     string                        `json:"path,omitempty"`
+			Plot     string                        `json:"plot,omitempty"`
+			Feasible bool                          `json:"feasible"`
+			Tuning   map[string]thresholds.Figures `json:"tuning"`
+			Degraded map[string]thresholds.Figures `json:"degradedHeldOut,omitempty"`
+		}
+		j := jres{File: file, Feasible: res.Feasible, Tuning: res.Tuning}
+		if !*dry {
+			j.Path, j.Plot = path, png
+		}
+		if deg != nil {
+			j.Degraded = deg.HeldOut
+		}
+		if err := writeJSON(env.stdout, j); err != nil {
+			return 1
+		}
+		return 0
+	}
+	w := env.stdout
+	fmt.Fprintf(w, "embedder %s, %d corpora, %d queries ranked in %v\n", emb.ID(), len(dirs), len(hybrid), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(w, "objective: %s\n", obj)
+	if !res.Feasible {
+		fmt.Fprintf(w, "NOTE: no setting met both constraints; the fallback objective was used\n")
+	}
+	l := res.Chosen.Levels
+	fmt.Fprintf(w, "\nchosen: min %.2f, coldMin %.2f (min + %.2f: the corpora have no cold tools), relative %.2f, maxTools %d\n", l.Min, l.ColdMin, grid.ColdMargin, l.Relative, l.MaxTools)
+	fmt.Fprintf(w, "\nheld-out part (%.0f%% of each corpus), chosen thresholds:\n%s", 100*split.HeldOut, bench.Table(res.HeldOut))
+	fmt.Fprintf(w, "\ntuning part (macro): recall %.3f, offered %.2f, abstention recall %.3f, precision %.3f\n",
+		res.Chosen.Macro.Recall, res.Chosen.Macro.Offered, res.Chosen.Macro.AbstainRecall, res.Chosen.Macro.AbstainPrecision)
+	if deg != nil {
+		d := deg.Chosen.Levels
+		fmt.Fprintf(w, "\ndegraded (lexical only): min %.2f, coldMin %.2f, relative %.2f, maxTools %d%s\n", d.Min, d.ColdMin, d.Relative, d.MaxTools, map[bool]string{false: " (fallback objective)", true: ""}[deg.Feasible])
+		fmt.Fprintf(w, "held-out part, lexical-only rankings:\n%s", bench.Table(deg.HeldOut))
+	}
+	if !*dry {
+		fmt.Fprintf(w, "\nwrote %s\nplot  %s\n", path, png)
+	}
+	return 0
+}
+
+func countTuning(qs []bench.TuneQuery) int {
+	n := 0
+	for _, q := range qs {
+		if !q.HeldOut {
+			n++
+		}
+	}
+	return n
+}
+
+func writePlot(path string, res bench.TuneResult, title string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("writing the plot: %w", err)
+	}
+	if err := bench.PlotTune(f, res, title); err != nil {
+		f.Close()
+		return fmt.Errorf("drawing the plot: %w", err)
+	}
+	return f.Close()
+}
+
+// newTuneEmbedder builds the embedder named on the command line.
+func newTuneEmbedder(name string) (embed.Embedder, error) {
+	switch name {
+	case "builtin", "":
+		return builtin.New()
+	}
+	return nil, fmt.Errorf("embedder %q: tune knows only builtin in this build", name)
+}
+
+// rankCorpora ranks every labelled query of every corpus (abstention
+// queries without their relevant tools), in hybrid mode and, if lexical,
+// also lexically.
+func rankCorpora(ctx context.Context, env *cliEnv, emb embed.Embedder, dirs []string, split bench.Split, lexical bool) (hyb, lex []bench.TuneQuery, err error) {
+	var all []*bench.Corpus
+	total := 0
+	for _, d := range dirs {
+		c, err := bench.LoadCorpus(d)
+		if err != nil {
+			return nil, nil, err
+		}
+		all = append(all, c)
+		total += len(c.Queries)
+	}
+	bar := newBar(env, total, "ranking")
+	defer bar.done()
+	for _, c := range all {
+		name := c.Name
+		reg := registry.New(registry.Options{Dirs: []string{c.ToolsDir}, Logger: logger(env)})
+		if err := reg.Load(ctx); err != nil {
+			return nil, nil, fmt.Errorf("corpus %s: loading tools: %w", name, err)
+		}
+		ix := index.New(emb, index.Options{NoCache: true, Logger: logger(env)})
+		if err := ix.Sync(ctx, reg.Catalog()); err != nil {
+			return nil, nil, fmt.Errorf("corpus %s: building the index: %w", name, err)
+		}
+		for _, q := range c.Queries {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+			tq := bench.TuneQuery{Corpus: name, ID: q.ID, Relevant: q.Relevant, Abstain: split.IsAbstain(q.ID), HeldOut: split.IsHeldOut(q.ID)}
+			iq := index.Query{Text: q.Text, K: bench.TopHits}
+			if tq.Abstain {
+				rel := map[string]bool{}
+				for _, r := range q.Relevant {
+					rel[r] = true
+				}
+				iq.Allow = func(n string) bool { return !rel[n] }
+			}
+			modes := []index.Mode{index.Hybrid}
+			if lexical {
+				modes = append(modes, index.Lexical)
+			}
+			for _, m := range modes {
+				iq.Mode = m
+				r, err := ix.Rank(ctx, iq)
+				if err != nil {
+					return nil, nil, fmt.Errorf("corpus %s: ranking %s: %w", name, q.ID, err)
+				}
+				if m == index.Hybrid && r.Degraded {
+					return nil, nil, fmt.Errorf("corpus %s: ranking %s is degraded (%s): tuning needs the embedder working", name, q.ID, r.Reason)
+				}
+				t := tq
+				t.Hits = candidates(r)
+				if m == index.Hybrid {
+					hyb = append(hyb, t)
+				} else {
+					lex = append(lex, t)
+				}
+			}
+			bar.step(1, 0)
+		}
+	}
+	return hyb, lex, nil
+}
+
+func candidates(r index.Ranking) []thresholds.Candidate {
+	out := make([]thresholds.Candidate, len(r.Hits))
+	for i, h := range r.Hits {
+		out[i] = thresholds.Candidate{Name: h.Name, Score: h.Score}
+	}
+	return out
+}
+
+// bar is a progress bar on a terminal, silent otherwise.
+type bar struct{ pb *progressbar.ProgressBar }
+
+func newBar(env *cliEnv, total int, what string) *bar {
+	f, ok := env.stderr.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) || total <= 0 {
+		return &bar{}
+	}
+	return &bar{pb: progressbar.NewOptions(total, progressbar.OptionSetWriter(f), progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(), progressbar.OptionSetWidth(30), progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish())}
+}
+
+// step advances by one; the arguments fit bench.Sweep's progress callback.
+func (b *bar) step(int, int) {
+	if b.pb != nil {
+		b.pb.Add(1)
+	}
+}
+
+func (b *bar) done() {
+	if b.pb != nil {
+		b.pb.Finish()
+	}
 }
