@@ -1,0 +1,226 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func init() {
+	// runCall re-executes os.Executable() (this test binary) as the sandbox
+	// helper, exactly as the real binary's main does.
+	if len(os.Args) > 1 && os.Args[1] == sandboxHelperArg {
+		os.Exit(runSandboxHelper(os.Args[2:]))
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// callTools writes a small tools directory for the call and broker tests.
+func callTools(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name, content string, mode os.FileMode) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("greet.meta", `{"description":"greets","args":{"type":"object","required":["name"],"properties":{"name":{"type":"string"}}}}`, 0o644)
+	write("greet", "#!/bin/sh\nname=$(sed 's/.*\"name\":\"\\([^\"]*\\)\".*/\\1/')\necho \"{\\\"content\\\":[{\\\"type\\\":\\\"text\\\",\\\"text\\\":\\\"hello $name\\\"}]}\"\necho hello > greeted.txt\n", 0o755)
+	write("fails.meta", `{"description":"fails","cmd":"echo 'no such widget' >&2; exit 4"}`, 0o644)
+	write("sleeper.meta", `{"description":"sleeps","cmd":"sleep 30"}`, 0o644)
+	write("escalate.meta", `{"description":"needs the machine","bypass":true,"cmd":"touch bypassed; echo ran"}`, 0o644)
+	return dir
+}
+
+func runCallCmd(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := &cliEnv{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}
+	code := runCall(context.Background(), env, args)
+	return code, out.String(), errb.String()
+}
+
+func TestCallCommand(t *testing.T) {
+	tools := callTools(t)
+	work := t.TempDir()
+	base := []string{"--tools", tools, "--cwd", work}
+	cases := []struct {
+		name     string
+		stdin    string
+		args     []string
+		code     int
+		out, err string // substrings
+	}{
+		{"success prints stdout", "", []string{"greet", `{"name":"ada"}`}, 0, `"text":"hello ada"`, ""},
+		{"arguments from stdin", `{"name":"bob"}`, []string{"greet", "-"}, 0, "hello bob", ""},
+		{"invalid arguments list every violation", "", []string{"greet", `{"name":1,"x":[}`}, 1, "", "not valid JSON"},
+		{"missing required", "", []string{"greet", `{}`}, 1, "", "name"},
+		{"tool failure carries stderr", "", []string{"fails"}, 1, "", "exit status 4: no such widget"},
+		{"timeout", "", []string{"--timeout", "200ms", "sleeper"}, 1, "", "timed out"},
+		{"unknown tool", "", []string{"nope"}, 1, "", `no tool named "nope"`},
+		{"bypass without broker", "", []string{"escalate"}, 1, "", "OLLIE_BYPASS_SOCKET is not set"},
+		{"usage", "", []string{}, 2, "", "Usage: toolsrv call"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if len(args) > 0 {
+				args = append(append([]string(nil), base...), args...)
+			}
+			code, out, errOut := runCallCmd(t, tc.stdin, args...)
+			if code != tc.code || !strings.Contains(out, tc.out) || !strings.Contains(errOut, tc.err) {
+				t.Errorf("exit %d (want %d)\nstdout: %s\nstderr: %s", code, tc.code, out, errOut)
+			}
+		})
+	}
+	if b, _ := os.ReadFile(filepath.Join(work, "greeted.txt")); string(b) != "hello\n" {
+		t.Errorf("greet did not write in --cwd: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(work, "bypassed")); err == nil {
+		t.Error("the bypass tool ran without approval")
+	}
+}
+
+func TestCallCommandJSON(t *testing.T) {
+	tools := callTools(t)
+	work := t.TempDir()
+	code, out, _ := runCallCmd(t, "", "--tools", tools, "--cwd", work, "--json", "greet", `{"name":"ada"}`)
+	var got struct {
+		Tool   string `json:"tool"`
+		OK     bool   `json:"ok"`
+		Result struct {
+			Content     json.RawMessage `json:"content"`
+			ExitCode    int             `json:"exitCode"`
+			Unsandboxed bool            `json:"unsandboxed"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 0 {
+		t.Fatalf("exit %d, %v: %s", code, err, out)
+	}
+	var content bytes.Buffer
+	json.Compact(&content, got.Result.Content)
+	if !got.OK || got.Tool != "greet" || content.String() != `[{"type":"text","text":"hello ada"}]` || got.Result.Unsandboxed {
+		t.Errorf("%+v", got)
+	}
+	code, out, _ = runCallCmd(t, "", "--tools", tools, "--cwd", work, "--json", "fails")
+	var failed struct {
+		OK     bool   `json:"ok"`
+		Error  string `json:"error"`
+		Kind   string `json:"kind"`
+		Result struct {
+			ExitCode int    `json:"exitCode"`
+			Stderr   string `json:"stderr"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(out), &failed); err != nil || code != 1 {
+		t.Fatalf("exit %d, %v: %s", code, err, out)
+	}
+	if failed.OK || failed.Kind != "tool failed" || failed.Result.ExitCode != 4 || failed.Result.Stderr != "no such widget\n" {
+		t.Errorf("%+v", failed)
+	}
+}
+
+// TestBrokerCommand runs "toolsrv broker" with a pipe as its terminal and
+// "toolsrv call" of a bypass tool against it: allow once, deny, end of input.
+func TestBrokerCommand(t *testing.T) {
+	tools := callTools(t)
+	work := t.TempDir()
+	sockDir, err := os.MkdirTemp("", "brk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(sockDir)
+	socket := filepath.Join(sockDir, "bypass.sock")
+
+	typed, typing := io.Pipe()
+	var screen syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	brokerDone := make(chan int)
+	go func() {
+		env := &cliEnv{stdin: typed, stdout: &screen, stderr: &screen, getenv: func(string) string { return "" }}
+		brokerDone <- runBroker(ctx, env, []string{"--socket", socket})
+	}()
+	waitUntil(t, func() bool { return strings.Contains(screen.String(), "listening on") })
+	if fi, err := os.Stat(socket); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket %v mode %v", err, fi)
+	}
+
+	call := func() (int, string, string) {
+		return runCallCmd(t, "", "--tools", tools, "--cwd", work, "--bypass-socket", socket, "--session", "s9", "--agent", "coder", "escalate")
+	}
+	answer := func(line string, prompts int) {
+		// Runs in its own goroutine: no t.Fatal here; a missing prompt
+		// shows up as the call's failure.
+		deadline := time.Now().Add(10 * time.Second)
+		for strings.Count(screen.String(), "allow once?") < prompts && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		io.WriteString(typing, line)
+	}
+
+	go answer("a\n", 1)
+	code, out, errOut := call()
+	if code != 0 || out != "ran\n" || !strings.Contains(errOut, "UNSANDBOXED") {
+		t.Fatalf("approved call: exit %d stdout %q stderr %q", code, out, errOut)
+	}
+	if s := screen.String(); !strings.Contains(s, `tool "escalate"`) || !strings.Contains(s, "session:   s9  agent: coder") || !strings.Contains(s, "workdir:   "+work) {
+		t.Errorf("the broker did not show the request:\n%s", s)
+	}
+	os.Remove(filepath.Join(work, "bypassed"))
+
+	go answer("d\n", 2)
+	code, _, errOut = call()
+	if code != 1 || !strings.Contains(errOut, "denied by the approval broker") {
+		t.Fatalf("denied call: exit %d stderr %q", code, errOut)
+	}
+	typing.Close() // the person leaves: no more input
+	code, _, errOut = call()
+	if code != 1 || !strings.Contains(errOut, "no more input") {
+		t.Fatalf("call after end of input: exit %d stderr %q", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(work, "bypassed")); err == nil {
+		t.Error("a denied bypass tool ran")
+	}
+	cancel()
+	if code := <-brokerDone; code != 0 {
+		t.Errorf("broker exit %d: %s", code, screen.String())
+	}
+	if _, err := os.Stat(socket); err == nil {
+		t.Error("the broker left its socket behind")
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
