@@ -1,8 +1,154 @@
 package main
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
 
-// runEval is a placeholder until its owner lands the real command.
+	"toolsrv/bench"
+	"toolsrv/embed"
+	"toolsrv/index"
+	"toolsrv/registry"
+)
+
+const evalAbout = `Measures ranking quality on labelled corpora: Recall@1/5/10, NDCG@10 and
+MRR per corpus and their macro average (equal weight per corpus), for each
+--mode. A corpus is a directory C with C/tools/*.meta and C/queries.jsonl
+lines {"id","query","relevant":[names]}; --corpus may also name a directory
+of corpora. The whole catalog is ranked for each query, without deadline.`
+
+// evalResult is one mode's figures (the --json output is a list of them).
+type evalResult struct {
+	Mode     index.Mode      `json:"mode"`
+	Embedder string          `json:"embedder"`
+	Corpora  []bench.Metrics `json:"corpora"`
+	Macro    bench.Metrics   `json:"macro"`
+}
+
 func runEval(ctx context.Context, env *cliEnv, args []string) int {
-	return notYet(env, "eval")
+	fs, _ := newFlags(env, "eval", "eval --corpus DIR [--corpus DIR ...] [--embedder builtin|ollama] [--mode bm25,dense,hybrid] [--json]", evalAbout)
+	ef := addEmbedderFlags(fs)
+	var corpora repeated
+	fs.Var(&corpora, "corpus", "a corpus directory, or a directory of corpora (repeatable)")
+	modes := fs.String("mode", "hybrid", "comma-separated modes: bm25, dense, hybrid (or all)")
+	asJSON := fs.Bool("json", false, "print the figures as JSON")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	fail := func(err error) int {
+		fmt.Fprintln(env.stderr, "toolsrv eval:", err)
+		return 1
+	}
+	if len(corpora) == 0 {
+		fmt.Fprintln(env.stderr, "toolsrv eval: --corpus DIR is required (layout: DIR/tools/*.meta, DIR/queries.jsonl)")
+		fs.Usage()
+		return 2
+	}
+	var ms []index.Mode
+	if *modes == "all" {
+		*modes = "bm25,dense,hybrid"
+	}
+	for _, m := range strings.Split(*modes, ",") {
+		mode, err := index.ParseMode(strings.TrimSpace(m))
+		if err != nil {
+			return fail(err)
+		}
+		ms = append(ms, mode)
+	}
+	dirs, err := bench.FindCorpora(corpora)
+	if err != nil {
+		return fail(err)
+	}
+	emb, err := ef.open(env)
+	if err != nil {
+		return fail(err)
+	}
+	results := make([]evalResult, len(ms))
+	for i, m := range ms {
+		results[i] = evalResult{Mode: m, Embedder: emb.ID()}
+	}
+	for _, dir := range dirs {
+		c, err := bench.LoadCorpus(dir)
+		if err != nil {
+			return fail(err)
+		}
+		per, err := evalCorpus(ctx, env, ef, emb, c, ms)
+		if err != nil {
+			return fail(err)
+		}
+		for i := range ms {
+			results[i].Corpora = append(results[i].Corpora, per[i])
+		}
+	}
+	for i := range results {
+		results[i].Macro = bench.MacroAverage(results[i].Corpora)
+	}
+	if *asJSON {
+		if err := writeJSON(env.stdout, results); err != nil {
+			return fail(err)
+		}
+		return 0
+	}
+	for _, r := range results {
+		writeEvalTable(env.stdout, r)
+	}
+	return 0
+}
+
+// evalCorpus indexes one corpus and measures each mode on it.
+func evalCorpus(ctx context.Context, env *cliEnv, ef *embedderFlags, emb embed.Embedder, c *bench.Corpus, ms []index.Mode) ([]bench.Metrics, error) {
+	reg := registry.New(registry.Options{Dirs: []string{c.ToolsDir}, Logger: logger(env)})
+	if err := reg.Load(ctx); err != nil {
+		return nil, fmt.Errorf("corpus %s: %w", c.Name, err)
+	}
+	cat := reg.Catalog()
+	if len(cat.Tools) == 0 {
+		return nil, fmt.Errorf("corpus %s: no valid tools in %s", c.Name, c.ToolsDir)
+	}
+	if n := len(cat.Problems); n > 0 {
+		fmt.Fprintf(env.stderr, "warning: corpus %s: %d invalid tool files left out (first: %v)\n", c.Name, n, cat.Problems[0])
+	}
+	ix, err := ef.buildIndex(ctx, env, emb, cat)
+	if err != nil {
+		return nil, fmt.Errorf("corpus %s: %w", c.Name, err)
+	}
+	out := make([]bench.Metrics, len(ms))
+	for i, mode := range ms {
+		m, err := bench.EvalCorpus(ctx, c, func(ctx context.Context, q string) ([]string, bool, error) {
+			r, err := ix.Rank(ctx, index.Query{Text: q, Mode: mode})
+			if err != nil {
+				return nil, false, err
+			}
+			names := make([]string, len(r.Hits))
+			for j, h := range r.Hits {
+				names[j] = h.Name
+			}
+			return names, r.Degraded && mode != index.Lexical, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if m.Degraded > 0 {
+			fmt.Fprintf(env.stderr, "warning: corpus %s, mode %s: %d queries ranked without dense scores\n", c.Name, mode, m.Degraded)
+		}
+		out[i] = m
+	}
+	return out, nil
+}
+
+func writeEvalTable(w io.Writer, r evalResult) {
+	fmt.Fprintf(w, "mode %s, embedder %s\n", r.Mode, r.Embedder)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "corpus\tqueries\tR@1\tR@5\tR@10\tNDCG@10\tMRR\t")
+	row := func(m bench.Metrics) {
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", m.Corpus, m.Queries, m.R1, m.R5, m.R10, m.NDCG10, m.MRR)
+	}
+	for _, m := range r.Corpora {
+		row(m)
+	}
+	row(r.Macro)
+	tw.Flush()
+	fmt.Fprintln(w)
 }

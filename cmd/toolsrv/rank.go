@@ -1,8 +1,341 @@
 package main
 
-import "context"
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
 
-// runRank is a placeholder until its owner lands the real command.
-func runRank(ctx context.Context, env *cliEnv, args []string) int {
-	return notYet(env, "rank")
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"toolsrv/embed"
+	"toolsrv/embed/builtin"
+	"toolsrv/index"
+	"toolsrv/registry"
+)
+
+// embedderFlags are the flags that choose and configure the embedder and
+// the index cache (shared by rank and eval).
+type embedderFlags struct {
+	name, model string
+	timeout     time.Duration
+	cacheDir    string
+	noCache     bool
 }
+
+func addEmbedderFlags(fs *flag.FlagSet) *embedderFlags {
+	f := &embedderFlags{}
+	fs.StringVar(&f.name, "embedder", "builtin", "embedder: builtin (no network) or ollama ($OLLAMA_HOST)")
+	fs.StringVar(&f.model, "model", embed.DefaultOllamaModel, "Ollama embedding model (with --embedder ollama)")
+	fs.DurationVar(&f.timeout, "embed-timeout", 60*time.Second, "HTTP timeout of each Ollama request")
+	fs.StringVar(&f.cacheDir, "cache", "", "index cache directory (default: the user cache dir, toolsrv/<embedder>)")
+	fs.BoolVar(&f.noCache, "no-cache", false, "keep the index in memory only")
+	return f
+}
+
+// open makes the chosen embedder.
+func (f *embedderFlags) open(env *cliEnv) (embed.Embedder, error) {
+	switch f.name {
+	case "builtin", "":
+		return builtin.New()
+	case "ollama":
+		return embed.NewOllama(embed.OllamaOptions{Getenv: env.getenv, Model: f.model, Timeout: f.timeout, Logger: logger(env)})
+	}
+	return nil, fmt.Errorf("unknown embedder %q: use builtin or ollama", f.name)
+}
+
+// buildIndex makes an index over cat, with a progress bar on stderr when it
+// is a terminal and embedding is needed.
+func (f *embedderFlags) buildIndex(ctx context.Context, env *cliEnv, emb embed.Embedder, cat *registry.Catalog) (*index.Index, error) {
+	p := newIndexProgress(env)
+	defer p.finish()
+	ix := index.New(emb, index.Options{CacheDir: f.cacheDir, NoCache: f.noCache, Logger: logger(env), Progress: p.update})
+	err := ix.Sync(ctx, cat)
+	if err != nil && ix.Stats().Tools == 0 && len(cat.Tools) > 0 {
+		return nil, err
+	}
+	if err != nil { // the index answers lexically; Rank says it is degraded
+		fmt.Fprintf(env.stderr, "warning: %v\n", err)
+	}
+	return ix, nil
+}
+
+// indexProgress draws a progress bar while tools are embedded, only on a
+// terminal.
+type indexProgress struct {
+	out *os.File
+	pb  *progressbar.ProgressBar
+}
+
+func newIndexProgress(env *cliEnv) *indexProgress {
+	f, ok := env.stderr.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return &indexProgress{}
+	}
+	return &indexProgress{out: f}
+}
+
+func (p *indexProgress) update(done, total int) {
+	if p.out == nil || total < 2 {
+		return
+	}
+	if p.pb == nil || done == 0 {
+		p.finish()
+		p.pb = progressbar.NewOptions(total, progressbar.OptionSetWriter(p.out),
+			progressbar.OptionSetDescription("embedding tools"), progressbar.OptionShowCount(),
+			progressbar.OptionSetWidth(30), progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish())
+	}
+	p.pb.Set(done)
+}
+
+func (p *indexProgress) finish() {
+	if p.pb != nil {
+		p.pb.Finish()
+		p.pb = nil
+	}
+}
+
+// repeated is a repeatable string flag.
+type repeated []string
+
+func (r *repeated) String() string     { return strings.Join(*r, "; ") }
+func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
+
+const rankAbout = `Ranks the catalog's tools for MESSAGE: hybrid of BM25 and embedding
+similarity, scores calibrated to [0,1]; a tool named in the message ranks
+first. With --batch FILE ("-" for stdin), reads JSON lines {"id","query"}
+and writes {"id","ranked":[{"name","score"},...]} lines in the same order,
+the whole catalog ranked (no cut unless --k is given). --format prints the
+ranked tools as the tool definitions of the Ollama, OpenAI or Anthropic
+chat APIs. If the embedder fails or misses --timeout, the ranking is
+lexical and a warning on stderr says so.`
+
+func runRank(ctx context.Context, env *cliEnv, args []string) int {
+	fs, tools := newFlags(env, "rank", "rank [--tools DIR] [--embedder builtin|ollama] [--k N] [--json] [--format ollama|openai|anthropic] MESSAGE\n       toolsrv rank [--tools DIR] --batch FILE", rankAbout)
+	ef := addEmbedderFlags(fs)
+	k := fs.Int("k", 10, "number of tools to print (0: all); in --batch mode the default is all")
+	asJSON := fs.Bool("json", false, "print the ranking as JSON (scores, components, degraded reason)")
+	format := fs.String("format", "", "print the ranked tools as tool definitions: ollama, openai or anthropic")
+	modeName := fs.String("mode", "hybrid", "scores: hybrid, bm25 or dense")
+	timeout := fs.Duration("timeout", 10*time.Second, "deadline of each ranking; past it the answer is lexical")
+	batch := fs.String("batch", "", "rank every {\"id\",\"query\"} line of FILE (- for stdin)")
+	var convo repeated
+	fs.Var(&convo, "context", "an earlier conversation message (repeatable, oldest first)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	fail := func(err error) int {
+		fmt.Fprintln(env.stderr, "toolsrv rank:", err)
+		return 1
+	}
+	mode, err := index.ParseMode(*modeName)
+	if err != nil {
+		return fail(err)
+	}
+	switch *format {
+	case "", "ollama", "openai", "anthropic":
+	default:
+		return fail(fmt.Errorf("unknown --format %q: use ollama, openai or anthropic", *format))
+	}
+	kSet := false
+	fs.Visit(func(f *flag.Flag) { kSet = kSet || f.Name == "k" })
+	message := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	if (*batch == "") == (message == "") {
+		fmt.Fprintln(env.stderr, "toolsrv rank: give either a MESSAGE or --batch FILE")
+		fs.Usage()
+		return 2
+	}
+
+	reg, err := loadRegistry(ctx, env, tools)
+	if err != nil {
+		return fail(err)
+	}
+	cat := reg.Catalog()
+	emb, err := ef.open(env)
+	if err != nil {
+		return fail(err)
+	}
+	ix, err := ef.buildIndex(ctx, env, emb, cat)
+	if err != nil {
+		return fail(err)
+	}
+
+	if *batch != "" {
+		bk := 0
+		if kSet {
+			bk = *k
+		}
+		if err := rankBatch(ctx, env, ix, *batch, bk, mode, *timeout); err != nil {
+			return fail(err)
+		}
+		return 0
+	}
+
+	rctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	r, err := ix.Rank(rctx, index.Query{Text: message, Context: convo, K: *k, Mode: mode})
+	if err != nil {
+		return fail(err)
+	}
+	if r.Degraded {
+		fmt.Fprintln(env.stderr, "warning: ranking degraded to lexical scores:", r.Reason)
+	}
+	switch {
+	case *format != "":
+		err = writeJSON(env.stdout, toolDefinitions(cat, r.Hits, *format))
+	case *asJSON:
+		err = writeJSON(env.stdout, r)
+	default:
+		tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SCORE\tDENSE\tLEXICAL\tTOOL\tDESCRIPTION")
+		for _, h := range r.Hits {
+			desc := ""
+			if t, ok := cat.Get(h.Name); ok {
+				desc = oneLine(t.Description, 70)
+			}
+			name := h.Name
+			if h.Named {
+				name += " (named)"
+			}
+			fmt.Fprintf(tw, "%.3f\t%.3f\t%.3f\t%s\t%s\n", h.Score, h.Dense, h.Lexical, name, desc)
+		}
+		err = tw.Flush()
+	}
+	if err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// batchLine is one line of --batch input; batchOut one line of its output.
+type batchLine struct {
+	ID    json.RawMessage `json:"id"`
+	Query string          `json:"query"`
+}
+
+type batchOut struct {
+	ID     json.RawMessage `json:"id"`
+	Ranked []scored        `json:"ranked"`
+}
+
+type scored struct {
+	Name  string  `json:"name"`
+	Score float64 `json:"score"`
+}
+
+// rankBatch ranks each query line of path and writes one result line per
+// input line, in order. A degraded ranking is reported on stderr.
+func rankBatch(ctx context.Context, env *cliEnv, ix *index.Index, path string, k int, mode index.Mode, timeout time.Duration) error {
+	var in io.Reader = env.stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in = f
+	}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	w := bufio.NewWriter(env.stdout)
+	defer w.Flush()
+	enc := json.NewEncoder(w)
+	degraded := 0
+	for line := 1; sc.Scan(); line++ {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		var q batchLine
+		if err := json.Unmarshal(sc.Bytes(), &q); err != nil {
+			return fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		if len(q.ID) == 0 {
+			return fmt.Errorf("%s:%d: no \"id\"", path, line)
+		}
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		r, err := ix.Rank(rctx, index.Query{Text: q.Query, K: k, Mode: mode})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		if r.Degraded {
+			if degraded == 0 {
+				fmt.Fprintf(env.stderr, "warning: %s:%d: ranking degraded to lexical scores: %s\n", path, line, r.Reason)
+			}
+			degraded++
+		}
+		out := batchOut{ID: q.ID, Ranked: make([]scored, len(r.Hits))}
+		for i, h := range r.Hits {
+			out.Ranked[i] = scored{h.Name, h.Score}
+		}
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	if degraded > 1 {
+		fmt.Fprintf(env.stderr, "warning: %d rankings were degraded\n", degraded)
+	}
+	return nil
+}
+
+// toolDefinitions renders ranked tools as a chat API's tool list:
+// ollama and openai {"type":"function","function":{name,description,parameters}},
+// anthropic {name,description,input_schema}.
+func toolDefinitions(cat *registry.Catalog, hits []index.Hit, format string) []any {
+	out := []any{}
+	for _, h := range hits {
+		t, ok := cat.Get(h.Name)
+		if !ok {
+			continue
+		}
+		schema := parameters(t.Args)
+		switch format {
+		case "anthropic":
+			out = append(out, map[string]any{"name": t.Name, "description": t.Description, "input_schema": schema})
+		default:
+			out = append(out, map[string]any{"type": "function", "function": map[string]any{
+				"name": t.Name, "description": t.Description, "parameters": schema}})
+		}
+	}
+	return out
+}
+
+// parameters is a tool's argument schema as an object schema; a tool with
+// no (or an empty) schema takes an empty object.
+func parameters(args json.RawMessage) json.RawMessage {
+	var m map[string]any
+	if len(args) == 0 || json.Unmarshal(args, &m) != nil || len(m) == 0 {
+		return json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	changed := false
+	if _, ok := m["type"]; !ok {
+		m["type"], changed = "object", true
+	}
+	if _, ok := m["properties"]; !ok && m["type"] == "object" {
+		m["properties"], changed = map[string]any{}, true
+	}
+	if b, err := json.Marshal(m); changed && err == nil {
+		return b
+	}
+	return args
+}
+
