@@ -338,4 +338,3 @@ func parameters(args json.RawMessage) json.RawMessage {
 	}
 	return args
 }
-
