@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"toolsrv/index"
+)
+
+// rankFixture writes a small catalog and returns its directory.
+func rankFixture(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"get_weather": `{"description":"Current weather and forecast for a city.","keywords":["temperature","rain"],"args":{"type":"object","properties":{"city":{"type":"string","description":"city name"}},"required":["city"]}}`,
+		"send_email":  `{"description":"Send an email message to a recipient.","keywords":["mail"],"args":{"type":"object","properties":{"to":{"type":"string"},"body":{"type":"string"}}}}`,
+		"git_status":  `{"description":"Show the working tree status of a git repository.","keywords":["vcs"]}`,
+		"read_file":   `{"description":"Read a text file and return its contents.","keywords":["open","cat"]}`,
+		"calculator":  `{"description":"Evaluate an arithmetic expression.","keywords":["math","sum"]}`,
+	}
+	for n, meta := range files {
+		meta = strings.TrimSuffix(meta, "}") + `,"cmd":"cat"}`
+		if err := os.WriteFile(filepath.Join(dir, n+".meta"), []byte(meta), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func runCLIWith(t *testing.T, stdin string, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	home := t.TempDir()
+	e := &cliEnv{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, getenv: func(k string) string {
+		if k == "HOME" {
+			return home
+		}
+		return env[k]
+	}}
+	code := dispatch(context.Background(), e, args)
+	return code, out.String(), errb.String()
+}
+
+func TestRankMessage(t *testing.T) {
+	dir := rankFixture(t)
+	cache := t.TempDir()
+	code, out, errs := runCLIWith(t, "", nil, "rank", "--tools", dir, "--cache", cache, "--k", "3", "what's the temperature in Rome")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[1], "get_weather") {
+		t.Fatalf("output:\n%s", out)
+	}
+
+	code, out, _ = runCLIWith(t, "", nil, "rank", "--tools", dir, "--cache", cache, "--json", "--k", "2", "--mode", "bm25", "please sum these numbers with calculator")
+	var r index.Ranking
+	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil {
+		t.Fatalf("exit %d, %v:\n%s", code, err, out)
+	}
+	if len(r.Hits) != 2 || r.Hits[0].Name != "calculator" || !r.Hits[0].Named || r.Hits[0].Score != 1 {
+		t.Fatalf("ranking %+v", r)
+	}
+}
+
+func TestRankFormats(t *testing.T) {
+	dir := rankFixture(t)
+	for _, format := range []string{"openai", "ollama", "anthropic"} {
+		t.Run(format, func(t *testing.T) {
+			code, out, errs := runCLIWith(t, "", nil, "rank", "--tools", dir, "--no-cache", "--k", "2", "--format", format, "weather forecast for Paris")
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			var defs []map[string]any
+			if err := json.Unmarshal([]byte(out), &defs); err != nil || len(defs) != 2 {
+				t.Fatalf("%v:\n%s", err, out)
+			}
+			d := defs[0]
+			var name string
+			var schema map[string]any
+			if format == "anthropic" {
+				name, _ = d["name"].(string)
+				schema, _ = d["input_schema"].(map[string]any)
+			} else {
+				fn, _ := d["function"].(map[string]any)
+				if d["type"] != "function" || fn == nil {
+					t.Fatalf("not a function tool: %v", d)
+				}
+				name, _ = fn["name"].(string)
+				schema, _ = fn["parameters"].(map[string]any)
+			}
+			if name != "get_weather" || schema["type"] != "object" || schema["properties"] == nil {
+				t.Fatalf("definition %v", d)
+			}
+			if req, _ := schema["required"].([]any); len(req) != 1 || req[0] != "city" {
+				t.Fatalf("schema not carried through: %v", schema)
+			}
+		})
+	}
+	if code, _, errs := runCLIWith(t, "", nil, "rank", "--tools", dir, "--format", "gemini", "x"); code != 1 || !strings.Contains(errs, "unknown --format") {
+		t.Fatalf("bad format: exit %d, %s", code, errs)
+	}
+}
+
+func TestRankBatch(t *testing.T) {
+	dir := rankFixture(t)
+	in := `{"id":"q1","query":"send a mail to Bob"}
+{"id":2,"query":"is my git repo clean"}
+
+{"id":"q3","query":"open the file notes.txt"}
+`
+	path := filepath.Join(t.TempDir(), "queries.jsonl")
+	os.WriteFile(path, []byte(in), 0o644)
+	for _, src := range []struct{ arg, stdin string }{{path, ""}, {"-", in}} {
+		code, out, errs := runCLIWith(t, src.stdin, nil, "rank", "--tools", dir, "--no-cache", "--batch", src.arg)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 3 {
+			t.Fatalf("%d lines:\n%s", len(lines), out)
+		}
+		wantID := []string{`"q1"`, `2`, `"q3"`}
+		wantTop := []string{"send_email", "git_status", "read_file"}
+		for i, l := range lines {
+			var o struct {
+				ID     json.RawMessage `json:"id"`
+				Ranked []struct {
+					Name  string  `json:"name"`
+					Score float64 `json:"score"`
+				} `json:"ranked"`
+			}
+			if err := json.Unmarshal([]byte(l), &o); err != nil {
+				t.Fatal(err)
+			}
+			if string(o.ID) != wantID[i] || len(o.Ranked) != 5 || o.Ranked[0].Name != wantTop[i] {
+				t.Fatalf("line %d: %s", i, l)
+			}
+			for j := 1; j < len(o.Ranked); j++ {
+				if o.Ranked[j].Score > o.Ranked[j-1].Score {
+					t.Fatalf("line %d not sorted: %s", i, l)
+				}
+			}
+		}
+	}
+	os.WriteFile(path, []byte(`{"query":"no id"}`), 0o644)
+	if code, _, errs := runCLIWith(t, "", nil, "rank", "--tools", dir, "--no-cache", "--batch", path); code != 1 || !strings.Contains(errs, ":1:") {
+		t.Fatalf("missing id: exit %d, %s", code, errs)
+	}
+	if code, _, _ := runCLIWith(t, "", nil, "rank", "--tools", dir); code != 2 {
+		t.Fatalf("no message: exit %d, want 2", code)
+	}
+}
+
+// With Ollama selected but no server, rank still answers, lexically, and
+// says so.
+func TestRankOllamaDownDegrades(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	dir := rankFixture(t)
+	code, out, errs := runCLIWith(t, "", map[string]string{"OLLAMA_HOST": addr},
+		"rank", "--tools", dir, "--no-cache", "--embedder", "ollama", "--k", "1", "--json", "weather in Rome")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r index.Ranking
+	json.Unmarshal([]byte(out), &r)
+	if !r.Degraded || len(r.Hits) != 1 || r.Hits[0].Name != "get_weather" {
+		t.Fatalf("ranking %+v", r)
+	}
+	if !strings.Contains(errs, "no ollama server at http://"+addr) || !strings.Contains(errs, "degraded") {
+		t.Fatalf("stderr does not say what happened:\n%s", errs)
+	}
+}
