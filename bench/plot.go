@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"math"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -70,6 +71,9 @@ func PlotTune(w io.Writer, r TuneResult, title string) error {
 		if err := addChosen(p, chosen, 0, 1); err != nil {
 			return nil, err
 		}
+		// Headroom above 1 keeps the legend off the curves.
+		p.Y.Min, p.Y.Max = 0, 1.45
+		p.Y.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 0, Label: "0"}, {Value: 0.25}, {Value: 0.5, Label: "0.5"}, {Value: 0.75}, {Value: 1, Label: "1"}})
 		p.Legend.Top = true
 		p.Legend.Left = false
 		return p, nil
@@ -96,7 +100,6 @@ func PlotTune(w io.Writer, r TuneResult, title string) error {
 		l.Width = vg.Points(1.5)
 		p.Add(l)
 		p.Legend.Add("tools offered", l)
-		p.Y.Min, p.Y.Max = 0, top*1.05
 		if r.Objective.MaxOffered > 0 {
 			cap, err := plotter.NewLine(plotter.XYs{{X: xy[0].X, Y: r.Objective.MaxOffered}, {X: xy[len(xy)-1].X, Y: r.Objective.MaxOffered}})
 			if err != nil {
@@ -107,9 +110,12 @@ func PlotTune(w io.Writer, r TuneResult, title string) error {
 			p.Add(cap)
 			p.Legend.Add(fmt.Sprintf("cap %.1f", r.Objective.MaxOffered), cap)
 		}
-		if err := addChosen(p, chosen, 0, top*1.05); err != nil {
+		top = math.Max(top, r.Objective.MaxOffered)
+		if err := addChosen(p, chosen, 0, top); err != nil {
 			return nil, err
 		}
+		// Headroom keeps the legend off the curves.
+		p.Y.Min, p.Y.Max = 0, top*1.45
 		p.Legend.Top = true
 		return p, nil
 	}

@@ -46,7 +46,7 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 	abstain := fs.Float64("abstain", 0.2, "share of queries turned into abstention queries")
 	holdout := fs.Float64("holdout", 0.3, "share of each corpus's queries kept out of the sweep")
 	out := fs.String("out", "", "thresholds file to write (default: the per-embedder file in the user config dir)")
-	plotPath := fs.String("plot", "", "PNG of the curves (default: the thresholds file with .png)")
+	plotPath := fs.String("plot", "", "PNG of the curves (default: the thresholds file with .png; written even with --dry-run)")
 	dry := fs.Bool("dry-run", false, "print the table but write nothing")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	noDegraded := fs.Bool("no-degraded", false, "do not tune separate levels for lexical-only (degraded) rankings")
@@ -133,6 +133,8 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 			fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
 			return 1
 		}
+	}
+	if png != "" {
 		if err := writePlot(png, res, fmt.Sprintf("toolsrv tune: %s, %d corpora, %d queries (tuning part)", emb.ID(), len(dirs), countTuning(hybrid))); err != nil {
 			fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
 			return 1
@@ -176,7 +178,10 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintf(w, "held-out part, lexical-only rankings:\n%s", bench.Table(deg.HeldOut))
 	}
 	if !*dry {
-		fmt.Fprintf(w, "\nwrote %s\nplot  %s\n", path, png)
+		fmt.Fprintf(w, "\nwrote %s\n", path)
+	}
+	if png != "" {
+		fmt.Fprintf(w, "plot  %s\n", png)
 	}
 	return 0
 }
