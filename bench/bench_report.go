@@ -85,7 +85,7 @@ func (r *Report) Markdown(m Machine, command string) string {
 		b.WriteString("| step | p50 | p99 | max |\n|---|---:|---:|---:|\n")
 		fmt.Fprintf(&b, "| write → registry change delivered | %s | %s | %s |\n", ms(l.Registry.P50), ms(l.Registry.P99), ms(l.Registry.Max))
 		fmt.Fprintf(&b, "| write → rankable | %s | %s | %s |\n", ms(l.Rankable.P50), ms(l.Rankable.P99), ms(l.Rankable.Max))
-		fmt.Fprintf(&b, "| baseline: rescan + new index (no Follow) | %s | %s | %s |\n", ms(l.Rebuild.P50), ms(l.Rebuild.P99), ms(l.Rebuild.Max))
+		fmt.Fprintf(&b, "| baseline: rescan + new index, change already known (no watcher, no Follow) | %s | %s | %s |\n", ms(l.Rebuild.P50), ms(l.Rebuild.P99), ms(l.Rebuild.Max))
 		if l.Misses > 0 {
 			fmt.Fprintf(&b, "\n%d write(s) were not rankable within 5 s.\n", l.Misses)
 		}

@@ -1,0 +1,120 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"toolsrv/embed"
+	"toolsrv/embed/builtin"
+	"toolsrv/registry"
+)
+
+// writeBenchCorpus makes a small labelled corpus in dir.
+func writeBenchCorpus(t *testing.T, dir string) {
+	t.Helper()
+	topics := []string{"weather forecast", "send email", "currency exchange rates", "translate text", "stock prices",
+		"calendar events", "search flights", "book hotel rooms", "music playlists", "news headlines"}
+	if err := os.MkdirAll(filepath.Join(dir, "tools"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var q strings.Builder
+	for i, topic := range topics {
+		name := strings.ReplaceAll(topic, " ", "_")
+		meta, _ := json.Marshal(map[string]any{"description": "Get " + topic + " for the user.", "prompt": "Use this to work with " + topic + ".", "cmd": "cat"})
+		if err := os.WriteFile(filepath.Join(dir, "tools", name+".meta"), meta, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		line, _ := json.Marshal(map[string]any{"id": fmt.Sprint(i), "query": "please help with " + topic, "relevant": []string{name}})
+		q.Write(line)
+		q.WriteByte('\n')
+	}
+	if err := os.WriteFile(filepath.Join(dir, "queries.jsonl"), []byte(q.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Run end to end on a tiny catalog: real files, registry, watcher, index,
+// chromem and a live update. Only counts are checked, never speed.
+func TestRunSmall(t *testing.T) {
+	corpus := t.TempDir()
+	writeBenchCorpus(t, corpus)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := Config{
+		Sizes: []int{40}, Corpora: []string{corpus}, Queries: 8, LiveSize: 25, LiveUpdates: 3, WorkDir: t.TempDir(),
+		NewEmbedder: func() (embed.Embedder, error) { return builtin.New() },
+		Logger:      slog.New(slog.DiscardHandler),
+	}
+	rep, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Sizes) != 1 {
+		t.Fatalf("%d size results", len(rep.Sizes))
+	}
+	s := rep.Sizes[0]
+	if s.Tools != 40 || s.ColdEmbedded < 40 || s.WarmEmbedded != 0 {
+		t.Errorf("tools %d, cold build embedded %d (want ≥ 40), warm build embedded %d (want 0)", s.Tools, s.ColdEmbedded, s.WarmEmbedded)
+	}
+	for name, l := range map[string]Latency{"rank": s.Rank, "bm25": s.RankLexical, "chromem": s.ChromemText, "chromem vector": s.ChromemVector} {
+		if l.N != 8 || l.P50 <= 0 || l.P99 < l.P50 {
+			t.Errorf("%s latency %+v: want 8 samples, p99 ≥ p50 > 0", name, l)
+		}
+	}
+	if s.NineP != nil || s.NinePNote == "" {
+		t.Errorf("no 9P function was given, yet NineP = %+v, note %q", s.NineP, s.NinePNote)
+	}
+	if rep.Live == nil || rep.Live.Misses != 0 || rep.Live.Rankable.N != 3 || rep.Live.Registry.N != 3 {
+		t.Fatalf("live update %+v: want 3 writes, all rankable", rep.Live)
+	}
+	if rep.Live.Rankable.P50 < rep.Live.Registry.P50 {
+		t.Errorf("a tool was rankable (%v) before the registry delivered it (%v)", rep.Live.Rankable.P50, rep.Live.Registry.P50)
+	}
+	md := rep.Markdown(ThisMachine(), "toolsrv bench --test")
+	for _, want := range []string{"| 40 |", "write → rankable", "toolsrv bench --test", "live update p99 at 25 tools"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	var s []time.Duration
+	for i := 100; i >= 1; i-- {
+		s = append(s, time.Duration(i)*time.Millisecond)
+	}
+	l := Summarize(s)
+	if l.N != 100 || l.P50 != 50*time.Millisecond || l.P99 != 99*time.Millisecond || l.Max != 100*time.Millisecond || l.Mean != 50500*time.Microsecond {
+		t.Fatalf("Summarize = %+v", l)
+	}
+	if (Summarize(nil) != Latency{}) {
+		t.Fatal("empty samples should give a zero Latency")
+	}
+}
+
+func TestChecksSayByHowMuch(t *testing.T) {
+	r := &Report{Sizes: []SizeResult{{Tools: 1000, Rank: Latency{P50: 1500 * time.Microsecond}}, {Tools: 100000, Rank: Latency{P50: 20 * time.Millisecond}}},
+		Live: &LiveResult{Tools: 1000, Rankable: Latency{N: 10, P99: 300 * time.Millisecond}}}
+	got := strings.Join(r.Checks(), "\n")
+	for _, want := range []string{"1k tools: 1.50 ms > 1.00 ms: MISSED by 0.500 ms", "100k tools: 20.00 ms ≤ 25.00 ms: met", "p99 at 1000 tools: 300 ms > 250 ms: MISSED by 50.00 ms"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("checks lack %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestSynthNamesAreValid(t *testing.T) {
+	for i, base := range []string{"get_weather", "Weird Name!*", "_under", "ü", strings.Repeat("x", 200)} {
+		n := synthName(base, i)
+		if err := registry.ValidName(n); err != nil {
+			t.Errorf("synthName(%q) = %q: %v", base, n, err)
+		}
+	}
+}
