@@ -1,6 +1,8 @@
 package thresholds
 
 import (
+	"context"
+
 	"toolsrv/index"
 	"toolsrv/registry"
 )
@@ -20,4 +22,34 @@ func FromRanking(r index.Ranking) []Candidate {
 // when there is no agent). The ranking's Degraded flag picks the levels.
 func (p Policy) Apply(r index.Ranking, tier func(string) registry.Tier, hot []string) Selection {
 	return p.Select(FromRanking(r), Context{Tier: tier, Hot: hot, Degraded: r.Degraded})
+}
+
+// Ranker is what Offer ranks with; *index.Index satisfies it.
+type Ranker interface {
+	Rank(ctx context.Context, q index.Query) (index.Ranking, error)
+}
+
+// Offer ranks q and applies the policy: the one call a prompt assembler
+// (and the CLI's rank, and the 9P rank files) makes. The profile (nil: an
+// agent without one) restricts the ranking to the tools it allows, unless
+// q.Allow is already set, and its hot tools, the catalog's hot tools it
+// allows, are always offered. q.K is raised to MaxTools when smaller (0
+// ranks every tool). The ranking is returned too, for its Degraded flag,
+// Reason and Revision.
+func (p Policy) Offer(ctx context.Context, r Ranker, cat *registry.Catalog, q index.Query, profile *registry.Profile) (Selection, index.Ranking, error) {
+	if q.Allow == nil && profile != nil {
+		q.Allow = profile.Allows
+	}
+	if q.K > 0 {
+		q.K = max(q.K, p.For(false).MaxTools, p.For(true).MaxTools)
+	}
+	rk, err := r.Rank(ctx, q)
+	if err != nil {
+		return Selection{}, rk, err
+	}
+	allow := q.Allow
+	if allow == nil {
+		allow = profile.Allows // a nil profile allows everything
+	}
+	return p.Apply(rk, TierOf(cat), HotTools(cat, allow)), rk, nil
 }

@@ -1,0 +1,83 @@
+package thresholds
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"toolsrv/embed/builtin"
+	"toolsrv/index"
+	"toolsrv/registry"
+)
+
+// Offer over a real registry, index and the built-in embedder. The levels
+// are chosen so the assertions do not depend on the embedder's quality: a
+// tool named in the message scores 1, and a message of unknown words has
+// no lexical score, so its hybrid score stays at or below 0.5.
+func TestOfferEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	tools := map[string]map[string]any{
+		"weather_forecast": {"description": "Weather forecast for a city", "tier": "warm"},
+		"deploy_service":   {"description": "Deploy a service to production", "tier": "cold"},
+		"shell":            {"description": "Run a shell command", "tier": "hot"},
+		"send_email":       {"description": "Send an email message"},
+	}
+	for name, m := range tools {
+		m["cmd"] = "cat"
+		data, _ := json.Marshal(m)
+		if err := os.WriteFile(filepath.Join(dir, name+".meta"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	reg := registry.New(registry.Options{Dirs: []string{dir}, Logger: log})
+	if err := reg.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	emb, err := builtin.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := index.New(emb, index.Options{NoCache: true, Logger: log})
+	if err := ix.Sync(ctx, reg.Catalog()); err != nil {
+		t.Fatal(err)
+	}
+	pol := Policy{Levels: Levels{Min: 0.6, ColdMin: 0.7, Relative: 0.9, MaxTools: 3}}
+	noWeather := []string{"shell", "send_email", "deploy_service"}
+	noShell := []string{"weather_forecast"}
+	tests := []struct {
+		name     string
+		text     string
+		profile  *registry.Profile
+		want     []string
+		noneFits bool
+	}{
+		{"named tool, hot tool too", "please run weather_forecast for Paris", nil, []string{"weather_forecast", "shell"}, false},
+		{"named cold tool clears the cold min", "use deploy_service now", nil, []string{"deploy_service", "shell"}, false},
+		{"unknown words: no tool fits, hot still offered", "xqzzv plorbt wuggle", nil, []string{"shell"}, true},
+		{"profile hides a named tool", "please run weather_forecast for Paris", &registry.Profile{Name: "a", AllowTools: &noWeather}, []string{"shell"}, true},
+		{"profile without the hot tool", "please run weather_forecast for Paris", &registry.Profile{Name: "b", AllowTools: &noShell}, []string{"weather_forecast"}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sel, rk, err := pol.Offer(ctx, ix, reg.Catalog(), index.Query{Text: tc.text, K: 1}, tc.profile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sel.Names(); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("offered %v, want %v (%s; ranking %+v)", got, tc.want, sel.Reason, rk.Hits)
+			}
+			if sel.NoToolFits != tc.noneFits {
+				t.Fatalf("NoToolFits = %v, want %v (%s)", sel.NoToolFits, tc.noneFits, sel.Reason)
+			}
+			if len(rk.Hits) < pol.MaxTools && len(rk.Hits) < len(reg.Catalog().Tools) && tc.profile == nil {
+				t.Errorf("K=1 was not raised to MaxTools: %d hits", len(rk.Hits))
+			}
+		})
+	}
+}
