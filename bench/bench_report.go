@@ -16,6 +16,9 @@ type Machine struct {
 	Go         string `json:"go"`
 	Kernel     string `json:"kernel"`
 	Date       string `json:"date"`
+	// Load is /proc/loadavg's 1, 5 and 15 minute averages when described:
+	// other work on a shared machine shows up in the tails.
+	Load string `json:"load"`
 }
 
 // ThisMachine describes the running machine.
@@ -23,6 +26,11 @@ func ThisMachine() Machine {
 	m := Machine{Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Go: runtime.Version(), Date: time.Now().UTC().Format(time.RFC3339)}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			m.Load = strings.Join(f[:3], " ")
+		}
 	}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
@@ -36,7 +44,7 @@ func ThisMachine() Machine {
 }
 
 func (m Machine) String() string {
-	return fmt.Sprintf("%s, %d cores (GOMAXPROCS %d), %s, Linux %s, %s", m.CPU, m.Cores, m.GOMAXPROCS, m.Go, m.Kernel, m.Date)
+	return fmt.Sprintf("%s, %d cores (GOMAXPROCS %d), %s, Linux %s, %s, load average %s", m.CPU, m.Cores, m.GOMAXPROCS, m.Go, m.Kernel, m.Date, m.Load)
 }
 
 // The figures toolsrv holds itself to (issue 6).

@@ -85,6 +85,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) int {
 	if f, ok := env.stderr.(*os.File); ok {
 		isTerm = term.IsTerminal(int(f.Fd()))
 	}
+	before := bench.ThisMachine()
 	start := time.Now()
 	if isTerm {
 		cfg.Progress = func(stage string) {
@@ -99,15 +100,19 @@ func runBench(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintf(env.stderr, "toolsrv bench: %v\n", err)
 		return 1
 	}
+	m := bench.ThisMachine()
+	m.Date = before.Date
+	m.Load = before.Load + " at the start, " + m.Load + " at the end"
+	cmdline := "toolsrv bench " + strings.Join(args, " ")
 	if *jsonOut {
-		if err := writeJSON(env.stdout, map[string]any{"machine": bench.ThisMachine(), "report": rep}); err != nil {
+		if err := writeJSON(env.stdout, map[string]any{"machine": m, "command": cmdline, "report": rep}); err != nil {
 			return 1
 		}
 	} else {
-		fmt.Fprint(env.stdout, rep.Markdown(bench.ThisMachine(), "toolsrv bench "+strings.Join(args, " ")))
+		fmt.Fprint(env.stdout, rep.Markdown(m, cmdline))
 	}
 	if *out != "" {
-		md := "# toolsrv bench\n\n" + rep.Markdown(bench.ThisMachine(), "toolsrv bench "+strings.Join(args, " "))
+		md := "# toolsrv bench\n\n" + rep.Markdown(m, cmdline)
 		if err := os.WriteFile(*out, []byte(md), 0o644); err != nil {
 			fmt.Fprintf(env.stderr, "toolsrv bench: %v\n", err)
 			return 1
