@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"toolsrv/exec/sandbox"
 	"toolsrv/registry"
 )
 
@@ -157,6 +158,21 @@ type Runner struct {
 	basePath string
 }
 
+// HelperSibling is the name of an optional slim sandbox helper installed
+// beside the toolsrv binary (a main that only calls sandbox.HelperMain).
+const HelperSibling = "toolsrv-sandbox"
+
+// DefaultHelper returns the helper binary to use for the toolsrv binary
+// self: a slim "toolsrv-sandbox" next to it when one is installed (it
+// starts several times faster), else self.
+func DefaultHelper(self string) string {
+	sib := filepath.Join(filepath.Dir(self), HelperSibling)
+	if fi, err := os.Stat(sib); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		return sib
+	}
+	return self
+}
+
 // NewRunner checks the options and the kernel's Landlock support. It does
 // not fail on a kernel without Landlock (ranking still works there); calls
 // are then refused unless AllowUnsandboxed (see Sandboxed).
@@ -180,15 +196,15 @@ func NewRunner(opts Options) (*Runner, error) {
 		opts.Getenv = os.Getenv
 	}
 	if opts.landlockABI == nil {
-		opts.landlockABI = LandlockABI
+		opts.landlockABI = sandbox.LandlockABI
 	}
 	r := &Runner{opts: opts, log: opts.Logger, gates: newGates()}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
 	r.abi, r.abiErr = opts.landlockABI()
-	if r.abiErr == nil && r.abi < minABI {
-		r.abiErr = fmt.Errorf("landlock ABI %d is below %d", r.abi, minABI)
+	if r.abiErr == nil && r.abi < sandbox.MinABI {
+		r.abiErr = fmt.Errorf("landlock ABI %d is below %d", r.abi, sandbox.MinABI)
 	}
 	if r.abiErr == nil {
 		if opts.SelfExe == "" {

@@ -55,8 +55,9 @@
 // pinned to Landlock ABI V7 in best-effort mode (at least ABI 1 required):
 //   - read+execute: /usr /bin /sbin /lib* /opt, /proc, /dev/{u,}random, a
 //     list of non-secret /etc files (loader cache, passwd, group, hosts,
-//     resolv.conf, ssl, localtime, ...; not shadow or ssh keys), the tool's
-//     own directory and its executable;
+//     resolv.conf, ssl, localtime, machine-id, ...; not shadow or ssh
+//     keys), the system logs (/var/log, /run/log/journal), the tool's own
+//     directory and its executable;
 //   - read-write (with rename across directories): the working directory
 //     and a private temporary directory made for the call and removed
 //     after it; /dev/null, /dev/zero, /dev/full;

@@ -88,7 +88,7 @@ func probeMain() int {
 
 // fixture is a tools directory and a working directory.
 type fixture struct {
-	t            *testing.T
+	t            testing.TB
 	tools, work  string
 	outside      string // a directory the sandbox does not allow
 	selfExe      string

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"toolsrv/exec/sandbox"
 	"toolsrv/registry"
 )
 
@@ -40,7 +41,7 @@ func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc Cal
 	cmd.SysProcAttr = sys
 	var statusR, statusW *os.File
 	if sandboxed {
-		pol := policy{ReadOnly: t.ReadOnly, Network: t.Network, WorkDir: cc.WorkDir, TempDir: tmp, Exec: execPaths(t)}
+		pol := sandbox.Policy{ReadOnly: t.ReadOnly, Network: t.Network, WorkDir: cc.WorkDir, TempDir: tmp, Exec: execPaths(t)}
 		if !t.Network && r.netns {
 			sys.Cloneflags = syscall.CLONE_NEWNET
 			pol.NetNS = true
@@ -206,12 +207,12 @@ func execPaths(t *registry.Tool) []string {
 	if t.Dir != "" {
 		out = append(out, t.Dir)
 	}
-	if exe := t.Command.Argv[0]; !underAny(exe, out) && !underAny(exe, systemReadOnly) {
+	if exe := t.Command.Argv[0]; !sandbox.Under(exe, out) && !sandbox.Under(exe, sandbox.SystemReadOnly) {
 		out = append(out, exe)
 	}
 	if t.Command.Kind != registry.Shell && len(t.Command.Argv) == 1 {
 		// A symlinked executable: allow its target too.
-		if real, err := filepath.EvalSymlinks(t.Command.Argv[0]); err == nil && !underAny(real, out) && !underAny(real, systemReadOnly) {
+		if real, err := filepath.EvalSymlinks(t.Command.Argv[0]); err == nil && !sandbox.Under(real, out) && !sandbox.Under(real, sandbox.SystemReadOnly) {
 			out = append(out, real)
 		}
 	}

@@ -84,7 +84,7 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 		return 1
 	}
 	runner, err := exec.NewRunner(exec.Options{
-		SelfExe: self, AllowUnsandboxed: *allowUnsandboxed, BypassSocket: *socket,
+		SelfExe: exec.DefaultHelper(self), AllowUnsandboxed: *allowUnsandboxed, BypassSocket: *socket,
 		OutputCap: *maxOut, Getenv: env.getenv, Logger: logger(env),
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-package exec
+package sandbox
 
 import (
 	"encoding/json"
@@ -26,20 +26,20 @@ const HelperArg = "__sandbox"
 // and to standard error).
 const ExitSandbox = 126
 
-// statusFD is the helper's file descriptor for the status pipe: the helper
+// StatusFD is the helper's file descriptor for the status pipe: the helper
 // writes why it failed; on success the descriptor is closed by execve
 // (close-on-exec), so the server reads EOF with nothing written.
-const statusFD = 3
+const StatusFD = 3
 
 // landlockConfig is the Landlock ABI version toolsrv was written and tested
 // against. Newer ABIs (V9+ restrict pathname unix sockets, V10+ UDP) change
 // what tools can do and must be adopted deliberately.
 func landlockConfig() landlock.Config { return landlock.V7 }
 
-// minABI is the lowest Landlock ABI toolsrv accepts as "sandboxed": ABI 1
+// MinABI is the lowest Landlock ABI toolsrv accepts as "sandboxed": ABI 1
 // already restricts the filesystem; network isolation does not depend on
 // Landlock's TCP rules (see doc.go).
-const minABI = 1
+const MinABI = 1
 
 // LandlockABI reports the kernel's Landlock ABI version (0 and an error when
 // Landlock is unavailable).
@@ -51,9 +51,9 @@ func LandlockABI() (int, error) {
 	return v, nil
 }
 
-// policy is what the server tells the helper; it travels as JSON in argv
+// Policy is what the server tells the helper; it travels as JSON in argv
 // (paths only: the call's arguments go to standard input).
-type policy struct {
+type Policy struct {
 	// ReadOnly: no write access anywhere (not even WorkDir and TempDir).
 	ReadOnly bool `json:"readOnly,omitempty"`
 	// Network: the tool may use the network; without it TCP connect and
@@ -70,10 +70,10 @@ type policy struct {
 	Exec []string `json:"exec,omitempty"`
 }
 
-// systemReadOnly are the system paths every tool may read and execute.
+// SystemReadOnly are the system paths every tool may read and execute.
 // Missing ones are skipped. /etc is listed file by file so that secrets
 // there (shadow, ssh host keys, ...) stay unreadable.
-var systemReadOnly = []string{
+var SystemReadOnly = []string{
 	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
 	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
 	"/etc/localtime", "/etc/timezone", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf",
@@ -81,20 +81,21 @@ var systemReadOnly = []string{
 	"/etc/protocols", "/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/mime.types",
 	"/etc/magic", "/etc/locale.alias", "/etc/os-release", "/etc/debian_version",
 	"/etc/hostname", "/etc/inputrc", "/etc/gitconfig", "/etc/python3", "/etc/mtab",
+	"/etc/machine-id", "/var/log", "/run/log/journal", // system logs (the seeds' system_logs tool)
 	"/proc", "/dev/urandom", "/dev/random",
 }
 
-// systemDevices may be opened for writing even by readOnly tools: writing
+// SystemDevices may be opened for writing even by readOnly tools: writing
 // to them changes nothing.
-var systemDevices = []string{"/dev/null", "/dev/zero", "/dev/full"}
+var SystemDevices = []string{"/dev/null", "/dev/zero", "/dev/full"}
 
-// HelperMain is the sandbox helper: it applies the policy to its own process
+// HelperMain is the sandbox helper: it applies the Policy to its own process
 // (Landlock, and for tools without network a seccomp filter against MPTCP)
 // and then executes the tool in place. It only returns on failure, with
 // ExitSandbox; the reason is written to the status pipe and to standard
 // error. args are os.Args[2:]: POLICY "--" ARGV...
 func HelperMain(args []string) int {
-	status := os.NewFile(statusFD, "status")
+	status := os.NewFile(StatusFD, "status")
 	fail := func(err error) int {
 		msg := "toolsrv sandbox: " + err.Error()
 		fmt.Fprintln(os.Stderr, msg)
@@ -106,9 +107,9 @@ func HelperMain(args []string) int {
 	if len(args) < 3 || args[1] != "--" {
 		return fail(errors.New("usage: toolsrv " + HelperArg + " POLICY -- COMMAND [ARGS...] (internal; started by toolsrv itself)"))
 	}
-	var p policy
+	var p Policy
 	if err := json.Unmarshal([]byte(args[0]), &p); err != nil {
-		return fail(fmt.Errorf("bad policy: %w", err))
+		return fail(fmt.Errorf("bad Policy: %w", err))
 	}
 	argv := args[2:]
 	if !filepath.IsAbs(argv[0]) {
@@ -120,7 +121,7 @@ func HelperMain(args []string) int {
 	// From here on this process is sandboxed for good; the status pipe
 	// closes on execve.
 	if status != nil {
-		unix.CloseOnExec(statusFD)
+		unix.CloseOnExec(StatusFD)
 	}
 	err := syscall.Exec(argv[0], argv, os.Environ())
 	hint := ""
@@ -132,12 +133,12 @@ func HelperMain(args []string) int {
 
 // applyPolicy restricts the current process. Any error means nothing may
 // run: Landlock enforces nothing when building the ruleset fails.
-func applyPolicy(p policy) error {
+func applyPolicy(p Policy) error {
 	abi, err := LandlockABI()
 	if err != nil {
 		return err
 	}
-	if abi < minABI {
+	if abi < MinABI {
 		return fmt.Errorf("landlock ABI %d is too old", abi)
 	}
 	if p.WorkDir == "" || !filepath.IsAbs(p.WorkDir) {
@@ -181,11 +182,11 @@ func applyPolicy(p policy) error {
 	return nil
 }
 
-// policyRules turns a policy into Landlock rules, choosing directory or file
+// policyRules turns a Policy into Landlock rules, choosing directory or file
 // rights for each existing path (a directory right on a file is an error).
-func policyRules(p policy) ([]landlock.Rule, error) {
+func policyRules(p Policy) ([]landlock.Rule, error) {
 	var rules []landlock.Rule
-	ro := append(append([]string(nil), systemReadOnly...), p.Exec...)
+	ro := append(append([]string(nil), SystemReadOnly...), p.Exec...)
 	for _, path := range ro {
 		fi, err := os.Stat(path)
 		if err != nil {
@@ -197,7 +198,7 @@ func policyRules(p policy) ([]landlock.Rule, error) {
 			rules = append(rules, landlock.ROFiles(path))
 		}
 	}
-	for _, dev := range systemDevices {
+	for _, dev := range SystemDevices {
 		if _, err := os.Stat(dev); err == nil {
 			rules = append(rules, landlock.RWFiles(dev).WithIoctlDev())
 		}
@@ -223,8 +224,8 @@ func policyRules(p policy) ([]landlock.Rule, error) {
 	return rules, nil
 }
 
-// underAny reports whether path is one of roots or below one of them.
-func underAny(path string, roots []string) bool {
+// Under reports whether path is one of roots or below one of them.
+func Under(path string, roots []string) bool {
 	for _, r := range roots {
 		if path == r || strings.HasPrefix(path, strings.TrimSuffix(r, "/")+"/") {
 			return true
