@@ -142,6 +142,21 @@ func exampleCases() []exampleCase {
 		{tool: "file_hash", name: "md5", setup: files("a.bin", "checksum me"),
 			args: `{"path":"a.bin","algorithm":"md5"}`, want: []string{"  a.bin"}, check: notContains(sha256Hex("checksum me"))},
 
+		{tool: "code_stats", name: "structured content output", setup: files("a.go", "package a\n\n// doc\nfunc A() {}\n", "b/b.go", "package b\n", "s.py", "# c\nx = 1\n"),
+			args: `{}`, check: func(t *testing.T, _, out string) {
+				var res struct {
+					Content []struct{ Type, Text string } `json:"content"`
+				}
+				if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Content) != 1 || res.Content[0].Type != "text" {
+					t.Fatalf("want {\"content\":[{\"type\":\"text\",...}]}, got %q (%v)", out, err)
+				}
+				for _, row := range [][]string{{"Go", "2", "3", "1", "1"}, {"Python", "1", "1", "1", "0"}, {"total", "3", "4", "2", "1"}} {
+					if !containsFields(res.Content[0].Text, row) {
+						t.Errorf("no row %v in:\n%s", row, res.Content[0].Text)
+					}
+				}
+			}},
+
 		// Archives.
 		{tool: "archive_list", name: "tar.gz", setup: tarGz("pack.tgz", map[string]string{"pkg/a.txt": "aaa", "pkg/b.txt": "bb"}),
 			args: `{"path":"pack.tgz"}`, want: []string{"tar archive, 2 entries, 5 bytes", "pkg/a.txt", "pkg/b.txt"}},
@@ -261,7 +276,7 @@ func exampleCases() []exampleCase {
 // "toolsrv call" (a freshly built binary, so the sandbox helper is real)
 // with Landlock applied, in a fresh working directory per case.
 func TestExampleTools(t *testing.T) {
-	requireTools(t, "jq", "git", "python3", "patch", "diff", "file")
+	requireTools(t, "jq", "git", "python3", "patch", "diff", "file", "ps", "grep", "tar")
 	bin := buildToolsrv(t)
 	tools, err := filepath.Abs(exampleToolsDir)
 	if err != nil {
@@ -695,6 +710,17 @@ func notContains(subs ...string) func(t *testing.T, dir, out string) {
 			}
 		}
 	}
+}
+
+// containsFields reports whether some line of text has exactly these
+// whitespace-separated fields.
+func containsFields(text string, fields []string) bool {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Join(strings.Fields(l), " ") == strings.Join(fields, " ") {
+			return true
+		}
+	}
+	return false
 }
 
 func sha256Hex(s string) string {
