@@ -33,11 +33,19 @@ type Options struct {
 	// in one document gets). Such terms still carry meaning through their
 	// vectors but say nothing the catalog can confirm.
 	UnseenIDF float32
+	// DocTF, when set, multiplies a document term's weight by 1+ln(tf), so
+	// a term a long prompt repeats counts more than one it mentions once.
+	// Queries are short and are always pooled as a set of terms.
+	DocTF bool
+	// Center is how much of the catalog's mean document vector a fitted
+	// embedder subtracts from every vector (0: none, 1: all). Removing the
+	// direction all tools share makes cosine compare what distinguishes them.
+	Center float32
 }
 
 // DefaultOptions are the settings the shipped table was evaluated with.
 func DefaultOptions() Options {
-	return Options{ID: "builtin", UnseenIDF: 1}
+	return Options{ID: "builtin", UnseenIDF: 1, DocTF: false, Center: 0}
 }
 
 // Embedder is the built-in static embedder. It is immutable and safe for
@@ -97,7 +105,7 @@ func (e *Embedder) EmbedQuery(ctx context.Context, text string) ([]float32, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return e.embed(text, e.priorWeight), nil
+	return e.embed(text, e.priorWeight, false), nil
 }
 
 // EmbedDocuments implements embed.Embedder with prior weights.
@@ -120,7 +128,7 @@ func (e *Embedder) embedAll(ctx context.Context, texts []string, w weightFunc) (
 				return nil, err
 			}
 		}
-		out[i] = e.embed(s, w)
+		out[i] = e.embed(s, w, e.opts.DocTF)
 	}
 	return out, nil
 }
@@ -130,28 +138,34 @@ type weightFunc func(term string, row int32) float32
 
 type scratch struct {
 	toks []string
-	seen map[string]struct{}
+	seen map[string]int32
 	vec  []float64
 	tmp  []float32
 }
 
 // embed pools the distinct terms of text. A text with no usable term gets a
 // fixed unit vector (so the result is never zero or NaN).
-func (e *Embedder) embed(text string, weight weightFunc) []float32 {
+func (e *Embedder) embed(text string, weight weightFunc, tf bool) []float32 {
 	s := e.pool.Get().(*scratch)
 	defer e.pool.Put(s)
 	s.toks = AppendTokens(s.toks[:0], text)
 	if s.seen == nil {
-		s.seen = make(map[string]struct{}, 64)
+		s.seen = make(map[string]int32, 64)
 	}
 	clear(s.seen)
 	clear(s.vec)
-	n := 0
+	// Distinct terms in order of first appearance, with their counts.
+	uniq := s.toks[:0]
 	for _, tok := range s.toks {
-		if _, dup := s.seen[tok]; dup {
+		if c, dup := s.seen[tok]; dup {
+			s.seen[tok] = c + 1
 			continue
 		}
-		s.seen[tok] = struct{}{}
+		s.seen[tok] = 1
+		uniq = append(uniq, tok)
+	}
+	n := 0
+	for _, tok := range uniq {
 		row, ok := e.index[tok]
 		if !ok {
 			row = -1
@@ -159,6 +173,9 @@ func (e *Embedder) embed(text string, weight weightFunc) []float32 {
 		w := weight(tok, row)
 		if w <= 0 {
 			continue
+		}
+		if tf {
+			w *= 1 + float32(math.Log(float64(s.seen[tok])))
 		}
 		v := e.termVector(tok, row, s.tmp)
 		for i, x := range v {

@@ -23,6 +23,7 @@ type Fitted struct {
 	n     int            // documents fitted
 	df    map[string]int // document frequency per term
 	maxW  float32        // IDF of a term found in one document
+	mean  []float32      // mean document vector (nil: no centering)
 	state []byte
 }
 
@@ -46,13 +47,32 @@ func (e *Embedder) Fit(ctx context.Context, docs []string) (embed.Fitted, error)
 			}
 		}
 	}
-	return e.fitted(len(docs), df), nil
+	f := e.fitted(len(docs), df, nil)
+	if e.opts.Center > 0 && len(docs) > 1 {
+		mean := make([]float64, e.t.Dim)
+		for i, d := range docs {
+			if i%256 == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
+			for k, x := range e.embed(d, f.weight, e.opts.DocTF) {
+				mean[k] += float64(x)
+			}
+		}
+		m := make([]float32, len(mean))
+		for k, x := range mean {
+			m[k] = e.opts.Center * float32(x/float64(len(docs)))
+		}
+		f = e.fitted(len(docs), df, m)
+	}
+	return f, nil
 }
 
-func (e *Embedder) fitted(n int, df map[string]int) *Fitted {
-	f := &Fitted{e: e, n: n, df: df}
+func (e *Embedder) fitted(n int, df map[string]int, mean []float32) *Fitted {
+	f := &Fitted{e: e, n: n, df: df, mean: mean}
 	f.maxW = idf(n, 1)
-	f.state = encodeState(n, df)
+	f.state = encodeState(n, df, mean)
 	sum := sha256.Sum256(f.state)
 	f.id = e.opts.ID + "+fit-" + hex.EncodeToString(sum[:6])
 	return f
@@ -65,7 +85,7 @@ func idf(n, df int) float32 {
 
 const stateMagic = "TSFIT001"
 
-func encodeState(n int, df map[string]int) []byte {
+func encodeState(n int, df map[string]int, mean []float32) []byte {
 	terms := make([]string, 0, len(df))
 	for t := range df {
 		terms = append(terms, t)
@@ -78,6 +98,10 @@ func encodeState(n int, df map[string]int) []byte {
 		b = binary.AppendUvarint(b, uint64(len(t)))
 		b = append(b, t...)
 		b = binary.AppendUvarint(b, uint64(df[t]))
+	}
+	b = binary.AppendUvarint(b, uint64(len(mean)))
+	for _, x := range mean {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
 	}
 	return b
 }
@@ -124,10 +148,21 @@ func (e *Embedder) Restore(state []byte) (embed.Fitted, error) {
 		}
 		df[t] = int(d)
 	}
-	if len(b) != 0 {
-		return nil, fmt.Errorf("builtin embedder: fitted state has %d trailing bytes; refit the catalog", len(b))
+	dim, err := next()
+	if err != nil {
+		return nil, err
 	}
-	return e.fitted(int(n), df), nil
+	if dim != 0 && dim != uint64(e.t.Dim) {
+		return nil, fmt.Errorf("builtin embedder: fitted state is for dimension %d, table has %d; refit the catalog", dim, e.t.Dim)
+	}
+	if uint64(len(b)) != 4*dim {
+		return nil, fmt.Errorf("builtin embedder: fitted state has %d bytes after the terms, want %d; refit the catalog", len(b), 4*dim)
+	}
+	var mean []float32
+	for k := uint64(0); k < dim; k++ {
+		mean = append(mean, math.Float32frombits(binary.LittleEndian.Uint32(b[4*k:])))
+	}
+	return e.fitted(int(n), df, mean), nil
 }
 
 // ID implements embed.Embedder; it includes a digest of the fitted state.
@@ -160,10 +195,39 @@ func (f *Fitted) EmbedQuery(ctx context.Context, text string) ([]float32, error)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return f.e.embed(text, f.weight), nil
+	return f.center(f.e.embed(text, f.weight, false)), nil
 }
 
 // EmbedDocuments implements embed.Embedder.
 func (f *Fitted) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
-	return f.e.embedAll(ctx, texts, f.weight)
+	out, err := f.e.embedAll(ctx, texts, f.weight)
+	if err != nil {
+		return nil, err
+	}
+	for i, v := range out {
+		out[i] = f.center(v)
+	}
+	return out, nil
+}
+
+// center subtracts the catalog's mean vector and renormalises (in place).
+func (f *Fitted) center(v []float32) []float32 {
+	if f.mean == nil {
+		return v
+	}
+	var norm float64
+	for k := range v {
+		v[k] -= f.mean[k]
+		norm += float64(v[k]) * float64(v[k])
+	}
+	if norm < 1e-12 {
+		clear(v)
+		v[0] = 1
+		return v
+	}
+	inv := float32(1 / math.Sqrt(norm))
+	for k := range v {
+		v[k] *= inv
+	}
+	return v
 }

@@ -1,0 +1,109 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"strings"
+	"time"
+
+	"toolsrv/embed/builtin"
+)
+
+// Options configure a whole build: data, vocabulary and training.
+type Options struct {
+	AptLists, ManDir, WordNetDir, GoRoot string
+	Sources                              []string // names to use; empty: all
+	VocabSize, MinCount                  int
+	Buckets, MinN, MaxN                  int
+	DocCap                               int // distinct terms kept per document side
+	Train                                Config
+	Log                                  *slog.Logger
+}
+
+// DefaultOptions are the settings the shipped table is built with.
+func DefaultOptions() Options {
+	return Options{
+		AptLists: "/var/lib/apt/lists", ManDir: "/usr/share/man", WordNetDir: "/usr/share/wordnet", GoRoot: "/usr/local/go",
+		VocabSize: 40000, MinCount: 3, Buckets: 16384, MinN: 3, MaxN: 5, DocCap: 128,
+		Train: Config{Dim: 256, Batch: 512, Epochs: 2, LR: 0.005, Tau: 0.05, Seed: 1, Workers: 2},
+	}
+}
+
+// Stats describe a build, for the model card.
+type Stats struct {
+	PairsBySource map[string]int
+	Pairs         int
+	Vocab         int
+	Loss          float64
+	LoadTime      time.Duration
+	TrainTime     time.Duration
+}
+
+// Build collects the pairs, builds the vocabulary, trains and returns the table.
+func Build(ctx context.Context, o Options) (*builtin.Table, *Stats, error) {
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	st := &Stats{PairsBySource: map[string]int{}}
+	t0 := time.Now()
+	want := map[string]bool{}
+	for _, s := range o.Sources {
+		want[s] = true
+	}
+	var pairs []Pair
+	for _, s := range Sources(o.AptLists, o.ManDir, o.WordNetDir, o.GoRoot) {
+		if len(want) > 0 && !want[s.Name] {
+			continue
+		}
+		ps, err := s.Load(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("source %s: %w", s.Name, err)
+		}
+		log.Info("source loaded", "source", s.Name, "pairs", len(ps))
+		pairs = append(pairs, ps...)
+	}
+	// Tokenize; drop pairs with an empty side and exact duplicates.
+	type bagPair struct{ q, d []string }
+	bags := make([]bagPair, 0, len(pairs))
+	var all [][]string
+	seen := map[string]bool{}
+	for _, p := range pairs {
+		q, d := bag(p.Query, 64), bag(p.Doc, o.DocCap)
+		if len(q) == 0 || len(d) == 0 {
+			continue
+		}
+		key := strings.Join(q, " ") + "\x00" + strings.Join(d, " ")
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		st.PairsBySource[p.Source]++
+		bags = append(bags, bagPair{q, d})
+		all = append(all, q, d)
+	}
+	st.Pairs = len(bags)
+	v := BuildVocab(all, o.MinCount, o.VocabSize, o.Buckets, o.MinN, o.MaxN)
+	st.Vocab = len(v.Terms)
+	enc := make([]encoded, len(bags))
+	for i, b := range bags {
+		enc[i] = encoded{q: v.encode(b.q, nil), d: v.encode(b.d, nil)}
+	}
+	st.LoadTime = time.Since(t0)
+	log.Info("pairs ready", "pairs", st.Pairs, "vocab", st.Vocab, "took", st.LoadTime.Round(time.Millisecond))
+	t1 := time.Now()
+	E, loss, err := Train(ctx, v.Rows(), enc, o.Train)
+	if err != nil {
+		return nil, nil, err
+	}
+	st.Loss, st.TrainTime = loss, time.Since(t1)
+	tb := &builtin.Table{Dim: o.Train.Dim, Vocab: v.Terms, Buckets: v.Buckets, MinN: v.MinN, MaxN: v.MaxN, Vectors: E}
+	tb.Prior = make([]float32, len(v.Terms))
+	for i, c := range v.Count {
+		tb.Prior[i] = float32(math.Log(1 + (float64(v.Texts)-float64(c)+0.5)/(float64(c)+0.5)))
+	}
+	return tb, st, nil
+}

@@ -1,0 +1,196 @@
+// Command train builds the built-in embedder's table (embed/builtin/model.bin)
+// from data installed with apt-get, and optionally evaluates it on labelled
+// corpora. See embed/MODEL.md.
+//
+//	go run ./embed/train/cmd/train -out embed/builtin/model.bin
+//	go run ./embed/train/cmd/train -table embed/builtin/model.bin -eval ../shared/eval
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"toolsrv/embed/builtin"
+	"toolsrv/embed/train"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	o := train.DefaultOptions()
+	out := flag.String("out", "", "write the trained table here (and its SHA-256 to OUT's directory/model.sha256)")
+	table := flag.String("table", "", "evaluate this existing table instead of training")
+	evalDir := flag.String("eval", "", "evaluate on every corpus under this directory (shared/eval layout)")
+	alphas := flag.String("alphas", "0.3,0.4,0.5,0.6", "BM25 weights of the min-max fusions to evaluate")
+	unseen := flag.Float64("unseen", float64(builtin.DefaultOptions().UnseenIDF), "weight of query terms absent from the catalog, relative to the largest IDF")
+	doctf := flag.Bool("doctf", builtin.DefaultOptions().DocTF, "weight document terms by 1+ln(tf)")
+	center := flag.Float64("center", float64(builtin.DefaultOptions().Center), "fraction of the catalog mean vector to subtract")
+	zalphas := flag.String("zalphas", "0.3,0.4,0.5", "BM25 weights of the z-score fusions to evaluate")
+	sources := flag.String("sources", "", "comma-separated sources to use (default all: debian,appstream,man,wordnet,godoc)")
+	flag.StringVar(&o.AptLists, "apt", o.AptLists, "apt lists directory (Translation-en, DEP-11)")
+	flag.StringVar(&o.ManDir, "man", o.ManDir, "manual pages directory")
+	flag.StringVar(&o.WordNetDir, "wordnet", o.WordNetDir, "WordNet dict directory (apt-get install wordnet-base)")
+	flag.StringVar(&o.GoRoot, "goroot", runtime.GOROOT(), "Go root whose src/ doc comments are read")
+	flag.IntVar(&o.VocabSize, "vocab", o.VocabSize, "vocabulary size")
+	flag.IntVar(&o.MinCount, "mincount", o.MinCount, "minimum texts a vocabulary term appears in")
+	flag.IntVar(&o.Buckets, "buckets", o.Buckets, "character n-gram buckets for terms outside the vocabulary (0: none)")
+	flag.IntVar(&o.DocCap, "doccap", o.DocCap, "distinct terms kept per document side")
+	flag.IntVar(&o.Train.Dim, "dim", o.Train.Dim, "vector dimension")
+	flag.IntVar(&o.Train.Batch, "batch", o.Train.Batch, "batch size (in-batch negatives)")
+	flag.IntVar(&o.Train.Epochs, "epochs", o.Train.Epochs, "epochs")
+	flag.Float64Var(&o.Train.LR, "lr", o.Train.LR, "Adam learning rate")
+	flag.Float64Var(&o.Train.Tau, "tau", o.Train.Tau, "softmax temperature")
+	flag.Uint64Var(&o.Train.Seed, "seed", o.Train.Seed, "random seed")
+	flag.IntVar(&o.Train.Workers, "workers", o.Train.Workers, "goroutines")
+	flag.Parse()
+	if *sources != "" {
+		o.Sources = strings.Split(*sources, ",")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	o.Log = log
+
+	var tb *builtin.Table
+	switch {
+	case *table != "":
+		raw, err := os.ReadFile(*table)
+		if err != nil {
+			log.Error("reading table", "err", err)
+			return 1
+		}
+		if tb, err = builtin.ReadTable(bytes.NewReader(raw)); err != nil {
+			log.Error("reading table", "err", err)
+			return 1
+		}
+	case *out != "":
+		o.Train.Progress = progress(o)
+		t0 := time.Now()
+		var st *train.Stats
+		var err error
+		tb, st, err = train.Build(ctx, o)
+		if err != nil {
+			log.Error("training failed", "err", err)
+			return 1
+		}
+		var buf bytes.Buffer
+		if _, err := tb.WriteTo(&buf); err != nil {
+			log.Error("encoding table", "err", err)
+			return 1
+		}
+		if err := os.WriteFile(*out, buf.Bytes(), 0o644); err != nil {
+			log.Error("writing table", "err", err)
+			return 1
+		}
+		sum := sha256.Sum256(buf.Bytes())
+		if err := os.WriteFile(filepath.Join(filepath.Dir(*out), "model.sha256"), []byte(hex.EncodeToString(sum[:])+"\n"), 0o644); err != nil {
+			log.Error("writing checksum", "err", err)
+			return 1
+		}
+		srcs := make([]string, 0, len(st.PairsBySource))
+		for s, n := range st.PairsBySource {
+			srcs = append(srcs, fmt.Sprintf("%s=%d", s, n))
+		}
+		sort.Strings(srcs)
+		log.Info("table written", "path", *out, "bytes", buf.Len(), "sha256", hex.EncodeToString(sum[:]),
+			"pairs", st.Pairs, "by_source", strings.Join(srcs, " "), "vocab", st.Vocab, "buckets", tb.Buckets,
+			"loss", fmt.Sprintf("%.4f", st.Loss), "load", st.LoadTime.Round(time.Second), "train", st.TrainTime.Round(time.Second),
+			"total", time.Since(t0).Round(time.Second))
+		// Evaluate what ships: the int8 table as read back.
+		if tb, err = builtin.ReadTable(&buf); err != nil {
+			log.Error("re-reading table", "err", err)
+			return 1
+		}
+	default:
+		fmt.Fprintln(os.Stderr, "train: give -out FILE to train, or -table FILE -eval DIR to evaluate")
+		flag.Usage()
+		return 2
+	}
+	if *evalDir == "" {
+		return 0
+	}
+	eo := builtin.DefaultOptions()
+	eo.ID = "builtin/eval"
+	eo.UnseenIDF = float32(*unseen)
+	eo.DocTF = *doctf
+	eo.Center = float32(*center)
+	e, err := builtin.FromTable(tb, eo)
+	if err != nil {
+		log.Error("table", "err", err)
+		return 1
+	}
+	fusions := map[string]train.Fusion{}
+	for _, a := range strings.Split(*alphas, ",") {
+		var x float64
+		if _, err := fmt.Sscan(a, &x); err == nil {
+			fusions[fmt.Sprintf("hybrid a=%.2f", x)] = train.MinMax(x)
+		}
+	}
+	for _, a := range strings.Split(*zalphas, ",") {
+		var x float64
+		if _, err := fmt.Sscan(a, &x); err == nil {
+			fusions[fmt.Sprintf("z a=%.2f", x)] = train.ZScore(x)
+		}
+	}
+	dirs, _ := filepath.Glob(filepath.Join(*evalDir, "*", "queries.jsonl"))
+	var results []*train.Result
+	for _, q := range dirs {
+		c, err := train.LoadCorpus(filepath.Dir(q))
+		if err != nil {
+			log.Error("corpus", "err", err)
+			return 1
+		}
+		r, err := train.Evaluate(ctx, c, e, fusions)
+		if err != nil {
+			log.Error("evaluate", "corpus", c.Name, "err", err)
+			return 1
+		}
+		results = append(results, r)
+	}
+	train.WriteReport(os.Stdout, results, train.ModeNames(results))
+	return 0
+}
+
+// progress shows a bar on a terminal and a log line every 10% otherwise.
+func progress(o train.Options) func(int, int, float64) {
+	if term.IsTerminal(int(os.Stderr.Fd())) {
+		var bar *progressbar.ProgressBar
+		return func(b, total int, loss float64) {
+			if bar == nil {
+				bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(os.Stderr),
+					progressbar.OptionSetDescription("training"), progressbar.OptionShowCount(),
+					progressbar.OptionSetPredictTime(true), progressbar.OptionShowElapsedTimeOnFinish(),
+					progressbar.OptionThrottle(200*time.Millisecond))
+			}
+			bar.Describe(fmt.Sprintf("training (loss %.3f)", loss))
+			bar.Add(1)
+			if b == total {
+				bar.Finish()
+				fmt.Fprintln(os.Stderr)
+			}
+		}
+	}
+	t0 := time.Now()
+	return func(b, total int, loss float64) {
+		if b == total || b%max(1, total/10) == 0 {
+			fmt.Fprintf(os.Stderr, "training: batch %d/%d, loss %.3f, %s\n", b, total, loss, time.Since(t0).Round(time.Second))
+		}
+	}
+}
