@@ -77,6 +77,11 @@ func askBroker(ctx context.Context, socket string, timeout time.Duration, req By
 		}
 		return fmt.Errorf("the approval broker on %s closed the connection without answering: %w", socket, err)
 	}
+	if ctx.Err() != nil || time.Now().After(deadline) {
+		// Data that arrived after the deadline (a late timer on a busy
+		// machine) is not an answer in time.
+		return fmt.Errorf("the approval broker on %s did not answer within %s", socket, timeout)
+	}
 	var a BypassAnswer
 	if err := json.Unmarshal(answer, &a); err != nil {
 		return fmt.Errorf("the approval broker on %s answered something that is not {\"allow\": bool}: %w", socket, err)
@@ -148,6 +153,11 @@ func serveBrokerConn(ctx context.Context, conn net.Conn, decide Decider, one *sy
 		a = BypassAnswer{Reason: "the request expired before it could be asked"}
 	} else {
 		a = decide(dctx, req)
+		if dctx.Err() != nil && a.Allow {
+			// Too late: the requester has given up and must not find an
+			// approval it no longer waits for.
+			a = BypassAnswer{Reason: "answered after the request expired"}
+		}
 	}
 	one.Unlock()
 	conn.SetWriteDeadline(time.Now().Add(5 * time.Second))

@@ -283,10 +283,7 @@ func (r *Runner) Call(ctx context.Context, t *registry.Tool, args []byte, cc Cal
 	}
 
 	release, err := r.gates.acquire(ctx, t, cc)
-	if err != nil {
-		if ctx.Err() != nil {
-			return fail(ErrCanceled, "", err)
-		}
+	if err != nil { // only the caller's context ends a wait
 		return fail(ErrCanceled, "", err)
 	}
 	defer release()

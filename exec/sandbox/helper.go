@@ -156,8 +156,8 @@ func applyPolicy(p Policy) error {
 		return err
 	}
 	if !p.Network {
-		if abi < 4 {
-			return fmt.Errorf("landlock ABI %d cannot restrict TCP (needs 4); refusing to run a tool without network access unconfined", abi)
+		if abi < 4 && !p.NetNS {
+			return fmt.Errorf("landlock ABI %d cannot restrict TCP (needs 4) and there is no private network namespace (needs root); refusing to run a tool without network access unconfined", abi)
 		}
 		if err := denyMPTCP(); err != nil {
 			return fmt.Errorf("installing the MPTCP seccomp filter: %w", err)
