@@ -51,7 +51,10 @@
 // Landlock restricts the calling process for good, so it is never applied
 // in the server: every sandboxed call re-executes Options.SelfExe (the
 // toolsrv binary) as "toolsrv __sandbox POLICY -- ARGV", and that helper
-// (HelperMain) restricts itself and execve's the tool in place. Policy,
+// (HelperMain, in package exec/sandbox) restricts itself and execve's the
+// tool in place. Any binary whose main calls sandbox.HelperMain will do;
+// DefaultHelper prefers a slim "toolsrv-sandbox" installed next to toolsrv
+// (several times cheaper to start; see bench/results-exec.md). Policy,
 // pinned to Landlock ABI V7 in best-effort mode (at least ABI 1 required):
 //   - read+execute: /usr /bin /sbin /lib* /opt, /proc, /dev/{u,}random, a
 //     list of non-secret /etc files (loader cache, passwd, group, hosts,
@@ -83,9 +86,12 @@
 // --allow-unsandboxed flag); then every Result has Unsandboxed set.
 //
 // Not covered (Landlock ABI 7 limits): stat, chmod, chown and utime of
-// files outside the allowed paths, and connecting to pathname Unix sockets.
-// Run toolsrv as an ordinary user, not root, so that ordinary permissions
-// still apply there.
+// files outside the allowed paths, and connecting to pathname Unix sockets
+// (Landlock restricts those from ABI 9): a tool that knows the path of the
+// 9P socket or of the broker's socket can connect to it. Run toolsrv as an
+// ordinary user, not root, so that ordinary permissions still apply there.
+// A symlink planted in the working directory does not widen access:
+// Landlock checks the file it resolves to.
 //
 // # Bypass
 //

@@ -93,8 +93,13 @@ func TestCannotReadHomeOrSystemSecrets(t *testing.T) {
 		}
 		return ""
 	}
+	// A symlink planted in the working directory does not help: Landlock
+	// checks the file it resolves to.
+	if err := os.Symlink(secret, filepath.Join(f.work, "innocent.txt")); err != nil {
+		t.Fatal(err)
+	}
 	f.add("snoop", `{"description":"reads the home directory"}`,
-		fmt.Sprintf("#!/bin/sh\necho \"home=$HOME\"\ncat %s\nls %s\ncat /etc/shadow\nexit 0\n", secret, home))
+		fmt.Sprintf("#!/bin/sh\necho \"home=$HOME\"\ncat %s\nls %s\ncat /etc/shadow\ncat innocent.txt\nexit 0\n", secret, home))
 	res := f.mustOK(f.call(f.runner(func(o *Options) { o.Getenv = getenv }), "snoop", `{}`))
 	out := string(res.Stdout)
 	if strings.Contains(out, "SECRET-KEY") || strings.Contains(out, ".ssh") {
@@ -103,8 +108,8 @@ func TestCannotReadHomeOrSystemSecrets(t *testing.T) {
 	if strings.Contains(out, "home="+home) {
 		t.Errorf("HOME leaked into the tool: %q", out)
 	}
-	if n := strings.Count(string(res.Stderr), "Permission denied"); n != 3 {
-		t.Errorf("want 3 permission errors (secret, home listing, /etc/shadow), stderr: %s", res.Stderr)
+	if n := strings.Count(string(res.Stderr), "Permission denied"); n != 4 {
+		t.Errorf("want 4 permission errors (secret, home listing, /etc/shadow, symlink), stderr: %s", res.Stderr)
 	}
 	// Control: unsandboxed, the same tool does read it (so the test can fail).
 	noLL := f.runner(func(o *Options) {
