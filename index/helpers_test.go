@@ -29,6 +29,7 @@ type hashEmbedder struct {
 	idf  map[string]float64 // nil: unweighted
 	st   *embedStats
 	hang chan struct{} // if non-nil, EmbedQuery blocks until it is closed
+	gate chan struct{} // if non-nil, EmbedDocuments blocks until it is closed
 	fail error
 }
 
@@ -77,6 +78,9 @@ func (e *hashEmbedder) EmbedDocuments(ctx context.Context, texts []string) ([][]
 	e.st.mu.Lock()
 	e.st.texts = append(e.st.texts, texts...)
 	e.st.mu.Unlock()
+	if e.gate != nil {
+		<-e.gate
+	}
 	if e.fail != nil {
 		return nil, e.fail
 	}

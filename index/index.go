@@ -74,8 +74,9 @@ type view struct {
 	mat     []float32 // slot*dim, unit vectors
 	lex     *lexicon
 	rev     uint64
-	missing int   // live documents without a vector
-	err     error // why they lack one
+	gen     uint64 // bumped by every in-place change (slot scores go stale)
+	missing int    // live documents without a vector
+	err     error  // why they lack one
 }
 
 type slot struct {
@@ -128,7 +129,7 @@ func New(emb embed.Embedder, opts Options) *Index {
 func (ix *Index) Sync(ctx context.Context, cat *registry.Catalog) error {
 	ix.upd.Lock()
 	defer ix.upd.Unlock()
-	err := ix.updateLocked(ctx, cat, nil, nil, true)
+	err := ix.updateLocked(ctx, catalogSource(cat), nil, nil, true)
 	if serr := ix.saveLocked(); serr != nil {
 		ix.log.Warn("index: could not save the cache; the next start embeds again", "err", serr)
 	}
@@ -161,7 +162,7 @@ func (ix *Index) Follow(ctx context.Context, changes <-chan registry.Change) {
 			}
 			last = ch.Catalog
 			ix.upd.Lock()
-			err := ix.updateLocked(ctx, ch.Catalog, ch.Upserted, ch.Removed, false)
+			err := ix.updateLocked(ctx, catalogSource(ch.Catalog), ch.Upserted, ch.Removed, false)
 			ix.upd.Unlock()
 			if err != nil && ctx.Err() == nil {
 				ix.log.Warn("index: update incomplete; affected tools rank lexically until retried", "err", err)
@@ -178,7 +179,7 @@ func (ix *Index) Follow(ctx context.Context, changes <-chan registry.Change) {
 				continue
 			}
 			ix.upd.Lock()
-			err := ix.updateLocked(ctx, last, nil, nil, true)
+			err := ix.updateLocked(ctx, catalogSource(last), nil, nil, true)
 			ix.upd.Unlock()
 			if err == nil {
 				ix.log.Info("index: embedded the tools that were missing vectors")
@@ -225,12 +226,42 @@ func (ix *Index) Stats() Stats {
 	return s
 }
 
+// source is what an update reads: a catalog snapshot's documents.
+type source struct {
+	rev  uint64
+	dirs []string
+	n    int
+	all  func() []document
+	get  func(name string) (document, bool)
+	has  func(name string) bool
+}
+
+func catalogSource(cat *registry.Catalog) source {
+	return source{rev: cat.Revision, dirs: cat.Dirs, n: len(cat.Tools),
+		all: func() []document {
+			docs := make([]document, len(cat.Tools))
+			for i, t := range cat.Tools {
+				docs[i] = newDocument(t)
+			}
+			return docs
+		},
+		get: func(name string) (document, bool) {
+			t, ok := cat.Get(name)
+			if !ok {
+				return document{}, false
+			}
+			return newDocument(t), true
+		},
+		has: func(name string) bool { _, ok := cat.Get(name); return ok },
+	}
+}
+
 // updateLocked applies a catalog: with full, the whole catalog (names not in
 // it are removed); otherwise only the named tools.
-func (ix *Index) updateLocked(ctx context.Context, cat *registry.Catalog, upserted, removed []string, full bool) error {
+func (ix *Index) updateLocked(ctx context.Context, cat source, upserted, removed []string, full bool) error {
 	if !ix.loaded {
 		ix.loaded = true
-		ix.loadLocked(cat.Dirs)
+		ix.loadLocked(cat.dirs)
 	}
 	ix.mu.RLock()
 	cur := ix.v
@@ -240,20 +271,18 @@ func (ix *Index) updateLocked(ctx context.Context, cat *registry.Catalog, upsert
 	var docs []document
 	var drop []string
 	if full {
-		for _, t := range cat.Tools {
-			docs = append(docs, newDocument(t))
-		}
+		docs = cat.all()
 		if cur != nil {
 			for name := range cur.byName {
-				if _, ok := cat.Get(name); !ok {
+				if !cat.has(name) {
 					drop = append(drop, name)
 				}
 			}
 		}
 	} else {
 		for _, n := range upserted {
-			if t, ok := cat.Get(n); ok {
-				docs = append(docs, newDocument(t))
+			if d, ok := cat.get(n); ok {
+				docs = append(docs, d)
 			} else {
 				drop = append(drop, n)
 			}
@@ -261,8 +290,11 @@ func (ix *Index) updateLocked(ctx context.Context, cat *registry.Catalog, upsert
 		drop = append(drop, removed...)
 	}
 
-	if ix.needRebuild(ctx, cur, docs, len(cat.Tools)) {
-		return ix.rebuildLocked(ctx, cat)
+	if ix.needRebuild(ctx, cur, docs, cat.n) {
+		if !full {
+			docs = cat.all()
+		}
+		return ix.rebuildLocked(ctx, cat, docs)
 	}
 
 	// Incremental: keep documents whose text is unchanged and vector known.
@@ -278,7 +310,7 @@ func (ix *Index) updateLocked(ctx context.Context, cat *registry.Catalog, upsert
 	if errors.Is(err, errDimChanged) {
 		ix.log.Warn("index: the embedder's dimension changed; rebuilding", "err", err)
 		ix.state = nil
-		return ix.rebuildLocked(ctx, cat)
+		return ix.rebuildLocked(ctx, cat, cat.all())
 	}
 	ix.drift += fresh
 	ix.mu.Lock()
@@ -292,7 +324,7 @@ func (ix *Index) updateLocked(ctx context.Context, cat *registry.Catalog, upsert
 	for i := range todo {
 		v.upsert(&todo[i], vecs.get(todo[i].hash), err)
 	}
-	v.rev = cat.Revision
+	v.rev = cat.rev
 	ix.mu.Unlock()
 	if fresh > 0 {
 		ix.dirty = true
@@ -335,11 +367,7 @@ func (ix *Index) refitDue(ctx context.Context, st *store, docs []document, n int
 // rebuildLocked builds a new view of the whole catalog (fitting the embedder
 // when it is CatalogAware and no fit is current) and swaps it in; Rank keeps
 // reading the old view meanwhile.
-func (ix *Index) rebuildLocked(ctx context.Context, cat *registry.Catalog) error {
-	docs := make([]document, len(cat.Tools))
-	for i, t := range cat.Tools {
-		docs[i] = newDocument(t)
-	}
+func (ix *Index) rebuildLocked(ctx context.Context, cat source, docs []document) error {
 	ix.mu.RLock()
 	cur := ix.v
 	ix.mu.RUnlock()
@@ -391,7 +419,7 @@ func (ix *Index) rebuildLocked(ctx context.Context, cat *registry.Catalog) error
 	for i := range docs {
 		nv.upsert(&docs[i], vecs.get(docs[i].hash), err)
 	}
-	nv.rev = cat.Revision
+	nv.rev = cat.rev
 	ix.mu.Lock()
 	ix.v = nv
 	ix.mu.Unlock()
@@ -519,6 +547,7 @@ func (ix *Index) vectors(ctx context.Context, emb embed.Embedder, st *store, doc
 
 // upsert puts a document (and its vector, nil if unknown) into the view.
 func (v *view) upsert(d *document, vec []float32, why error) {
+	v.gen++
 	s, ok := v.byName[d.name]
 	if ok {
 		v.lex.remove(s)
@@ -560,6 +589,7 @@ func (v *view) upsert(d *document, vec []float32, why error) {
 
 // remove drops a document from the view.
 func (v *view) remove(name string) {
+	v.gen++
 	s, ok := v.byName[name]
 	if !ok {
 		return

@@ -380,3 +380,36 @@ func TestEmptyCatalog(t *testing.T) {
 		t.Fatalf("empty catalog: %+v %v", r, err)
 	}
 }
+
+func TestReadsServedWhileUpdating(t *testing.T) {
+	ctx := context.Background()
+	dir := copyTools(t)
+	reg := loadReg(t, dir)
+	e := newHashEmbedder(64)
+	ix := New(e, Options{NoCache: true, Logger: quiet()})
+	if err := ix.Sync(ctx, reg.Catalog()); err != nil {
+		t.Fatal(err)
+	}
+	e.gate = make(chan struct{}) // the next embedding blocks
+	writeMeta(t, dir, "pdf_render", `{"description":"Render a PDF document page to a PNG image.","cmd":"cat"}`)
+	if err := reg.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	synced := make(chan error, 1)
+	go func() { synced <- ix.Sync(ctx, reg.Catalog()) }()
+	for e.st.docCalls.Load() < 2 { // wait until Sync is inside the embedder
+		time.Sleep(time.Millisecond)
+	}
+	r, err := ix.Rank(ctx, Query{Text: "weather forecast", K: 1})
+	if err != nil || r.Hits[0].Name != "get_weather" || r.Revision != 1 {
+		t.Fatalf("rank during update: %+v %v", r, err)
+	}
+	close(e.gate)
+	if err := <-synced; err != nil {
+		t.Fatal(err)
+	}
+	r, _ = ix.Rank(ctx, Query{Text: "render a pdf page", K: 1})
+	if r.Hits[0].Name != "pdf_render" || r.Revision != 2 {
+		t.Fatalf("after update: %+v", r)
+	}
+}

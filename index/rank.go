@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -113,6 +113,10 @@ func (ix *Index) Rank(ctx context.Context, q Query) (Ranking, error) {
 		}
 	}
 	lexQ := ix.lexicalQuery(q)
+	ix.mu.RLock()
+	gen := v.gen
+	lex, norm := v.lexScores(lexQ)
+	ix.mu.RUnlock()
 
 	var qvec []float32
 	if emb != nil {
@@ -144,7 +148,10 @@ func (ix *Index) Rank(ctx context.Context, q Query) (Ranking, error) {
 			qvec, degraded = nil, "index rebuilt with another embedder during the query"
 		}
 	}
-	r := v.rank(q, lexQ, qvec, ix.opts.LexicalWeight)
+	if v.gen != gen || len(lex) != len(v.slots) { // updated meanwhile
+		lex, norm = v.lexScores(lexQ)
+	}
+	r := v.rank(q, lex, norm, qvec, ix.opts.LexicalWeight)
 	if degraded != "" {
 		r.Degraded, r.Reason = true, degraded
 		if q.Mode == Dense {
@@ -232,10 +239,7 @@ func (ix *Index) lexicalQuery(q Query) map[string]float64 {
 }
 
 // rank scores every live document. Caller holds Index.mu for reading.
-func (v *view) rank(q Query, lexQ map[string]float64, qvec []float32, alpha float64) Ranking {
-	n := len(v.slots)
-	lex := make([]float64, n)
-	norm := v.lex.score(lexQ, lex)
+func (v *view) rank(q Query, lex []float64, norm float64, qvec []float32, alpha float64) Ranking {
 	var dense []float64
 	if qvec != nil && v.dim == len(qvec) {
 		dense = v.denseScores(qvec)
@@ -267,37 +271,121 @@ func (v *view) rank(q Query, lexQ map[string]float64, qvec []float32, alpha floa
 		}
 		hits = append(hits, h)
 	}
-	sort.Slice(hits, func(i, j int) bool {
-		a, b := hits[i], hits[j]
-		if a.Named != b.Named {
-			return a.Named
-		}
-		if a.Score != b.Score {
-			return a.Score > b.Score
-		}
-		return a.Name < b.Name
-	})
-	if q.K > 0 && len(hits) > q.K {
-		hits = hits[:q.K]
+	if q.K > 0 && q.K < len(hits) {
+		hits = topK(hits, q.K)
+	} else {
+		slices.SortFunc(hits, compareHits)
 	}
 	return Ranking{Hits: hits, Revision: v.rev}
+}
+
+// lexScores returns the BM25 score of every slot and the calibration norm.
+func (v *view) lexScores(lexQ map[string]float64) ([]float64, float64) {
+	lex := make([]float64, len(v.slots))
+	return lex, v.lex.score(lexQ, lex)
+}
+
+// compareHits is better as a three-way comparison.
+func compareHits(a, b Hit) int {
+	switch {
+	case better(a, b):
+		return -1
+	case better(b, a):
+		return 1
+	}
+	return 0
+}
+
+// better orders hits: named tools first, then by score, then by name (so
+// rankings are deterministic).
+func better(a, b Hit) bool {
+	if a.Named != b.Named {
+		return a.Named
+	}
+	if a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	return a.Name < b.Name
+}
+
+// topK returns the k best hits, sorted, keeping a bounded heap whose root
+// is the worst of the best so far (O(n log k) instead of sorting all).
+func topK(hits []Hit, k int) []Hit {
+	h := make([]Hit, 0, k)
+	down := func(i int) {
+		for {
+			l, w := 2*i+1, i
+			if l < len(h) && better(h[w], h[l]) {
+				w = l
+			}
+			if r := l + 1; r < len(h) && better(h[w], h[r]) {
+				w = r
+			}
+			if w == i {
+				return
+			}
+			h[i], h[w] = h[w], h[i]
+			i = w
+		}
+	}
+	for _, x := range hits {
+		if len(h) < k {
+			h = append(h, x)
+			for i := len(h) - 1; i > 0; { // sift up
+				p := (i - 1) / 2
+				if !better(h[p], h[i]) {
+					break
+				}
+				h[p], h[i] = h[i], h[p]
+				i = p
+			}
+			continue
+		}
+		if better(x, h[0]) {
+			h[0] = x
+			down(0)
+		}
+	}
+	slices.SortFunc(h, compareHits)
+	return h
 }
 
 // denseScores returns, per slot, the calibrated dense score: the cosine
 // above the query's background (its mean cosine to all tools), rescaled so
 // that a cosine of 1 gives 1 and the background or below gives 0.
 func (v *view) denseScores(q []float32) []float64 {
-	cos := make([]float64, len(v.slots))
+	n := len(v.slots)
+	cos := make([]float64, n)
+	// Split the scan over two goroutines once it is big enough to pay.
+	parts := 1
+	if n*v.dim >= 1<<18 {
+		parts = 2
+	}
+	sums := make([]float64, parts)
+	counts := make([]int, parts)
+	var wg sync.WaitGroup
+	for p := 0; p < parts; p++ {
+		lo, hi := p*n/parts, (p+1)*n/parts
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := lo; s < hi; s++ {
+				if sl := &v.slots[s]; !sl.live || !sl.vec {
+					continue
+				}
+				c := float64(dot(q, v.mat[s*v.dim:(s+1)*v.dim]))
+				cos[s] = c
+				sums[p] += c
+				counts[p]++
+			}
+		}()
+	}
+	wg.Wait()
 	var sum float64
 	live := 0
-	for s, sl := range v.slots {
-		if !sl.live || !sl.vec {
-			continue
-		}
-		c := float64(dot(q, v.mat[s*v.dim:(s+1)*v.dim]))
-		cos[s] = c
-		sum += c
-		live++
+	for p := range sums {
+		sum += sums[p]
+		live += counts[p]
 	}
 	if live == 0 {
 		return cos

@@ -1,0 +1,145 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"toolsrv/embed/builtin"
+)
+
+// benchWords is a vocabulary for synthetic tool documents and queries.
+var benchWords = strings.Fields(`file read write list directory search web page fetch url
+http request response json csv parse convert image resize crop video audio transcribe
+translate language text summary summarize email send message chat slack calendar event
+meeting schedule weather forecast temperature city map route distance location address
+stock price market currency exchange rate payment invoice order product shop cart
+database query table sql index record user account login password token key secret
+git commit branch merge status diff log repository code test build deploy server
+container docker kubernetes cluster node pod service network port dns domain certificate
+backup restore archive compress zip unzip upload download storage bucket cloud disk
+memory cpu process kill monitor metric alert notify report chart plot graph statistics
+math calculate number sum average random date time timezone convert unit recipe food
+movie music song playlist book author news article paper research citation dictionary
+word definition synonym spell grammar code review lint format compile run debug
+pdf document page render print scan ocr qr barcode color font design layout template`)
+
+// synthDocs makes n synthetic tool documents with Zipf-distributed words.
+func synthDocs(n int) []document {
+	r := rand.New(rand.NewPCG(42, uint64(n)))
+	z := rand.NewZipf(r, 1.1, 2, uint64(len(benchWords)-1))
+	words := func(k int) string {
+		w := make([]string, k)
+		for i := range w {
+			w[i] = benchWords[z.Uint64()]
+		}
+		return strings.Join(w, " ")
+	}
+	docs := make([]document, n)
+	for i := range docs {
+		name := fmt.Sprintf("%s_%s_%d", benchWords[r.IntN(len(benchWords))], benchWords[r.IntN(len(benchWords))], i)
+		d := document{name: name, fields: []field{
+			{strings.ReplaceAll(name, "_", " "), weightName},
+			{words(12 + r.IntN(12)), weightDescription},
+			{words(3), weightKeywords},
+			{words(40 + r.IntN(60)), weightPrompt},
+		}}
+		var b strings.Builder
+		for _, f := range d.fields {
+			b.WriteString(f.text)
+			b.WriteString("\n")
+		}
+		d.text = b.String()
+		d.hash = fmt.Sprintf("%x", i)
+		docs[i] = d
+	}
+	return docs
+}
+
+func synthSource(docs []document) source {
+	byName := map[string]int{}
+	for i, d := range docs {
+		byName[d.name] = i
+	}
+	return source{rev: 1, n: len(docs),
+		all: func() []document { return docs },
+		get: func(n string) (document, bool) {
+			i, ok := byName[n]
+			if !ok {
+				return document{}, false
+			}
+			return docs[i], true
+		},
+		has: func(n string) bool { _, ok := byName[n]; return ok },
+	}
+}
+
+// BenchmarkRank measures rank latency at 1k, 10k and 100k tools with the
+// built-in embedder, beside chromem-go's own QueryEmbedding over the very
+// same stored vectors (top 10, and the whole collection as Rank needs for
+// a full ranking), and the flat-matrix scan Rank uses.
+//
+//	go test -run '^$' -bench BenchmarkRank -benchtime 200x ./index/
+func BenchmarkRank(b *testing.B) {
+	ctx := context.Background()
+	emb, err := builtin.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	queries := []string{"what's the weather forecast for my city", "convert this pdf document to an image",
+		"send an email about the meeting schedule", "show git status of the repository",
+		"stock price and currency exchange rate", "summarize the news article"}
+	for _, n := range []int{1000, 10000, 100000} {
+		ix := New(emb, Options{NoCache: true, Logger: quiet(), BatchSize: 4096})
+		ix.upd.Lock()
+		err := ix.updateLocked(ctx, synthSource(synthDocs(n)), nil, nil, true)
+		ix.upd.Unlock()
+		if err != nil {
+			b.Fatal(err)
+		}
+		v := ix.v
+		qvecs := make([][]float32, len(queries))
+		for i, q := range queries {
+			qvecs[i], _ = v.emb.EmbedQuery(ctx, q)
+			qvecs[i] = normalized(qvecs[i])
+		}
+		b.Run(fmt.Sprintf("n=%d/hybrid-k10", n), func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if _, err := ix.Rank(ctx, Query{Text: queries[i%len(queries)], K: 10}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("n=%d/hybrid-all", n), func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				ix.Rank(ctx, Query{Text: queries[i%len(queries)]})
+			}
+		})
+		b.Run(fmt.Sprintf("n=%d/bm25-k10", n), func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				ix.Rank(ctx, Query{Text: queries[i%len(queries)], K: 10, Mode: Lexical})
+			}
+		})
+		b.Run(fmt.Sprintf("n=%d/query-embedding", n), func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				v.emb.EmbedQuery(ctx, queries[i%len(queries)])
+			}
+		})
+		b.Run(fmt.Sprintf("n=%d/flat-scan", n), func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				v.denseScores(qvecs[i%len(qvecs)])
+			}
+		})
+		for _, k := range []int{10, n} {
+			b.Run(fmt.Sprintf("n=%d/chromem-QueryEmbedding-k%d", n, k), func(b *testing.B) {
+				for i := 0; b.Loop(); i++ {
+					if _, err := v.st.col.QueryEmbedding(ctx, qvecs[i%len(qvecs)], k, nil, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
