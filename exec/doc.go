@@ -68,7 +68,12 @@
 //     too: no write anywhere but the null devices and their own output;
 //   - nothing else: the home directory (other than a working directory
 //     inside it) and the rest of the filesystem are unreadable;
-//   - signals and abstract Unix sockets are scoped to the sandbox (ABI 6).
+//   - signals and abstract Unix sockets are scoped to the sandbox (ABI 6);
+//   - no_new_privs is set, and when toolsrv runs as root the tool keeps
+//     only the file-ownership capabilities (CHOWN, DAC_OVERRIDE,
+//     DAC_READ_SEARCH, FOWNER, FSETID, bounded by Landlock's paths): the
+//     rest (SYS_MODULE, SYS_ADMIN, SYS_RAWIO, NET_ADMIN, NET_RAW, SYS_PTRACE,
+//     MKNOD, SETUID, ...) is dropped from the bounding set.
 //
 // Network: tools without "network": true get no TCP connect or bind
 // (Landlock ABI 4+, refused below), and the MPTCP gap (Landlock's TCP rules

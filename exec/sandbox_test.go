@@ -247,3 +247,31 @@ func TestNoLandlockRefusesUnlessAllowed(t *testing.T) {
 		t.Fatalf("allowed unsandboxed run: unsandboxed=%v ran=%v", res.Unsandboxed, exists(marker))
 	}
 }
+
+func TestCapabilitiesDropped(t *testing.T) {
+	f := newFixture(t)
+	f.add("caps", `{"description":"shows its capabilities"}`, "#!/bin/sh\ngrep -E '^(CapEff|CapBnd|CapPrm|CapAmb|NoNewPrivs)' /proc/self/status\n")
+	res := f.mustOK(f.call(f.runner(nil), "caps", `{}`))
+	got := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
+		k, v, _ := strings.Cut(l, ":")
+		got[k] = strings.TrimSpace(v)
+	}
+	// As root only the file-ownership capabilities survive (0x1f); as
+	// anyone else none at all.
+	want := "0000000000000000"
+	if os.Geteuid() == 0 {
+		want = "000000000000001f"
+	}
+	for _, k := range []string{"CapEff", "CapPrm"} {
+		if got[k] != want {
+			t.Errorf("%s = %s, want %s", k, got[k], want)
+		}
+	}
+	if os.Geteuid() == 0 && got["CapBnd"] != want {
+		t.Errorf("CapBnd = %s, want %s", got["CapBnd"], want)
+	}
+	if got["CapAmb"] != "0000000000000000" || got["NoNewPrivs"] != "1" {
+		t.Errorf("ambient %s, no_new_privs %s", got["CapAmb"], got["NoNewPrivs"])
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -95,6 +96,10 @@ var SystemDevices = []string{"/dev/null", "/dev/zero", "/dev/full"}
 // ExitSandbox; the reason is written to the status pipe and to standard
 // error. args are os.Args[2:]: POLICY "--" ARGV...
 func HelperMain(args []string) int {
+	// Capabilities are per thread: keep this goroutine on the thread
+	// that drops them and then calls execve. (Landlock and the seccomp
+	// filter apply to all threads.)
+	runtime.LockOSThread()
 	status := os.NewFile(StatusFD, "status")
 	fail := func(err error) int {
 		msg := "toolsrv sandbox: " + err.Error()
@@ -153,6 +158,9 @@ func applyPolicy(p Policy) error {
 	}
 	rules, err := policyRules(p)
 	if err != nil {
+		return err
+	}
+	if err := dropCapabilities(); err != nil {
 		return err
 	}
 	if !p.Network {
