@@ -37,7 +37,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) int {
 	queries := fs.Int("queries", 200, "rank queries timed per size and method")
 	liveSize := fs.Int("live-size", 1000, "catalog size of the live-update test (0 skips it)")
 	liveUpdates := fs.Int("live-updates", 50, ".meta files written in the live-update test")
-	embName := fs.String("embedder", "builtin", "embedder: builtin")
+	embName := fs.String("embedder", "builtin", "embedder: builtin, ollama or ollama:MODEL")
 	work := fs.String("workdir", "", "scratch directory for synthetic tools and caches (default: a new temp dir, removed after)")
 	out := fs.String("out", "", "also write the results (Markdown) to this file")
 	jsonOut := fs.Bool("json", false, "print the results as JSON")
@@ -77,7 +77,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) int {
 	name := *embName
 	cfg := bench.Config{
 		Sizes: ns, Corpora: dirs, Queries: *queries, LiveSize: *liveSize, LiveUpdates: *liveUpdates, WorkDir: wd,
-		NewEmbedder: func() (embed.Embedder, error) { return newTuneEmbedder(name) },
+		NewEmbedder: func() (embed.Embedder, error) { return newTuneEmbedder(env, name) },
 		NineP:       benchNineP,
 		Logger:      logger(env),
 	}

@@ -40,7 +40,7 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 	fs, _ := newFlags(env, "tune", "tune --corpus DIR [--corpus DIR ...] [flags]", tuneAbout)
 	var corpora dirList
 	fs.Var(&corpora, "corpus", "labelled corpus directory, or a directory of corpora (repeatable)")
-	embName := fs.String("embedder", "builtin", "embedder to tune for: builtin")
+	embName := fs.String("embedder", "builtin", "embedder to tune for: builtin, ollama or ollama:MODEL")
 	maxOffered := fs.Float64("max-offered", 3, "objective: at most this many tools offered per answerable query (macro average)")
 	minAbstain := fs.Float64("min-abstain", 0.5, "objective: at least this share of abstention queries answered \"no tool fits\"")
 	abstain := fs.Float64("abstain", 0.2, "share of queries turned into abstention queries")
@@ -72,7 +72,7 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
 		return 1
 	}
-	emb, err := newTuneEmbedder(*embName)
+	emb, err := newTuneEmbedder(env, *embName)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
 		return 1
@@ -211,13 +211,18 @@ func writePlot(path string, res bench.TuneResult, title string) error {
 	return f.Close()
 }
 
-// newTuneEmbedder builds the embedder named on the command line.
-func newTuneEmbedder(name string) (embed.Embedder, error) {
-	switch name {
-	case "builtin", "":
+// newTuneEmbedder builds the embedder named on the command line: builtin,
+// ollama (default model) or ollama:MODEL.
+// TODO(lead): replace with the shared embedder flag once rank/eval have one.
+func newTuneEmbedder(env *cliEnv, name string) (embed.Embedder, error) {
+	switch {
+	case name == "builtin" || name == "":
 		return builtin.New()
+	case name == "ollama" || strings.HasPrefix(name, "ollama:"):
+		model := strings.TrimPrefix(strings.TrimPrefix(name, "ollama"), ":")
+		return embed.NewOllama(embed.OllamaOptions{Model: model, Getenv: env.getenv, Logger: logger(env)})
 	}
-	return nil, fmt.Errorf("embedder %q: tune knows only builtin in this build", name)
+	return nil, fmt.Errorf("unknown embedder %q: use builtin, ollama or ollama:MODEL", name)
 }
 
 // rankCorpora ranks every labelled query of every corpus (abstention
