@@ -14,8 +14,6 @@ import (
 	"toolsrv/bench"
 	"toolsrv/embed"
 	"toolsrv/embed/builtin"
-	"toolsrv/index"
-	"toolsrv/registry"
 	"toolsrv/thresholds"
 )
 
@@ -225,9 +223,8 @@ func newTuneEmbedder(env *cliEnv, name string) (embed.Embedder, error) {
 	return nil, fmt.Errorf("unknown embedder %q: use builtin, ollama or ollama:MODEL", name)
 }
 
-// rankCorpora ranks every labelled query of every corpus (abstention
-// queries without their relevant tools), in hybrid mode and, if lexical,
-// also lexically.
+// rankCorpora loads the corpora and ranks their queries for tuning, with a
+// progress bar on a terminal.
 func rankCorpora(ctx context.Context, env *cliEnv, emb embed.Embedder, dirs []string, split bench.Split, lexical bool) (hyb, lex []bench.TuneQuery, err error) {
 	var all []*bench.Corpus
 	total := 0
@@ -241,62 +238,7 @@ func rankCorpora(ctx context.Context, env *cliEnv, emb embed.Embedder, dirs []st
 	}
 	bar := newBar(env, total, "ranking")
 	defer bar.done()
-	for _, c := range all {
-		name := c.Name
-		reg := registry.New(registry.Options{Dirs: []string{c.ToolsDir}, Logger: logger(env)})
-		if err := reg.Load(ctx); err != nil {
-			return nil, nil, fmt.Errorf("corpus %s: loading tools: %w", name, err)
-		}
-		ix := index.New(emb, index.Options{NoCache: true, Logger: logger(env)})
-		if err := ix.Sync(ctx, reg.Catalog()); err != nil {
-			return nil, nil, fmt.Errorf("corpus %s: building the index: %w", name, err)
-		}
-		for _, q := range c.Queries {
-			if err := ctx.Err(); err != nil {
-				return nil, nil, err
-			}
-			tq := bench.TuneQuery{Corpus: name, ID: q.ID, Relevant: q.Relevant, Abstain: split.IsAbstain(q.ID), HeldOut: split.IsHeldOut(q.ID)}
-			iq := index.Query{Text: q.Text, K: bench.TopHits}
-			if tq.Abstain {
-				rel := map[string]bool{}
-				for _, r := range q.Relevant {
-					rel[r] = true
-				}
-				iq.Allow = func(n string) bool { return !rel[n] }
-			}
-			modes := []index.Mode{index.Hybrid}
-			if lexical {
-				modes = append(modes, index.Lexical)
-			}
-			for _, m := range modes {
-				iq.Mode = m
-				r, err := ix.Rank(ctx, iq)
-				if err != nil {
-					return nil, nil, fmt.Errorf("corpus %s: ranking %s: %w", name, q.ID, err)
-				}
-				if m == index.Hybrid && r.Degraded {
-					return nil, nil, fmt.Errorf("corpus %s: ranking %s is degraded (%s): tuning needs the embedder working", name, q.ID, r.Reason)
-				}
-				t := tq
-				t.Hits = candidates(r)
-				if m == index.Hybrid {
-					hyb = append(hyb, t)
-				} else {
-					lex = append(lex, t)
-				}
-			}
-			bar.step(1, 0)
-		}
-	}
-	return hyb, lex, nil
-}
-
-func candidates(r index.Ranking) []thresholds.Candidate {
-	out := make([]thresholds.Candidate, len(r.Hits))
-	for i, h := range r.Hits {
-		out[i] = thresholds.Candidate{Name: h.Name, Score: h.Score}
-	}
-	return out
+	return bench.RankForTuning(ctx, emb, all, split, lexical, logger(env), func() { bar.step(1, 0) })
 }
 
 // bar is a progress bar on a terminal, silent otherwise.

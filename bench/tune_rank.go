@@ -1,0 +1,73 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"toolsrv/embed"
+	"toolsrv/index"
+	"toolsrv/registry"
+	"toolsrv/thresholds"
+)
+
+// RankForTuning ranks every labelled query of every corpus with an index
+// over the corpus's own catalog (built in memory with emb), keeping the top
+// TopHits. Abstention queries (split.IsAbstain) are ranked without their
+// relevant tools, through index.Query.Allow, as if those were removed from
+// the catalog. With lexical, every query is also ranked by BM25 alone (the
+// degraded path). step (may be nil) is called once per query.
+func RankForTuning(ctx context.Context, emb embed.Embedder, corpora []*Corpus, split Split, lexical bool, log *slog.Logger, step func()) (hybrid, lex []TuneQuery, err error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	for _, c := range corpora {
+		reg := registry.New(registry.Options{Dirs: []string{c.ToolsDir}, Logger: log})
+		if err := reg.Load(ctx); err != nil {
+			return nil, nil, fmt.Errorf("corpus %s: loading tools: %w", c.Name, err)
+		}
+		ix := index.New(emb, index.Options{NoCache: true, Logger: log})
+		if err := ix.Sync(ctx, reg.Catalog()); err != nil {
+			return nil, nil, fmt.Errorf("corpus %s: building the index: %w", c.Name, err)
+		}
+		modes := []index.Mode{index.Hybrid}
+		if lexical {
+			modes = append(modes, index.Lexical)
+		}
+		for _, q := range c.Queries {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+			tq := TuneQuery{Corpus: c.Name, ID: q.ID, Relevant: q.Relevant, Abstain: split.IsAbstain(q.ID), HeldOut: split.IsHeldOut(q.ID)}
+			iq := index.Query{Text: q.Text, K: TopHits}
+			if tq.Abstain {
+				rel := make(map[string]bool, len(q.Relevant))
+				for _, r := range q.Relevant {
+					rel[r] = true
+				}
+				iq.Allow = func(n string) bool { return !rel[n] }
+			}
+			for _, m := range modes {
+				iq.Mode = m
+				r, err := ix.Rank(ctx, iq)
+				if err != nil {
+					return nil, nil, fmt.Errorf("corpus %s: ranking %s: %w", c.Name, q.ID, err)
+				}
+				if m == index.Hybrid && r.Degraded {
+					return nil, nil, fmt.Errorf("corpus %s: ranking %s is degraded (%s): tuning needs the embedder working", c.Name, q.ID, r.Reason)
+				}
+				t := tq
+				t.Hits = thresholds.FromRanking(r)
+				if m == index.Hybrid {
+					hybrid = append(hybrid, t)
+				} else {
+					lex = append(lex, t)
+				}
+			}
+			if step != nil {
+				step()
+			}
+		}
+	}
+	return hybrid, lex, nil
+}
