@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"toolsrv/embed"
@@ -58,6 +59,8 @@ type Index struct {
 
 	mu sync.RWMutex // guards v
 	v  *view
+
+	cachePath atomic.Pointer[string] // ix.path, readable without upd
 
 	brk breaker
 }
@@ -211,18 +214,18 @@ type Stats struct {
 
 // Stats reports the index size and state.
 func (ix *Index) Stats() Stats {
+	s := Stats{Embedder: ix.base.ID()}
+	if p := ix.cachePath.Load(); p != nil {
+		s.Cache = *p
+	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	s := Stats{Embedder: ix.base.ID()}
 	if v := ix.v; v != nil {
 		s.Tools, s.Missing, s.Dim, s.Revision, s.Embedder = len(v.byName), v.missing, v.dim, v.rev, v.emb.ID()
 		if v.st != nil {
 			s.Vectors = v.st.count()
 		}
 	}
-	ix.upd.Lock()
-	s.Cache = ix.path
-	ix.upd.Unlock()
 	return s
 }
 
@@ -627,6 +630,7 @@ func (ix *Index) loadLocked(dirs []string) {
 		dir = d
 	}
 	ix.path = cacheFile(dir, dirs)
+	ix.cachePath.Store(&ix.path)
 	h, body, err := readCache(ix.path)
 	if errors.Is(err, errNoCache) {
 		return
