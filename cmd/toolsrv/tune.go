@@ -48,8 +48,12 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 	dry := fs.Bool("dry-run", false, "print the table but write nothing")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	noDegraded := fs.Bool("no-degraded", false, "do not tune separate levels for lexical-only (degraded) rankings")
+	show := fs.Bool("show", false, "print the thresholds in effect for --embedder and where they come from, then exit")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
+	}
+	if *show {
+		return showThresholds(env, *embName, *jsonOut)
 	}
 	corpora = append(corpora, fs.Args()...)
 	if len(corpora) == 0 {
@@ -221,6 +225,41 @@ func newTuneEmbedder(env *cliEnv, name string) (embed.Embedder, error) {
 		return embed.NewOllama(embed.OllamaOptions{Model: model, Getenv: env.getenv, Logger: logger(env)})
 	}
 	return nil, fmt.Errorf("unknown embedder %q: use builtin, ollama or ollama:MODEL", name)
+}
+
+// showThresholds prints the policy thresholds.Load picks for the embedder.
+func showThresholds(env *cliEnv, embName string, asJSON bool) int {
+	emb, err := newTuneEmbedder(env, embName)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
+		return 1
+	}
+	pol, src, err := thresholds.Load(emb.ID(), thresholds.LoadOptions{Getenv: env.getenv})
+	if err != nil {
+		fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
+		return 1
+	}
+	if asJSON {
+		if err := writeJSON(env.stdout, map[string]any{"embedder": emb.ID(), "source": src.Kind, "path": src.Path, "warning": src.Warning, "policy": pol}); err != nil {
+			return 1
+		}
+		return 0
+	}
+	fmt.Fprintf(env.stdout, "embedder %s\nsource   %s\n", emb.ID(), src)
+	if src.Warning != "" {
+		fmt.Fprintf(env.stdout, "warning  %s\n", src.Warning)
+	}
+	show := func(name string, l thresholds.Levels) {
+		fmt.Fprintf(env.stdout, "%-8s min %.2f, coldMin %.2f, relative %.2f, maxTools %d\n", name, l.Min, l.ColdMin, l.Relative, l.MaxTools)
+	}
+	show("policy", pol.Levels)
+	if pol.Degraded != nil {
+		show("degraded", *pol.Degraded)
+	}
+	if src.File != nil && src.File.Tuning != nil {
+		fmt.Fprintf(env.stdout, "tuned    %s on %s\n", src.File.Tuning.Date.Format(time.RFC3339), strings.Join(src.File.Tuning.Corpora, ", "))
+	}
+	return 0
 }
 
 // rankCorpora loads the corpora and ranks their queries for tuning, with a
