@@ -112,6 +112,15 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 		}
 	}
 	if err != nil {
+		if errors.Is(err, exec.ErrExit) && res != nil {
+			// The tool's standard error is already printed in full above.
+			how := fmt.Sprintf("exit status %d", res.ExitCode)
+			if res.ExitCode < 0 {
+				how = "killed by a signal"
+			}
+			fmt.Fprintf(env.stderr, "toolsrv call: tool %s failed (%s)\n", name, how)
+			return 1
+		}
 		fmt.Fprintln(env.stderr, "toolsrv call:", err)
 		return 1
 	}

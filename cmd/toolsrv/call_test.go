@@ -79,7 +79,7 @@ func TestCallCommand(t *testing.T) {
 		{"arguments from stdin", `{"name":"bob"}`, []string{"greet", "-"}, 0, "hello bob", ""},
 		{"invalid arguments list every violation", "", []string{"greet", `{"name":1,"x":[}`}, 1, "", "not valid JSON"},
 		{"missing required", "", []string{"greet", `{}`}, 1, "", "name"},
-		{"tool failure carries stderr", "", []string{"fails"}, 1, "", "exit status 4: no such widget"},
+		{"tool failure carries stderr", "", []string{"fails"}, 1, "", "no such widget\ntoolsrv call: tool fails failed (exit status 4)"},
 		{"timeout", "", []string{"--timeout", "200ms", "sleeper"}, 1, "", "timed out"},
 		{"unknown tool", "", []string{"nope"}, 1, "", `no tool named "nope"`},
 		{"bypass without broker", "", []string{"escalate"}, 1, "", "OLLIE_BYPASS_SOCKET is not set"},
