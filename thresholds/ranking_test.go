@@ -47,7 +47,7 @@ func TestOfferEndToEnd(t *testing.T) {
 	if err := ix.Sync(ctx, reg.Catalog()); err != nil {
 		t.Fatal(err)
 	}
-	pol := Policy{Levels: Levels{Min: 0.6, ColdMin: 0.7, Relative: 0.9, MaxTools: 3}}
+	pol := Policy{Levels: Levels{Min: 0.7, ColdMin: 0.8, Relative: 0.9, MaxTools: 3}}
 	noWeather := []string{"shell", "send_email", "deploy_service"}
 	noShell := []string{"weather_forecast"}
 	tests := []struct {
