@@ -42,7 +42,12 @@ func DefaultCacheDir(embedderID string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("no user cache directory (set $XDG_CACHE_HOME or $HOME): %w", err)
 	}
-	return filepath.Join(base, "toolsrv", safeName(embedderID)), nil
+	return CacheDirUnder(base, embedderID), nil
+}
+
+// CacheDirUnder is DefaultCacheDir for a given user cache directory.
+func CacheDirUnder(userCacheDir, embedderID string) string {
+	return filepath.Join(userCacheDir, "toolsrv", safeName(embedderID))
 }
 
 func safeName(s string) string {

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -56,7 +58,19 @@ func (f *embedderFlags) open(env *cliEnv) (embed.Embedder, error) {
 func (f *embedderFlags) buildIndex(ctx context.Context, env *cliEnv, emb embed.Embedder, cat *registry.Catalog) (*index.Index, error) {
 	p := newIndexProgress(env)
 	defer p.finish()
-	ix := index.New(emb, index.Options{CacheDir: f.cacheDir, NoCache: f.noCache, Logger: logger(env), Progress: p.update})
+	dir := f.cacheDir
+	if dir == "" && !f.noCache {
+		// os.UserCacheDir, but through env (so tests and callers can point it elsewhere).
+		root := env.getenv("XDG_CACHE_HOME")
+		if root == "" && env.getenv("HOME") != "" {
+			root = filepath.Join(env.getenv("HOME"), ".cache")
+		}
+		if root == "" {
+			return nil, errors.New("no cache directory: set $XDG_CACHE_HOME or $HOME, or pass --cache DIR or --no-cache")
+		}
+		dir = index.CacheDirUnder(root, emb.ID())
+	}
+	ix := index.New(emb, index.Options{CacheDir: dir, NoCache: f.noCache, Logger: logger(env), Progress: p.update})
 	err := ix.Sync(ctx, cat)
 	if err != nil && ix.Stats().Tools == 0 && len(cat.Tools) > 0 {
 		return nil, err

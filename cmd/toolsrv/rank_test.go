@@ -38,10 +38,13 @@ func runCLIWith(t *testing.T, stdin string, env map[string]string, args ...strin
 	var out, errb bytes.Buffer
 	home := t.TempDir()
 	e := &cliEnv{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, getenv: func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
 		if k == "HOME" {
 			return home
 		}
-		return env[k]
+		return ""
 	}}
 	code := dispatch(context.Background(), e, args)
 	return code, out.String(), errb.String()
@@ -66,6 +69,24 @@ func TestRankMessage(t *testing.T) {
 	}
 	if len(r.Hits) != 2 || r.Hits[0].Name != "calculator" || !r.Hits[0].Named || r.Hits[0].Score != 1 {
 		t.Fatalf("ranking %+v", r)
+	}
+}
+
+func TestRankCachesUnderHome(t *testing.T) {
+	dir, home := rankFixture(t), t.TempDir()
+	for i := 0; i < 2; i++ {
+		if code, _, errs := runCLIWith(t, "", map[string]string{"HOME": home}, "rank", "--tools", dir, "git status"); code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(home, ".cache", "toolsrv", "*", "index-*.gob"))
+	if len(files) != 1 {
+		t.Fatalf("cache files under $HOME/.cache/toolsrv: %v", files)
+	}
+	xdg := t.TempDir()
+	runCLIWith(t, "", map[string]string{"HOME": home, "XDG_CACHE_HOME": xdg}, "rank", "--tools", dir, "git status")
+	if files, _ := filepath.Glob(filepath.Join(xdg, "toolsrv", "*", "index-*.gob")); len(files) != 1 {
+		t.Fatalf("$XDG_CACHE_HOME not honoured: %v", files)
 	}
 }
 
