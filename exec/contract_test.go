@@ -230,3 +230,21 @@ func TestResultJSON(t *testing.T) {
 		t.Errorf("%s", b)
 	}
 }
+
+func TestLargeInputNotRead(t *testing.T) {
+	f := newFixture(t)
+	// The tool ignores its input; a 1 MiB argument must neither block the
+	// call nor leak the writer.
+	f.add("deaf", `{"description":"ignores stdin","cmd":"echo done"}`, "")
+	big := `{"blob":"` + strings.Repeat("x", 1<<20) + `"}`
+	res := f.mustOK(f.call(f.runner(nil), "deaf", big))
+	if string(res.Stdout) != "done\n" {
+		t.Errorf("stdout %q", res.Stdout)
+	}
+	// And a tool that reads it all gets every byte.
+	f.add("counter", `{"description":"counts stdin","cmd":"wc -c"}`, "")
+	res = f.mustOK(f.call(f.runner(nil), "counter", big))
+	if got := strings.TrimSpace(string(res.Stdout)); got != strconv.Itoa(len(big)+1) {
+		t.Errorf("tool read %s bytes, want %d (the JSON and a newline)", got, len(big)+1)
+	}
+}

@@ -150,6 +150,7 @@ func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc Cal
 		}
 		<-copied
 	}
+	pipes[0][1].Close() // unblocks the input writer if nobody read it
 	pipes[1][0].Close()
 	pipes[2][0].Close()
 
@@ -169,6 +170,7 @@ func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc Cal
 	case res.ExitCode != 0:
 		return fail(ErrExit, exitMessage(cmd.ProcessState, res), nil, res)
 	}
+	r.log.Debug("tool call", "tool", t.Name, "sandboxed", sandboxed, "duration", dur, "stdout", res.StdoutBytes, "stderr", res.StderrBytes)
 	res.Content = parseContent(res.Stdout)
 	if res.Truncated {
 		r.log.Warn("tool output truncated", "tool", t.Name, "stdout", res.StdoutBytes, "stderr", res.StderrBytes, "cap", r.opts.OutputCap)
