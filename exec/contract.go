@@ -149,13 +149,12 @@ func (e *CallError) Unwrap() []error {
 
 // Runner runs tools. It is safe for concurrent use.
 type Runner struct {
-	opts     Options
-	log      *slog.Logger
-	abi      int
-	abiErr   error
-	netns    bool
-	gates    *gates
-	basePath string
+	opts   Options
+	log    *slog.Logger
+	abi    int
+	abiErr error
+	netns  bool
+	gates  *gates
 }
 
 // HelperSibling is the name of an optional slim sandbox helper installed

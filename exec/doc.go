@@ -76,7 +76,8 @@
 //     MKNOD, SETUID, ...) is dropped from the bounding set.
 //
 // Network: tools without "network": true get no TCP connect or bind
-// (Landlock ABI 4+, refused below), and the MPTCP gap (Landlock's TCP rules
+// (Landlock ABI 4+; below that such tools are refused unless they get the
+// private network namespace), and the MPTCP gap (Landlock's TCP rules
 // do not cover IPPROTO_MPTCP sockets) is closed twice: a seccomp filter
 // makes socket(..., IPPROTO_MPTCP) fail with EPROTONOSUPPORT (programs fall
 // back to TCP, which Landlock denies), and, when toolsrv runs as root, the
@@ -104,7 +105,8 @@
 // Options.BypassSocket (OLLIE_BYPASS_SOCKET) answers {"allow": true} to one
 // BypassRequest (tool, arguments, working directory, session, agent,
 // command) within Options.BypassTimeout (60 s). No broker, a timeout, a
-// malformed answer or a denial refuses the call (ErrBypassRefused). An
-// approval covers that one call. ServeBroker is the protocol's server side
+// malformed answer or a denial refuses the call (ErrBypassRefused); so
+// does an answer that arrives after the deadline. An approval covers that
+// one call. Arguments are validated before the broker is asked. ServeBroker is the protocol's server side
 // ("toolsrv broker" asks a person on its terminal).
 package exec
