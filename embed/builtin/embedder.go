@@ -41,11 +41,19 @@ type Options struct {
 	// embedder subtracts from every vector (0: none, 1: all). Removing the
 	// direction all tools share makes cosine compare what distinguishes them.
 	Center float32
+	// IDFPower raises every term weight to this power (1: plain IDF);
+	// above 1 it sharpens the pooled vector toward the rarest terms.
+	IDFPower float32
+	// LeadBoost adds this much (relative) weight to a document term first
+	// seen among its first LeadTerms terms: the index puts the tool's name
+	// and description first, which describe it better than the long prompt.
+	LeadBoost float32
+	LeadTerms int
 }
 
 // DefaultOptions are the settings the shipped table was evaluated with.
 func DefaultOptions() Options {
-	return Options{ID: "builtin", UnseenIDF: 1, DocTF: false, Center: 0}
+	return Options{ID: "builtin", UnseenIDF: 0.25, DocTF: true, Center: 0, IDFPower: 1, LeadBoost: 0, LeadTerms: 24}
 }
 
 // Embedder is the built-in static embedder. It is immutable and safe for
@@ -165,7 +173,7 @@ func (e *Embedder) embed(text string, weight weightFunc, tf bool) []float32 {
 		uniq = append(uniq, tok)
 	}
 	n := 0
-	for _, tok := range uniq {
+	for pos, tok := range uniq {
 		row, ok := e.index[tok]
 		if !ok {
 			row = -1
@@ -174,8 +182,14 @@ func (e *Embedder) embed(text string, weight weightFunc, tf bool) []float32 {
 		if w <= 0 {
 			continue
 		}
+		if p := e.opts.IDFPower; p != 1 && p > 0 {
+			w = float32(math.Pow(float64(w), float64(p)))
+		}
 		if tf {
 			w *= 1 + float32(math.Log(float64(s.seen[tok])))
+			if pos < e.opts.LeadTerms {
+				w *= 1 + e.opts.LeadBoost
+			}
 		}
 		v := e.termVector(tok, row, s.tmp)
 		for i, x := range v {

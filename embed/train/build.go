@@ -14,19 +14,19 @@ import (
 
 // Options configure a whole build: data, vocabulary and training.
 type Options struct {
-	AptLists, ManDir, WordNetDir, GoRoot string
-	Sources                              []string // names to use; empty: all
-	VocabSize, MinCount                  int
-	Buckets, MinN, MaxN                  int
-	DocCap                               int // distinct terms kept per document side
-	Train                                Config
-	Log                                  *slog.Logger
+	AptLists, ManDir, WordNetDir, GoRoot, DictDir string
+	Sources                                       []string // names to use; empty: all
+	VocabSize, MinCount                           int
+	Buckets, MinN, MaxN                           int
+	DocCap                                        int // distinct terms kept per document side
+	Train                                         Config
+	Log                                           *slog.Logger
 }
 
 // DefaultOptions are the settings the shipped table is built with.
 func DefaultOptions() Options {
 	return Options{
-		AptLists: "/var/lib/apt/lists", ManDir: "/usr/share/man", WordNetDir: "/usr/share/wordnet", GoRoot: "/usr/local/go",
+		AptLists: "/var/lib/apt/lists", ManDir: "/usr/share/man", WordNetDir: "/usr/share/wordnet", GoRoot: "/usr/local/go", DictDir: "/usr/share/dictd",
 		VocabSize: 40000, MinCount: 3, Buckets: 16384, MinN: 3, MaxN: 5, DocCap: 128,
 		Train: Config{Dim: 256, Batch: 512, Epochs: 2, LR: 0.005, Tau: 0.05, Seed: 1, Workers: 2},
 	}
@@ -55,7 +55,7 @@ func Build(ctx context.Context, o Options) (*builtin.Table, *Stats, error) {
 		want[s] = true
 	}
 	var pairs []Pair
-	for _, s := range Sources(o.AptLists, o.ManDir, o.WordNetDir, o.GoRoot) {
+	for _, s := range Sources(o.AptLists, o.ManDir, o.WordNetDir, o.GoRoot, o.DictDir) {
 		if len(want) > 0 && !want[s.Name] {
 			continue
 		}
@@ -69,6 +69,8 @@ func Build(ctx context.Context, o Options) (*builtin.Table, *Stats, error) {
 	// Tokenize; drop pairs with an empty side and exact duplicates.
 	type bagPair struct{ q, d []string }
 	bags := make([]bagPair, 0, len(pairs))
+	var groups []int
+	groupOf := map[string]int{}
 	var all [][]string
 	seen := map[string]bool{}
 	for _, p := range pairs {
@@ -83,6 +85,12 @@ func Build(ctx context.Context, o Options) (*builtin.Table, *Stats, error) {
 		seen[key] = true
 		st.PairsBySource[p.Source]++
 		bags = append(bags, bagPair{q, d})
+		g, ok := groupOf[p.Source]
+		if !ok {
+			g = len(groupOf)
+			groupOf[p.Source] = g
+		}
+		groups = append(groups, g)
 		all = append(all, q, d)
 	}
 	st.Pairs = len(bags)
@@ -95,7 +103,7 @@ func Build(ctx context.Context, o Options) (*builtin.Table, *Stats, error) {
 	st.LoadTime = time.Since(t0)
 	log.Info("pairs ready", "pairs", st.Pairs, "vocab", st.Vocab, "took", st.LoadTime.Round(time.Millisecond))
 	t1 := time.Now()
-	E, loss, err := Train(ctx, v.Rows(), enc, o.Train)
+	E, loss, err := Train(ctx, v.Rows(), enc, groups, o.Train)
 	if err != nil {
 		return nil, nil, err
 	}

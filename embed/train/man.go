@@ -113,6 +113,7 @@ func parseRoff(raw []byte) *manPage {
 	section := ""
 	var name, desc strings.Builder
 	var opt strings.Builder
+	nm := ""      // mdoc: the name .Nm stands for
 	optState := 0 // 0 none, 1 expecting tag line, 2 collecting description
 	flushOpt := func() {
 		if s := strings.TrimSpace(opt.String()); s != "" {
@@ -158,8 +159,15 @@ func parseRoff(raw []byte) *manPage {
 			case "Nm":
 				if section == "NAME" {
 					name.WriteString(args + " ")
+					if nm == "" {
+						nm = strings.Trim(args, " ,")
+					}
+					continue
 				}
-				continue
+				if args == "" {
+					args = nm
+				}
+				l = args
 			case "Nd":
 				if section == "NAME" {
 					name.WriteString(`\- ` + args)

@@ -16,6 +16,9 @@ type Config struct {
 	Tau     float64 // softmax temperature
 	Seed    uint64
 	Workers int
+	// Homogeneous, when set, draws every batch from one source, so the
+	// in-batch negatives are of the same kind as the positive (harder).
+	Homogeneous bool
 	// Progress, if set, is called after every batch.
 	Progress func(batch, batches int, loss float64)
 }
@@ -24,7 +27,7 @@ type Config struct {
 // negatives (each query must pick its own document among the batch's, and
 // each document its own query), optimised with lazy sparse Adam. It is
 // deterministic for a given seed and input, whatever the worker count.
-func Train(ctx context.Context, rows int, pairs []encoded, cfg Config) ([]float32, float64, error) {
+func Train(ctx context.Context, rows int, pairs []encoded, groups []int, cfg Config) ([]float32, float64, error) {
 	d := cfg.Dim
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed))
 	E := make([]float32, rows*d)
@@ -43,13 +46,40 @@ func Train(ctx context.Context, rows int, pairs []encoded, cfg Config) ([]float3
 	var lastLoss float64
 	for ep := 0; ep < cfg.Epochs; ep++ {
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-		for s := 0; s+cfg.Batch <= len(order); s += cfg.Batch {
+		var starts [][]int // each batch's pair indices
+		if cfg.Homogeneous {
+			byGroup := map[int][]int{}
+			var keys []int
+			for _, i := range order {
+				if _, ok := byGroup[groups[i]]; !ok {
+					keys = append(keys, groups[i])
+				}
+				byGroup[groups[i]] = append(byGroup[groups[i]], i)
+			}
+			var rest []int
+			for _, k := range keys {
+				g := byGroup[k]
+				for s := 0; s+cfg.Batch <= len(g); s += cfg.Batch {
+					starts = append(starts, g[s:s+cfg.Batch])
+				}
+				rest = append(rest, g[len(g)-len(g)%cfg.Batch:]...)
+			}
+			for s := 0; s+cfg.Batch <= len(rest); s += cfg.Batch {
+				starts = append(starts, rest[s:s+cfg.Batch])
+			}
+			rng.Shuffle(len(starts), func(i, j int) { starts[i], starts[j] = starts[j], starts[i] })
+		} else {
+			for s := 0; s+cfg.Batch <= len(order); s += cfg.Batch {
+				starts = append(starts, order[s:s+cfg.Batch])
+			}
+		}
+		for _, idx := range starts {
 			if err := ctx.Err(); err != nil {
 				return nil, 0, err
 			}
-			batch := make([]*encoded, cfg.Batch)
-			for i := range batch {
-				batch[i] = &pairs[order[s+i]]
+			batch := make([]*encoded, len(idx))
+			for i, k := range idx {
+				batch[i] = &pairs[k]
 			}
 			loss := t.step(batch)
 			lastLoss = 0.98*lastLoss + 0.02*loss
@@ -141,6 +171,23 @@ func axpy(a float32, x, y []float32) {
 
 // step does one batch: forward, loss, backward, Adam update. It returns the loss.
 func (t *trainer) step(batch []*encoded) float64 {
+	loss := t.backward(batch)
+	t.update()
+	return loss
+}
+
+// lossAndGrad returns the loss and a copy of the table gradient (for tests).
+func (t *trainer) lossAndGrad(batch []*encoded) (float64, []float32) {
+	loss := t.backward(batch)
+	g := make([]float32, len(t.grad))
+	copy(g, t.grad)
+	t.update()
+	return loss, g
+}
+
+// backward computes the batch loss and accumulates the row gradients in
+// t.grad, listing the rows touched in t.touched.
+func (t *trainer) backward(batch []*encoded) float64 {
 	B, d := len(batch), t.d
 	inv := float32(1 / t.cfg.Tau)
 	Q, D := make([]float32, B*d), make([]float32, B*d)
@@ -262,7 +309,12 @@ func (t *trainer) step(batch []*encoded) float64 {
 			}
 		}
 	})
-	// Lazy Adam on the touched rows.
+	return loss
+}
+
+// update applies lazy Adam to the touched rows and clears their gradient.
+func (t *trainer) update() {
+	d, st := t.d, t.step_
 	const b1, b2, eps = 0.9, 0.999, 1e-8
 	c1 := 1 - math.Pow(b1, float64(st))
 	c2 := 1 - math.Pow(b2, float64(st))
@@ -279,5 +331,4 @@ func (t *trainer) step(batch []*encoded) float64 {
 			}
 		}
 	})
-	return loss
 }

@@ -30,7 +30,7 @@ type Source struct {
 }
 
 // Sources lists every source, in a fixed order.
-func Sources(aptLists, manDir, wordnetDir, goroot string) []Source {
+func Sources(aptLists, manDir, wordnetDir, goroot, dictDir string) []Source {
 	return []Source{
 		{"debian", "Debian package descriptions: each package's own free licence (DFSG); used as text statistics",
 			func(ctx context.Context) ([]Pair, error) { return debianPairs(ctx, aptLists) }},
@@ -42,6 +42,8 @@ func Sources(aptLists, manDir, wordnetDir, goroot string) []Source {
 			func(ctx context.Context) ([]Pair, error) { return wordnetPairs(ctx, wordnetDir) }},
 		{"godoc", "Go standard library doc comments (BSD-3-Clause)",
 			func(ctx context.Context) ([]Pair, error) { return goDocPairs(ctx, goroot) }},
+		{"dict", "dictd databases: FOLDOC (GFDL), Jargon File (public domain), V.E.R.A. (GFDL)",
+			func(ctx context.Context) ([]Pair, error) { return dictPairs(ctx, dictDir) }},
 	}
 }
 
@@ -52,7 +54,7 @@ func catFile(ctx context.Context, path string) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if strings.HasSuffix(path, ".gz") {
+		if strings.HasSuffix(path, ".gz") || strings.HasSuffix(path, ".dz") {
 			zr, err := gzip.NewReader(bytes.NewReader(raw))
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", path, err)

@@ -43,10 +43,15 @@ func run() int {
 	doctf := flag.Bool("doctf", builtin.DefaultOptions().DocTF, "weight document terms by 1+ln(tf)")
 	center := flag.Float64("center", float64(builtin.DefaultOptions().Center), "fraction of the catalog mean vector to subtract")
 	zalphas := flag.String("zalphas", "0.3,0.4,0.5", "BM25 weights of the z-score fusions to evaluate")
+	idfpow := flag.Float64("idfpow", float64(builtin.DefaultOptions().IDFPower), "power applied to term weights")
+	lead := flag.Float64("lead", float64(builtin.DefaultOptions().LeadBoost), "extra relative weight of a document's leading terms")
+	leadN := flag.Int("leadn", builtin.DefaultOptions().LeadTerms, "how many leading distinct terms get -lead")
+	viaIndex := flag.String("index", "", "also rank through the real index package with these lexical weights (e.g. 0.3,0.5)")
 	sources := flag.String("sources", "", "comma-separated sources to use (default all: debian,appstream,man,wordnet,godoc)")
 	flag.StringVar(&o.AptLists, "apt", o.AptLists, "apt lists directory (Translation-en, DEP-11)")
 	flag.StringVar(&o.ManDir, "man", o.ManDir, "manual pages directory")
 	flag.StringVar(&o.WordNetDir, "wordnet", o.WordNetDir, "WordNet dict directory (apt-get install wordnet-base)")
+	flag.StringVar(&o.DictDir, "dict", o.DictDir, "dictd databases directory (apt-get install dict-foldoc dict-jargon dict-vera)")
 	flag.StringVar(&o.GoRoot, "goroot", runtime.GOROOT(), "Go root whose src/ doc comments are read")
 	flag.IntVar(&o.VocabSize, "vocab", o.VocabSize, "vocabulary size")
 	flag.IntVar(&o.MinCount, "mincount", o.MinCount, "minimum texts a vocabulary term appears in")
@@ -58,6 +63,7 @@ func run() int {
 	flag.Float64Var(&o.Train.LR, "lr", o.Train.LR, "Adam learning rate")
 	flag.Float64Var(&o.Train.Tau, "tau", o.Train.Tau, "softmax temperature")
 	flag.Uint64Var(&o.Train.Seed, "seed", o.Train.Seed, "random seed")
+	flag.BoolVar(&o.Train.Homogeneous, "homog", o.Train.Homogeneous, "draw each batch from one source (harder negatives)")
 	flag.IntVar(&o.Train.Workers, "workers", o.Train.Workers, "goroutines")
 	flag.Parse()
 	if *sources != "" {
@@ -131,6 +137,9 @@ func run() int {
 	eo.UnseenIDF = float32(*unseen)
 	eo.DocTF = *doctf
 	eo.Center = float32(*center)
+	eo.IDFPower = float32(*idfpow)
+	eo.LeadBoost = float32(*lead)
+	eo.LeadTerms = *leadN
 	e, err := builtin.FromTable(tb, eo)
 	if err != nil {
 		log.Error("table", "err", err)
@@ -161,6 +170,23 @@ func run() int {
 		if err != nil {
 			log.Error("evaluate", "corpus", c.Name, "err", err)
 			return 1
+		}
+		if *viaIndex != "" {
+			var as []float64
+			for _, a := range strings.Split(*viaIndex, ",") {
+				var x float64
+				if _, err := fmt.Sscan(a, &x); err == nil {
+					as = append(as, x)
+				}
+			}
+			ri, err := train.EvaluateIndex(ctx, c, filepath.Dir(q), e, as)
+			if err != nil {
+				log.Error("evaluate through the index", "corpus", c.Name, "err", err)
+				return 1
+			}
+			for k, v := range ri.Modes {
+				r.Modes[k] = v
+			}
 		}
 		results = append(results, r)
 	}

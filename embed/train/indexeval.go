@@ -1,0 +1,75 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+
+	"toolsrv/embed"
+	"toolsrv/index"
+	"toolsrv/registry"
+)
+
+// EvaluateIndex ranks a corpus with the real index (registry → index, no
+// cache) and measures its lexical and dense components fused with each
+// lexical weight α as the index does: α·lexical + (1−α)·dense, a tool named
+// verbatim first. Modes are "index-bm25", "index-dense", "index a=α".
+func EvaluateIndex(ctx context.Context, c *Corpus, dir string, emb embed.Embedder, alphas []float64) (*Result, error) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	reg := registry.New(registry.Options{Dirs: []string{filepath.Join(dir, "tools")}, Logger: quiet})
+	if err := reg.Load(ctx); err != nil {
+		return nil, err
+	}
+	ix := index.New(emb, index.Options{NoCache: true, Logger: quiet})
+	if err := ix.Sync(ctx, reg.Catalog()); err != nil {
+		return nil, err
+	}
+	acc := map[string]*[3]Metrics{}
+	record := func(mode string, m Metrics, held bool) {
+		a := acc[mode]
+		if a == nil {
+			a = &[3]Metrics{}
+			acc[mode] = a
+		}
+		a[0].add(m)
+		if held {
+			a[2].add(m)
+		} else {
+			a[1].add(m)
+		}
+	}
+	for _, q := range c.Queries {
+		r, err := ix.Rank(ctx, index.Query{Text: q.Query})
+		if err != nil {
+			return nil, err
+		}
+		if r.Degraded {
+			return nil, fmt.Errorf("query %s ranked degraded: %s", q.ID, r.Reason)
+		}
+		names := make([]string, len(r.Hits))
+		lex, den := make([]float64, len(r.Hits)), make([]float64, len(r.Hits))
+		for i, h := range r.Hits {
+			names[i], lex[i], den[i] = h.Name, h.Lexical, h.Dense
+			if h.Named {
+				lex[i], den[i] = 10, 10
+			}
+		}
+		held := q.Heldout()
+		record("index-bm25", judge(lex, names, q.Relevant), held)
+		record("index-dense", judge(den, names, q.Relevant), held)
+		for _, a := range alphas {
+			s := make([]float64, len(lex))
+			for i := range s {
+				s[i] = a*lex[i] + (1-a)*den[i]
+			}
+			record(fmt.Sprintf("index a=%.2f", a), judge(s, names, q.Relevant), held)
+		}
+	}
+	res := &Result{Corpus: c.Name, Modes: map[string][3]Metrics{}}
+	for k, a := range acc {
+		res.Modes[k] = [3]Metrics{a[0].mean(), a[1].mean(), a[2].mean()}
+	}
+	return res, nil
+}
