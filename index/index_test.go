@@ -284,7 +284,7 @@ func TestRankScoresAndFilters(t *testing.T) {
 		{"bm25", Query{Text: "record staged changes", Mode: Lexical, K: 2}, "git_commit", 2},
 		{"dense", Query{Text: "translate this into german", Mode: Dense, K: 1}, "translate_text", 1},
 		{"named beats content", Query{Text: "use read_file to show the weather forecast", K: 3}, "read_file", 3},
-		{"named, case folded", Query{Text: "run Calculator please", K: 1}, "calculator", 1},
+		{"named, case folded", Query{Text: "run the Calculator tool please", K: 1}, "calculator", 1},
 		{"allow filter", Query{Text: "git", Allow: func(n string) bool { return n != "git_status" }, K: 1}, "git_commit", 1},
 		{"context helps", Query{Text: "and for Berlin?", Context: []string{"what is the temperature forecast in Rome"}, K: 1}, "get_weather", 1},
 	}

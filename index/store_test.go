@@ -98,3 +98,32 @@ func TestTokens(t *testing.T) {
 		t.Errorf("terms kept stopwords: %q", got)
 	}
 }
+
+func TestNamedTools(t *testing.T) {
+	byName := map[string]int{"git_status": 0, "search": 1, "pdf2text": 2, "getWeather": 3, "ls": 4, "calculator": 5}
+	cases := map[string]string{
+		"run git_status.":                    "git_status",
+		"what does GIT_STATUS say":           "git_status",
+		"convert with pdf2text, then mail":   "pdf2text",
+		"call getWeather for Oslo":           "getWeather",
+		"search for research papers":         "",
+		"use `search` to find papers":        "search",
+		`try "search" first`:                 "search",
+		"the search tool, please":            "search",
+		"tool Calculator: 2+2":               "calculator",
+		"ls the directory":                   "",
+		"git status":                         "",
+		"my calculator broke":                "",
+		"git_status_extra is not git_status": "git_status",
+	}
+	for text, want := range cases {
+		got := namedTools(text, byName)
+		var names []string
+		for n := range got {
+			names = append(names, n)
+		}
+		if strings.Join(names, ",") != want {
+			t.Errorf("namedTools(%q) = %v, want %q", text, names, want)
+		}
+	}
+}
