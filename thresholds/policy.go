@@ -153,24 +153,29 @@ func (s Selection) Ranked() int {
 // already be filtered out (index.Query.Allow).
 func (p Policy) Select(hits []Candidate, c Context) Selection {
 	lv := p.For(c.Degraded)
-	sorted := make([]Candidate, 0, len(hits))
-	for _, h := range hits {
-		if !math.IsNaN(h.Score) {
-			sorted = append(sorted, h)
+	sorted := hits
+	if !bestFirst(hits) {
+		sorted = make([]Candidate, 0, len(hits))
+		for _, h := range hits {
+			if !math.IsNaN(h.Score) {
+				sorted = append(sorted, h)
+			}
 		}
+		sort.SliceStable(sorted, func(i, j int) bool { return before(sorted[i], sorted[j]) })
 	}
-	sort.SliceStable(sorted, func(i, j int) bool {
-		if sorted[i].Score != sorted[j].Score {
-			return sorted[i].Score > sorted[j].Score
-		}
-		return sorted[i].Name < sorted[j].Name
-	})
-	sel := Selection{Levels: lv, Degraded: c.Degraded, Tools: []Offer{}}
+	sel := Selection{Levels: lv, Degraded: c.Degraded, Tools: make([]Offer, 0, min(lv.MaxTools, len(sorted))+len(c.Hot))}
 	if len(sorted) > 0 {
 		sel.Best = sorted[0].Score
 	}
 	cut := lv.Relative * sel.Best
-	offered := map[string]bool{}
+	offered := func(name string) bool {
+		for _, o := range sel.Tools {
+			if o.Name == name {
+				return true
+			}
+		}
+		return false
+	}
 	for _, h := range sorted {
 		if len(sel.Tools) >= lv.MaxTools || h.Score < lv.Min || h.Score < cut {
 			// Sorted by score: nothing later can clear Min or the relative cut.
@@ -179,29 +184,47 @@ func (p Policy) Select(hits []Candidate, c Context) Selection {
 		if tierOf(c.Tier, h.Name) == registry.Cold && h.Score < lv.ColdMin {
 			continue
 		}
-		if offered[h.Name] {
+		if offered(h.Name) {
 			continue
 		}
-		offered[h.Name] = true
 		sel.Tools = append(sel.Tools, Offer{Name: h.Name, Score: h.Score, Why: ByScore})
 	}
 	ranked := len(sel.Tools)
 	sel.NoToolFits = ranked == 0
-	scores := map[string]float64{}
-	for _, h := range sorted {
-		if _, ok := scores[h.Name]; !ok {
-			scores[h.Name] = h.Score
-		}
-	}
 	for _, name := range c.Hot {
-		if offered[name] {
+		if offered(name) {
 			continue
 		}
-		offered[name] = true
-		sel.Tools = append(sel.Tools, Offer{Name: name, Score: scores[name], Why: ByTier})
+		score := 0.0
+		for _, h := range sorted {
+			if h.Name == name {
+				score = h.Score
+				break
+			}
+		}
+		sel.Tools = append(sel.Tools, Offer{Name: name, Score: score, Why: ByTier})
 	}
 	sel.Reason = reason(sel, lv, ranked, len(sorted))
 	return sel
+}
+
+// before orders candidates best first, ties by name.
+func before(a, b Candidate) bool {
+	if a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	return a.Name < b.Name
+}
+
+// bestFirst reports whether hits are already in Select's order without
+// NaNs (an index ranking is), so Select need not copy and sort them.
+func bestFirst(hits []Candidate) bool {
+	for i, h := range hits {
+		if math.IsNaN(h.Score) || i > 0 && before(h, hits[i-1]) {
+			return false
+		}
+	}
+	return true
 }
 
 func reason(sel Selection, lv Levels, ranked, n int) string {

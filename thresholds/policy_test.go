@@ -201,3 +201,17 @@ func TestApplyUsesRankingDegraded(t *testing.T) {
 		t.Fatalf("degraded ranking offered %v, want the stricter degraded levels", got)
 	}
 }
+
+// BenchmarkSelect: the policy on a top-50 ranking (it runs on every rank).
+func BenchmarkSelect(b *testing.B) {
+	hits := make([]Candidate, 50)
+	for i := range hits {
+		hits[i] = Candidate{Name: "tool" + string(rune('a'+i%26)) + string(rune('a'+i/26)), Score: 1 - float64(i)/60}
+	}
+	p := Policy{Levels: Levels{Min: 0.3, ColdMin: 0.4, Relative: 0.5, MaxTools: 5}}
+	c := Context{Hot: []string{"shell"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		p.Select(hits, c)
+	}
+}
