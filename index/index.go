@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,8 +31,10 @@ type Options struct {
 	// RefitShare: a CatalogAware embedder is fitted again when more than
 	// this share of the catalog was embedded since the last fit; 0 means 0.25.
 	RefitShare float64
-	// BatchSize is the number of documents per EmbedDocuments call (64).
+	// BatchSize is the number of documents per EmbedDocuments call (64);
+	// Workers is how many calls run at once (GOMAXPROCS, at most 4).
 	BatchSize int
+	Workers   int
 	// Progress, if set, is called while documents are embedded.
 	Progress func(done, total int)
 	// SaveDelay is how long Follow waits for quiet before saving (2 s).
@@ -112,6 +115,9 @@ func New(emb embed.Embedder, opts Options) *Index {
 	}
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 64
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = min(runtime.GOMAXPROCS(0), 4)
 	}
 	if opts.SaveDelay <= 0 {
 		opts.SaveDelay = 2 * time.Second
@@ -504,45 +510,100 @@ func (ix *Index) vectors(ctx context.Context, emb embed.Embedder, st *store, doc
 		progress(0, len(todo))
 	}
 	start := time.Now()
-	fresh := 0
+
+	// Batches are embedded by a few workers (the built-in embedder is
+	// CPU-bound; a server takes concurrent requests); results are checked
+	// and stored here, one at a time.
+	type batchResult struct {
+		batch []*document
+		vs    [][]float32
+		err   error
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var batches [][]*document
 	for i := 0; i < len(todo); i += ix.opts.BatchSize {
-		batch := todo[i:min(i+ix.opts.BatchSize, len(todo))]
-		texts := make([]string, len(batch))
-		for j, d := range batch {
-			texts[j] = d.text
+		batches = append(batches, todo[i:min(i+ix.opts.BatchSize, len(todo))])
+	}
+	jobs := make(chan []*document)
+	results := make(chan batchResult)
+	var wg sync.WaitGroup
+	for w := 0; w < min(ix.opts.Workers, len(batches)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for batch := range jobs {
+				texts := make([]string, len(batch))
+				for j, d := range batch {
+					texts[j] = d.text
+				}
+				vs, err := emb.EmbedDocuments(wctx, texts)
+				if err == nil && len(vs) != len(batch) {
+					err = fmt.Errorf("embedder %s returned %d vectors for %d texts", emb.ID(), len(vs), len(batch))
+				}
+				results <- batchResult{batch, vs, err}
+			}
+		}()
+	}
+	go func() {
+		defer close(jobs)
+		for _, b := range batches {
+			select {
+			case jobs <- b:
+			case <-wctx.Done():
+				return
+			}
 		}
-		vs, err := emb.EmbedDocuments(ctx, texts)
-		if err == nil && len(vs) != len(batch) {
-			err = fmt.Errorf("embedder %s returned %d vectors for %d texts", emb.ID(), len(vs), len(batch))
-		}
-		if err != nil {
-			return out, fresh, fmt.Errorf("embedding %d tools with %s: %w", len(todo)-i, emb.ID(), err)
+	}()
+	go func() { wg.Wait(); close(results) }()
+
+	fresh := 0
+	var firstErr error
+	store := func(r batchResult) error {
+		if r.err != nil {
+			return fmt.Errorf("embedding %d tools with %s: %w", len(todo)-fresh, emb.ID(), r.err)
 		}
 		if out.store == nil {
-			ns, serr := newStore(emb.ID(), len(vs[0]))
-			if serr != nil {
-				return out, fresh, serr
+			ns, err := newStore(emb.ID(), len(r.vs[0]))
+			if err != nil {
+				return err
 			}
 			out.store = ns
 		}
-		put := make([]vecDoc, 0, len(batch))
-		for j, d := range batch {
-			if len(vs[j]) != out.store.dim {
-				return out, fresh, fmt.Errorf("%w: %s gave %d dimensions, the index holds %d", errDimChanged, emb.ID(), len(vs[j]), out.store.dim)
+		put := make([]vecDoc, 0, len(r.batch))
+		for j, d := range r.batch {
+			if len(r.vs[j]) != out.store.dim {
+				return fmt.Errorf("%w: %s gave %d dimensions, the index holds %d", errDimChanged, emb.ID(), len(r.vs[j]), out.store.dim)
 			}
-			if err := checkVector(vs[j], out.store.dim); err != nil {
-				return out, fresh, fmt.Errorf("embedder %s, tool %s: %w", emb.ID(), d.name, err)
+			if err := checkVector(r.vs[j], out.store.dim); err != nil {
+				return fmt.Errorf("embedder %s, tool %s: %w", emb.ID(), d.name, err)
 			}
-			put = append(put, vecDoc{hash: d.hash, name: d.name, vec: vs[j]})
-			out.m[d.hash] = normalized(vs[j])
+			put = append(put, vecDoc{hash: d.hash, name: d.name, vec: r.vs[j]})
 		}
 		if err := out.store.put(ctx, put); err != nil {
-			return out, fresh, err
+			return err
 		}
-		fresh += len(batch)
+		for _, p := range put {
+			out.m[p.hash] = normalized(p.vec)
+		}
+		fresh += len(r.batch)
 		if progress != nil {
-			progress(i+len(batch), len(todo))
+			progress(fresh, len(todo))
 		}
+		return nil
+	}
+	// Receive until the workers are done; after an error, drain (the
+	// workers stop taking batches once wctx is cancelled).
+	for r := range results {
+		if firstErr == nil {
+			if err := store(r); err != nil {
+				firstErr = err
+				cancel()
+			}
+		}
+	}
+	if firstErr != nil {
+		return out, fresh, firstErr
 	}
 	ix.log.Debug("index: embedded tools", "n", fresh, "embedder", emb.ID(), "took", time.Since(start))
 	return out, fresh, nil

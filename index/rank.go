@@ -274,7 +274,7 @@ func (v *view) rank(q Query, lex []float64, norm float64, qvec []float32, alpha 
 	if q.K > 0 && q.K < len(hits) {
 		hits = topK(hits, q.K)
 	} else {
-		slices.SortFunc(hits, compareHits)
+		sortHits(hits)
 	}
 	return Ranking{Hits: hits, Revision: v.rev}
 }
@@ -285,15 +285,35 @@ func (v *view) lexScores(lexQ map[string]float64) ([]float64, float64) {
 	return lex, v.lex.score(lexQ, lex)
 }
 
+// sortHits sorts best first. It sorts pointers (a Hit is 56 bytes) and
+// then lays the hits out in order.
+func sortHits(hits []Hit) {
+	ptrs := make([]*Hit, len(hits))
+	for i := range hits {
+		ptrs[i] = &hits[i]
+	}
+	slices.SortFunc(ptrs, compareHits)
+	sorted := make([]Hit, len(hits))
+	for i, p := range ptrs {
+		sorted[i] = *p
+	}
+	copy(hits, sorted)
+}
+
 // compareHits is better as a three-way comparison.
-func compareHits(a, b Hit) int {
+func compareHits(a, b *Hit) int {
 	switch {
-	case better(a, b):
+	case a.Named != b.Named:
+		if a.Named {
+			return -1
+		}
+		return 1
+	case a.Score > b.Score:
 		return -1
-	case better(b, a):
+	case a.Score < b.Score:
 		return 1
 	}
-	return 0
+	return strings.Compare(a.Name, b.Name)
 }
 
 // better orders hits: named tools first, then by score, then by name (so
@@ -346,7 +366,7 @@ func topK(hits []Hit, k int) []Hit {
 			down(0)
 		}
 	}
-	slices.SortFunc(h, compareHits)
+	sortHits(h)
 	return h
 }
 

@@ -143,3 +143,29 @@ func BenchmarkRank(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBuild measures building the index from scratch (fit, embed every
+// document with the built-in embedder, BM25, matrix), without a cache.
+//
+//	go test -run '^$' -bench BenchmarkBuild -benchtime 1x ./index/
+func BenchmarkBuild(b *testing.B) {
+	ctx := context.Background()
+	emb, err := builtin.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []int{1000, 10000, 100000} {
+		docs := synthDocs(n)
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				ix := New(emb, Options{NoCache: true, Logger: quiet()})
+				ix.upd.Lock()
+				err := ix.updateLocked(ctx, synthSource(docs), nil, nil, true)
+				ix.upd.Unlock()
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
