@@ -327,15 +327,29 @@ func (ix *Index) updateLocked(ctx context.Context, cat source, upserted, removed
 	if v.st == nil && vecs.store != nil {
 		v.st, v.dim = vecs.store, vecs.store.dim
 	}
+	var stale []string // vectors of removed tools and of replaced texts
 	for _, n := range drop {
+		if s, ok := v.byName[n]; ok {
+			stale = append(stale, v.slots[s].hash)
+		}
 		v.remove(n)
 	}
 	for i := range todo {
+		if s, ok := v.byName[todo[i].name]; ok && v.slots[s].hash != todo[i].hash {
+			stale = append(stale, v.slots[s].hash)
+		}
 		v.upsert(&todo[i], vecs.get(todo[i].hash), err)
 	}
 	v.rev = cat.rev
+	st := v.st
 	ix.mu.Unlock()
 	if fresh > 0 {
+		ix.dirty = true
+	}
+	if st != nil && len(stale) > 0 {
+		if rerr := st.remove(ctx, stale...); rerr != nil {
+			ix.log.Warn("index: removing stale vectors", "err", rerr)
+		}
 		ix.dirty = true
 	}
 	if full {
@@ -448,13 +462,20 @@ func (ix *Index) pruneLocked(ctx context.Context) {
 		return
 	}
 	live := map[string]bool{}
+	withVec := 0
 	ix.mu.RLock()
 	for _, s := range v.slots {
 		if s.live {
 			live[s.hash] = true
+			if s.vec {
+				withVec++
+			}
 		}
 	}
 	ix.mu.RUnlock()
+	if v.st.count() <= withVec { // every stored vector is in use (listing 100k costs ~0.3 s)
+		return
+	}
 	var stale []string
 	for h := range v.st.ids(ctx) {
 		if !live[h] {

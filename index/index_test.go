@@ -358,6 +358,9 @@ func TestFollowAppliesRegistryChanges(t *testing.T) {
 	if got := e.st.docTexts.Load() - calls; got != 1 {
 		t.Fatalf("the change embedded %d texts, want 1", got)
 	}
+	if st := ix.Stats(); st.Vectors != st.Tools || st.Tools != 14 {
+		t.Fatalf("stale vectors kept: %+v", st)
+	}
 	cancel()
 	<-done
 	if _, _, err := readCache(ix.Stats().Cache); err != nil {
@@ -411,5 +414,28 @@ func TestReadsServedWhileUpdating(t *testing.T) {
 	r, _ = ix.Rank(ctx, Query{Text: "render a pdf page", K: 1})
 	if r.Hits[0].Name != "pdf_render" || r.Revision != 2 {
 		t.Fatalf("after update: %+v", r)
+	}
+}
+
+func TestMessageWithoutWords(t *testing.T) {
+	ctx := context.Background()
+	e := newHashEmbedder(32)
+	ix := New(e, Options{NoCache: true, Logger: quiet()})
+	if err := ix.Sync(ctx, loadReg(t, copyTools(t)).Catalog()); err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"", "  ", "?!…"} {
+		r, err := ix.Rank(ctx, Query{Text: text, K: 3})
+		if err != nil || r.Degraded || len(r.Hits) != 3 {
+			t.Fatalf("%q: %+v %v", text, r, err)
+		}
+		for _, h := range r.Hits {
+			if h.Score != 0 {
+				t.Fatalf("%q matched %+v", text, h)
+			}
+		}
+	}
+	if n := e.st.queryCalls.Load(); n != 0 {
+		t.Fatalf("embedded a message without words %d times", n)
 	}
 }

@@ -94,7 +94,8 @@ func (ix *Index) Rank(ctx context.Context, q Query) (Ranking, error) {
 	// Start the query embedding at once; score lexically meanwhile.
 	var emb <-chan embedResult
 	var degraded string
-	if q.Mode != Lexical {
+	empty := len(tokens(q.Text)) == 0 && len(tokens(contextText(q.Context))) == 0
+	if q.Mode != Lexical && !empty { // a message without words matches nothing
 		ix.mu.RLock()
 		missing, verr, n, e := v.missing, v.err, len(v.byName), v.emb
 		ix.mu.RUnlock()
@@ -127,7 +128,9 @@ func (ix *Index) Rank(ctx context.Context, q Query) (Ranking, error) {
 			timer.Stop()
 			if r.err != nil {
 				degraded = "embedder failed: " + r.err.Error()
-				if ctx.Err() == nil { // the caller giving up is not the embedder's fault
+				// Neither the caller giving up nor one odd message means the
+				// embedder is down.
+				if ctx.Err() == nil && !errors.Is(r.err, errBadQueryVector) {
 					ix.brk.fail(r.err)
 				}
 			} else {
@@ -173,6 +176,10 @@ func waitBudget(ctx context.Context) time.Duration {
 	return max(left-reserve, 0)
 }
 
+// errBadQueryVector marks an unusable vector for one message (say, all
+// zeros): the embedder works, this message just has no embedding.
+var errBadQueryVector = errors.New("no usable vector for this message")
+
 type embedResult struct {
 	vec []float32
 	err error
@@ -207,7 +214,7 @@ func (ix *Index) embedQuery(ctx context.Context, e interface {
 		}
 		if err == nil {
 			if cerr := checkVector(vec, len(vec)); cerr != nil {
-				err = fmt.Errorf("query vector: %w", cerr)
+				err = fmt.Errorf("%w: %w", errBadQueryVector, cerr)
 			} else {
 				vec = normalized(vec)
 			}
