@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"hash/fnv"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,7 +65,7 @@ func TestRankMessage(t *testing.T) {
 		t.Fatalf("output:\n%s", out)
 	}
 
-	code, out, _ = runCLIWith(t, "", nil, "rank", "--tools", dir, "--cache", cache, "--json", "--k", "2", "--mode", "bm25", "please sum these numbers with calculator")
+	code, out, _ = runCLIWith(t, "", nil, "rank", "--tools", dir, "--cache", cache, "--json", "--k", "2", "--mode", "bm25", "please use the calculator tool on these numbers")
 	var r index.Ranking
 	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil {
 		t.Fatalf("exit %d, %v:\n%s", code, err, out)
@@ -201,5 +204,65 @@ func TestRankOllamaDownDegrades(t *testing.T) {
 	}
 	if !strings.Contains(errs, "no ollama server at http://"+addr) || !strings.Contains(errs, "degraded") {
 		t.Fatalf("stderr does not say what happened:\n%s", errs)
+	}
+}
+
+// fakeOllamaEmbed is a minimal /api/embed server (a contract fake: the
+// documented request and response shapes) whose vectors are bags of words
+// hashed into 64 dimensions, so that similar texts get similar vectors.
+func fakeOllamaEmbed(t *testing.T) (addr string, requests *int) {
+	t.Helper()
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model string   `json:"model"`
+			Input []string `json:"input"`
+		}
+		if r.URL.Path != "/api/embed" || json.NewDecoder(r.Body).Decode(&req) != nil {
+			http.Error(w, `{"error":"bad request"}`, http.StatusBadRequest)
+			return
+		}
+		n++
+		embs := make([][]float32, len(req.Input))
+		for i, s := range req.Input {
+			v := make([]float32, 64)
+			v[0] = 0.1
+			for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return r < 'a' || r > 'z' }) {
+				h := fnv.New32a()
+				h.Write([]byte(strings.TrimSuffix(w, "s")))
+				v[1+h.Sum32()%63]++
+			}
+			embs[i] = v
+		}
+		json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "embeddings": embs})
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://"), &n
+}
+
+func TestRankWithOllama(t *testing.T) {
+	addr, requests := fakeOllamaEmbed(t)
+	dir, cache := rankFixture(t), t.TempDir()
+	env := map[string]string{"OLLAMA_HOST": addr}
+	code, out, errs := runCLIWith(t, "", env, "rank", "--tools", dir, "--cache", cache, "--embedder", "ollama", "--json", "--k", "1", "--mode", "dense", "send mail")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r index.Ranking
+	json.Unmarshal([]byte(out), &r)
+	if r.Degraded || len(r.Hits) != 1 || r.Hits[0].Name != "send_email" {
+		t.Fatalf("ranking %+v\n%s", r, errs)
+	}
+	if *requests != 2 { // one batch of 5 documents, one query
+		t.Fatalf("%d requests, want 2", *requests)
+	}
+	files, _ := filepath.Glob(filepath.Join(cache, "index-*.gob"))
+	if len(files) != 1 {
+		t.Fatalf("cache files %v", files)
+	}
+	// A second run reuses the vectors: only the query is embedded.
+	runCLIWith(t, "", env, "rank", "--tools", dir, "--cache", cache, "--embedder", "ollama", "send mail")
+	if *requests != 3 {
+		t.Fatalf("%d requests after a rerun, want 3", *requests)
 	}
 }
