@@ -30,6 +30,7 @@ type embedderFlags struct {
 	timeout     time.Duration
 	cacheDir    string
 	noCache     bool
+	alpha       float64
 }
 
 func addEmbedderFlags(fs *flag.FlagSet) *embedderFlags {
@@ -39,6 +40,7 @@ func addEmbedderFlags(fs *flag.FlagSet) *embedderFlags {
 	fs.DurationVar(&f.timeout, "embed-timeout", 60*time.Second, "HTTP timeout of each Ollama request")
 	fs.StringVar(&f.cacheDir, "cache", "", "index cache directory (default: the user cache dir, toolsrv/<embedder>)")
 	fs.BoolVar(&f.noCache, "no-cache", false, "keep the index in memory only")
+	fs.Float64Var(&f.alpha, "lexical-weight", 0.5, "hybrid score = w·lexical + (1−w)·dense, 0 < w ≤ 1")
 	return f
 }
 
@@ -70,7 +72,10 @@ func (f *embedderFlags) buildIndex(ctx context.Context, env *cliEnv, emb embed.E
 		}
 		dir = index.CacheDirUnder(root, emb.ID())
 	}
-	ix := index.New(emb, index.Options{CacheDir: dir, NoCache: f.noCache, Logger: logger(env), Progress: p.update})
+	if f.alpha <= 0 || f.alpha > 1 {
+		return nil, fmt.Errorf("--lexical-weight %v: want 0 < w ≤ 1 (use --mode dense for vectors only)", f.alpha)
+	}
+	ix := index.New(emb, index.Options{CacheDir: dir, NoCache: f.noCache, Logger: logger(env), Progress: p.update, LexicalWeight: f.alpha})
 	err := ix.Sync(ctx, cat)
 	if err != nil && ix.Stats().Tools == 0 && len(cat.Tools) > 0 {
 		return nil, err
