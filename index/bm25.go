@@ -13,15 +13,21 @@ const (
 // Documents live in slots shared with the dense matrix. Not safe for
 // concurrent use; the Index guards it.
 type lexicon struct {
-	postings map[string]map[int32]float32 // term → slot → weighted tf
+	postings map[string][]posting // term → documents that contain it (any order)
 	docLen   []float32                    // by slot; 0 for a free slot
 	docTerms [][]string                   // by slot: the distinct terms, for removal
 	totalLen float64
 	n        int
 }
 
+// posting is one document's weighted term frequency.
+type posting struct {
+	slot int32
+	tf   float32
+}
+
 func newLexicon() *lexicon {
-	return &lexicon{postings: map[string]map[int32]float32{}}
+	return &lexicon{postings: map[string][]posting{}}
 }
 
 // add indexes the fields of a document in slot (which must be free).
@@ -43,12 +49,7 @@ func (l *lexicon) add(slot int, fields []field) {
 	}
 	terms := make([]string, 0, len(tf))
 	for t, w := range tf {
-		p := l.postings[t]
-		if p == nil {
-			p = map[int32]float32{}
-			l.postings[t] = p
-		}
-		p[int32(slot)] = w
+		l.postings[t] = append(l.postings[t], posting{int32(slot), w})
 		terms = append(terms, t)
 	}
 	l.docLen[slot] = length
@@ -64,9 +65,17 @@ func (l *lexicon) remove(slot int) {
 	}
 	for _, t := range l.docTerms[slot] {
 		p := l.postings[t]
-		delete(p, int32(slot))
+		for i := range p {
+			if p[i].slot == int32(slot) { // swap-delete: order does not matter
+				p[i] = p[len(p)-1]
+				p = p[:len(p)-1]
+				break
+			}
+		}
 		if len(p) == 0 {
 			delete(l.postings, t)
+		} else {
+			l.postings[t] = p
 		}
 	}
 	l.totalLen -= float64(l.docLen[slot])
@@ -95,10 +104,10 @@ func (l *lexicon) score(query map[string]float64, out []float64) (norm float64) 
 	for t, qw := range query {
 		idf := l.idf(t)
 		norm += qw * idf
-		for slot, tf := range l.postings[t] {
-			f := float64(tf)
-			dl := float64(l.docLen[slot])
-			out[slot] += qw * idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*dl/avg))
+		for _, p := range l.postings[t] {
+			f := float64(p.tf)
+			dl := float64(l.docLen[p.slot])
+			out[p.slot] += qw * idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*dl/avg))
 		}
 	}
 	return norm

@@ -1,0 +1,51 @@
+package index
+
+import (
+	"math"
+	"testing"
+)
+
+// An index updated incrementally scores exactly like one built from scratch.
+func TestLexiconIncrementalEqualsFresh(t *testing.T) {
+	docs := synthDocs(300)
+	inc := newLexicon()
+	for i := range docs {
+		inc.add(i, docs[i].fields)
+	}
+	// Remove every third document, then re-add some of them in other slots.
+	for i := 0; i < len(docs); i += 3 {
+		inc.remove(i)
+	}
+	inc.remove(0) // twice: a no-op
+	fresh := newLexicon()
+	slots := map[int]int{} // doc → slot in inc
+	for i := range docs {
+		if i%3 != 0 {
+			fresh.add(i, docs[i].fields)
+			slots[i] = i
+		}
+	}
+	for i := 3; i < len(docs); i += 30 {
+		inc.add(i, docs[i].fields)
+		fresh.add(i, docs[i].fields)
+	}
+	if inc.n != fresh.n || math.Abs(inc.totalLen-fresh.totalLen) > 1e-6 {
+		t.Fatalf("n %d/%d, length %v/%v", inc.n, fresh.n, inc.totalLen, fresh.totalLen)
+	}
+	for _, q := range []string{"weather forecast city", "git commit branch", "pdf image zzz"} {
+		qm := map[string]float64{}
+		for _, w := range terms(q) {
+			qm[w] = 1
+		}
+		a, b := make([]float64, len(docs)), make([]float64, len(docs))
+		na, nb := inc.score(qm, a), fresh.score(qm, b)
+		if math.Abs(na-nb) > 1e-9 {
+			t.Fatalf("%q: norm %v vs %v", q, na, nb)
+		}
+		for i := range a {
+			if math.Abs(a[i]-b[i]) > 1e-9 {
+				t.Fatalf("%q: doc %d scores %v incrementally, %v fresh", q, i, a[i], b[i])
+			}
+		}
+	}
+}
