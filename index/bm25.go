@@ -14,8 +14,8 @@ const (
 // concurrent use; the Index guards it.
 type lexicon struct {
 	postings map[string][]posting // term → documents that contain it (any order)
-	docLen   []float32                    // by slot; 0 for a free slot
-	docTerms [][]string                   // by slot: the distinct terms, for removal
+	docLen   []float32            // by slot; 0 for a free slot
+	docTerms [][]string           // by slot: the distinct terms, for removal
 	totalLen float64
 	n        int
 }
