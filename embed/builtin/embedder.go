@@ -49,6 +49,12 @@ type Options struct {
 	// and description first, which describe it better than the long prompt.
 	LeadBoost float32
 	LeadTerms int
+	// Exact adds to every term's vector a fixed pseudo-random vector of its
+	// own (nearly orthogonal to every other term's), this many times the
+	// table's mean row length. The trained part says which words mean
+	// similar things; this part keeps identical words closer than merely
+	// similar ones, which matters in catalogs of near-identical tools.
+	Exact float32
 }
 
 // DefaultOptions are the settings the shipped table was evaluated with.
@@ -61,6 +67,7 @@ func DefaultOptions() Options {
 // the index should call Fit with its catalog's documents and use the result.
 type Embedder struct {
 	opts  Options
+	exact float32 // Exact × mean row length
 	t     *Table
 	index map[string]int32
 	pool  sync.Pool // *scratch
@@ -94,6 +101,19 @@ func FromTable(t *Table, o Options) (*Embedder, error) {
 	e := &Embedder{opts: o, t: t, index: make(map[string]int32, len(t.Vocab))}
 	for i, s := range t.Vocab {
 		e.index[s] = int32(i)
+	}
+	if o.Exact > 0 && t.Rows() > 0 {
+		var sum float64
+		for r := 0; r < len(t.Vocab); r++ {
+			var n float64
+			for _, x := range t.Row(r) {
+				n += float64(x) * float64(x)
+			}
+			sum += math.Sqrt(n)
+		}
+		if len(t.Vocab) > 0 {
+			e.exact = o.Exact * float32(sum/float64(len(t.Vocab)))
+		}
 	}
 	e.pool.New = func() any { return &scratch{vec: make([]float64, t.Dim), tmp: make([]float32, t.Dim)} }
 	return e, nil
@@ -194,6 +214,13 @@ func (e *Embedder) embed(text string, weight weightFunc, tf bool) []float32 {
 		v := e.termVector(tok, row, s.tmp)
 		for i, x := range v {
 			s.vec[i] += float64(w * x)
+		}
+		if e.exact > 0 {
+			randomVector(s.tmp, hashString(tok)^0xe7ac7)
+			we := w * e.exact
+			for i, x := range s.tmp {
+				s.vec[i] += float64(we * x)
+			}
 		}
 		n++
 	}

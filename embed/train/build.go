@@ -19,8 +19,11 @@ type Options struct {
 	VocabSize, MinCount                           int
 	Buckets, MinN, MaxN                           int
 	DocCap                                        int // distinct terms kept per document side
-	Train                                         Config
-	Log                                           *slog.Logger
+	// TrainWeights pools with IDF (and document TF) weights in training,
+	// as the embedder does at inference, instead of plain sums.
+	TrainWeights bool
+	Train        Config
+	Log          *slog.Logger
 }
 
 // DefaultOptions are the settings the shipped table is built with.
@@ -28,7 +31,7 @@ func DefaultOptions() Options {
 	return Options{
 		AptLists: "/var/lib/apt/lists", ManDir: "/usr/share/man", WordNetDir: "/usr/share/wordnet", GoRoot: "/usr/local/go", DictDir: "/usr/share/dictd",
 		VocabSize: 40000, MinCount: 3, Buckets: 16384, MinN: 3, MaxN: 5, DocCap: 128,
-		Train: Config{Dim: 256, Batch: 512, Epochs: 2, LR: 0.005, Tau: 0.05, Seed: 1, Workers: 2},
+		Train: Config{Dim: 256, Batch: 512, Epochs: 1, LR: 0.005, Tau: 0.05, Seed: 1, Workers: 2},
 	}
 }
 
@@ -67,14 +70,18 @@ func Build(ctx context.Context, o Options) (*builtin.Table, *Stats, error) {
 		pairs = append(pairs, ps...)
 	}
 	// Tokenize; drop pairs with an empty side and exact duplicates.
-	type bagPair struct{ q, d []string }
+	type bagPair struct {
+		q, d   []string
+		qc, dc []int
+	}
 	bags := make([]bagPair, 0, len(pairs))
 	var groups []int
 	groupOf := map[string]int{}
 	var all [][]string
 	seen := map[string]bool{}
 	for _, p := range pairs {
-		q, d := bag(p.Query, 64), bag(p.Doc, o.DocCap)
+		q, qc := bag(p.Query, 64)
+		d, dc := bag(p.Doc, o.DocCap)
 		if len(q) == 0 || len(d) == 0 {
 			continue
 		}
@@ -84,7 +91,7 @@ func Build(ctx context.Context, o Options) (*builtin.Table, *Stats, error) {
 		}
 		seen[key] = true
 		st.PairsBySource[p.Source]++
-		bags = append(bags, bagPair{q, d})
+		bags = append(bags, bagPair{q, d, qc, dc})
 		g, ok := groupOf[p.Source]
 		if !ok {
 			g = len(groupOf)
@@ -99,6 +106,10 @@ func Build(ctx context.Context, o Options) (*builtin.Table, *Stats, error) {
 	enc := make([]encoded, len(bags))
 	for i, b := range bags {
 		enc[i] = encoded{q: v.encode(b.q, nil), d: v.encode(b.d, nil)}
+		if o.TrainWeights {
+			enc[i].q = v.weigh(enc[i].q, b.q, b.qc, false)
+			enc[i].d = v.weigh(enc[i].d, b.d, b.dc, true)
+		}
 	}
 	st.LoadTime = time.Since(t0)
 	log.Info("pairs ready", "pairs", st.Pairs, "vocab", st.Vocab, "took", st.LoadTime.Round(time.Millisecond))

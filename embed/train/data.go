@@ -1,6 +1,7 @@
 package train
 
 import (
+	"math"
 	"sort"
 
 	"toolsrv/embed/builtin"
@@ -90,20 +91,51 @@ func (v *Vocab) encode(bag []string, dst []entry) []entry {
 }
 
 // bag tokenizes text into distinct terms in order of first appearance,
-// keeping at most max.
-func bag(text string, max int) []string {
+// keeping at most max, with each term's count in the whole text.
+func bag(text string, max int) ([]string, []int) {
 	toks := builtin.Tokenize(text)
-	seen := make(map[string]struct{}, len(toks))
-	out := toks[:0]
+	seen := make(map[string]int, len(toks))
+	var out []string
 	for _, t := range toks {
-		if _, ok := seen[t]; ok {
-			continue
+		if _, ok := seen[t]; !ok && len(out) < max {
+			out = append(out, t)
 		}
-		seen[t] = struct{}{}
-		out = append(out, t)
-		if len(out) == max {
-			break
+		seen[t]++
+	}
+	counts := make([]int, len(out))
+	for i, t := range out {
+		counts[i] = seen[t]
+	}
+	return out, counts
+}
+
+// weigh multiplies each term's entries by idf (over the training texts)
+// and, when tf is set, by 1+ln(count): the pooling the embedder uses at
+// inference with a catalog.
+func (v *Vocab) weigh(es []entry, bag []string, counts []int, tf bool) []entry {
+	k := 0
+	for i, t := range bag {
+		w := float32(1)
+		if r, ok := v.index[t]; ok {
+			c := float64(v.Count[r])
+			w = float32(math.Log(1 + (float64(v.Texts)-c+0.5)/(c+0.5)))
+		} else {
+			w = float32(math.Log(1 + (float64(v.Texts)+0.5)/1.5)) // rarer than any vocabulary term
+		}
+		if tf {
+			w *= 1 + float32(math.Log(float64(counts[i])))
+		}
+		n := 1
+		if _, ok := v.index[t]; !ok {
+			n = 0
+			if v.Buckets > 0 {
+				builtin.ForNgrams(t, v.MinN, v.MaxN, func(uint64) { n++ })
+			}
+		}
+		for j := 0; j < n && k < len(es); j++ {
+			es[k].w *= w
+			k++
 		}
 	}
-	return out
+	return es
 }

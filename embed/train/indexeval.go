@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"path/filepath"
 
 	"toolsrv/embed"
@@ -65,6 +66,22 @@ func EvaluateIndex(ctx context.Context, c *Corpus, dir string, emb embed.Embedde
 				s[i] = a*lex[i] + (1-a)*den[i]
 			}
 			record(fmt.Sprintf("index a=%.2f", a), judge(s, names, q.Relevant), held)
+			record(fmt.Sprintf("index z a=%.2f", a), judge(ZScore(a)(lex, den), names, q.Relevant), held)
+			// Adaptive: trust the lexical side more when its best match
+			// covers more of the query (max lexical score near 1).
+			mx := 0.0
+			for _, x := range lex {
+				if x < 10 {
+					mx = math.Max(mx, x)
+				}
+			}
+			for _, b := range []float64{0.3, 0.6} {
+				aq := math.Min(0.9, math.Max(0.1, a+b*(mx-0.5)))
+				for i := range s {
+					s[i] = aq*lex[i] + (1-aq)*den[i]
+				}
+				record(fmt.Sprintf("index adapt a=%.2f b=%.1f", a, b), judge(s, names, q.Relevant), held)
+			}
 		}
 	}
 	res := &Result{Corpus: c.Name, Modes: map[string][3]Metrics{}}

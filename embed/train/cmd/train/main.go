@@ -47,6 +47,7 @@ func run() int {
 	lead := flag.Float64("lead", float64(builtin.DefaultOptions().LeadBoost), "extra relative weight of a document's leading terms")
 	leadN := flag.Int("leadn", builtin.DefaultOptions().LeadTerms, "how many leading distinct terms get -lead")
 	viaIndex := flag.String("index", "", "also rank through the real index package with these lexical weights (e.g. 0.3,0.5)")
+	exact := flag.Float64("exact", float64(builtin.DefaultOptions().Exact), "weight of each term's own random vector (exact-match component)")
 	sources := flag.String("sources", "", "comma-separated sources to use (default all: debian,appstream,man,wordnet,godoc)")
 	flag.StringVar(&o.AptLists, "apt", o.AptLists, "apt lists directory (Translation-en, DEP-11)")
 	flag.StringVar(&o.ManDir, "man", o.ManDir, "manual pages directory")
@@ -64,6 +65,7 @@ func run() int {
 	flag.Float64Var(&o.Train.Tau, "tau", o.Train.Tau, "softmax temperature")
 	flag.Uint64Var(&o.Train.Seed, "seed", o.Train.Seed, "random seed")
 	flag.BoolVar(&o.Train.Homogeneous, "homog", o.Train.Homogeneous, "draw each batch from one source (harder negatives)")
+	flag.BoolVar(&o.TrainWeights, "trainweights", o.TrainWeights, "pool with IDF and document TF weights in training too")
 	flag.IntVar(&o.Train.Workers, "workers", o.Train.Workers, "goroutines")
 	flag.Parse()
 	if *sources != "" {
@@ -140,6 +142,7 @@ func run() int {
 	eo.IDFPower = float32(*idfpow)
 	eo.LeadBoost = float32(*lead)
 	eo.LeadTerms = *leadN
+	eo.Exact = float32(*exact)
 	e, err := builtin.FromTable(tb, eo)
 	if err != nil {
 		log.Error("table", "err", err)
