@@ -77,12 +77,13 @@ func (e *hashEmbedder) EmbedDocuments(ctx context.Context, texts []string) ([][]
 	e.st.docTexts.Add(int64(len(texts)))
 	e.st.mu.Lock()
 	e.st.texts = append(e.st.texts, texts...)
+	fail := e.fail
 	e.st.mu.Unlock()
 	if e.gate != nil {
 		<-e.gate
 	}
-	if e.fail != nil {
-		return nil, e.fail
+	if fail != nil {
+		return nil, fail
 	}
 	out := make([][]float32, len(texts))
 	for i, t := range texts {

@@ -333,8 +333,8 @@ func TestFollowAppliesRegistryChanges(t *testing.T) {
 	}
 	calls := e.st.docTexts.Load()
 	done := make(chan struct{})
-	go func() { ix.Follow(ctx, reg.Subscribe(ctx)); close(done) }()
-	time.Sleep(20 * time.Millisecond) // let Follow subscribe... (Subscribe is called synchronously above)
+	changes := reg.Subscribe(ctx)
+	go func() { ix.Follow(ctx, changes); close(done) }()
 
 	os.Remove(filepath.Join(dir, "git_status.meta"))
 	writeMeta(t, dir, "pdf_render", `{"description":"Render a PDF document page to a PNG image.","cmd":"cat"}`)
@@ -438,4 +438,44 @@ func TestMessageWithoutWords(t *testing.T) {
 	if n := e.st.queryCalls.Load(); n != 0 {
 		t.Fatalf("embedded a message without words %d times", n)
 	}
+}
+
+func TestFollowRetriesMissingVectors(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := copyTools(t)
+	reg := loadReg(t, dir)
+	e := newHashEmbedder(32)
+	e.fail = errors.New("embedder down")
+	ix := New(e, Options{NoCache: true, Logger: quiet(), RetryEvery: 20 * time.Millisecond})
+	if err := ix.Sync(ctx, reg.Catalog()); err == nil {
+		t.Fatal("sync with a failing embedder reported no error")
+	}
+	done := make(chan struct{})
+	changes := reg.Subscribe(ctx)
+	go func() { ix.Follow(ctx, changes); close(done) }()
+	// A change arrives while the embedder is still down: applied lexically.
+	writeMeta(t, dir, "pdf_render", `{"description":"Render a PDF document page to a PNG image.","cmd":"cat"}`)
+	if err := reg.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for ix.Stats().Revision != reg.Catalog().Revision && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st := ix.Stats(); st.Missing != 15 {
+		t.Fatalf("while down: %+v", st)
+	}
+	e.st.mu.Lock()
+	e.fail = nil // the embedder comes back
+	e.st.mu.Unlock()
+	for ix.Stats().Missing != 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	r, _ := ix.Rank(ctx, Query{Text: "render pdf as png", K: 1})
+	if r.Degraded || r.Hits[0].Name != "pdf_render" {
+		t.Fatalf("after recovery: %+v", r)
+	}
+	cancel()
+	<-done
 }
