@@ -430,18 +430,24 @@ func (v *view) denseScores(q []float32) []float64 {
 }
 
 func dot(a, b []float32) float32 {
-	var s0, s1, s2, s3 float32
+	b = b[:len(a)]
+	var s0, s1, s2, s3, s4, s5, s6, s7 float32
 	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
+	for ; i+8 <= len(a); i += 8 {
+		x, y := (*[8]float32)(a[i:i+8]), (*[8]float32)(b[i:i+8]) // no bounds checks below
+		s0 += x[0] * y[0]
+		s1 += x[1] * y[1]
+		s2 += x[2] * y[2]
+		s3 += x[3] * y[3]
+		s4 += x[4] * y[4]
+		s5 += x[5] * y[5]
+		s6 += x[6] * y[6]
+		s7 += x[7] * y[7]
 	}
 	for ; i < len(a); i++ {
 		s0 += a[i] * b[i]
 	}
-	return s0 + s1 + s2 + s3
+	return (s0 + s1) + (s2 + s3) + (s4 + s5) + (s6 + s7)
 }
 
 // namedTools finds the tools a message names. A name counts when it is
