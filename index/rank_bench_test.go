@@ -169,3 +169,40 @@ func BenchmarkBuild(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRestart measures a restart with nothing changed: load the cache
+// file, restore the fit, rebuild BM25 and the matrix, embed nothing.
+//
+//	go test -run '^$' -bench BenchmarkRestart -benchtime 1x ./index/
+func BenchmarkRestart(b *testing.B) {
+	ctx := context.Background()
+	emb, err := builtin.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []int{1000, 10000, 100000} {
+		src := synthSource(synthDocs(n))
+		src.dirs = []string{fmt.Sprintf("/synthetic/%d", n)}
+		cache := b.TempDir()
+		sync := func() *Index {
+			ix := New(emb, Options{CacheDir: cache, Logger: quiet()})
+			ix.upd.Lock()
+			defer ix.upd.Unlock()
+			if err := ix.updateLocked(ctx, src, nil, nil, true); err != nil {
+				b.Fatal(err)
+			}
+			if err := ix.saveLocked(); err != nil {
+				b.Fatal(err)
+			}
+			return ix
+		}
+		sync()
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if st := sync().Stats(); st.Vectors != n {
+					b.Fatalf("restart: %+v", st)
+				}
+			}
+		})
+	}
+}
