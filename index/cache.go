@@ -59,11 +59,12 @@ func safeName(s string) string {
 	}, s)
 }
 
-// cacheFile names the index file of one set of tool directories: catalogs
-// from different directories (say, two projects, or eval corpora) keep
-// separate files instead of evicting each other.
-func cacheFile(dir string, toolDirs []string) string {
-	sum := sha256.Sum256([]byte(strings.Join(toolDirs, "\x00")))
+// cacheFile names the index file of one embedder and one set of tool
+// directories: catalogs from different directories (say, two projects, or
+// eval corpora) and different embedders sharing a directory keep separate
+// files instead of evicting each other.
+func cacheFile(dir, embedderID string, toolDirs []string) string {
+	sum := sha256.Sum256([]byte(embedderID + "\x00" + strings.Join(toolDirs, "\x00")))
 	return filepath.Join(dir, "index-"+hex.EncodeToString(sum[:8])+".gob")
 }
 

@@ -711,7 +711,7 @@ func (ix *Index) loadLocked(dirs []string) {
 		}
 		dir = d
 	}
-	ix.path = cacheFile(dir, dirs)
+	ix.path = cacheFile(dir, ix.base.ID(), dirs)
 	ix.cachePath.Store(&ix.path)
 	h, body, err := readCache(ix.path)
 	if errors.Is(err, errNoCache) {

@@ -139,7 +139,7 @@ func TestCorruptCacheIsRebuilt(t *testing.T) {
 			if err := New(newHashEmbedder(32), Options{CacheDir: cache, Logger: quiet()}).Sync(ctx, cat); err != nil {
 				t.Fatal(err)
 			}
-			path := cacheFile(cache, cat.Dirs)
+			path := cacheFile(cache, "test/hash", cat.Dirs)
 			b, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
