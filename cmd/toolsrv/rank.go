@@ -138,7 +138,7 @@ chat APIs. If the embedder fails or misses --timeout, the ranking is
 lexical and a warning on stderr says so.`
 
 func runRank(ctx context.Context, env *cliEnv, args []string) int {
-	fs, tools := newFlags(env, "rank", "rank [--tools DIR] [--embedder builtin|ollama] [--k N] [--json] [--format ollama|openai|anthropic] MESSAGE\n       toolsrv rank [--tools DIR] --batch FILE", rankAbout)
+	fs, tools := newFlags(env, "rank", "rank [--tools DIR] [--embedder builtin|ollama] [--k N] [--json] [--format ollama|openai|anthropic] [--agent NAME] MESSAGE\n       toolsrv rank [--tools DIR] --batch FILE", rankAbout)
 	ef := addEmbedderFlags(fs)
 	k := fs.Int("k", 10, "number of tools to print (0: all); in --batch mode the default is all")
 	asJSON := fs.Bool("json", false, "print the ranking as JSON (scores, components, degraded reason)")
@@ -146,6 +146,7 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	modeName := fs.String("mode", "hybrid", "scores: hybrid, bm25 or dense")
 	timeout := fs.Duration("timeout", 10*time.Second, "deadline of each ranking; past it the answer is lexical")
 	batch := fs.String("batch", "", "rank every {\"id\",\"query\"} line of FILE (- for stdin)")
+	agent := fs.String("agent", "", "rank only the tools agent NAME's profile allows (~/.config/ollie/agents/NAME.json)")
 	var convo repeated
 	fs.Var(&convo, "context", "an earlier conversation message (repeatable, oldest first)")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -173,6 +174,14 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 		return 2
 	}
 
+	var allow func(string) bool
+	if *agent != "" {
+		p, err := registry.LoadProfile(registry.DefaultAgentsDir(env.getenv), *agent)
+		if err != nil {
+			return fail(err)
+		}
+		allow = p.Allows
+	}
 	reg, err := loadRegistry(ctx, env, tools)
 	if err != nil {
 		return fail(err)
@@ -192,7 +201,7 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 		if kSet {
 			bk = *k
 		}
-		if err := rankBatch(ctx, env, ix, *batch, bk, mode, *timeout); err != nil {
+		if err := rankBatch(ctx, env, ix, *batch, index.Query{K: bk, Mode: mode, Allow: allow}, *timeout); err != nil {
 			return fail(err)
 		}
 		return 0
@@ -200,7 +209,7 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 
 	rctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	r, err := ix.Rank(rctx, index.Query{Text: message, Context: convo, K: *k, Mode: mode})
+	r, err := ix.Rank(rctx, index.Query{Text: message, Context: convo, K: *k, Mode: mode, Allow: allow})
 	if err != nil {
 		return fail(err)
 	}
@@ -260,7 +269,7 @@ type scored struct {
 
 // rankBatch ranks each query line of path and writes one result line per
 // input line, in order. A degraded ranking is reported on stderr.
-func rankBatch(ctx context.Context, env *cliEnv, ix *index.Index, path string, k int, mode index.Mode, timeout time.Duration) error {
+func rankBatch(ctx context.Context, env *cliEnv, ix *index.Index, path string, base index.Query, timeout time.Duration) error {
 	var in io.Reader = env.stdin
 	if path != "-" {
 		f, err := os.Open(path)
@@ -288,7 +297,9 @@ func rankBatch(ctx context.Context, env *cliEnv, ix *index.Index, path string, k
 			return fmt.Errorf("%s:%d: no \"id\"", path, line)
 		}
 		rctx, cancel := context.WithTimeout(ctx, timeout)
-		r, err := ix.Rank(rctx, index.Query{Text: q.Query, K: k, Mode: mode})
+		iq := base
+		iq.Text = q.Query
+		r, err := ix.Rank(rctx, iq)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("%s:%d: %w", path, line, err)

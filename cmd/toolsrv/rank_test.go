@@ -93,6 +93,26 @@ func TestRankCachesUnderHome(t *testing.T) {
 	}
 }
 
+func TestRankAgentProfile(t *testing.T) {
+	dir, home := rankFixture(t), t.TempDir()
+	agents := filepath.Join(home, ".config", "ollie", "agents")
+	os.MkdirAll(agents, 0o755)
+	os.WriteFile(filepath.Join(agents, "mailer.json"), []byte(`{"allowTools":["send_email","calculator"]}`), 0o644)
+	code, out, errs := runCLIWith(t, "", map[string]string{"HOME": home}, "rank", "--tools", dir, "--no-cache", "--agent", "mailer", "--json", "weather in Rome")
+	var r index.Ranking
+	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil {
+		t.Fatalf("exit %d, %v: %s", code, err, errs)
+	}
+	if len(r.Hits) != 2 {
+		t.Fatalf("profile not applied: %+v", r.Hits)
+	}
+	for _, h := range r.Hits {
+		if h.Name != "send_email" && h.Name != "calculator" {
+			t.Fatalf("tool %s outside the profile", h.Name)
+		}
+	}
+}
+
 func TestRankFormats(t *testing.T) {
 	dir := rankFixture(t)
 	for _, format := range []string{"openai", "ollama", "anthropic"} {
