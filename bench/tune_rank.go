@@ -11,13 +11,25 @@ import (
 	"toolsrv/thresholds"
 )
 
+// TuneRanking configures RankForTuning.
+type TuneRanking struct {
+	Split Split
+	// Lexical also ranks every query by BM25 alone (the degraded path).
+	Lexical bool
+	// LexicalWeight is the index's hybrid weight (0: the index default).
+	LexicalWeight float64
+	Logger        *slog.Logger
+	// Step, if set, is called once per query.
+	Step func()
+}
+
 // RankForTuning ranks every labelled query of every corpus with an index
 // over the corpus's own catalog (built in memory with emb), keeping the top
-// TopHits. Abstention queries (split.IsAbstain) are ranked without their
+// TopHits. Abstention queries (Split.IsAbstain) are ranked without their
 // relevant tools, through index.Query.Allow, as if those were removed from
-// the catalog. With lexical, every query is also ranked by BM25 alone (the
-// degraded path). step (may be nil) is called once per query.
-func RankForTuning(ctx context.Context, emb embed.Embedder, corpora []*Corpus, split Split, lexical bool, log *slog.Logger, step func()) (hybrid, lex []TuneQuery, err error) {
+// the catalog.
+func RankForTuning(ctx context.Context, emb embed.Embedder, corpora []*Corpus, o TuneRanking) (hybrid, lex []TuneQuery, err error) {
+	log, split, lexical, step := o.Logger, o.Split, o.Lexical, o.Step
 	if log == nil {
 		log = slog.Default()
 	}
@@ -26,7 +38,7 @@ func RankForTuning(ctx context.Context, emb embed.Embedder, corpora []*Corpus, s
 		if err := reg.Load(ctx); err != nil {
 			return nil, nil, fmt.Errorf("corpus %s: loading tools: %w", c.Name, err)
 		}
-		ix := index.New(emb, index.Options{NoCache: true, Logger: log})
+		ix := index.New(emb, index.Options{NoCache: true, Logger: log, LexicalWeight: o.LexicalWeight})
 		if err := ix.Sync(ctx, reg.Catalog()); err != nil {
 			return nil, nil, fmt.Errorf("corpus %s: building the index: %w", c.Name, err)
 		}

@@ -25,7 +25,7 @@ func TestRankForTuning(t *testing.T) {
 	}
 	split := Split{HeldOut: 0.3, Abstain: 0.4}
 	steps := 0
-	hyb, lex, err := RankForTuning(context.Background(), emb, []*Corpus{c}, split, true, slog.New(slog.DiscardHandler), func() { steps++ })
+	hyb, lex, err := RankForTuning(context.Background(), emb, []*Corpus{c}, TuneRanking{Split: split, Lexical: true, Logger: slog.New(slog.DiscardHandler), Step: func() { steps++ }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,9 @@ type Tuning struct {
 	Command   string    `json:"command,omitempty"`
 	Objective string    `json:"objective"`
 	Corpora   []string  `json:"corpora"`
+	// LexicalWeight is the hybrid weight the rankings were made with:
+	// thresholds hold for that weight only.
+	LexicalWeight float64 `json:"lexicalWeight,omitempty"`
 	// HeldOut holds the figures measured on queries left out of the sweep.
 	HeldOut map[string]Figures `json:"heldOut,omitempty"`
 }

@@ -26,6 +26,7 @@ warm index build, rank latency (p50/p99) next to chromem-go's QueryEmbedding on
 the same vectors and BM25 alone, 9P rank transactions, and the live update
 (a .meta written → rankable through the registry watcher and index.Follow).
 Prints a table; --out also writes it (Markdown) with the machine and command.
+Indexes and caches live in --workdir (--cache and --no-cache do not apply).
 Small run for CI: --sizes 1000 --queries 50 --live-updates 10.`
 
 // runBench implements `toolsrv bench`.
@@ -37,7 +38,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) int {
 	queries := fs.Int("queries", 200, "rank queries timed per size and method")
 	liveSize := fs.Int("live-size", 1000, "catalog size of the live-update test (0 skips it)")
 	liveUpdates := fs.Int("live-updates", 50, ".meta files written in the live-update test")
-	embName := fs.String("embedder", "builtin", "embedder: builtin, ollama or ollama:MODEL")
+	ef := addEmbedderFlags(fs)
 	work := fs.String("workdir", "", "scratch directory for synthetic tools and caches (default: a new temp dir, removed after)")
 	out := fs.String("out", "", "also write the results (Markdown) to this file")
 	jsonOut := fs.Bool("json", false, "print the results as JSON")
@@ -74,10 +75,9 @@ func runBench(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		defer os.RemoveAll(wd)
 	}
-	name := *embName
 	cfg := bench.Config{
 		Sizes: ns, Corpora: dirs, Queries: *queries, LiveSize: *liveSize, LiveUpdates: *liveUpdates, WorkDir: wd,
-		NewEmbedder: func() (embed.Embedder, error) { return newTuneEmbedder(env, name) },
+		NewEmbedder: func() (embed.Embedder, error) { return ef.open(env) },
 		NineP:       benchNineP,
 		Logger:      logger(env),
 	}

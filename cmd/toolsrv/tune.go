@@ -13,7 +13,6 @@ import (
 
 	"toolsrv/bench"
 	"toolsrv/embed"
-	"toolsrv/embed/builtin"
 	"toolsrv/thresholds"
 )
 
@@ -31,14 +30,16 @@ Objective: the highest macro recall of the offered tools on answerable
 queries, with at most --max-offered tools offered on average and at least
 --min-abstain of the abstention queries answered "no tool fits".
 The same sweep on lexical-only rankings gives the levels used when the
-embedder fails (degraded rankings).`
+embedder fails (degraded rankings). Thresholds hold for the embedder, model
+and --lexical-weight they were tuned with. Indexes are built in memory
+(--cache and --no-cache do not apply).`
 
 // runTune implements `toolsrv tune`.
 func runTune(ctx context.Context, env *cliEnv, args []string) int {
 	fs, _ := newFlags(env, "tune", "tune --corpus DIR [--corpus DIR ...] [flags]", tuneAbout)
 	var corpora dirList
 	fs.Var(&corpora, "corpus", "labelled corpus directory, or a directory of corpora (repeatable)")
-	embName := fs.String("embedder", "builtin", "embedder to tune for: builtin, ollama or ollama:MODEL")
+	ef := addEmbedderFlags(fs)
 	maxOffered := fs.Float64("max-offered", 3, "objective: at most this many tools offered per answerable query (macro average)")
 	minAbstain := fs.Float64("min-abstain", 0.5, "objective: at least this share of abstention queries answered \"no tool fits\"")
 	abstain := fs.Float64("abstain", 0.2, "share of queries turned into abstention queries")
@@ -53,7 +54,7 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 		return code
 	}
 	if *show {
-		return showThresholds(env, *embName, *jsonOut)
+		return showThresholds(env, ef, *jsonOut)
 	}
 	corpora = append(corpora, fs.Args()...)
 	if len(corpora) == 0 {
@@ -74,16 +75,20 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
 		return 1
 	}
-	emb, err := newTuneEmbedder(env, *embName)
+	emb, err := ef.open(env)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
 		return 1
+	}
+	if ef.alpha <= 0 || ef.alpha > 1 {
+		fmt.Fprintf(env.stderr, "toolsrv tune: --lexical-weight %v: want 0 < w ≤ 1\n", ef.alpha)
+		return 2
 	}
 	split := bench.Split{HeldOut: *holdout, Abstain: *abstain}
 	obj := bench.Objective{MaxOffered: *maxOffered, MinAbstain: *minAbstain}
 	start := time.Now()
 
-	hybrid, lexical, err := rankCorpora(ctx, env, emb, dirs, split, !*noDegraded)
+	hybrid, lexical, err := rankCorpora(ctx, env, emb, dirs, bench.TuneRanking{Split: split, Lexical: !*noDegraded, LexicalWeight: ef.alpha})
 	if err != nil {
 		fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
 		return 1
@@ -108,11 +113,12 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 		Embedder: emb.ID(),
 		Policy:   thresholds.Policy{Levels: res.Chosen.Levels},
 		Tuning: &thresholds.Tuning{
-			Date:      time.Now().UTC().Truncate(time.Second),
-			Command:   "toolsrv tune " + strings.Join(args, " "),
-			Objective: obj.String(),
-			Corpora:   names,
-			HeldOut:   res.HeldOut,
+			Date:          time.Now().UTC().Truncate(time.Second),
+			Command:       "toolsrv tune " + strings.Join(args, " "),
+			Objective:     obj.String(),
+			Corpora:       names,
+			LexicalWeight: ef.alpha,
+			HeldOut:       res.HeldOut,
 		},
 	}
 	if deg != nil {
@@ -164,7 +170,7 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 		return 0
 	}
 	w := env.stdout
-	fmt.Fprintf(w, "embedder %s, %d corpora, %d queries ranked in %v\n", emb.ID(), len(dirs), len(hybrid), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(w, "embedder %s (lexical weight %.2f), %d corpora, %d queries ranked in %v\n", emb.ID(), ef.alpha, len(dirs), len(hybrid), time.Since(start).Round(time.Millisecond))
 	fmt.Fprintf(w, "objective: %s\n", obj)
 	if !res.Feasible {
 		fmt.Fprintf(w, "NOTE: no setting met both constraints; the fallback objective was used\n")
@@ -213,23 +219,9 @@ func writePlot(path string, res bench.TuneResult, title string) error {
 	return f.Close()
 }
 
-// newTuneEmbedder builds the embedder named on the command line: builtin,
-// ollama (default model) or ollama:MODEL.
-// TODO(lead): replace with the shared embedder flag once rank/eval have one.
-func newTuneEmbedder(env *cliEnv, name string) (embed.Embedder, error) {
-	switch {
-	case name == "builtin" || name == "":
-		return builtin.New()
-	case name == "ollama" || strings.HasPrefix(name, "ollama:"):
-		model := strings.TrimPrefix(strings.TrimPrefix(name, "ollama"), ":")
-		return embed.NewOllama(embed.OllamaOptions{Model: model, Getenv: env.getenv, Logger: logger(env)})
-	}
-	return nil, fmt.Errorf("unknown embedder %q: use builtin, ollama or ollama:MODEL", name)
-}
-
 // showThresholds prints the policy thresholds.Load picks for the embedder.
-func showThresholds(env *cliEnv, embName string, asJSON bool) int {
-	emb, err := newTuneEmbedder(env, embName)
+func showThresholds(env *cliEnv, ef *embedderFlags, asJSON bool) int {
+	emb, err := ef.open(env)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
 		return 1
@@ -264,7 +256,7 @@ func showThresholds(env *cliEnv, embName string, asJSON bool) int {
 
 // rankCorpora loads the corpora and ranks their queries for tuning, with a
 // progress bar on a terminal.
-func rankCorpora(ctx context.Context, env *cliEnv, emb embed.Embedder, dirs []string, split bench.Split, lexical bool) (hyb, lex []bench.TuneQuery, err error) {
+func rankCorpora(ctx context.Context, env *cliEnv, emb embed.Embedder, dirs []string, o bench.TuneRanking) (hyb, lex []bench.TuneQuery, err error) {
 	var all []*bench.Corpus
 	total := 0
 	for _, d := range dirs {
@@ -277,7 +269,8 @@ func rankCorpora(ctx context.Context, env *cliEnv, emb embed.Embedder, dirs []st
 	}
 	bar := newBar(env, total, "ranking")
 	defer bar.done()
-	return bench.RankForTuning(ctx, emb, all, split, lexical, logger(env), func() { bar.step(1, 0) })
+	o.Logger, o.Step = logger(env), func() { bar.step(1, 0) }
+	return bench.RankForTuning(ctx, emb, all, o)
 }
 
 // bar is a progress bar on a terminal, silent otherwise.
