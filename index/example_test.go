@@ -1,0 +1,48 @@
+package index_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"toolsrv/embed/builtin"
+	"toolsrv/index"
+	"toolsrv/registry"
+)
+
+// A prompt assembler ranks the catalog for each user message, with the last
+// few messages as context and a deadline, and keeps the index in step with
+// the tool directory.
+func Example() {
+	ctx := context.Background()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	reg := registry.New(registry.Options{Dirs: []string{"testdata/tools"}, Logger: logger})
+	if err := reg.Load(ctx); err != nil {
+		panic(err)
+	}
+	emb, err := builtin.New()
+	if err != nil {
+		panic(err)
+	}
+	ix := index.New(emb, index.Options{NoCache: true, Logger: logger}) // default: cached under the user cache dir
+	if err := ix.Sync(ctx, reg.Catalog()); err != nil {
+		fmt.Println("some tools rank lexically until the embedder is back:", err)
+	}
+	// In a server: go reg.Watch(ctx); go ix.Follow(ctx, reg.Subscribe(ctx))
+
+	qctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	r, err := ix.Rank(qctx, index.Query{
+		Text:    "and what about tomorrow in Oslo?",
+		Context: []string{"Will it rain in Bergen today? I need the forecast."},
+		K:       3,
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(r.Hits[0].Name, r.Degraded)
+	// Output: get_weather false
+}
