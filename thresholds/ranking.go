@@ -34,8 +34,9 @@ type Ranker interface {
 // agent without one) restricts the ranking to the tools it allows, unless
 // q.Allow is already set, and its hot tools, the catalog's hot tools it
 // allows, are always offered. q.K is raised to MaxTools when smaller (0
-// ranks every tool). The ranking is returned too, for its Degraded flag,
-// Reason and Revision.
+// ranks every tool). A degraded ranking, or one asked in index.Lexical
+// mode, gets the Degraded levels. The ranking is returned too, for its
+// Degraded flag, Reason and Revision.
 func (p Policy) Offer(ctx context.Context, r Ranker, cat *registry.Catalog, q index.Query, profile *registry.Profile) (Selection, index.Ranking, error) {
 	if q.Allow == nil && profile != nil {
 		q.Allow = profile.Allows
@@ -51,5 +52,8 @@ func (p Policy) Offer(ctx context.Context, r Ranker, cat *registry.Catalog, q in
 	if allow == nil {
 		allow = profile.Allows // a nil profile allows everything
 	}
-	return p.Apply(rk, TierOf(cat), HotTools(cat, allow)), rk, nil
+	// Lexical-only scores get the degraded levels, whether the embedder
+	// failed or the caller asked for BM25.
+	c := Context{Tier: TierOf(cat), Hot: HotTools(cat, allow), Degraded: rk.Degraded || q.Mode == index.Lexical}
+	return p.Select(FromRanking(rk), c), rk, nil
 }

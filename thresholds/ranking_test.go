@@ -63,6 +63,18 @@ func TestOfferEndToEnd(t *testing.T) {
 		{"profile hides a named tool", "please run weather_forecast for Paris", &registry.Profile{Name: "a", AllowTools: &noWeather}, []string{"shell"}, true},
 		{"profile without the hot tool", "please run weather_forecast for Paris", &registry.Profile{Name: "b", AllowTools: &noShell}, []string{"weather_forecast"}, false},
 	}
+	t.Run("bm25 mode uses the degraded levels", func(t *testing.T) {
+		strict := pol
+		strict.Degraded = &Levels{Min: 1, ColdMin: 1, Relative: 1, MaxTools: 1}
+		q := index.Query{Text: "send an email message to bob", Mode: index.Lexical}
+		sel, _, err := strict.Offer(ctx, ix, reg.Catalog(), q, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sel.NoToolFits || sel.Levels != *strict.Degraded {
+			t.Fatalf("bm25 ranking selected with %+v: %v (%s)", sel.Levels, sel.Names(), sel.Reason)
+		}
+	})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			sel, rk, err := pol.Offer(ctx, ix, reg.Catalog(), index.Query{Text: tc.text, K: 1}, tc.profile)
