@@ -318,7 +318,6 @@ func (ix *Index) updateLocked(ctx context.Context, cat source, upserted, removed
 	vecs, fresh, err := ix.vectors(ctx, cur.emb, cur.st, todo)
 	if errors.Is(err, errDimChanged) {
 		ix.log.Warn("index: the embedder's dimension changed; rebuilding", "err", err)
-		ix.state = nil
 		return ix.rebuildLocked(ctx, cat, cat.all())
 	}
 	ix.drift += fresh
