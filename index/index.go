@@ -212,8 +212,12 @@ type Stats struct {
 	Tools    int    `json:"tools"`
 	Vectors  int    `json:"vectors"`
 	Missing  int    `json:"missing"`
-	Dim      int    `json:"dim"`
+	Dim int `json:"dim"`
+	// Embedder is the embedder's own ID (what thresholds are calibrated
+	// for); Model is the ID of the embedder that made the vectors, which for
+	// a CatalogAware embedder includes the digest of its fit.
 	Embedder string `json:"embedder"`
+	Model    string `json:"model"`
 	Revision uint64 `json:"revision"`
 	Cache    string `json:"cache,omitempty"`
 }
@@ -227,7 +231,7 @@ func (ix *Index) Stats() Stats {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if v := ix.v; v != nil {
-		s.Tools, s.Missing, s.Dim, s.Revision, s.Embedder = len(v.byName), v.missing, v.dim, v.rev, v.emb.ID()
+		s.Tools, s.Missing, s.Dim, s.Revision, s.Model = len(v.byName), v.missing, v.dim, v.rev, v.emb.ID()
 		if v.st != nil {
 			s.Vectors = v.st.count()
 		}

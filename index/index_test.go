@@ -107,7 +107,7 @@ func TestLargeChangeRefitsCatalogAwareEmbedder(t *testing.T) {
 	for i := 0; i < 8; i++ { // 8 new tools on 14: well over a quarter
 		writeMeta(t, dir, fmt.Sprintf("new_tool_%d", i), fmt.Sprintf(`{"description":"brand new tool number %d","cmd":"cat"}`, i))
 	}
-	before := ix.Stats().Embedder
+	before := ix.Stats().Model
 	if err := reg.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestLargeChangeRefitsCatalogAwareEmbedder(t *testing.T) {
 	if e.st.fits.Load() != 2 {
 		t.Fatalf("fits = %d, want 2 (a re-fit after a large change)", e.st.fits.Load())
 	}
-	if after := ix.Stats(); after.Embedder == before || after.Vectors != 22 || after.Missing != 0 {
+	if after := ix.Stats(); after.Model == before || after.Embedder != "test/hash" || after.Vectors != 22 || after.Missing != 0 {
 		t.Fatalf("after re-fit: %+v (before: %s)", after, before)
 	}
 }
