@@ -209,10 +209,10 @@ func (ix *Index) missing() int {
 
 // Stats describes the index.
 type Stats struct {
-	Tools    int    `json:"tools"`
-	Vectors  int    `json:"vectors"`
-	Missing  int    `json:"missing"`
-	Dim int `json:"dim"`
+	Tools   int `json:"tools"`
+	Vectors int `json:"vectors"`
+	Missing int `json:"missing"`
+	Dim     int `json:"dim"`
 	// Embedder is the embedder's own ID (what thresholds are calibrated
 	// for); Model is the ID of the embedder that made the vectors, which for
 	// a CatalogAware embedder includes the digest of its fit.
