@@ -215,13 +215,20 @@ func (e *Ollama) embed(ctx context.Context, input []string) ([][]float32, error)
 	req := &api.EmbedRequest{Model: e.opts.Model, Input: input, Truncate: &truncate,
 		Dimensions: e.opts.Dimensions, KeepAlive: &api.Duration{Duration: e.opts.KeepAlive}}
 	wait := e.opts.Backoff
+	timeouts := 0
 	for attempt := 0; ; attempt++ {
 		resp, err := e.c.Embed(ctx, req)
 		if err == nil {
 			return e.check(resp, len(input))
 		}
+		var ue *url.Error
+		if errors.As(err, &ue) && ue.Timeout() {
+			timeouts++
+		}
 		err, retry := e.explain(ctx, err)
-		if !retry || attempt >= e.opts.Retries || ctx.Err() != nil {
+		// A request that timed out is retried once at most: each try costs
+		// the whole timeout.
+		if !retry || attempt >= e.opts.Retries || timeouts > 1 || ctx.Err() != nil {
 			return nil, err
 		}
 		e.log.Debug("ollama: retrying", "attempt", attempt+1, "wait", wait, "err", err)

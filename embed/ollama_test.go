@@ -274,6 +274,16 @@ func TestOllamaContractTimeout(t *testing.T) {
 		t.Fatal("the request outlived the server's hang: no timeout applied")
 	}
 
+	// Timeouts are retried once, not Retries times (each try costs the timeout).
+	n0 := len(f.reqs())
+	e = f.embedder(t, OllamaOptions{Timeout: 100 * time.Millisecond, Retries: 5})
+	if _, err := e.EmbedQuery(context.Background(), "x"); err == nil {
+		t.Fatal("no error from a hanging server")
+	}
+	if got := len(f.reqs()) - n0; got != 2 {
+		t.Fatalf("%d attempts on a hanging server, want 2", got)
+	}
+
 	// A caller's deadline wins over a longer HTTP timeout, and is not retried.
 	e = f.embedder(t, OllamaOptions{Timeout: time.Minute})
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
