@@ -145,13 +145,13 @@ func (ix *Index) Rank(ctx context.Context, q Query) (Ranking, error) {
 
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	if ix.v != v { // a rebuild swapped the view while we waited
-		v = ix.v
-		if qvec != nil && len(qvec) != v.dim {
+	if cur := ix.v; cur != v { // a rebuild swapped the view while we waited
+		if qvec != nil && (cur.emb.ID() != v.emb.ID() || len(qvec) != cur.dim) {
 			qvec, degraded = nil, "index rebuilt with another embedder during the query"
 		}
-	}
-	if v.gen != gen || len(lex) != len(v.slots) { // updated meanwhile
+		v = cur
+		lex, norm = v.lexScores(lexQ)
+	} else if v.gen != gen { // updated in place meanwhile
 		lex, norm = v.lexScores(lexQ)
 	}
 	r := v.rank(q, lex, norm, qvec, ix.opts.LexicalWeight)
