@@ -74,6 +74,8 @@ func (e *echoCaller) Call(ctx context.Context, t *registry.Tool, args []byte, cc
 // testEnv is a server on a real Unix socket over a copy of testdata/tools.
 type testEnv struct {
 	t      *testing.T
+	ctx    context.Context
+	cancel context.CancelFunc
 	tools  string
 	reg    *registry.Registry
 	srv    *Server
@@ -95,7 +97,7 @@ func newEnv(t *testing.T, tweak func(*Options)) *testEnv {
 	if err := reg.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	e := &testEnv{t: t, tools: tools, reg: reg, caller: &echoCaller{}, done: make(chan struct{})}
+	e := &testEnv{t: t, ctx: ctx, cancel: cancel, tools: tools, reg: reg, caller: &echoCaller{}, done: make(chan struct{})}
 	opts := Options{
 		Source: reg, Ranker: wordRanker{reg}, Caller: e.caller, WorkDir: dir, Logger: quietLogger(),
 		Profiles: func(name string) (*registry.Profile, error) { return registry.LoadProfile("testdata/agents", name) },
@@ -125,6 +127,25 @@ func newEnv(t *testing.T, tweak func(*Options)) *testEnv {
 		<-e.done
 	})
 	return e
+}
+
+// listenTCP also serves on a loopback TCP port and returns HOST:PORT.
+func (e *testEnv) listenTCP() string {
+	e.t.Helper()
+	l, err := Listen(e.ctx, Addr{"tcp", "127.0.0.1:0"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.srv.Serve(e.ctx, l)
+	}()
+	e.t.Cleanup(func() {
+		e.cancel()
+		<-done
+	})
+	return l.Addr().String()
 }
 
 func (e *testEnv) client() *Client {

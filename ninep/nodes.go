@@ -229,6 +229,9 @@ type content struct {
 }
 
 func (ct *content) readAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, linux.EINVAL
+	}
 	ct.mu.Lock()
 	defer ct.mu.Unlock()
 	if off == 0 || !ct.have {
@@ -452,6 +455,9 @@ func (f *txFile) runLocked() error {
 
 // ReadAt implements p9.File.ReadAt.
 func (f *txFile) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, linux.EINVAL
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.pending {

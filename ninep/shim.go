@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/hugelgupf/p9/linux"
 )
@@ -12,44 +13,69 @@ import (
 const (
 	headerLen = 7
 	// maxFrame is the largest message the 9P library accepts.
-	maxFrame = 4 << 20
-	msgTauth = 102
-	msgRlerr = 7
+	maxFrame    = 4 << 20
+	msgTversion = 100
+	msgRversion = 101
+	msgTauth    = 102
+	msgRlerr    = 7
 )
 
 // shim sits between a connection and the 9P library's per-connection
-// handler. It answers Tauth itself with Rlerror(ENOENT) — "no authentication
-// needed" in the only form Debian's diod client accepts (the library
-// hard-codes ENOSYS, which diod treats as fatal) — and passes every other
-// message through unchanged. It also keeps each outgoing message in one
-// write, so its own answers never land inside one of the library's.
+// handler, and passes messages through unchanged except:
+//
+//   - Tauth is answered with Rlerror(ENOENT): "no authentication needed" in
+//     the only form Debian's diod client accepts (the library hard-codes
+//     ENOSYS, which diod treats as fatal).
+//   - Version negotiation is serialised: nothing but Tversion is passed on
+//     until a Tversion succeeded, nothing follows a Tversion until its
+//     answer is out, and a second negotiation is refused. The library
+//     initialises per-connection buffers in its Tversion handler without
+//     locking; a request before or during it panics or races (found by
+//     FuzzConn).
+//
+// It also keeps each outgoing message in one write, so its own answers never
+// land inside one of the library's, and it delays the end of the input until
+// the library has answered every request it was given (see drain).
 type shim struct {
 	rwc    io.ReadWriteCloser
 	onDone func() // called once the peer stops sending
 
-	buf  []byte // the current frame
-	pend []byte // what is left of it to hand to the library
-	raw  bool   // a malformed header was seen: pass bytes through as they come
-	out  *frameWriter
-	done sync.Once
+	buf       []byte // the current frame
+	pend      []byte // what is left of it to hand to the library
+	raw       bool   // a malformed header was seen: pass bytes through as they come
+	versioned bool   // a Tversion succeeded
+	awaiting  bool   // a Tversion was passed on and its answer is not out yet
+	out       *frameWriter
+	done      sync.Once
 }
 
 func newShim(rwc io.ReadWriteCloser, onDone func()) *shim {
-	return &shim{rwc: rwc, onDone: onDone, out: &frameWriter{w: rwc}}
+	return &shim{rwc: rwc, onDone: onDone,
+		out: &frameWriter{w: rwc, version: make(chan bool, 1), dead: make(chan struct{})}}
 }
 
-// Read hands the library whole frames, minus the Tauth ones.
+// Read hands the library whole frames, minus the ones the shim answers.
 func (s *shim) Read(p []byte) (int, error) {
 	for len(s.pend) == 0 {
+		if s.awaiting {
+			select {
+			case ok := <-s.out.version:
+				s.versioned = ok
+			case <-s.out.dead:
+				s.finish()
+				return 0, io.ErrClosedPipe
+			}
+			s.awaiting = false
+		}
 		if s.raw {
 			n, err := s.rwc.Read(p)
 			if err != nil {
-				s.finish()
+				s.drain()
 			}
 			return n, err
 		}
 		if err := s.nextFrame(); err != nil {
-			s.finish()
+			s.drain()
 			return 0, err
 		}
 	}
@@ -59,6 +85,31 @@ func (s *shim) Read(p []byte) (int, error) {
 }
 
 func (s *shim) finish() { s.done.Do(s.onDone) }
+
+// drain runs when the input ends, before the library is told. The library's
+// connection handler (p9 v0.3.0) waits for its request goroutines with a
+// WaitGroup while a goroutine it has just started may still call Add, which
+// panics ("WaitGroup misuse: Add called concurrently with Wait") and kills
+// the process; FuzzConn found it with a peer that hangs up while requests
+// are in flight. So the end of input is held back until every request
+// handed over has been answered (the connection's calls are cancelled
+// first: the peer is gone), plus a moment for the request goroutines to go
+// back to waiting for input, where the end of input stops them one by one.
+// Every request handed over is answered exactly once: the shim drops a
+// request that reuses a busy tag, which the library would drop unanswered.
+func (s *shim) drain() {
+	s.finish()
+	deadline := time.Now().Add(drainWait)
+	for s.out.pending() > 0 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Microsecond)
+	}
+	time.Sleep(drainSettle)
+}
+
+const (
+	drainWait   = 5 * time.Second
+	drainSettle = 5 * time.Millisecond
+)
 
 func (s *shim) nextFrame() error {
 	var hdr [headerLen]byte
@@ -80,8 +131,18 @@ func (s *shim) nextFrame() error {
 	if _, err := io.ReadFull(s.rwc, frame[headerLen:]); err != nil {
 		return err
 	}
-	if hdr[4] == msgTauth {
+	switch {
+	case hdr[4] == msgTversion && !s.versioned:
+		s.awaiting = true
+	case hdr[4] == msgTversion:
+		return s.out.reply(rlerror(hdr[5], hdr[6], linux.EPROTO))
+	case !s.versioned:
+		return s.out.reply(rlerror(hdr[5], hdr[6], linux.EPROTO))
+	case hdr[4] == msgTauth:
 		return s.out.reply(rlerror(hdr[5], hdr[6], linux.ENOENT))
+	}
+	if !s.out.start(binary.LittleEndian.Uint16(hdr[5:])) {
+		return nil // a busy tag: the library would drop it unanswered
 	}
 	s.pend = frame
 	return nil
@@ -106,33 +167,86 @@ func (s *shim) Close() error {
 // writes header, body and payload separately) and sends each message in a
 // single write. Answers of the shim itself wait for a message boundary.
 type frameWriter struct {
-	mu     sync.Mutex
-	w      io.Writer
-	buf    []byte
-	queued [][]byte
-	err    error
+	mu sync.Mutex
+	// inflight counts requests handed to the library and not answered yet;
+	// busy holds their tags (an answer to a malformed request carries no
+	// tag, so busy may keep a stale tag until inflight is back to 0).
+	inflight int
+	busy     map[uint16]bool
+
+	w       io.Writer
+	buf     []byte
+	queued  [][]byte
+	err     error
+	version chan bool     // receives, per message, whether it was an accepting Rversion
+	dead    chan struct{} // closed when writing fails or the connection closes
+	once    sync.Once
+}
+
+// start records a request handed to the library; false if its tag is busy.
+func (f *frameWriter) start(tag uint16) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.busy[tag] {
+		return false
+	}
+	if f.busy == nil {
+		f.busy = map[uint16]bool{}
+	}
+	f.busy[tag] = true
+	f.inflight++
+	return true
+}
+
+func (f *frameWriter) pending() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.inflight
+}
+
+// kill marks the connection dead: later messages are dropped (but still
+// counted) so the library never sees a write error mid-message.
+func (f *frameWriter) kill(err error) error {
+	if f.err == nil {
+		f.err = err
+	}
+	f.once.Do(func() { close(f.dead) })
+	return err
 }
 
 func (f *frameWriter) Write(p []byte) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.err != nil {
-		return 0, f.err
-	}
 	f.buf = append(f.buf, p...)
 	for len(f.buf) >= 4 {
 		size := int(binary.LittleEndian.Uint32(f.buf))
 		if size < headerLen || len(f.buf) < size {
 			break
 		}
-		if _, err := f.w.Write(f.buf[:size]); err != nil {
-			f.err = err
-			return 0, err
+		if f.err == nil {
+			if _, err := f.w.Write(f.buf[:size]); err != nil {
+				f.kill(err)
+			}
+		}
+		f.inflight--
+		delete(f.busy, binary.LittleEndian.Uint16(f.buf[5:]))
+		if f.inflight <= 0 {
+			f.inflight = 0
+			clear(f.busy)
+		}
+		// Until a version is agreed, the library answers nothing but
+		// Tversions, one at a time (see shim): report how each went. An
+		// accepted one is an Rversion (msize[4] version[s]) other than
+		// "unknown"; a malformed one gets an Rlerror.
+		ok := f.buf[4] == msgRversion && size > headerLen+6 && string(f.buf[headerLen+6:size]) != "unknown"
+		select {
+		case f.version <- ok:
+		default:
 		}
 		f.buf = f.buf[:copy(f.buf, f.buf[size:])]
 	}
-	if len(f.buf) == 0 {
-		return len(p), f.flushQueued()
+	if len(f.buf) == 0 && f.err == nil {
+		f.flushQueued()
 	}
 	return len(p), nil
 }
@@ -155,8 +269,7 @@ func (f *frameWriter) reply(msg []byte) error {
 func (f *frameWriter) flushQueued() error {
 	for len(f.queued) > 0 {
 		if _, err := f.w.Write(f.queued[0]); err != nil {
-			f.err = err
-			return err
+			return f.kill(err)
 		}
 		f.queued = f.queued[1:]
 	}
@@ -165,6 +278,9 @@ func (f *frameWriter) flushQueued() error {
 
 // Close closes the connection (the library calls it when done).
 func (f *frameWriter) Close() error {
+	f.mu.Lock()
+	f.kill(io.ErrClosedPipe)
+	f.mu.Unlock()
 	if c, ok := f.w.(io.Closer); ok {
 		return c.Close()
 	}

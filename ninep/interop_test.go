@@ -1,0 +1,99 @@
+package ninep
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// diodTool finds one of Debian diod's client programs. The interop test
+// must not skip: CI installs diod (apt-get install -y diod), and a missing
+// client is a failure.
+func diodTool(t *testing.T, name string) string {
+	t.Helper()
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	for _, d := range []string{"/usr/sbin", "/sbin", "/usr/local/sbin"} {
+		p := filepath.Join(d, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	t.Fatalf("%s not found: install Debian's diod package (apt-get install -y diod) to run the 9P interop test", name)
+	return ""
+}
+
+// TestDiodInterop reads the tree with an independent 9P2000.L client (diod's
+// diodls and diodcat, TCP only), after loading a tool through the Go client.
+func TestDiodInterop(t *testing.T) {
+	diodls, diodcat := diodTool(t, "diodls"), diodTool(t, "diodcat")
+	e := newEnv(t, nil)
+	tcp := e.listenTCP()
+	cl := e.client()
+	mustMkdir(t, cl, "session/s1")
+	mustMkdir(t, cl, "session/s1/agent/a")
+	mustWrite(t, cl, "session/s1/agent/a/tools", "weather\n")
+	mustWrite(t, cl, "session/s1/agent/a/ctl", "tool_load git_push\n")
+
+	run := func(bin string, args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		full := append([]string{"-s", tcp, "-a", "/", "-t", "20"}, args...)
+		out, err := exec.CommandContext(ctx, bin, full...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(full, " "), err, out)
+		}
+		return string(out)
+	}
+
+	ls := run(diodls, "-l")
+	t.Logf("diodls -l:\n%s", ls)
+	for _, name := range []string{"tools", "tools.json", "revision", "errors", "err", "rank", "ctl", "session"} {
+		if !strings.Contains(ls, " "+name+"\n") {
+			t.Errorf("diodls -l lacks %s:\n%s", name, ls)
+		}
+	}
+	// diodls -l shows the real size of tools.
+	toolsText := mustRead(t, cl, "tools")
+	for _, l := range strings.Split(ls, "\n") {
+		if strings.HasSuffix(l, " tools") {
+			if !strings.Contains(l, " "+strconv.Itoa(len(toolsText))+" ") {
+				t.Errorf("diodls -l line %q does not show size %d", l, len(toolsText))
+			}
+			if !strings.HasPrefix(l, "-r--r--r--") {
+				t.Errorf("diodls -l line %q: want mode -r--r--r--", l)
+			}
+		}
+		if strings.HasSuffix(l, " session") && !strings.HasPrefix(l, "d") {
+			t.Errorf("diodls -l line %q: session is not a directory", l)
+		}
+	}
+
+	if got := run(diodcat, "tools"); got != toolsText {
+		t.Fatalf("diodcat tools =\n%q\nGo client read\n%q", got, toolsText)
+	}
+	got := run(diodcat, "session/s1/agent/a/tools")
+	if want := "git_push\tcold\tPush the current git branch to its remote.\nweather\twarm\tCurrent weather forecast for a city.\n"; got != want {
+		t.Fatalf("diodcat session/s1/agent/a/tools = %q, want %q", got, want)
+	}
+	if got := run(diodcat, "revision"); got != mustRead(t, cl, "revision") {
+		t.Fatalf("diodcat revision = %q", got)
+	}
+	// A big file read in several messages (small msize).
+	if got := run(diodcat, "-m", "4096", "tools.json"); got != mustRead(t, cl, "tools.json") {
+		t.Fatalf("diodcat -m 4096 tools.json differs from the Go client's read (%d bytes)", len(got))
+	}
+	sessions := run(diodls, "session/s1/agent/a")
+	for _, name := range []string{"tools", "ctl", "schemas", "rank", "call", "err"} {
+		if !strings.Contains(sessions, name) {
+			t.Errorf("diodls session/s1/agent/a lacks %s:\n%s", name, sessions)
+		}
+	}
+}
