@@ -1,5 +1,6 @@
 // Package bench measures toolsrv: ranking quality on labelled corpora
-// (LoadCorpus, EvalCorpus) and, in its bench files, index and query speed.
+// (FindCorpora, LoadCorpus, EvalCorpus, MacroAverage), threshold sweeps
+// (Sweep, for toolsrv tune) and, in its bench files, index and query speed.
 //
 // A corpus is a directory C with C/tools/*.meta and C/queries.jsonl, one
 // labelled request per line: {"id","query","relevant":[tool names]}.
