@@ -425,6 +425,20 @@ func runSize(ctx context.Context, cfg Config, n int, pool *textPool, queries []s
 		*m.out = lat
 	}
 
+	if cfg.NineP != nil {
+		progress(fmt.Sprintf("%d tools: 9P rank transactions", n))
+		runtime.GC()
+		lat, err := cfg.NineP(ctx, reg, ix, qs)
+		if err != nil {
+			sr.NinePNote = err.Error()
+		} else {
+			l := Summarize(lat)
+			sr.NineP = &l
+		}
+	} else {
+		sr.NinePNote = "9P server not available in this build"
+	}
+
 	progress(fmt.Sprintf("%d tools: chromem baseline", n))
 	qe := rec.queryEmbedder()
 	if len(rec.vecs) != n {
@@ -459,18 +473,6 @@ func runSize(ctx context.Context, cfg Config, n int, pool *textPool, queries []s
 	sr.ChromemText, sr.ChromemVector, sr.QueryEmbedding = Summarize(text), Summarize(vec), Summarize(qemb)
 	col = nil
 
-	if cfg.NineP != nil {
-		progress(fmt.Sprintf("%d tools: 9P rank transactions", n))
-		lat, err := cfg.NineP(ctx, reg, ix, qs)
-		if err != nil {
-			sr.NinePNote = err.Error()
-		} else {
-			l := Summarize(lat)
-			sr.NineP = &l
-		}
-	} else {
-		sr.NinePNote = "9P server not available in this build"
-	}
 	return sr, nil
 }
 
