@@ -86,7 +86,8 @@ func schemas(tools []*registry.Tool) []byte {
 	return append(b, '\n')
 }
 
-// rankAnswer is the rank format: an optional "# degraded: REASON" line, then
+// rankAnswer is the rank format: optional comment lines ("# degraded:
+// REASON", "# NOTE"), then
 // "name<TAB>score" lines, best first. Names a stale ranking still holds but
 // the catalog no longer has (or allow refuses) are dropped.
 func rankAnswer(r Ranking, cat *registry.Catalog, allow func(string) bool) []byte {
@@ -97,6 +98,9 @@ func rankAnswer(r Ranking, cat *registry.Catalog, allow func(string) bool) []byt
 			reason = "ranking fell back to a simpler method"
 		}
 		fmt.Fprintf(&b, "# degraded: %s\n", oneLine(reason))
+	}
+	if r.Note != "" {
+		fmt.Fprintf(&b, "# %s\n", oneLine(r.Note))
 	}
 	for _, h := range r.Hits {
 		if _, ok := cat.Get(h.Name); !ok || (allow != nil && !allow(h.Name)) {

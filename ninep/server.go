@@ -53,6 +53,8 @@ type Ranking struct {
 	// scores because the embedder is unreachable); Reason says why.
 	Degraded bool
 	Reason   string
+	// Note is shown as a comment line, e.g. why no tool fits.
+	Note string
 }
 
 // Hit is one ranked tool.

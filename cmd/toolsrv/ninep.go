@@ -1,8 +1,116 @@
 package main
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
 
-// run9P is a placeholder until its owner lands the real command.
+	"toolsrv/ninep"
+)
+
+const ninepAbout = `A small 9P client for the toolsrv tree (scripts, tools, people):
+  ls PATH            list a directory (directories end in /)
+  cat PATH           print a file
+  write PATH [DATA]  write DATA (default: standard input); on a transaction
+                     file (rank, call/NAME) print the answer read back
+  mkdir PATH         make a session (session/S) or an agent (session/S/agent/A)
+  rm PATH            end a session or an agent
+The server is --addr, else $TOOLSRV_ADDR, else the default Unix socket of
+"toolsrv serve". A refused request prints the server's reason (its err file)
+and exits 1; usage errors exit 2.
+Examples:
+  toolsrv 9p cat tools
+  toolsrv 9p mkdir session/s1 && toolsrv 9p mkdir session/s1/agent/coder
+  echo file_read | toolsrv 9p write session/s1/agent/coder/tools
+  toolsrv 9p write session/s1/agent/coder/rank "find TODO comments"
+  toolsrv 9p write session/s1/agent/coder/call/file_read '{"path":"README.md"}'`
+
 func run9P(ctx context.Context, env *cliEnv, args []string) int {
-	return notYet(env, "ninep")
+	fs, _ := newFlags(env, "9p", "9p [--addr unix:PATH|tcp:HOST:PORT] ls|cat|write|mkdir|rm PATH [DATA]", ninepAbout)
+	addr := fs.String("addr", "", "server address (default $"+ninep.AddrEnv+", else the default socket)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	rest := fs.Args()
+	if len(rest) < 2 {
+		fs.Usage()
+		return 2
+	}
+	op, p := rest[0], rest[1]
+	want := map[string][2]int{"ls": {2, 2}, "cat": {2, 2}, "write": {2, 3}, "mkdir": {2, 2}, "rm": {2, 2}}
+	n, ok := want[op]
+	if !ok {
+		fmt.Fprintf(env.stderr, "toolsrv 9p: unknown operation %q: use ls, cat, write, mkdir or rm\n", op)
+		return 2
+	}
+	if len(rest) < n[0] || len(rest) > n[1] {
+		fmt.Fprintf(env.stderr, "toolsrv 9p %s: wrong number of arguments; see toolsrv 9p --help\n", op)
+		return 2
+	}
+	var data []byte
+	if op == "write" {
+		if len(rest) == 3 {
+			data = []byte(rest[2])
+		} else {
+			b, err := io.ReadAll(env.stdin)
+			if err != nil {
+				fmt.Fprintln(env.stderr, "toolsrv 9p write: reading standard input:", err)
+				return 1
+			}
+			data = b
+		}
+	}
+	if *addr == "" {
+		*addr = ninep.DefaultAddr(env.getenv)
+	}
+	cl, err := ninep.Connect(ctx, *addr)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "toolsrv 9p:", err)
+		return 1
+	}
+	defer cl.Close()
+
+	switch op {
+	case "ls":
+		var ents []ninep.Entry
+		if ents, err = cl.List(p); err == nil {
+			for _, e := range ents {
+				if e.Dir {
+					fmt.Fprintln(env.stdout, e.Name+"/")
+				} else {
+					fmt.Fprintln(env.stdout, e.Name)
+				}
+			}
+		}
+	case "cat":
+		var b []byte
+		if b, err = cl.Read(p); err == nil {
+			env.stdout.Write(b)
+		}
+	case "write":
+		if ninep.IsTransaction(p) {
+			var ans []byte
+			if ans, err = cl.Transact(p, data); err == nil {
+				env.stdout.Write(ans)
+			}
+		} else {
+			err = cl.Write(p, data)
+		}
+	case "mkdir":
+		err = cl.Mkdir(p)
+	case "rm":
+		err = cl.Remove(p)
+	}
+	if err != nil {
+		var r *ninep.RefusedError
+		if errors.As(err, &r) && r.Reason != "" {
+			fmt.Fprintf(env.stderr, "toolsrv 9p %s %s: %s (%v)\n", op, strings.TrimPrefix(p, "/"), r.Reason, r.Errno)
+		} else {
+			fmt.Fprintf(env.stderr, "toolsrv 9p: %v\n", err)
+		}
+		return 1
+	}
+	return 0
 }

@@ -1,8 +1,279 @@
 package main
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
 
-// runServe is a placeholder until its owner lands the real command.
+	"github.com/hugelgupf/p9/linux"
+
+	"toolsrv/exec"
+	"toolsrv/index"
+	"toolsrv/ninep"
+	"toolsrv/registry"
+	"toolsrv/thresholds"
+)
+
+// listenList is the repeatable --listen flag.
+type listenList []string
+
+func (l *listenList) String() string     { return strings.Join(*l, ", ") }
+func (l *listenList) Set(v string) error { *l = append(*l, v); return nil }
+
+const serveAbout = `Serves the catalog, ranking and calls as a 9P2000.L file tree (see the ninep
+package documentation for the tree). It loads the tools, builds or opens the
+index, watches the tool directories, and listens on a Unix socket (mode 0600)
+until SIGINT or SIGTERM:
+  default  unix:$XDG_RUNTIME_DIR/toolsrv/9p.sock, or unix:~/.cache/toolsrv/9p.sock
+TCP only when asked (--listen tcp:HOST:PORT), loopback unless --allow-remote:
+9P has no authentication. Tools called through the tree get $TOOLSRV_ADDR
+(the first address), $OLLIE_SESSION_ID and $OLLIE_UNAME, so a tool such as
+tool_load can write back to its own agent with "toolsrv 9p".`
+
 func runServe(ctx context.Context, env *cliEnv, args []string) int {
-	return notYet(env, "serve")
+	fs, tools := newFlags(env, "serve", "serve [--tools DIR] [--listen unix:PATH|tcp:HOST:PORT]... [flags]", serveAbout)
+	var listens listenList
+	fs.Var(&listens, "listen", "address to serve on, unix:PATH or tcp:HOST:PORT (repeatable; default the Unix socket above)")
+	allowRemote := fs.Bool("allow-remote", false, "allow a TCP address that is not loopback (anyone who reaches it can load and call tools)")
+	agents := fs.String("agents", "", "agent profiles directory (default ~/.config/ollie/agents)")
+	workdir := fs.String("workdir", "", "a new session's working directory (default: the current directory; a session's ctl \"cwd PATH\" changes it)")
+	warm := fs.Int("warm-turns", 5, "turns a warm tool may stay unused before it is unloaded")
+	thrFile := fs.String("thresholds", "", "thresholds file (default $TOOLSRV_THRESHOLDS, the user's tuned file, then the shipped defaults)")
+	noThr := fs.Bool("no-thresholds", false, "rank files answer the plain ranking (--rank-k best) without the thresholds cut")
+	rankK := fs.Int("rank-k", 10, "hits a rank request gets when it does not say (with thresholds: at least their maximum)")
+	rankTimeout := fs.Duration("rank-timeout", 2*time.Second, "deadline of one ranking; past it the ranking is lexical and says so")
+	allowUnsandboxed := fs.Bool("allow-unsandboxed", false, "on a kernel without Landlock, run tools unsandboxed instead of refusing calls")
+	socket := fs.String("bypass-socket", "", "approval broker socket for bypass tools (default $OLLIE_BYPASS_SOCKET)")
+	ef := addEmbedderFlags(fs)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 0 {
+		fs.Usage()
+		return 2
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(env.stderr, "toolsrv serve: "+format+"\n", a...)
+		return 1
+	}
+
+	// Addresses first: a bad one is a usage error, before any work.
+	if len(listens) == 0 {
+		listens = listenList{"unix:" + ninep.DefaultSocket(env.getenv)}
+	}
+	var addrs []ninep.Addr
+	for _, s := range listens {
+		a, err := ninep.ParseAddr(s)
+		if err != nil {
+			fmt.Fprintln(env.stderr, "toolsrv serve: --listen", err)
+			return 2
+		}
+		if !a.Loopback() {
+			if !*allowRemote {
+				fmt.Fprintf(env.stderr, "toolsrv serve: --listen %s is not a loopback address; 9P has no authentication, so pass --allow-remote to serve it anyway\n", a)
+				return 2
+			}
+			fmt.Fprintf(env.stderr, "toolsrv serve: WARNING: serving on %s without authentication: anyone who can reach it can load and call tools\n", a)
+		}
+		addrs = append(addrs, a)
+	}
+	if *warm < 1 {
+		fmt.Fprintln(env.stderr, "toolsrv serve: --warm-turns must be at least 1")
+		return 2
+	}
+	if *socket == "" {
+		*socket = env.getenv("OLLIE_BYPASS_SOCKET")
+	}
+	if *agents == "" {
+		*agents = registry.DefaultAgentsDir(env.getenv)
+	}
+	if *workdir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return fail("no current directory for sessions: %v; pass --workdir", err)
+		}
+		*workdir = wd
+	}
+
+	dirs := toolDirs(env, tools)
+	reg := registry.New(registry.Options{Dirs: dirs, Logger: logger(env)})
+	if err := reg.Load(ctx); err != nil {
+		return fail("loading tools: %v", err)
+	}
+	emb, err := ef.open(env)
+	if err != nil {
+		return fail("%v", err)
+	}
+	ix, err := ef.buildIndex(ctx, env, emb, reg.Catalog())
+	if err != nil {
+		return fail("building the index: %v", err)
+	}
+	ranker := &serveRanker{ix: ix, reg: reg, timeout: *rankTimeout}
+	if !*noThr {
+		pol, _, err := thresholds.Load(ix.Stats().Embedder, thresholds.LoadOptions{Path: *thrFile, Getenv: env.getenv})
+		if err != nil {
+			return fail("thresholds: %v (pass --no-thresholds to serve plain rankings)", err)
+		}
+		ranker.pol = &pol
+	}
+
+	self, err := os.Executable()
+	if err != nil {
+		return fail("cannot find my own binary for the sandbox helper: %v", err)
+	}
+	first := addrs[0].String()
+	runner, err := exec.NewRunner(exec.Options{
+		SelfExe: exec.DefaultHelper(self), AllowUnsandboxed: *allowUnsandboxed, BypassSocket: *socket,
+		PassEnv: []string{ninep.AddrEnv},
+		Getenv: func(k string) string {
+			if k == ninep.AddrEnv {
+				return first
+			}
+			return env.getenv(k)
+		},
+		Logger: logger(env),
+	})
+	if err != nil {
+		return fail("%v", err)
+	}
+	if ok, _ := runner.Sandboxed(); !ok {
+		if *allowUnsandboxed {
+			fmt.Fprintln(env.stderr, "toolsrv serve: WARNING: this kernel has no Landlock: calls run UNSANDBOXED (--allow-unsandboxed)")
+		} else {
+			fmt.Fprintln(env.stderr, "toolsrv serve: this kernel has no Landlock: calls will be refused (pass --allow-unsandboxed to run them unsandboxed)")
+		}
+	}
+
+	srv, err := ninep.New(ninep.Options{
+		Source: reg, Ranker: ranker, Caller: execCaller{r: runner, toolsPath: strings.Join(dirs, ":")},
+		Profiles:  func(name string) (*registry.Profile, error) { return registry.LoadProfile(*agents, name) },
+		WorkDir:   *workdir,
+		WarmTurns: *warm,
+		RankK:     *rankK,
+		Logger:    logger(env),
+	})
+	if err != nil {
+		return fail("%v", err)
+	}
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	changes := reg.Subscribe(ctx) // before Watch, so no change is missed
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := reg.Watch(ctx); err != nil && ctx.Err() == nil {
+			fmt.Fprintf(env.stderr, "toolsrv serve: watching the tool directories stopped: %v; restart to see changes\n", err)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		ix.Follow(ctx, changes)
+	}()
+
+	errs := make(chan error, len(addrs))
+	for _, a := range addrs {
+		l, err := ninep.Listen(ctx, a)
+		if err != nil {
+			cancel()
+			return fail("%v", err)
+		}
+		fmt.Fprintf(env.stderr, "toolsrv serve: listening on %s\n", a)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(ctx, l); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	fmt.Fprintf(env.stderr, "toolsrv serve: %d tools (revision %d); clients: %s=%s toolsrv 9p ls /\n",
+		len(reg.Catalog().Tools), reg.Catalog().Revision, ninep.AddrEnv, first)
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(env.stderr, "toolsrv serve: shutting down")
+		return 0
+	case err := <-errs:
+		cancel()
+		return fail("%v", err)
+	}
+}
+
+// serveRanker ranks with the index and, unless disabled, cuts with the
+// thresholds policy (hot tools the agent may use are always offered).
+type serveRanker struct {
+	ix      *index.Index
+	reg     *registry.Registry
+	pol     *thresholds.Policy
+	timeout time.Duration
+}
+
+func (s *serveRanker) Rank(ctx context.Context, q ninep.RankQuery) (ninep.Ranking, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	iq := index.Query{Text: q.Text, Context: q.Context, K: q.K, Allow: q.Allow}
+	if s.pol == nil {
+		r, err := s.ix.Rank(ctx, iq)
+		if err != nil {
+			return ninep.Ranking{}, err
+		}
+		out := ninep.Ranking{Degraded: r.Degraded, Reason: r.Reason}
+		for _, h := range r.Hits {
+			out.Hits = append(out.Hits, ninep.Hit{Name: h.Name, Score: h.Score})
+		}
+		return out, nil
+	}
+	sel, r, err := s.pol.Offer(ctx, s.ix, s.reg.Catalog(), iq, nil)
+	if err != nil {
+		return ninep.Ranking{}, err
+	}
+	out := ninep.Ranking{Degraded: r.Degraded, Reason: r.Reason}
+	for _, o := range sel.Tools {
+		out.Hits = append(out.Hits, ninep.Hit{Name: o.Name, Score: o.Score})
+	}
+	if sel.NoToolFits {
+		out.Note = sel.Reason
+	}
+	return out, nil
+}
+
+// execCaller runs calls with the exec runner. A tool that ran and failed is
+// a result; every other failure is a refusal with an errno that fits.
+type execCaller struct {
+	r         *exec.Runner
+	toolsPath string
+}
+
+func (c execCaller) Call(ctx context.Context, t *registry.Tool, args []byte, cc ninep.CallContext) (*ninep.CallResult, error) {
+	res, err := c.r.Call(ctx, t, args, exec.CallContext{WorkDir: cc.WorkDir, Session: cc.Session, Agent: cc.Agent,
+		Timeout: cc.Timeout, ToolsPath: c.toolsPath})
+	if err != nil && !(errors.Is(err, exec.ErrExit) && res != nil) {
+		return nil, &ninep.Refusal{Errno: callErrno(err), Reason: err.Error()}
+	}
+	return &ninep.CallResult{Stdout: res.Stdout, Content: res.Content, Stderr: res.Stderr, ExitCode: res.ExitCode,
+		Truncated: res.Truncated, Unsandboxed: res.Unsandboxed, Duration: res.Duration}, nil
+}
+
+// callErrno maps exec's failure kinds to errnos.
+func callErrno(err error) linux.Errno {
+	for _, k := range []struct {
+		kind  error
+		errno linux.Errno
+	}{
+		{exec.ErrInvalidArgs, linux.EINVAL}, {exec.ErrBadCallContext, linux.EINVAL},
+		{exec.ErrTimeout, linux.ETIMEDOUT}, {exec.ErrCanceled, linux.EINTR},
+		{exec.ErrBypassRefused, linux.EACCES}, {exec.ErrNoSandbox, linux.EPERM}, {exec.ErrSandbox, linux.EPERM},
+		{exec.ErrStart, linux.ENOEXEC},
+	} {
+		if errors.Is(err, k.kind) {
+			return k.errno
+		}
+	}
+	return linux.EIO
 }
