@@ -16,7 +16,14 @@
 // to the k least-bad matches.
 //
 // When the ranking is degraded (the embedder failed and scores are lexical
-// only), the Degraded levels apply if the file has them.
+// only) or was asked for in BM25 mode, the Degraded levels apply if the file
+// has them.
+//
+// Policy.Offer is the one call for every consumer (the prompt assembler's Go
+// API, `toolsrv rank` outside batch mode, the 9P rank files): it ranks with
+// the index (restricted to what the agent's profile allows), adds the hot
+// tools and applies the policy. Policy.Select is the same on a plain list of
+// scored candidates.
 //
 // Cut-offs are calibrated per embedder by `toolsrv tune` and stored as JSON
 // in a File (format "toolsrv-thresholds", Version 1) named after the
@@ -25,5 +32,9 @@
 // looks, in order, at an explicit path (the --thresholds flag), at
 // $TOOLSRV_THRESHOLDS, at that per-embedder file, then at the defaults shipped
 // in the binary for the built-in embedder, and last at a conservative
-// fallback (said so in the returned Source, so callers can warn).
+// fallback (said so in Source.Warning, so callers can warn). The built-in
+// embedder's ID carries a digest of its model ("builtin/v1-45b4a279"): shipped
+// defaults tuned for another model of the same family still load, with a
+// warning to re-tune. Thresholds hold for the embedder, the model and the
+// index's lexical weight they were tuned with (recorded in File.Tuning).
 package thresholds
