@@ -251,7 +251,7 @@ func Sweep(qs []TuneQuery, g Grid, obj Objective, progress func(done, total int)
 	for _, mt := range g.MaxTools {
 		for _, rel := range g.Relative {
 			for _, mn := range g.Min {
-				l := thresholds.Levels{Min: mn, ColdMin: math.Min(1, mn+g.ColdMargin), Relative: rel, MaxTools: mt}
+				l := thresholds.Levels{Min: mn, ColdMin: math.Min(1, math.Round((mn+g.ColdMargin)*1e6)/1e6), Relative: rel, MaxTools: mt}
 				res.Points = append(res.Points, Point{Levels: l, Macro: Macro(Evaluate(tune, l))})
 				done++
 				if progress != nil {

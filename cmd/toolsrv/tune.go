@@ -110,6 +110,8 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 		names = append(names, filepath.Base(d))
 	}
 	file := &thresholds.File{
+		Format:   thresholds.Format,
+		Version:  thresholds.Version,
 		Embedder: emb.ID(),
 		Policy:   thresholds.Policy{Levels: res.Chosen.Levels},
 		Tuning: &thresholds.Tuning{
