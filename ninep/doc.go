@@ -1,0 +1,117 @@
+// Package ninep serves toolsrv as a 9P2000.L file tree (SPEC §8): agents and
+// scripts list, rank, load and call tools by reading and writing files. It
+// uses github.com/hugelgupf/p9 for the protocol; every file type is composed
+// from small mixins (see nodes.go).
+//
+// # The tree
+//
+//	tools                        r   catalog: "name<TAB>tier<TAB>description" per line
+//	tools.json                   r   the full catalog as JSON (schemas, tiers, variants resolved,
+//	                                 hidden tools, problems, shadowed definitions)
+//	revision                     r   registry revision, a decimal number and a newline
+//	errors                       r   one line per invalid .meta file: file[:line]: [field "f":] reason
+//	err                          r   why the last refused request on this connection failed
+//	rank                         rw  transaction: write a message, read the ranking
+//	ctl                          w   "reload": rescan the tool directories now
+//	session/                     d   mkdir session/S starts a session, rmdir (rm) ends it
+//	session/S/ctl                rw  "cwd /ABS/PATH": the session's working directory; read: "cwd PATH"
+//	session/S/agent/             d   mkdir session/S/agent/A starts agent A (profile A applies), rmdir ends it
+//	session/S/agent/A/tools      rw  read: the loaded tools (same format as /tools); write names, one per line: load them
+//	session/S/agent/A/ctl        rw  write "tool_load NAME", "tool_unload NAME", "turn" (one per line);
+//	                                 read: "session S", "agent A", "turn N", then notices
+//	session/S/agent/A/schemas    r   JSON array of the loaded tools as the model sees them:
+//	                                 {"name","description","prompt","parameters"} (never the keywords)
+//	session/S/agent/A/rank       rw  transaction: the ranking restricted to the agent's allowTools
+//	session/S/agent/A/call/      d   lists the loaded tools
+//	session/S/agent/A/call/NAME  rw  transaction: write the arguments (JSON object), read the result
+//	session/S/agent/A/err        r   why this agent's last refused request failed
+//
+// # Transactions
+//
+// rank and call/NAME work per open file, like Plan 9's /net/cs: a write sets
+// the request, reads on the same fid return the answer; other fids, on this
+// or any other connection, never see it. A write at offset 0 starts a new
+// request. A rank request is plain text (the user's message) or a JSON
+// object {"query": "...", "context": ["earlier message", ...], "k": N}. Its
+// answer is "name<TAB>score" lines, best first, scores in [0,1] with four
+// decimals, preceded by comment lines when there is something to say:
+// "# degraded: REASON" (the ranking fell back to lexical scores) and
+// "# NOTE" (for example why no tool fits). A call answer is one JSON object:
+//
+//	{"tool":"N","exitCode":0,"output":"stdout","content":[...],"stderr":"...",
+//	 "truncated":false,"unsandboxed":false,"durationMs":12.5}
+//
+// (content only when the output was {"content": [...]}). A tool that ran
+// and exited non-zero is an answer with its exit code, not a refusal.
+// Arguments are run when they form a complete JSON value, so arguments
+// larger than one message arrive whole; a message is ranked at the end of
+// the write. Empty arguments mean {}.
+//
+// # Refusals
+//
+// A refused request answers with an errno (9P2000.L carries no text) and
+// leaves the reason in the connection's err file and, for an agent's
+// request, in the agent's err:
+//
+//	ENOENT  unknown tool, hidden tool (with the reason), no such session/agent/file,
+//	        unloading a tool that is not loaded, an agent or session that has ended
+//	EACCES  tool not in the agent profile's allowTools; calling a tool that is not
+//	        loaded; opening a read-only file for writing (or /ctl for reading);
+//	        a bypass the broker refused
+//	EINVAL  unknown command, bad name, bad arguments (every schema violation listed),
+//	        bad rank request, empty message, bad agent profile
+//	EEXIST  session or agent already exists
+//	EPERM   creating files or directories where none can be made, removing fixed
+//	        files at the root, a call the sandbox cannot run
+//	ENOSYS  no ranker or no exec runner in this server
+//	ETIMEDOUT, EINTR, ENOEXEC  a call timed out, was cancelled, could not start;
+//	EIO     anything else
+//
+// # Decisions where the spec is silent
+//
+//   - Sessions and agents belong to the server, not to a connection: any
+//     client may use a session another made (a tool called by an agent
+//     writes to that agent's files over its own connection), and they live
+//     until removed or the server stops. Removing session/S or
+//     session/S/agent/A ends it whatever it contains; unlinking the fixed
+//     files inside succeeds without effect, so "rm -r" works.
+//   - Commands end at a newline or at the end of a write shorter than 4072
+//     bytes (msize 4096 minus the 24-byte I/O header: no client splits a
+//     write below that); a longer write may be a piece of a larger one and
+//     its unfinished last line waits for the next write or for close.
+//     Lines before a refused one are applied. Truncating a writable file
+//     (echo x > ctl) is accepted and ignored.
+//   - Retention (SPEC §7): loading or calling a tool marks it used in the
+//     current turn; "turn" ends the turn. A cold tool unused for 1 full turn
+//     and a warm tool unused for Options.WarmTurns (5) full turns are
+//     unloaded at that "turn"; hot tools stay until unloaded by name.
+//     autoLoad tools start used in turn 0. Each unload is noted in ctl.
+//   - An agent follows catalog changes when it is next used: a loaded tool
+//     that disappeared (or became hidden) is unloaded with a ctl notice, one
+//     whose definition changed stays loaded, is noted ("read schemas
+//     again"), and schemas always show the current definition.
+//   - autoLoad names that are unknown or not allowed are skipped with a ctl
+//     notice; they do not stop the agent from starting. An agent without a
+//     profile file gets an empty profile; a profile that does not parse
+//     makes mkdir fail with EINVAL.
+//   - A session starts in Options.WorkDir (toolsrv serve: --workdir, default
+//     its current directory); "cwd PATH" in session/S/ctl changes it. Calls
+//     run there (read-write for the tool unless it is readOnly).
+//   - Calls pass the tool's own timeout; the exec runner applies its
+//     default. Tools find the server through $TOOLSRV_ADDR (see AddrEnv)
+//     and their session and agent through $OLLIE_SESSION_ID and $OLLIE_UNAME.
+//
+// # Connections
+//
+// Each connection gets its own p9.Server (the library gives Attach no way to
+// tell connections apart) behind a shim that answers Tauth with ENOENT (what
+// Debian's diod client needs to proceed without authentication), serialises
+// version negotiation and holds back the end of input until every request
+// has been answered: two library bugs found by FuzzConn (a request before
+// Tversion panics; a peer hanging up with requests in flight can make the
+// library call WaitGroup.Add concurrently with Wait, which kills the process).
+// The default address is the Unix socket $XDG_RUNTIME_DIR/toolsrv/9p.sock,
+// else ~/.cache/toolsrv/9p.sock (mode 0600, its directory 0700); TCP only
+// when asked. 9P has no authentication: the socket's mode is the access
+// control.
+package ninep
