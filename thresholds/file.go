@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -331,4 +332,17 @@ func loadPath(embedderID, path string, kind SourceKind, any bool) (Policy, Sourc
 		return Policy{}, Source{}, fmt.Errorf("thresholds %s were tuned for embedder %q, not %q: run `toolsrv tune` for this embedder or point --thresholds elsewhere", path, f.Embedder, embedderID)
 	}
 	return f.Policy, Source{Kind: kind, Path: path, File: f}, nil
+}
+
+// LexicalWeightWarning says, when the thresholds were tuned with another
+// hybrid lexical weight than w (the index's Options.LexicalWeight), that
+// their scores do not mean the same; "" when they match or are unknown.
+func (s Source) LexicalWeightWarning(w float64) string {
+	if s.File == nil || s.File.Tuning == nil || s.File.Tuning.LexicalWeight == 0 {
+		return ""
+	}
+	if t := s.File.Tuning.LexicalWeight; math.Abs(t-w) > 1e-9 {
+		return fmt.Sprintf("the thresholds were tuned with lexical weight %.2f, not %.2f: run `toolsrv tune --lexical-weight %.2f`", t, w, w)
+	}
+	return ""
 }

@@ -182,3 +182,21 @@ func TestKey(t *testing.T) {
 		}
 	}
 }
+
+func TestLexicalWeightWarning(t *testing.T) {
+	tuned := Source{File: &File{Tuning: &Tuning{LexicalWeight: 0.5}}}
+	for _, tc := range []struct {
+		src  Source
+		w    float64
+		warn bool
+	}{
+		{tuned, 0.5, false},
+		{tuned, 0.3, true},
+		{Source{File: &File{}}, 0.3, false},
+		{Source{}, 0.3, false},
+	} {
+		if got := tc.src.LexicalWeightWarning(tc.w); (got != "") != tc.warn {
+			t.Errorf("LexicalWeightWarning(%v) on %+v = %q, want a warning: %v", tc.w, tc.src.File, got, tc.warn)
+		}
+	}
+}
