@@ -146,11 +146,10 @@ func benchNineP(ctx context.Context, reg *registry.Registry, ix *index.Index, qu
 		pol = thresholds.Fallback()
 	}
 	ranker := ninep.RankerFunc(func(ctx context.Context, q ninep.RankQuery) (ninep.Ranking, error) {
-		r, err := ix.Rank(ctx, index.Query{Text: q.Text, Context: q.Context, K: max(q.K, pol.MaxTools), Allow: q.Allow})
+		sel, r, err := pol.Offer(ctx, ix, reg.Catalog(), index.Query{Text: q.Text, Context: q.Context, K: q.K, Allow: q.Allow}, nil)
 		if err != nil {
 			return ninep.Ranking{}, err
 		}
-		sel := pol.Apply(r, thresholds.TierOf(reg.Catalog()), nil)
 		out := ninep.Ranking{Degraded: r.Degraded, Reason: r.Reason}
 		for _, o := range sel.Tools {
 			out.Hits = append(out.Hits, ninep.Hit{Name: o.Name, Score: o.Score})
