@@ -3,22 +3,36 @@ package builtin
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 )
 
-// benchDocs makes n synthetic tool documents of realistic length.
+// benchDocs makes n synthetic tool documents of realistic length: about
+// 120 words from a list of words tool descriptions use, one in ten an
+// identifier the table does not know.
 func benchDocs(n int) []string {
-	words := []string{"weather", "forecast", "city", "email", "send", "message", "convert", "currency",
-		"amount", "stock", "price", "image", "resize", "translate", "text", "language", "calendar",
-		"event", "schedule", "meeting", "file", "compress", "archive", "search", "web", "news", "music",
-		"playlist", "recipe", "nutrition", "flight", "hotel", "booking", "payment", "invoice", "database"}
+	words := strings.Fields(`weather forecast city email send message convert currency amount stock price
+	image resize translate text language calendar event schedule meeting file compress archive search
+	web news music playlist recipe nutrition flight hotel booking payment invoice database query user
+	account create delete update list return result parameter string number date time location address
+	report summary analyze data chart upload download share link password reset order product review
+	rating movie book author weather temperature country population health doctor patient insurance
+	vehicle route traffic map restaurant menu reservation ticket concert sport score team player game
+	job salary resume company employee customer support chat notification reminder task project note`)
 	docs := make([]string, n)
+	var b strings.Builder
 	for i := range docs {
-		s := fmt.Sprintf("tool_%d_%s_%s: ", i, words[i%len(words)], words[(i*7)%len(words)])
-		for j := 0; j < 60; j++ {
-			s += words[(i*31+j*17)%len(words)] + fmt.Sprintf(" w%d ", (i*13+j)%5000)
+		b.Reset()
+		fmt.Fprintf(&b, "tool_%d_%s_%s: ", i, words[i%len(words)], words[(i*7)%len(words)])
+		for j := 0; j < 120; j++ {
+			if j%10 == 9 {
+				fmt.Fprintf(&b, "acct%dId ", (i*13+j)%5000)
+				continue
+			}
+			b.WriteString(words[(i*31+j*17)%len(words)])
+			b.WriteByte(' ')
 		}
-		docs[i] = s
+		docs[i] = b.String()
 	}
 	return docs
 }

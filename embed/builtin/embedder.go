@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 
 	"toolsrv/embed"
@@ -133,12 +134,12 @@ func (e *Embedder) EmbedQuery(ctx context.Context, text string) ([]float32, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return e.embed(text, e.priorWeight, false), nil
+	return e.embed(text, e.priorWeight, false, nil), nil
 }
 
 // EmbedDocuments implements embed.Embedder with prior weights.
 func (e *Embedder) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
-	return e.embedAll(ctx, texts, e.priorWeight)
+	return e.embedAll(ctx, texts, e.priorWeight, nil)
 }
 
 func (e *Embedder) priorWeight(term string, row int32) float32 {
@@ -148,15 +149,37 @@ func (e *Embedder) priorWeight(term string, row int32) float32 {
 	return 1
 }
 
-func (e *Embedder) embedAll(ctx context.Context, texts []string, w weightFunc) ([][]float32, error) {
+func (e *Embedder) embedAll(ctx context.Context, texts []string, w weightFunc, known map[string][]float32) ([][]float32, error) {
 	out := make([][]float32, len(texts))
-	for i, s := range texts {
-		if i%64 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
+	workers := min(runtime.GOMAXPROCS(0), (len(texts)+15)/16)
+	if workers <= 1 {
+		for i, s := range texts {
+			if i%64 == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
 			}
+			out[i] = e.embed(s, w, e.opts.DocTF, known)
 		}
-		out[i] = e.embed(s, w, e.opts.DocTF)
+		return out, nil
+	}
+	var wg sync.WaitGroup
+	for k := 0; k < workers; k++ {
+		lo, hi := k*len(texts)/workers, (k+1)*len(texts)/workers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				if (i-lo)%64 == 0 && ctx.Err() != nil {
+					return
+				}
+				out[i] = e.embed(texts[i], w, e.opts.DocTF, known)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -165,18 +188,22 @@ func (e *Embedder) embedAll(ctx context.Context, texts []string, w weightFunc) (
 type weightFunc func(term string, row int32) float32
 
 type scratch struct {
-	toks []string
-	seen map[string]int32
-	vec  []float64
-	tmp  []float32
+	toks  []string
+	stems map[string]string // word → term cache, bounded
+	seen  map[string]int32
+	vec   []float64
+	tmp   []float32
 }
 
 // embed pools the distinct terms of text. A text with no usable term gets a
 // fixed unit vector (so the result is never zero or NaN).
-func (e *Embedder) embed(text string, weight weightFunc, tf bool) []float32 {
+func (e *Embedder) embed(text string, weight weightFunc, tf bool, known map[string][]float32) []float32 {
 	s := e.pool.Get().(*scratch)
 	defer e.pool.Put(s)
-	s.toks = AppendTokens(s.toks[:0], text)
+	if s.stems == nil || len(s.stems) > 1<<16 {
+		s.stems = make(map[string]string, 1024)
+	}
+	s.toks = appendTokens(s.toks[:0], text, s.stems)
 	if s.seen == nil {
 		s.seen = make(map[string]int32, 64)
 	}
@@ -211,7 +238,10 @@ func (e *Embedder) embed(text string, weight weightFunc, tf bool) []float32 {
 				w *= 1 + e.opts.LeadBoost
 			}
 		}
-		v := e.termVector(tok, row, s.tmp)
+		v, ok := known[tok]
+		if !ok {
+			v = e.termVector(tok, row, s.tmp)
+		}
 		for i, x := range v {
 			s.vec[i] += float64(w * x)
 		}

@@ -20,10 +20,11 @@ import (
 type Fitted struct {
 	e     *Embedder
 	id    string
-	n     int            // documents fitted
-	df    map[string]int // document frequency per term
-	maxW  float32        // IDF of a term found in one document
-	mean  []float32      // mean document vector (nil: no centering)
+	n     int                  // documents fitted
+	df    map[string]int       // document frequency per term
+	maxW  float32              // IDF of a term found in one document
+	mean  []float32            // mean document vector (nil: no centering)
+	oov   map[string][]float32 // n-gram vectors of catalog terms outside the vocabulary
 	state []byte
 }
 
@@ -31,6 +32,7 @@ type Fitted struct {
 func (e *Embedder) Fit(ctx context.Context, docs []string) (embed.Fitted, error) {
 	df := make(map[string]int)
 	seen := make(map[string]struct{})
+	stems := make(map[string]string)
 	var toks []string
 	for i, d := range docs {
 		if i%256 == 0 {
@@ -38,7 +40,7 @@ func (e *Embedder) Fit(ctx context.Context, docs []string) (embed.Fitted, error)
 				return nil, err
 			}
 		}
-		toks = AppendTokens(toks[:0], d)
+		toks = appendTokens(toks[:0], d, stems)
 		clear(seen)
 		for _, t := range toks {
 			if _, ok := seen[t]; !ok {
@@ -56,7 +58,7 @@ func (e *Embedder) Fit(ctx context.Context, docs []string) (embed.Fitted, error)
 					return nil, err
 				}
 			}
-			for k, x := range e.embed(d, f.weight, e.opts.DocTF) {
+			for k, x := range e.embed(d, f.weight, e.opts.DocTF, f.oov) {
 				mean[k] += float64(x)
 			}
 		}
@@ -72,6 +74,15 @@ func (e *Embedder) Fit(ctx context.Context, docs []string) (embed.Fitted, error)
 func (e *Embedder) fitted(n int, df map[string]int, mean []float32) *Fitted {
 	f := &Fitted{e: e, n: n, df: df, mean: mean}
 	f.maxW = idf(n, 1)
+	if e.t.Buckets > 0 {
+		f.oov = make(map[string][]float32)
+		tmp := make([]float32, e.t.Dim)
+		for t := range df {
+			if _, ok := e.index[t]; !ok {
+				f.oov[t] = append([]float32(nil), e.termVector(t, -1, tmp)...)
+			}
+		}
+	}
 	f.state = encodeState(n, df, mean)
 	sum := sha256.Sum256(f.state)
 	f.id = e.opts.ID + "+fit-" + hex.EncodeToString(sum[:6])
@@ -195,12 +206,12 @@ func (f *Fitted) EmbedQuery(ctx context.Context, text string) ([]float32, error)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return f.center(f.e.embed(text, f.weight, false)), nil
+	return f.center(f.e.embed(text, f.weight, false, f.oov)), nil
 }
 
 // EmbedDocuments implements embed.Embedder.
 func (f *Fitted) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
-	out, err := f.e.embedAll(ctx, texts, f.weight)
+	out, err := f.e.embedAll(ctx, texts, f.weight, f.oov)
 	if err != nil {
 		return nil, err
 	}

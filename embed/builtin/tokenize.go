@@ -17,6 +17,13 @@ func Tokenize(text string) []string {
 
 // AppendTokens is Tokenize appending to dst (to reuse a buffer).
 func AppendTokens(dst []string, text string) []string {
+	return appendTokens(dst, text, nil)
+}
+
+// appendTokens is AppendTokens with an optional cache from lowercased word
+// to term ("" for a dropped word), which saves the stemming of words seen
+// before.
+func appendTokens(dst []string, text string, cache map[string]string) []string {
 	start := -1
 	for i, r := range text {
 		if unicode.IsLetter(r) || unicode.IsDigit(r) {
@@ -26,12 +33,12 @@ func AppendTokens(dst []string, text string) []string {
 			continue
 		}
 		if start >= 0 {
-			dst = appendRun(dst, text[start:i])
+			dst = appendRun(dst, text[start:i], cache)
 			start = -1
 		}
 	}
 	if start >= 0 {
-		dst = appendRun(dst, text[start:])
+		dst = appendRun(dst, text[start:], cache)
 	}
 	return dst
 }
@@ -39,7 +46,7 @@ func AppendTokens(dst []string, text string) []string {
 // appendRun splits one alphanumeric run at case boundaries and appends its
 // terms: lower/digit→Upper ("getUser", "v2Data") and UPPER→Upper+lower
 // ("HTTPServer" → "HTTP", "Server").
-func appendRun(dst []string, run string) []string {
+func appendRun(dst []string, run string, cache map[string]string) []string {
 	ascii := true
 	for i := 0; i < len(run); i++ {
 		if run[i] >= utf8.RuneSelf {
@@ -48,7 +55,7 @@ func appendRun(dst []string, run string) []string {
 		}
 	}
 	if !ascii {
-		return appendRunRunes(dst, []rune(run))
+		return appendRunRunes(dst, []rune(run), cache)
 	}
 	start := 0
 	for i := 1; i < len(run); i++ {
@@ -58,14 +65,14 @@ func appendRun(dst []string, run string) []string {
 		}
 		if isLowerASCII(p) || isDigitASCII(p) ||
 			(isUpperASCII(p) && i+1 < len(run) && isLowerASCII(run[i+1])) {
-			dst = appendTerm(dst, run[start:i])
+			dst = appendTerm(dst, run[start:i], cache)
 			start = i
 		}
 	}
-	return appendTerm(dst, run[start:])
+	return appendTerm(dst, run[start:], cache)
 }
 
-func appendRunRunes(dst []string, rs []rune) []string {
+func appendRunRunes(dst []string, rs []rune, cache map[string]string) []string {
 	start := 0
 	for i := 1; i < len(rs); i++ {
 		c, p := rs[i], rs[i-1]
@@ -74,29 +81,43 @@ func appendRunRunes(dst []string, rs []rune) []string {
 		}
 		if unicode.IsLower(p) || unicode.IsDigit(p) ||
 			(unicode.IsUpper(p) && i+1 < len(rs) && unicode.IsLower(rs[i+1])) {
-			dst = appendTerm(dst, string(rs[start:i]))
+			dst = appendTerm(dst, string(rs[start:i]), cache)
 			start = i
 		}
 	}
-	return appendTerm(dst, string(rs[start:]))
+	return appendTerm(dst, string(rs[start:]), cache)
 }
 
 func isUpperASCII(c byte) bool { return 'A' <= c && c <= 'Z' }
 func isLowerASCII(c byte) bool { return 'a' <= c && c <= 'z' }
 func isDigitASCII(c byte) bool { return '0' <= c && c <= '9' }
 
-func appendTerm(dst []string, t string) []string {
+func appendTerm(dst []string, t string, cache map[string]string) []string {
 	if t == "" {
 		return dst
 	}
 	t = lowerASCII(t)
-	if utf8.RuneCountInString(t) < 2 || isNumber(t) {
+	if cache != nil {
+		if term, ok := cache[t]; ok {
+			if term == "" {
+				return dst
+			}
+			return append(dst, term)
+		}
+	}
+	term := ""
+	if utf8.RuneCountInString(t) >= 2 && !isNumber(t) {
+		if _, stop := stopwords[t]; !stop {
+			term = stem(t)
+		}
+	}
+	if cache != nil {
+		cache[t] = term
+	}
+	if term == "" {
 		return dst
 	}
-	if _, stop := stopwords[t]; stop {
-		return dst
-	}
-	return append(dst, stem(t))
+	return append(dst, term)
 }
 
 func lowerASCII(s string) string {
