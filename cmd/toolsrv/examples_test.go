@@ -9,8 +9,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,6 +25,8 @@ import (
 	"testing"
 	"time"
 
+	toolexec "toolsrv/exec"
+	"toolsrv/ninep"
 	"toolsrv/registry"
 )
 
@@ -327,6 +331,10 @@ func TestExampleTools(t *testing.T) {
 		t.Parallel()
 		testSystemLogs(t, bin, tools)
 	})
+	t.Run("tool_load/over 9P from a sandboxed call", func(t *testing.T) {
+		t.Parallel()
+		testToolLoadOver9P(t, bin, tools)
+	})
 
 	// Every tool of the catalog has at least one case above.
 	names, err := filepath.Glob(filepath.Join(tools, "*.meta"))
@@ -384,6 +392,148 @@ func testSystemLogs(t *testing.T, bin, tools string) {
 	}
 	if lines := strings.Count(strings.TrimSpace(r.stdout), "\n") + 1; r.stdout == "" || lines > 5 && !strings.Contains(r.stdout, "no log entries") {
 		t.Errorf("system_logs returned %d lines for lines=5:\n%s", lines, r.stdout)
+	}
+}
+
+// testToolLoadOver9P runs the whole path of the seeds' tool_load: an agent
+// whose profile auto-loads tool_load calls it through its call/tool_load
+// file on a real 9P server; the call runs sandboxed, and the script writes
+// "tool_load git_log" to that agent's ctl with "toolsrv 9p"; afterwards the
+// agent's tools file lists git_log. A name the profile does not allow is
+// refused, and the refusal reaches the caller.
+//
+// The server passes TOOLSRV_ADDR (its socket) and TOOLSRV_BIN (a toolsrv
+// binary) to tools. The sandbox lets a tool execute only system directories
+// and its own tool directory, so the binary is placed in a private copy of
+// the tool directory.
+func testToolLoadOver9P(t *testing.T, bin, examples string) {
+	dir := t.TempDir()
+	tools := filepath.Join(dir, "tools")
+	for _, f := range []string{"tool_load", "tool_load.meta", "git_log", "git_log.meta", "file_read", "file_read.meta", "shell", "shell.meta"} {
+		copyFile(t, filepath.Join(examples, f), filepath.Join(tools, f))
+	}
+	copyFile(t, bin, filepath.Join(tools, "toolsrv"))
+	sock := filepath.Join(dir, "9p.sock")
+	env := map[string]string{"TOOLSRV_ADDR": "unix:" + sock, "TOOLSRV_BIN": filepath.Join(tools, "toolsrv"), "PATH": os.Getenv("PATH")}
+
+	reg := registry.New(registry.Options{Dirs: []string{tools}})
+	if err := reg.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	runner, err := toolexec.NewRunner(toolexec.Options{SelfExe: bin, PassEnv: []string{"TOOLSRV_ADDR", "TOOLSRV_BIN"},
+		Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caller := ninep.CallerFunc(func(ctx context.Context, tool *registry.Tool, args []byte, cc ninep.CallContext) (*ninep.CallResult, error) {
+		res, err := runner.Call(ctx, tool, args, toolexec.CallContext{WorkDir: cc.WorkDir, Session: cc.Session, Agent: cc.Agent,
+			Timeout: cc.Timeout, ToolsPath: tools})
+		var ce *toolexec.CallError
+		if err != nil && !(errors.As(err, &ce) && errors.Is(ce.Kind, toolexec.ErrExit) && res != nil) {
+			return nil, err
+		}
+		return &ninep.CallResult{Stdout: res.Stdout, Content: res.Content, Stderr: res.Stderr, ExitCode: res.ExitCode,
+			Truncated: res.Truncated, Unsandboxed: res.Unsandboxed, Duration: res.Duration}, nil
+	})
+	allowed := []string{"tool_load", "git_log", "file_read"} // not shell
+	profiles := func(agent string) (*registry.Profile, error) {
+		return &registry.Profile{Name: agent, AutoLoad: []string{"tool_load"}, AllowTools: &allowed}, nil
+	}
+	work := filepath.Join(dir, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := ninep.New(ninep.Options{Source: reg, Caller: caller, Profiles: profiles, WorkDir: work})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, l) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("9P server: %v", err)
+		}
+	})
+
+	cl, err := ninep.Connect(ctx, "unix:"+sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, d := range []string{"session/s1", "session/s1/agent/coder"} {
+		if err := cl.Mkdir(d); err != nil {
+			t.Fatalf("mkdir %s: %v", d, err)
+		}
+	}
+	loaded := func() string {
+		b, err := cl.Read("session/s1/agent/coder/tools")
+		if err != nil {
+			t.Fatalf("reading the agent's tools: %v", err)
+		}
+		return string(b)
+	}
+	if l := loaded(); !strings.Contains(l, "tool_load") || strings.Contains(l, "git_log") {
+		t.Fatalf("before the call the agent has %q; want tool_load (autoLoad) and not git_log", l)
+	}
+
+	ans, err := cl.Transact("session/s1/agent/coder/call/tool_load", []byte(`{"name":"git_log"}`))
+	if err != nil {
+		t.Fatalf("call/tool_load: %v", err)
+	}
+	var res struct {
+		ExitCode    int    `json:"exitCode"`
+		Output      string `json:"output"`
+		Stderr      string `json:"stderr"`
+		Unsandboxed bool   `json:"unsandboxed"`
+	}
+	if err := json.Unmarshal(ans, &res); err != nil {
+		t.Fatalf("call answer %q: %v", ans, err)
+	}
+	if res.ExitCode != 0 || !strings.Contains(res.Output, "loaded git_log") || res.Unsandboxed {
+		t.Fatalf("tool_load git_log answered %+v", res)
+	}
+	if l := loaded(); !strings.Contains(l, "git_log") {
+		t.Fatalf("after tool_load git_log the agent's tools are %q", l)
+	}
+
+	// shell is not in the profile's allowTools: the server refuses the
+	// ctl write, and tool_load fails with the server's reason.
+	ans, err = cl.Transact("session/s1/agent/coder/call/tool_load", []byte(`{"name":"shell"}`))
+	if err != nil {
+		t.Fatalf("call/tool_load: %v", err)
+	}
+	if err := json.Unmarshal(ans, &res); err != nil {
+		t.Fatalf("call answer %q: %v", ans, err)
+	}
+	if res.ExitCode == 0 || !strings.Contains(res.Stderr, "tool_load shell refused") {
+		t.Errorf("tool_load shell (not allowed) answered %+v", res)
+	}
+	if l := loaded(); strings.Contains(l, "shell") {
+		t.Errorf("a tool outside allowTools was loaded: %q", l)
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, fi.Mode().Perm()); err != nil {
+		t.Fatal(err)
 	}
 }
 
