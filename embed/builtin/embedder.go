@@ -56,6 +56,10 @@ type Options struct {
 	// similar things; this part keeps identical words closer than merely
 	// similar ones, which matters in catalogs of near-identical tools.
 	Exact float32
+	// PriorMix blends the training corpus's IDF into a fitted embedder's
+	// weights: w = catalogIDF^(1−PriorMix) · priorIDF^PriorMix. Small
+	// catalogs give noisy IDFs; the prior knows which words are generic.
+	PriorMix float32
 }
 
 // DefaultOptions are the settings the shipped table was evaluated with.
@@ -69,9 +73,12 @@ func DefaultOptions() Options {
 type Embedder struct {
 	opts  Options
 	exact float32 // Exact × mean row length
-	t     *Table
-	index map[string]int32
-	pool  sync.Pool // *scratch
+	// maxPrior is the largest prior weight (that of terms the training
+	// corpus lacks).
+	maxPrior float32
+	t        *Table
+	index    map[string]int32
+	pool     sync.Pool // *scratch
 }
 
 var (
@@ -102,6 +109,9 @@ func FromTable(t *Table, o Options) (*Embedder, error) {
 	e := &Embedder{opts: o, t: t, index: make(map[string]int32, len(t.Vocab))}
 	for i, s := range t.Vocab {
 		e.index[s] = int32(i)
+	}
+	for _, p := range t.Prior {
+		e.maxPrior = max(e.maxPrior, p)
 	}
 	if o.Exact > 0 && t.Rows() > 0 {
 		var sum float64

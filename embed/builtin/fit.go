@@ -194,11 +194,19 @@ func (f *Fitted) Weight(term string) float32 {
 	return f.weight(term, row)
 }
 
-func (f *Fitted) weight(term string, _ int32) float32 {
+func (f *Fitted) weight(term string, row int32) float32 {
+	w := f.e.opts.UnseenIDF * f.maxW
 	if d := f.df[term]; d > 0 {
-		return idf(f.n, d)
+		w = idf(f.n, d)
 	}
-	return f.e.opts.UnseenIDF * f.maxW
+	if m := f.e.opts.PriorMix; m > 0 && w > 0 {
+		p := f.e.maxPrior
+		if row >= 0 && int(row) < len(f.e.t.Prior) {
+			p = f.e.t.Prior[row]
+		}
+		w = float32(math.Pow(float64(w), float64(1-m)) * math.Pow(float64(p), float64(m)))
+	}
+	return w
 }
 
 // EmbedQuery implements embed.Embedder.

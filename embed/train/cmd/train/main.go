@@ -48,6 +48,7 @@ func run() int {
 	leadN := flag.Int("leadn", builtin.DefaultOptions().LeadTerms, "how many leading distinct terms get -lead")
 	viaIndex := flag.String("index", "", "also rank through the real index package with these lexical weights (e.g. 0.3,0.5)")
 	exact := flag.Float64("exact", float64(builtin.DefaultOptions().Exact), "weight of each term's own random vector (exact-match component)")
+	priormix := flag.Float64("priormix", float64(builtin.DefaultOptions().PriorMix), "share of the training-corpus IDF in fitted weights")
 	sources := flag.String("sources", "", "comma-separated sources to use (default all: debian,appstream,man,wordnet,godoc)")
 	flag.StringVar(&o.AptLists, "apt", o.AptLists, "apt lists directory (Translation-en, DEP-11)")
 	flag.StringVar(&o.ManDir, "man", o.ManDir, "manual pages directory")
@@ -143,6 +144,7 @@ func run() int {
 	eo.LeadBoost = float32(*lead)
 	eo.LeadTerms = *leadN
 	eo.Exact = float32(*exact)
+	eo.PriorMix = float32(*priormix)
 	e, err := builtin.FromTable(tb, eo)
 	if err != nil {
 		log.Error("table", "err", err)
