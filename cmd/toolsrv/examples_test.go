@@ -9,10 +9,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -25,7 +23,6 @@ import (
 	"testing"
 	"time"
 
-	toolexec "toolsrv/exec"
 	"toolsrv/ninep"
 	"toolsrv/registry"
 )
@@ -395,17 +392,18 @@ func testSystemLogs(t *testing.T, bin, tools string) {
 	}
 }
 
-// testToolLoadOver9P runs the whole path of the seeds' tool_load: an agent
-// whose profile auto-loads tool_load calls it through its call/tool_load
-// file on a real 9P server; the call runs sandboxed, and the script writes
-// "tool_load git_log" to that agent's ctl with "toolsrv 9p"; afterwards the
-// agent's tools file lists git_log. A name the profile does not allow is
-// refused, and the refusal reaches the caller.
+// testToolLoadOver9P runs the whole path of the seeds' tool_load with the
+// real "toolsrv serve": an agent whose profile auto-loads tool_load calls it
+// through its call/tool_load file; the call runs sandboxed, and the script
+// writes "tool_load git_log" to that agent's ctl with "toolsrv 9p" at
+// $TOOLSRV_ADDR (set by serve); afterwards the agent's tools file lists
+// git_log. A name outside the profile's allowTools is refused, and the
+// refusal reaches the caller.
 //
-// The server passes TOOLSRV_ADDR (its socket) and TOOLSRV_BIN (a toolsrv
-// binary) to tools. The sandbox lets a tool execute only system directories
-// and its own tool directory, so the binary is placed in a private copy of
-// the tool directory.
+// The sandbox lets a tool execute only system directories and its own tool
+// directory, so (as a user without toolsrv installed system-wide would) the
+// test puts a copy of the binary beside tool_load in a private tool
+// directory.
 func testToolLoadOver9P(t *testing.T, bin, examples string) {
 	dir := t.TempDir()
 	tools := filepath.Join(dir, "tools")
@@ -413,57 +411,44 @@ func testToolLoadOver9P(t *testing.T, bin, examples string) {
 		copyFile(t, filepath.Join(examples, f), filepath.Join(tools, f))
 	}
 	copyFile(t, bin, filepath.Join(tools, "toolsrv"))
-	sock := filepath.Join(dir, "9p.sock")
-	env := map[string]string{"TOOLSRV_ADDR": "unix:" + sock, "TOOLSRV_BIN": filepath.Join(tools, "toolsrv"), "PATH": os.Getenv("PATH")}
-
-	reg := registry.New(registry.Options{Dirs: []string{tools}})
-	if err := reg.Load(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	runner, err := toolexec.NewRunner(toolexec.Options{SelfExe: bin, PassEnv: []string{"TOOLSRV_ADDR", "TOOLSRV_BIN"},
-		Getenv: func(k string) string { return env[k] }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	caller := ninep.CallerFunc(func(ctx context.Context, tool *registry.Tool, args []byte, cc ninep.CallContext) (*ninep.CallResult, error) {
-		res, err := runner.Call(ctx, tool, args, toolexec.CallContext{WorkDir: cc.WorkDir, Session: cc.Session, Agent: cc.Agent,
-			Timeout: cc.Timeout, ToolsPath: tools})
-		var ce *toolexec.CallError
-		if err != nil && !(errors.As(err, &ce) && errors.Is(ce.Kind, toolexec.ErrExit) && res != nil) {
-			return nil, err
-		}
-		return &ninep.CallResult{Stdout: res.Stdout, Content: res.Content, Stderr: res.Stderr, ExitCode: res.ExitCode,
-			Truncated: res.Truncated, Unsandboxed: res.Unsandboxed, Duration: res.Duration}, nil
-	})
-	allowed := []string{"tool_load", "git_log", "file_read"} // not shell
-	profiles := func(agent string) (*registry.Profile, error) {
-		return &registry.Profile{Name: agent, AutoLoad: []string{"tool_load"}, AllowTools: &allowed}, nil
-	}
+	agents := filepath.Join(dir, "agents")
+	// Not shell: the refusal case below needs a tool the agent may not load.
+	writeFile(t, filepath.Join(agents, "coder.json"), `{"autoLoad":["tool_load"],"allowTools":["tool_load","git_log","file_read"]}`)
 	work := filepath.Join(dir, "work")
 	if err := os.Mkdir(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := ninep.New(ninep.Options{Source: reg, Caller: caller, Profiles: profiles, WorkDir: work})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, l) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("9P server: %v", err)
-		}
-	})
+	sock := filepath.Join(dir, "9p.sock")
 
-	cl, err := ninep.Connect(ctx, "unix:"+sock)
-	if err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	serve := osexec.Command(bin, "serve", "--tools", tools, "--agents", agents, "--listen", "unix:"+sock)
+	serve.Dir = work
+	serve.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(dir, "home"), "LANG=C.UTF-8"}
+	var serveLog bytes.Buffer
+	serve.Stdout, serve.Stderr = &serveLog, &serveLog
+	if err := serve.Start(); err != nil {
 		t.Fatal(err)
+	}
+	defer func() {
+		serve.Process.Signal(os.Interrupt)
+		if err := serve.Wait(); err != nil {
+			t.Errorf("toolsrv serve: %v\n%s", err, serveLog.String())
+		}
+		if t.Failed() {
+			t.Logf("toolsrv serve output:\n%s", serveLog.String())
+		}
+	}()
+	var cl *ninep.Client
+	for {
+		var err error
+		if cl, err = ninep.Connect(ctx, "unix:"+sock); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("toolsrv serve never answered on %s: %v", sock, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	defer cl.Close()
 	for _, d := range []string{"session/s1", "session/s1/agent/coder"} {
