@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,11 +16,11 @@ import (
 
 // Options configure a whole build: data, vocabulary and training.
 type Options struct {
-	AptLists, ManDir, WordNetDir, GoRoot, DictDir string
-	Sources                                       []string // names to use; empty: all
-	VocabSize, MinCount                           int
-	Buckets, MinN, MaxN                           int
-	DocCap                                        int // distinct terms kept per document side
+	AptLists, ManDir, WordNetDir, GoRoot, DictDir, PyDir string
+	Sources                                              []string // names to use; empty: all
+	VocabSize, MinCount                                  int
+	Buckets, MinN, MaxN                                  int
+	DocCap                                               int // distinct terms kept per document side
 	// TrainWeights pools with IDF (and document TF) weights in training,
 	// as the embedder does at inference, instead of plain sums.
 	TrainWeights bool
@@ -29,7 +31,9 @@ type Options struct {
 // DefaultOptions are the settings the shipped table is built with.
 func DefaultOptions() Options {
 	return Options{
-		AptLists: "/var/lib/apt/lists", ManDir: "/usr/share/man", WordNetDir: "/usr/share/wordnet", GoRoot: "/usr/local/go", DictDir: "/usr/share/dictd",
+		AptLists: "/var/lib/apt/lists", ManDir: "/usr/share/man", WordNetDir: "/usr/share/wordnet", GoRoot: "/usr/local/go", DictDir: "/usr/share/dictd", PyDir: pythonStdlib(),
+		// pydoc is left out: it did not help on the tuning queries.
+		Sources:   []string{"debian", "appstream", "man", "wordnet", "godoc", "dict"},
 		VocabSize: 40000, MinCount: 3, Buckets: 16384, MinN: 3, MaxN: 5, DocCap: 128,
 		Train: Config{Dim: 256, Batch: 512, Epochs: 1, LR: 0.005, Tau: 0.05, Seed: 1, Workers: 2},
 	}
@@ -58,7 +62,7 @@ func Build(ctx context.Context, o Options) (*builtin.Table, *Stats, error) {
 		want[s] = true
 	}
 	var pairs []Pair
-	for _, s := range Sources(o.AptLists, o.ManDir, o.WordNetDir, o.GoRoot, o.DictDir) {
+	for _, s := range Sources(o.AptLists, o.ManDir, o.WordNetDir, o.GoRoot, o.DictDir, o.PyDir) {
 		if len(want) > 0 && !want[s.Name] {
 			continue
 		}
@@ -125,4 +129,20 @@ func Build(ctx context.Context, o Options) (*builtin.Table, *Stats, error) {
 		tb.Prior[i] = float32(math.Log(1 + (float64(v.Texts)-float64(c)+0.5)/(float64(c)+0.5)))
 	}
 	return tb, st, nil
+}
+
+// pythonStdlib finds the installed Python standard library (the newest
+// /usr/lib/python3.N).
+func pythonStdlib() string {
+	m, _ := filepath.Glob("/usr/lib/python3.*")
+	best, bestMinor := "/usr/lib/python3", -1
+	for _, p := range m {
+		var minor int
+		if _, err := fmt.Sscanf(filepath.Base(p), "python3.%d", &minor); err == nil && minor > bestMinor {
+			if _, err := os.Stat(filepath.Join(p, "os.py")); err == nil {
+				best, bestMinor = p, minor
+			}
+		}
+	}
+	return best
 }

@@ -30,7 +30,7 @@ type Source struct {
 }
 
 // Sources lists every source, in a fixed order.
-func Sources(aptLists, manDir, wordnetDir, goroot, dictDir string) []Source {
+func Sources(aptLists, manDir, wordnetDir, goroot, dictDir, pyDir string) []Source {
 	return []Source{
 		{"debian", "Debian package descriptions: each package's own free licence (DFSG); used as text statistics",
 			func(ctx context.Context) ([]Pair, error) { return debianPairs(ctx, aptLists) }},
@@ -44,6 +44,8 @@ func Sources(aptLists, manDir, wordnetDir, goroot, dictDir string) []Source {
 			func(ctx context.Context) ([]Pair, error) { return goDocPairs(ctx, goroot) }},
 		{"dict", "dictd databases: FOLDOC (GFDL), Jargon File (public domain), V.E.R.A. (GFDL)",
 			func(ctx context.Context) ([]Pair, error) { return dictPairs(ctx, dictDir) }},
+		{"pydoc", "Python standard library docstrings (PSF-2.0)",
+			func(ctx context.Context) ([]Pair, error) { return pyDocPairs(ctx, pyDir) }},
 	}
 }
 

@@ -78,3 +78,25 @@ func TestDictB64(t *testing.T) {
 		t.Error("dictB64 accepted an invalid digit")
 	}
 }
+
+func TestPyDocFixture(t *testing.T) {
+	got, err := pyDocPairs(context.Background(), "testdata/python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Pair{
+		{"Serialize obj to a JSON formatted string", "json dumps obj indent sort keys. Use indent to pretty-print.", "pydoc"},
+		{"Simple JSON decoder for Python data structures", "json JSONDecoder object. More text.", "pydoc"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d pairs, want %d: %q", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("pair %d = %q, want %q", i, got[i], want[i])
+		}
+	}
+	if _, err := pyDocPairs(context.Background(), "testdata/none"); err == nil {
+		t.Error("a missing directory should be an error")
+	}
+}
