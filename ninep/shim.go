@@ -17,6 +17,8 @@ const (
 	msgTversion = 100
 	msgRversion = 101
 	msgTauth    = 102
+	msgTflush   = 108
+	msgRflush   = 109
 	msgRlerr    = 7
 )
 
@@ -86,29 +88,29 @@ func (s *shim) Read(p []byte) (int, error) {
 
 func (s *shim) finish() { s.done.Do(s.onDone) }
 
-// drain runs when the input ends, before the library is told. The library's
-// connection handler (p9 v0.3.0) waits for its request goroutines with a
-// WaitGroup while a goroutine it has just started may still call Add, which
-// panics ("WaitGroup misuse: Add called concurrently with Wait") and kills
-// the process; FuzzConn found it with a peer that hangs up while requests
-// are in flight. So the end of input is held back until every request
-// handed over has been answered (the connection's calls are cancelled
-// first: the peer is gone), plus a moment for the request goroutines to go
-// back to waiting for input, where the end of input stops them one by one.
-// Every request handed over is answered exactly once: the shim drops a
-// request that reuses a busy tag, which the library would drop unanswered.
+// drain runs when the input ends, before the library is told: it holds the
+// end of input back until every request handed over has been answered (the
+// connection's calls are cancelled first: the peer is gone) and the
+// library's request goroutines are parked (see quiesce.go), so that the
+// library's end-of-connection WaitGroup.Wait cannot race with an Add, which
+// panics and can kill the process (found by FuzzConn with a peer that hangs
+// up while requests are in flight). Every request handed over is answered
+// exactly once: the shim drops a request that reuses a busy tag, which the
+// library would drop unanswered.
 func (s *shim) drain() {
 	s.finish()
 	deadline := time.Now().Add(drainWait)
 	for s.out.pending() > 0 && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Microsecond)
 	}
-	time.Sleep(drainSettle)
+	if !quiesce(time.Now().Add(drainWait)) {
+		time.Sleep(drainSettle)
+	}
 }
 
 const (
 	drainWait   = 5 * time.Second
-	drainSettle = 5 * time.Millisecond
+	drainSettle = 20 * time.Millisecond
 )
 
 func (s *shim) nextFrame() error {
@@ -141,7 +143,16 @@ func (s *shim) nextFrame() error {
 	case hdr[4] == msgTauth:
 		return s.out.reply(rlerror(hdr[5], hdr[6], linux.ENOENT))
 	}
-	if !s.out.start(binary.LittleEndian.Uint16(hdr[5:])) {
+	flush := hdr[4] == msgTflush
+	if flush && len(frame) >= headerLen+2 {
+		// The library's Tflush waits for the old tag to finish: flushing
+		// itself or another flush would wait forever. Nothing to flush.
+		old := binary.LittleEndian.Uint16(frame[headerLen:])
+		if old == binary.LittleEndian.Uint16(hdr[5:]) || s.out.isFlush(old) {
+			return s.out.reply([]byte{headerLen, 0, 0, 0, msgRflush, hdr[5], hdr[6]})
+		}
+	}
+	if !s.out.start(binary.LittleEndian.Uint16(hdr[5:]), flush) {
 		return nil // a busy tag: the library would drop it unanswered
 	}
 	s.pend = frame
@@ -172,7 +183,7 @@ type frameWriter struct {
 	// busy holds their tags (an answer to a malformed request carries no
 	// tag, so busy may keep a stale tag until inflight is back to 0).
 	inflight int
-	busy     map[uint16]bool
+	busy     map[uint16]bool // tag → is a Tflush
 
 	w       io.Writer
 	buf     []byte
@@ -184,18 +195,25 @@ type frameWriter struct {
 }
 
 // start records a request handed to the library; false if its tag is busy.
-func (f *frameWriter) start(tag uint16) bool {
+func (f *frameWriter) start(tag uint16, flush bool) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.busy[tag] {
+	if _, busy := f.busy[tag]; busy {
 		return false
 	}
 	if f.busy == nil {
 		f.busy = map[uint16]bool{}
 	}
-	f.busy[tag] = true
+	f.busy[tag] = flush
 	f.inflight++
 	return true
+}
+
+// isFlush reports whether tag is a Tflush in flight.
+func (f *frameWriter) isFlush(tag uint16) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.busy[tag]
 }
 
 func (f *frameWriter) pending() int {
