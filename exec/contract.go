@@ -50,6 +50,10 @@ type Options struct {
 	// TempRoot is where each call's private temporary directory is made
 	// (os.TempDir()).
 	TempRoot string
+	// ClientBin is the toolsrv binary that tools may run as a 9P client
+	// (tool_load does): it is passed as TOOLSRV_BIN and may be executed
+	// inside the sandbox. Empty: neither.
+	ClientBin string
 	// PassEnv names extra variables of the server's environment passed
 	// to tools when set (for example OLLAMA_HOST). Nothing else leaks.
 	PassEnv []string

@@ -22,6 +22,7 @@ var passedThrough = []string{"LANG", "LC_ALL", "LC_CTYPE", "TZ"}
 //	OLLIE_BYPASS_SOCKET  when a broker is configured
 //	OLLIE_SESSION_ID, OLLIE_UNAME   the caller's session and agent, when known
 //	OLLIE_TOOL           the tool's name
+//	TOOLSRV_BIN          Options.ClientBin, when set (the toolsrv binary, for tool_load)
 //	Options.PassEnv      names the operator chose, when set
 func (r *Runner) toolEnv(t *registry.Tool, cc CallContext, tmp string, sandboxed bool) []string {
 	get := r.opts.Getenv
@@ -46,6 +47,9 @@ func (r *Runner) toolEnv(t *registry.Tool, cc CallContext, tmp string, sandboxed
 	}
 	if r.opts.BypassSocket != "" {
 		env = append(env, "OLLIE_BYPASS_SOCKET="+r.opts.BypassSocket)
+	}
+	if r.opts.ClientBin != "" {
+		env = append(env, "TOOLSRV_BIN="+r.opts.ClientBin)
 	}
 	if cc.Session != "" {
 		env = append(env, "OLLIE_SESSION_ID="+cc.Session)

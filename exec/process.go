@@ -41,7 +41,7 @@ func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc Cal
 	cmd.SysProcAttr = sys
 	var statusR, statusW *os.File
 	if sandboxed {
-		pol := sandbox.Policy{ReadOnly: t.ReadOnly, Network: t.Network, WorkDir: cc.WorkDir, TempDir: tmp, Exec: execPaths(t)}
+		pol := sandbox.Policy{ReadOnly: t.ReadOnly, Network: t.Network, WorkDir: cc.WorkDir, TempDir: tmp, Exec: execPaths(t, r.opts.ClientBin)}
 		if !t.Network && r.netns {
 			sys.Cloneflags = syscall.CLONE_NEWNET
 			pol.NetNS = true
@@ -204,10 +204,13 @@ func exitMessage(ps *os.ProcessState, res *Result) string {
 // execPaths are the paths a sandboxed tool may read and execute besides
 // the system directories: its own directory (co-located executables,
 // helper scripts) and its executable wherever it lives.
-func execPaths(t *registry.Tool) []string {
+func execPaths(t *registry.Tool, clientBin string) []string {
 	var out []string
 	if t.Dir != "" {
 		out = append(out, t.Dir)
+	}
+	if clientBin != "" && !sandbox.Under(clientBin, out) && !sandbox.Under(clientBin, sandbox.SystemReadOnly) {
+		out = append(out, clientBin)
 	}
 	if exe := t.Command.Argv[0]; !sandbox.Under(exe, out) && !sandbox.Under(exe, sandbox.SystemReadOnly) {
 		out = append(out, exe)

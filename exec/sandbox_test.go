@@ -275,3 +275,25 @@ func TestCapabilitiesDropped(t *testing.T) {
 		t.Errorf("ambient %s, no_new_privs %s", got["CapAmb"], got["NoNewPrivs"])
 	}
 }
+
+// The toolsrv binary named by Options.ClientBin (tool_load runs it as a 9P
+// client) may be executed inside the sandbox and is passed as TOOLSRV_BIN;
+// other binaries outside the system directories still may not.
+func TestClientBinExecutable(t *testing.T) {
+	f := newFixture(t)
+	client := filepath.Join(f.outside, "toolsrv-client")
+	data, err := os.ReadFile("/bin/echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(client, data, 0o755)
+	f.add("runclient", `{"description":"runs the client"}`, "#!/bin/sh\n\"$TOOLSRV_BIN\" client-ran\n")
+	res := f.mustOK(f.call(f.runner(func(o *Options) { o.ClientBin = client }), "runclient", `{}`))
+	if got := strings.TrimSpace(string(res.Stdout)); got != "client-ran" {
+		t.Errorf("stdout = %q, want client-ran", got)
+	}
+	_, err = f.call(f.runner(nil), "runclient", `{}`)
+	if err == nil {
+		t.Error("without ClientBin the tool ran a binary outside the sandbox's executable paths")
+	}
+}
