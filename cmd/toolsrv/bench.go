@@ -154,6 +154,9 @@ func benchNineP(ctx context.Context, reg *registry.Registry, ix *index.Index, qu
 		for _, o := range sel.Tools {
 			out.Hits = append(out.Hits, ninep.Hit{Name: o.Name, Score: o.Score})
 		}
+		if sel.NoToolFits {
+			out.Note = sel.Reason
+		}
 		return out, nil
 	})
 	dir, err := os.MkdirTemp("", "toolsrv-bench-9p-")
