@@ -222,3 +222,36 @@ func TestFitWeightsAndRestore(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbedDocumentsParallelMatchesSerial embeds enough documents to use
+// every core and checks each vector against embedding it alone.
+func TestEmbedDocumentsParallelMatchesSerial(t *testing.T) {
+	ctx := context.Background()
+	e, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := benchDocs(200)
+	f, err := e.Fit(ctx, docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := f.EmbedDocuments(ctx, docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(docs); i += 37 {
+		one, err := f.EmbedDocuments(ctx, docs[i:i+1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(one[0], all[i]) {
+			t.Errorf("document %d embeds differently in a batch of %d", i, len(docs))
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := f.EmbedDocuments(cctx, docs); err == nil {
+		t.Error("EmbedDocuments ignored a cancelled context")
+	}
+}
