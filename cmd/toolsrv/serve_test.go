@@ -30,6 +30,11 @@ func serveTools(t *testing.T) string {
 // startServe runs "toolsrv serve" until the test ends and returns the
 // address clients use.
 func startServe(t *testing.T, extra ...string) (addr string, stderr *syncBuffer) {
+	addr, stderr, _ = startServeIn(t, serveTools(t), extra...)
+	return addr, stderr
+}
+
+func startServeIn(t *testing.T, tools string, extra ...string) (addr string, stderr *syncBuffer, toolsDir string) {
 	t.Helper()
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "run", "9p.sock")
@@ -45,7 +50,7 @@ func startServe(t *testing.T, extra ...string) (addr string, stderr *syncBuffer)
 			}
 			return ""
 		}}
-	args := append([]string{"--tools", serveTools(t), "--listen", "unix:" + sock, "--no-cache", "--agents", agents,
+	args := append([]string{"--tools", tools, "--listen", "unix:" + sock, "--no-cache", "--agents", agents,
 		"--workdir", dir, "--allow-unsandboxed"}, extra...)
 	done := make(chan int, 1)
 	go func() { done <- runServe(ctx, env, args) }()
@@ -78,7 +83,7 @@ func startServe(t *testing.T, extra ...string) (addr string, stderr *syncBuffer)
 	if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("socket %s: %v %v; want mode 0600", sock, fi.Mode(), err)
 	}
-	return "unix:" + sock, stderr
+	return "unix:" + sock, stderr, tools
 }
 
 // run9PCmd runs "toolsrv 9p" with $TOOLSRV_ADDR set to addr.
@@ -192,5 +197,46 @@ func Test9PClientUsage(t *testing.T) {
 		if code != c.code || !strings.Contains(errs, c.err) {
 			t.Errorf("9p %v: exit %d, stderr %q; want %d and %q", c.args, code, errs, c.code, c.err)
 		}
+	}
+}
+
+// TestServeFollowsToolChanges: serve watches the tool directories; a new
+// .meta shows up in tools and bumps revision, a removed loaded tool is
+// unloaded with a note in the agent's ctl.
+func TestServeFollowsToolChanges(t *testing.T) {
+	addr, _, tools := startServeIn(t, serveTools(t))
+	run9PCmd(t, addr, "", "mkdir", "session/s")
+	run9PCmd(t, addr, "", "mkdir", "session/s/agent/a")
+	if code, _, errs := run9PCmd(t, addr, "", "write", "session/s/agent/a/tools", "git_push"); code != 0 {
+		t.Fatal(errs)
+	}
+	_, rev, _ := run9PCmd(t, addr, "", "cat", "revision")
+	if err := os.WriteFile(filepath.Join(tools, "translate.meta"), []byte(`{"description":"Translate text","cmd":"/bin/cat"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(tools, "git_push.meta")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, out, _ := run9PCmd(t, addr, "", "cat", "tools")
+		if strings.Contains(out, "translate\twarm\tTranslate text") && !strings.Contains(out, "git_push") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tools did not follow the directory:\n%s", out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, now, _ := run9PCmd(t, addr, "", "cat", "revision"); now == rev {
+		t.Fatalf("revision still %q", now)
+	}
+	_, ctl, _ := run9PCmd(t, addr, "", "cat", "session/s/agent/a/ctl")
+	if !strings.Contains(ctl, "unloaded git_push: removed from the catalog") {
+		t.Fatalf("ctl = %q", ctl)
+	}
+	// The index follows too: the new tool ranks.
+	if _, out, _ := run9PCmd(t, addr, "", "write", "rank", "translate this text"); !strings.Contains(out, "translate\t") {
+		t.Fatalf("rank after the change = %q", out)
 	}
 }
