@@ -30,10 +30,10 @@ type Ranker interface {
 }
 
 // Offer ranks q and applies the policy: the one call a prompt assembler
-// (and the CLI's rank, and the 9P rank files) makes. The profile (nil: an
-// agent without one) restricts the ranking to the tools it allows, unless
-// q.Allow is already set, and its hot tools, the catalog's hot tools it
-// allows, are always offered. q.K is raised to MaxTools when smaller (0
+// (and the CLI's rank, and the 9P rank files) makes. The profile (nil: no
+// agent) restricts the ranking to the tools it allows, unless q.Allow is
+// already set, and its hot tools (ProfileHot) are always offered; without
+// a profile no tool is offered on its tier alone. q.K is raised to MaxTools when smaller (0
 // ranks every tool). A degraded ranking, or one asked in index.Lexical
 // mode, gets the Degraded levels. The ranking is returned too, for its
 // Degraded flag, Reason and Revision.
@@ -48,12 +48,27 @@ func (p Policy) Offer(ctx context.Context, r Ranker, cat *registry.Catalog, q in
 	if err != nil {
 		return Selection{}, rk, err
 	}
-	allow := q.Allow
-	if allow == nil {
-		allow = profile.Allows // a nil profile allows everything
-	}
 	// Lexical-only scores get the degraded levels, whether the embedder
 	// failed or the caller asked for BM25.
-	c := Context{Tier: TierOf(cat), Hot: HotTools(cat, allow), Degraded: rk.Degraded || q.Mode == index.Lexical}
+	c := Context{Tier: TierOf(cat), Hot: ProfileHot(cat, profile, q.Allow), Degraded: rk.Degraded || q.Mode == index.Lexical}
 	return p.Select(FromRanking(rk), c), rk, nil
+}
+
+// ProfileHot lists the hot tools of an agent's profile: the visible tools of
+// tier hot that the profile names (in autoLoad or allowTools) and that allow
+// (nil: all) accepts, sorted by name. A nil profile has none.
+func ProfileHot(cat *registry.Catalog, profile *registry.Profile, allow func(string) bool) []string {
+	if profile == nil {
+		return nil
+	}
+	named := map[string]bool{}
+	for _, n := range profile.AutoLoad {
+		named[n] = true
+	}
+	if profile.AllowTools != nil {
+		for _, n := range *profile.AllowTools {
+			named[n] = true
+		}
+	}
+	return HotTools(cat, func(n string) bool { return named[n] && profile.Allows(n) && (allow == nil || allow(n)) })
 }

@@ -50,6 +50,7 @@ func TestOfferEndToEnd(t *testing.T) {
 	pol := Policy{Levels: Levels{Min: 0.7, ColdMin: 0.8, Relative: 0.9, MaxTools: 3}}
 	noWeather := []string{"shell", "send_email", "deploy_service"}
 	noShell := []string{"weather_forecast"}
+	withShell := &registry.Profile{Name: "c", AutoLoad: []string{"shell"}}
 	tests := []struct {
 		name     string
 		text     string
@@ -57,9 +58,11 @@ func TestOfferEndToEnd(t *testing.T) {
 		want     []string
 		noneFits bool
 	}{
-		{"named tool, hot tool too", "please run weather_forecast for Paris", nil, []string{"weather_forecast", "shell"}, false},
-		{"named cold tool clears the cold min", "use deploy_service now", nil, []string{"deploy_service", "shell"}, false},
-		{"unknown words: no tool fits, hot still offered", "xqzzv plorbt wuggle", nil, []string{"shell"}, true},
+		{"named tool, no profile: no hot tool forced", "please run weather_forecast for Paris", nil, []string{"weather_forecast"}, false},
+		{"named tool, the profile's hot tool too", "please run weather_forecast for Paris", withShell, []string{"weather_forecast", "shell"}, false},
+		{"named cold tool clears the cold min", "use deploy_service now", withShell, []string{"deploy_service", "shell"}, false},
+		{"unknown words: no tool fits, hot still offered", "xqzzv plorbt wuggle", withShell, []string{"shell"}, true},
+		{"unknown words, no profile: nothing at all", "xqzzv plorbt wuggle", nil, []string{}, true},
 		{"profile hides a named tool", "please run weather_forecast for Paris", &registry.Profile{Name: "a", AllowTools: &noWeather}, []string{"shell"}, true},
 		{"profile without the hot tool", "please run weather_forecast for Paris", &registry.Profile{Name: "b", AllowTools: &noShell}, []string{"weather_forecast"}, false},
 	}

@@ -21,6 +21,7 @@ import (
 	"toolsrv/embed/builtin"
 	"toolsrv/index"
 	"toolsrv/registry"
+	"toolsrv/thresholds"
 )
 
 // embedderFlags are the flags that choose and configure the embedder and
@@ -130,7 +131,10 @@ func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
 
 const rankAbout = `Ranks the catalog's tools for MESSAGE: hybrid of BM25 and embedding
 similarity, scores calibrated to [0,1]; a tool named in the message ranks
-first. With --batch FILE ("-" for stdin), reads JSON lines {"id","query"}
+first. The thresholds in effect (see "toolsrv tune --show") decide which
+tools are offered: when none clears them the answer is "no tool fits";
+--all prints the plain top --k instead. With --agent, the profile's hot
+tools are always offered. With --batch FILE ("-" for stdin), reads JSON lines {"id","query"}
 and writes {"id","ranked":[{"name","score"},...]} lines in the same order,
 the whole catalog ranked (no cut unless --k is given). --format prints the
 ranked tools as the tool definitions of the Ollama, OpenAI or Anthropic
@@ -146,7 +150,9 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	modeName := fs.String("mode", "hybrid", "scores: hybrid, bm25 or dense")
 	timeout := fs.Duration("timeout", 10*time.Second, "deadline of each ranking; past it the answer is lexical")
 	batch := fs.String("batch", "", "rank every {\"id\",\"query\"} line of FILE (- for stdin)")
-	agent := fs.String("agent", "", "rank only the tools agent NAME's profile allows (~/.config/ollie/agents/NAME.json)")
+	agent := fs.String("agent", "", "rank only the tools agent NAME's profile allows (~/.config/ollie/agents/NAME.json); its hot tools are always offered")
+	all := fs.Bool("all", false, "print the top --k tools without applying the thresholds")
+	thrFile := fs.String("thresholds", "", "thresholds file (default: $TOOLSRV_THRESHOLDS, the user config dir, then the shipped defaults)")
 	var convo repeated
 	fs.Var(&convo, "context", "an earlier conversation message (repeatable, oldest first)")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -175,12 +181,12 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	}
 
 	var allow func(string) bool
+	var profile *registry.Profile
 	if *agent != "" {
-		p, err := registry.LoadProfile(registry.DefaultAgentsDir(env.getenv), *agent)
-		if err != nil {
+		if profile, err = registry.LoadProfile(registry.DefaultAgentsDir(env.getenv), *agent); err != nil {
 			return fail(err)
 		}
-		allow = p.Allows
+		allow = profile.Allows
 	}
 	reg, err := loadRegistry(ctx, env, tools)
 	if err != nil {
@@ -209,38 +215,104 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 
 	rctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	r, err := ix.Rank(rctx, index.Query{Text: message, Context: convo, K: *k, Mode: mode, Allow: allow})
+	q := index.Query{Text: message, Context: convo, K: *k, Mode: mode, Allow: allow}
+	if *all {
+		r, err := ix.Rank(rctx, q)
+		if err != nil {
+			return fail(err)
+		}
+		warnDegraded(env, r)
+		return printRanking(env, cat, r, r.Hits, *format, *asJSON, r)
+	}
+	pol, src, err := thresholds.Load(ix.Stats().Embedder, thresholds.LoadOptions{Path: *thrFile, Getenv: env.getenv})
 	if err != nil {
 		return fail(err)
 	}
+	for _, w := range []string{src.Warning, src.LexicalWeightWarning(ef.alpha)} {
+		if w != "" {
+			fmt.Fprintln(env.stderr, "warning:", w)
+		}
+	}
+	sel, r, err := pol.Offer(rctx, ix, cat, q, profile)
+	if err != nil {
+		return fail(err)
+	}
+	warnDegraded(env, r)
+	byName := make(map[string]index.Hit, len(r.Hits))
+	for _, h := range r.Hits {
+		byName[h.Name] = h
+	}
+	hits := make([]index.Hit, 0, len(sel.Tools))
+	for _, o := range sel.Tools {
+		h, ok := byName[o.Name]
+		if !ok { // a hot tool the ranking did not reach
+			h = index.Hit{Name: o.Name, Score: o.Score}
+		}
+		hits = append(hits, h)
+	}
+	code := printRanking(env, cat, r, hits, *format, *asJSON, struct {
+		Selection thresholds.Selection `json:"selection"`
+		Ranking   index.Ranking        `json:"ranking"`
+	}{sel, r})
+	if code == 0 && sel.NoToolFits && *format == "" && !*asJSON {
+		msg := sel.Reason
+		if !strings.HasPrefix(msg, "no tool fits") {
+			msg = "no tool fits: " + msg
+		}
+		fmt.Fprintln(env.stdout, msg)
+	}
+	return code
+}
+
+func warnDegraded(env *cliEnv, r index.Ranking) {
 	if r.Degraded {
 		fmt.Fprintln(env.stderr, "warning: ranking degraded to lexical scores:", r.Reason)
 	}
+}
+
+// printRanking prints hits as tool definitions (format), as JSON (asJSON:
+// the value jsonValue), or as a table; it returns the exit status.
+func printRanking(env *cliEnv, cat *registry.Catalog, r index.Ranking, hits []index.Hit, format string, asJSON bool, jsonValue any) int {
+	var err error
 	switch {
-	case *format != "":
-		err = writeJSON(env.stdout, toolDefinitions(cat, r.Hits, *format))
-	case *asJSON:
-		err = writeJSON(env.stdout, r)
-	default:
+	case format != "":
+		err = writeJSON(env.stdout, toolDefinitions(cat, hits, format))
+	case asJSON:
+		err = writeJSON(env.stdout, jsonValue)
+	case len(hits) > 0:
 		tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "SCORE\tDENSE\tLEXICAL\tTOOL\tDESCRIPTION")
-		for _, h := range r.Hits {
+		for _, h := range hits {
 			desc := ""
-			if t, ok := cat.Get(h.Name); ok {
+			t, ok := cat.Get(h.Name)
+			if ok {
 				desc = oneLine(t.Description, 70)
 			}
 			name := h.Name
-			if h.Named {
+			switch {
+			case h.Named:
 				name += " (named)"
+			case ok && t.Tier == registry.Hot && !rankedIn(r, h.Name):
+				name += " (hot)"
 			}
 			fmt.Fprintf(tw, "%.3f\t%.3f\t%.3f\t%s\t%s\n", h.Score, h.Dense, h.Lexical, name, desc)
 		}
 		err = tw.Flush()
 	}
 	if err != nil {
-		return fail(err)
+		fmt.Fprintln(env.stderr, "toolsrv rank:", err)
+		return 1
 	}
 	return 0
+}
+
+func rankedIn(r index.Ranking, name string) bool {
+	for _, h := range r.Hits {
+		if h.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func oneLine(s string, n int) string {

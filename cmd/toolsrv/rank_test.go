@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"toolsrv/embed/builtin"
 	"toolsrv/index"
 )
 
@@ -56,7 +58,7 @@ func runCLIWith(t *testing.T, stdin string, env map[string]string, args ...strin
 func TestRankMessage(t *testing.T) {
 	dir := rankFixture(t)
 	cache := t.TempDir()
-	code, out, errs := runCLIWith(t, "", nil, "rank", "--tools", dir, "--cache", cache, "--k", "3", "what's the temperature in Rome")
+	code, out, errs := runCLIWith(t, "", nil, "rank", "--tools", dir, "--cache", cache, "--all", "--k", "3", "what's the temperature in Rome")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -65,7 +67,7 @@ func TestRankMessage(t *testing.T) {
 		t.Fatalf("output:\n%s", out)
 	}
 
-	code, out, _ = runCLIWith(t, "", nil, "rank", "--tools", dir, "--cache", cache, "--json", "--k", "2", "--mode", "bm25", "please use the calculator tool on these numbers")
+	code, out, _ = runCLIWith(t, "", nil, "rank", "--tools", dir, "--cache", cache, "--all", "--json", "--k", "2", "--mode", "bm25", "please use the calculator tool on these numbers")
 	var r index.Ranking
 	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil {
 		t.Fatalf("exit %d, %v:\n%s", code, err, out)
@@ -98,7 +100,7 @@ func TestRankAgentProfile(t *testing.T) {
 	agents := filepath.Join(home, ".config", "ollie", "agents")
 	os.MkdirAll(agents, 0o755)
 	os.WriteFile(filepath.Join(agents, "mailer.json"), []byte(`{"allowTools":["send_email","calculator"]}`), 0o644)
-	code, out, errs := runCLIWith(t, "", map[string]string{"HOME": home}, "rank", "--tools", dir, "--no-cache", "--agent", "mailer", "--json", "weather in Rome")
+	code, out, errs := runCLIWith(t, "", map[string]string{"HOME": home}, "rank", "--tools", dir, "--no-cache", "--all", "--agent", "mailer", "--json", "weather in Rome")
 	var r index.Ranking
 	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil {
 		t.Fatalf("exit %d, %v: %s", code, err, errs)
@@ -117,7 +119,7 @@ func TestRankFormats(t *testing.T) {
 	dir := rankFixture(t)
 	for _, format := range []string{"openai", "ollama", "anthropic"} {
 		t.Run(format, func(t *testing.T) {
-			code, out, errs := runCLIWith(t, "", nil, "rank", "--tools", dir, "--no-cache", "--k", "2", "--format", format, "weather forecast for Paris")
+			code, out, errs := runCLIWith(t, "", nil, "rank", "--tools", dir, "--no-cache", "--all", "--k", "2", "--format", format, "weather forecast for Paris")
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errs)
 			}
@@ -213,7 +215,7 @@ func TestRankOllamaDownDegrades(t *testing.T) {
 	l.Close() // nothing listens there now
 	dir := rankFixture(t)
 	code, out, errs := runCLIWith(t, "", map[string]string{"OLLAMA_HOST": addr},
-		"rank", "--tools", dir, "--no-cache", "--embedder", "ollama", "--k", "1", "--json", "weather in Rome")
+		"rank", "--tools", dir, "--no-cache", "--embedder", "ollama", "--all", "--k", "1", "--json", "weather in Rome")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -264,7 +266,7 @@ func TestRankWithOllama(t *testing.T) {
 	addr, requests := fakeOllamaEmbed(t)
 	dir, cache := rankFixture(t), t.TempDir()
 	env := map[string]string{"OLLAMA_HOST": addr}
-	code, out, errs := runCLIWith(t, "", env, "rank", "--tools", dir, "--cache", cache, "--embedder", "ollama", "--json", "--k", "1", "--mode", "dense", "send mail")
+	code, out, errs := runCLIWith(t, "", env, "rank", "--tools", dir, "--cache", cache, "--embedder", "ollama", "--all", "--json", "--k", "1", "--mode", "dense", "send mail")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -284,5 +286,72 @@ func TestRankWithOllama(t *testing.T) {
 	runCLIWith(t, "", env, "rank", "--tools", dir, "--cache", cache, "--embedder", "ollama", "send mail")
 	if *requests != 3 {
 		t.Fatalf("%d requests after a rerun, want 3", *requests)
+	}
+}
+
+// Without --all, the thresholds decide: a named tool is offered, a message
+// no tool fits says so (and offers nothing), the agent's hot tools are
+// always offered, and a thresholds file given with --thresholds is used.
+func TestRankThresholds(t *testing.T) {
+	dir, home := rankFixture(t), t.TempDir()
+	agents := filepath.Join(home, ".config", "ollie", "agents")
+	os.MkdirAll(agents, 0o755)
+	os.WriteFile(filepath.Join(dir, "always.meta"), []byte(`{"description":"Always at hand.","cmd":"cat","tier":"hot"}`), 0o644)
+	os.WriteFile(filepath.Join(agents, "helper.json"), []byte(`{"autoLoad":["always"]}`), 0o644)
+	strict := filepath.Join(home, "strict.json")
+	emb, err := builtin.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(strict, []byte(fmt.Sprintf(`{"format":"toolsrv-thresholds","version":1,"embedder":%q,"policy":{"min":0.99,"coldMin":0.99,"relative":0,"maxTools":3}}`, emb.ID())), 0o644)
+	env := map[string]string{"HOME": home}
+	type sel struct {
+		Selection struct {
+			Tools []struct {
+				Name, Why string
+			}
+			NoToolFits bool
+			Reason     string
+		}
+	}
+	tests := []struct {
+		name      string
+		args      []string
+		want      []string
+		noneFits  bool
+		textWants string
+	}{
+		{"named tool offered", []string{"--json", "please use the calculator tool"}, []string{"calculator"}, false, ""},
+		{"nothing fits", []string{"--json", "xqzzv plorbt wuggle"}, nil, true, ""},
+		{"nothing fits, said in the table output", []string{"xqzzv plorbt wuggle"}, nil, true, "no tool fits"},
+		{"agent's hot tool always offered", []string{"--json", "--agent", "helper", "xqzzv plorbt wuggle"}, []string{"always"}, true, ""},
+		{"no agent: hot tool not forced", []string{"--json", "please use the calculator tool"}, []string{"calculator"}, false, ""},
+		{"strict thresholds file", []string{"--json", "--thresholds", strict, "weather forecast for Paris"}, nil, true, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"rank", "--tools", dir, "--no-cache"}, tc.args...)
+			code, out, errs := runCLIWith(t, "", env, args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			if tc.textWants != "" {
+				if !strings.Contains(out, tc.textWants) {
+					t.Fatalf("output lacks %q:\n%s", tc.textWants, out)
+				}
+				return
+			}
+			var v sel
+			if err := json.Unmarshal([]byte(out), &v); err != nil {
+				t.Fatalf("%v:\n%s", err, out)
+			}
+			var got []string
+			for _, o := range v.Selection.Tools {
+				got = append(got, o.Name)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") || v.Selection.NoToolFits != tc.noneFits {
+				t.Fatalf("offered %v (noToolFits=%v, %s), want %v (noToolFits=%v)", got, v.Selection.NoToolFits, v.Selection.Reason, tc.want, tc.noneFits)
+			}
+		})
 	}
 }
