@@ -71,18 +71,24 @@ type Index struct {
 // view is what Rank reads: the documents, their vectors and the lexicon.
 // Incremental updates change it in place under Index.mu; rebuilds replace it.
 type view struct {
-	emb     embed.Embedder // the embedder for queries (fitted, or the base)
-	st      *store         // nil until the first vector
-	dim     int
-	slots   []slot
-	free    []int
-	byName  map[string]int
-	mat     []float32 // slot*dim, unit vectors
-	lex     *lexicon
-	rev     uint64
-	gen     uint64 // bumped by every in-place change (slot scores go stale)
-	missing int    // live documents without a vector
-	err     error  // why they lack one
+	emb    embed.Embedder // the embedder for queries (fitted, or the base)
+	st     *store         // nil until the first vector
+	dim    int
+	slots  []slot
+	free   []int
+	byName map[string]int
+	mat    []float32 // slot*dim, unit vectors
+	qmat   []int8    // the same rows quantised (see quant.go)
+	qscale []float32 // by slot: row ≈ qmat row · qscale
+	colSum []float64 // sum of the live rows (the query's background)
+	nvec   int       // live rows with a vector
+	// exactOnly disables the int8 scan (tests compare both paths).
+	exactOnly bool
+	lex       *lexicon
+	rev       uint64
+	gen       uint64 // bumped by every in-place change (slot scores go stale)
+	missing   int    // live documents without a vector
+	err       error  // why they lack one
 }
 
 type slot struct {
@@ -637,6 +643,7 @@ func (ix *Index) vectors(ctx context.Context, emb embed.Embedder, st *store, doc
 func (v *view) upsert(d *document, vec []float32, why error) {
 	v.gen++
 	s, ok := v.byName[d.name]
+	hadVec := ok && v.slots[s].vec
 	if ok {
 		v.lex.remove(s)
 		if !v.slots[s].vec {
@@ -654,15 +661,11 @@ func (v *view) upsert(d *document, vec []float32, why error) {
 	if v.dim == 0 && vec != nil {
 		v.dim = len(vec)
 	}
-	for len(v.mat) < len(v.slots)*v.dim {
-		v.mat = append(v.mat, make([]float32, len(v.slots)*v.dim-len(v.mat))...)
-	}
-	row := v.mat[s*v.dim : (s+1)*v.dim]
 	if vec != nil && len(vec) == v.dim {
-		copy(row, vec)
+		v.setRow(s, vec, hadVec)
 		sl.vec = true
 	} else {
-		clear(row)
+		v.setRow(s, nil, hadVec)
 		sl.doc = d
 		v.missing++
 		if why != nil {
@@ -682,15 +685,14 @@ func (v *view) remove(name string) {
 	if !ok {
 		return
 	}
-	if !v.slots[s].vec {
+	hadVec := v.slots[s].vec
+	if !hadVec {
 		v.missing--
 	}
 	v.lex.remove(s)
 	delete(v.byName, name)
 	v.slots[s] = slot{}
-	if v.dim > 0 {
-		clear(v.mat[s*v.dim : (s+1)*v.dim])
-	}
+	v.setRow(s, nil, hadVec)
 	v.free = append(v.free, s)
 	if v.missing == 0 {
 		v.err = nil

@@ -247,11 +247,15 @@ func (ix *Index) lexicalQuery(q Query) map[string]float64 {
 
 // rank scores every live document. Caller holds Index.mu for reading.
 func (v *view) rank(q Query, lex []float64, norm float64, qvec []float32, alpha float64) Ranking {
+	named := namedTools(q.Text, v.byName)
+	if qvec != nil && v.dim == len(qvec) && q.Mode != Lexical && q.K > 0 && q.K < len(v.byName) && v.quantOK() {
+		r, _ := v.rankQuant(q, lex, norm, qvec, alpha, named)
+		return r
+	}
 	var dense []float64
 	if qvec != nil && v.dim == len(qvec) {
 		dense = v.denseScores(qvec)
 	}
-	named := namedTools(q.Text, v.byName)
 
 	hits := make([]Hit, 0, len(v.byName))
 	for s, sl := range v.slots {
@@ -383,49 +387,19 @@ func topK(hits []Hit, k int) []Hit {
 func (v *view) denseScores(q []float32) []float64 {
 	n := len(v.slots)
 	cos := make([]float64, n)
-	// Split the scan over two goroutines once it is big enough to pay.
-	parts := 1
-	if n*v.dim >= 1<<18 {
-		parts = 2
-	}
-	sums := make([]float64, parts)
-	counts := make([]int, parts)
-	var wg sync.WaitGroup
-	for p := 0; p < parts; p++ {
-		lo, hi := p*n/parts, (p+1)*n/parts
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for s := lo; s < hi; s++ {
-				if sl := &v.slots[s]; !sl.live || !sl.vec {
-					continue
-				}
-				c := float64(dot(q, v.mat[s*v.dim:(s+1)*v.dim]))
-				cos[s] = c
-				sums[p] += c
-				counts[p]++
-			}
-		}()
-	}
-	wg.Wait()
-	var sum float64
-	live := 0
-	for p := range sums {
-		sum += sums[p]
-		live += counts[p]
-	}
-	if live == 0 {
+	bg, ok := v.background(q)
+	span := 1 - bg
+	if !ok || span <= 0 {
 		return cos
 	}
-	bg := sum / float64(live)
-	span := 1 - bg
-	for s := range cos {
-		if !v.slots[s].live || !v.slots[s].vec || span <= 0 {
-			cos[s] = 0
-			continue
+	parallelRows(n, v.dim, func(lo, hi int) {
+		for s := lo; s < hi; s++ {
+			if sl := &v.slots[s]; !sl.live || !sl.vec {
+				continue
+			}
+			cos[s] = calibrate(float64(dot(q, v.mat[s*v.dim:(s+1)*v.dim])), bg, span)
 		}
-		cos[s] = math.Max(0, math.Min(1, (cos[s]-bg)/span))
-	}
+	})
 	return cos
 }
 

@@ -1,0 +1,303 @@
+package index
+
+import (
+	"math"
+	"runtime"
+	"sync"
+)
+
+// The dense scan at large catalogs is bounded by memory traffic: at 100k
+// tools × 256 dims the float32 matrix is 100 MB, read once per query. The
+// view therefore keeps, beside the float32 matrix, an int8 copy with one
+// scale per row (row ≈ qmat·qscale, 4× less to read). A top-k ranking scans
+// the int8 copy with a vectorised kernel, bounds each tool's score from
+// below and above with the quantisation error, and re-scores exactly (from
+// the float32 rows, with the very same arithmetic as the exact path) every
+// tool whose upper bound reaches the k-th best lower bound. The tools and
+// scores it returns are therefore those of the exact path: the bound is
+// rigorous, not a heuristic over "the top few hundred". A full ranking
+// (K = 0) scores every tool exactly.
+
+// quantMinRows is the catalog size from which the int8 scan is used for a
+// top-k ranking; below it the exact scan is as fast.
+const quantMinRows = 2048
+
+// dotsI8Go is the portable kernel: out[r] = Σ q[i]·m[r·len(q)+i].
+func dotsI8Go(q []int16, m []int8, out []int32) {
+	dim := len(q)
+	for r := range out {
+		row := m[r*dim : (r+1)*dim]
+		var s int32
+		for i, x := range q {
+			s += int32(x) * int32(row[i])
+		}
+		out[r] = s
+	}
+}
+
+// quantizeRow writes the int8 version of vec into dst and returns its scale
+// (max |vec| / 127; 0 for a zero row).
+func quantizeRow(dst []int8, vec []float32) float32 {
+	var mx float32
+	for _, x := range vec {
+		mx = max(mx, float32(math.Abs(float64(x))))
+	}
+	if mx == 0 {
+		clear(dst)
+		return 0
+	}
+	scale := mx / 127
+	inv := 127 / float64(mx)
+	for i, x := range vec {
+		dst[i] = int8(max(-127, min(127, math.Round(float64(x)*inv))))
+	}
+	return scale
+}
+
+// quantQuery is a query vector quantised to int16 for the kernel.
+type quantQuery struct {
+	q     []int16
+	scale float64 // q ≈ q̂·scale
+	l1    float64 // Σ|q_i| of the float query
+}
+
+// quantizeQuery scales q so that |q̂_i| ≤ qmax, where qmax keeps every
+// int32 sum of dim products of int8 rows exact (no overflow).
+func quantizeQuery(q []float32) quantQuery {
+	qmax := min(32767, float64(math.MaxInt32)/(127*float64(len(q))))
+	qmax = math.Floor(qmax)
+	var mx, l1 float64
+	for _, x := range q {
+		a := math.Abs(float64(x))
+		mx = max(mx, a)
+		l1 += a
+	}
+	out := quantQuery{q: make([]int16, len(q)), l1: l1}
+	if mx == 0 {
+		return out
+	}
+	out.scale = mx / qmax
+	for i, x := range q {
+		out.q[i] = int16(max(-qmax, min(qmax, math.Round(float64(x)/out.scale))))
+	}
+	return out
+}
+
+// errBound bounds |approximate cosine − exact float32 cosine| for a row of
+// scale rs:
+//
+//	q·m = qs·rs·Σq̂m̂ + rs·Σ e_q,i·m̂_i + Σ q_i·e_m,i
+//
+// with |e_q| ≤ qs/2, |m̂| ≤ 127, |e_m| ≤ rs/2, so the error is at most
+// rs·(qs·127·dim + ‖q‖₁)/2; plus the float32 rounding of the exact dot
+// product itself (≤ dim·2⁻²³ for unit vectors, doubled for safety).
+func (qq quantQuery) errBound(rs float32, dim int) float64 {
+	return float64(rs)*(qq.scale*127*float64(dim)+qq.l1)/2 + float64(dim)*0x1p-22
+}
+
+// quantOK says whether the int8 scan can serve this view.
+func (v *view) quantOK() bool {
+	return haveInt8Kernel && !v.exactOnly && v.dim > 0 && v.dim%32 == 0 &&
+		len(v.qmat) >= len(v.slots)*v.dim && len(v.slots) >= quantMinRows
+}
+
+// setRow stores a unit vector (or, with nil, an empty row) in slot s of the
+// float32 matrix and its int8 copy, and keeps the column sums of the live
+// rows (for the query's background) current. hadVec says whether the slot
+// held a vector before.
+func (v *view) setRow(s int, vec []float32, hadVec bool) {
+	if v.dim == 0 {
+		return
+	}
+	need := len(v.slots) * v.dim
+	if len(v.mat) < need {
+		v.mat = append(v.mat, make([]float32, need-len(v.mat))...)
+	}
+	if len(v.qmat) < need {
+		v.qmat = append(v.qmat, make([]int8, need-len(v.qmat))...)
+	}
+	for len(v.qscale) < len(v.slots) {
+		v.qscale = append(v.qscale, 0)
+	}
+	if v.colSum == nil {
+		v.colSum = make([]float64, v.dim)
+	}
+	row := v.mat[s*v.dim : (s+1)*v.dim]
+	if hadVec {
+		for i, x := range row {
+			v.colSum[i] -= float64(x)
+		}
+		v.nvec--
+	}
+	if vec == nil {
+		clear(row)
+		clear(v.qmat[s*v.dim : (s+1)*v.dim])
+		v.qscale[s] = 0
+		return
+	}
+	copy(row, vec)
+	for i, x := range row {
+		v.colSum[i] += float64(x)
+	}
+	v.nvec++
+	v.qscale[s] = quantizeRow(v.qmat[s*v.dim:(s+1)*v.dim], row)
+}
+
+// background is the query's mean cosine to the live tools with a vector:
+// q·(Σ rows)/count, exact and O(dim).
+func (v *view) background(q []float32) (bg float64, ok bool) {
+	if v.nvec <= 0 || len(v.colSum) != len(q) {
+		return 0, false
+	}
+	var s float64
+	for i, x := range q {
+		s += float64(x) * v.colSum[i]
+	}
+	return s / float64(v.nvec), true
+}
+
+// calibrate maps a cosine to the dense score: above the background,
+// rescaled so that 1 gives 1.
+func calibrate(c, bg, span float64) float64 {
+	return math.Max(0, math.Min(1, (c-bg)/span))
+}
+
+// parallelRows runs f over [0,n) in up to GOMAXPROCS contiguous parts once
+// n·dim is big enough for goroutines to pay.
+func parallelRows(n, dim int, f func(lo, hi int)) {
+	parts := 1
+	if n*dim >= 1<<18 {
+		parts = min(runtime.GOMAXPROCS(0), max(1, n*dim>>17))
+	}
+	if parts <= 1 {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for p := range parts {
+		lo, hi := p*n/parts, (p+1)*n/parts
+		wg.Go(func() { f(lo, hi) })
+	}
+	wg.Wait()
+}
+
+// rankQuant is rank for a top-k hybrid or dense ranking with a query vector
+// over a quantised view (see the comment at the top of this file). Caller
+// holds Index.mu for reading.
+//
+// It also returns how many tools were re-scored exactly.
+func (v *view) rankQuant(q Query, lex []float64, norm float64, qvec []float32, alpha float64, named map[string]bool) (Ranking, int) {
+	n := len(v.slots)
+	bg, _ := v.background(qvec)
+	span := 1 - bg
+	qq := quantizeQuery(qvec)
+
+	dots := make([]int32, n)
+	parallelRows(n, v.dim, func(lo, hi int) {
+		dotsI8(qq.q, v.qmat[lo*v.dim:hi*v.dim], dots[lo:hi])
+	})
+
+	// score combines calibrated parts exactly as the exact path does.
+	score := func(s int, dense float64) float64 {
+		var l float64
+		if norm > 0 {
+			l = math.Min(1, lex[s]/norm)
+		}
+		if q.Mode == Dense {
+			return dense
+		}
+		return alpha*l + (1-alpha)*dense
+	}
+	eligible := func(s int) bool {
+		sl := &v.slots[s]
+		return sl.live && (q.Allow == nil || q.Allow(sl.name))
+	}
+	// bounds of slot s's score; named tools sort above everything.
+	bounds := func(s int) (lo, hi float64) {
+		sl := &v.slots[s]
+		if named[sl.name] {
+			return math.Inf(1), math.Inf(1)
+		}
+		if !sl.vec || span <= 0 {
+			d := score(s, 0)
+			return d, d
+		}
+		c := float64(dots[s]) * qq.scale * float64(v.qscale[s])
+		e := qq.errBound(v.qscale[s], v.dim)
+		return score(s, calibrate(c-e, bg, span)), score(s, calibrate(c+e, bg, span))
+	}
+
+	// The k-th best lower bound (a min-heap of the k best lower bounds).
+	k := q.K
+	heap := make([]float64, 0, k)
+	his := make([]float64, n)
+	for s := range n {
+		if !eligible(s) {
+			his[s] = math.NaN()
+			continue
+		}
+		lo, hi := bounds(s)
+		his[s] = hi
+		if len(heap) < k {
+			heap = append(heap, lo)
+			for i := len(heap) - 1; i > 0; {
+				p := (i - 1) / 2
+				if heap[p] <= heap[i] {
+					break
+				}
+				heap[p], heap[i] = heap[i], heap[p]
+				i = p
+			}
+			continue
+		}
+		if lo > heap[0] {
+			heap[0] = lo
+			for i := 0; ; {
+				l, w := 2*i+1, i
+				if l < k && heap[l] < heap[w] {
+					w = l
+				}
+				if r := l + 1; r < k && heap[r] < heap[w] {
+					w = r
+				}
+				if w == i {
+					break
+				}
+				heap[i], heap[w] = heap[w], heap[i]
+				i = w
+			}
+		}
+	}
+	threshold := math.Inf(-1)
+	if len(heap) == k {
+		threshold = heap[0]
+	}
+
+	// Re-score exactly every tool that could still be in the top k.
+	hits := make([]Hit, 0, 4*k)
+	for s, hi := range his {
+		if math.IsNaN(hi) || hi < threshold {
+			continue
+		}
+		sl := &v.slots[s]
+		h := Hit{Name: sl.name}
+		if norm > 0 {
+			h.Lexical = math.Min(1, lex[s]/norm)
+		}
+		if sl.vec && span > 0 {
+			h.Dense = calibrate(float64(dot(qvec, v.mat[s*v.dim:(s+1)*v.dim])), bg, span)
+		}
+		h.Score = score(s, h.Dense)
+		if named[sl.name] {
+			h.Named, h.Score = true, 1
+		}
+		hits = append(hits, h)
+	}
+	candidates := len(hits)
+	if k < len(hits) {
+		hits = topK(hits, k)
+	} else {
+		sortHits(hits)
+	}
+	return Ranking{Hits: hits, Revision: v.rev}, candidates
+}
