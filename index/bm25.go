@@ -1,6 +1,9 @@
 package index
 
-import "math"
+import (
+	"math"
+	"strings"
+)
 
 // BM25 parameters (the usual defaults).
 const (
@@ -10,14 +13,22 @@ const (
 
 // lexicon is an incremental BM25F-style index: each field's words count with
 // the field's weight in the term frequency and in the document length.
-// Documents live in slots shared with the dense matrix. Not safe for
-// concurrent use; the Index guards it.
+// Documents live in slots shared with the dense matrix. Terms are interned
+// (a term is hashed once per occurrence while indexing, and a document keeps
+// only the ids of its terms), so indexing is linear in the number of words.
+// Not safe for concurrent use; the Index guards it.
 type lexicon struct {
-	postings map[string][]posting // term → documents that contain it (any order)
-	docLen   []float32            // by slot; 0 for a free slot
-	docTerms [][]string           // by slot: the distinct terms, for removal
+	dict     map[string]int32 // term → id; stopwords map to -1
+	postings [][]posting      // by term id: documents that contain it (any order)
+	docLen   []float32        // by slot; 0 for a free slot
+	docTerms [][]int32        // by slot: the distinct term ids, for removal
 	totalLen float64
 	n        int
+
+	// scratch for add (reused between documents)
+	toks []string
+	pos  []int32 // by term id: 1 + index in cur while a document is added
+	cur  []termTF
 }
 
 // posting is one document's weighted term frequency.
@@ -26,8 +37,29 @@ type posting struct {
 	tf   float32
 }
 
+type termTF struct {
+	id int32
+	tf float32
+}
+
 func newLexicon() *lexicon {
-	return &lexicon{postings: map[string][]posting{}}
+	l := &lexicon{dict: make(map[string]int32, len(stopwords))}
+	for w := range stopwords {
+		l.dict[w] = -1
+	}
+	return l
+}
+
+// termID returns the id of an index term, adding it if new.
+func (l *lexicon) termID(t string) int32 {
+	if id, ok := l.dict[t]; ok {
+		return id
+	}
+	id := int32(len(l.postings))
+	l.dict[strings.Clone(t)] = id // t may point into a document's text
+	l.postings = append(l.postings, nil)
+	l.pos = append(l.pos, 0)
+	return id
 }
 
 // add indexes the fields of a document in slot (which must be free).
@@ -36,24 +68,36 @@ func (l *lexicon) add(slot int, fields []field) {
 		l.docLen = append(l.docLen, 0)
 		l.docTerms = append(l.docTerms, nil)
 	}
-	tf := map[string]float32{}
+	cur := l.cur[:0]
 	var length float32
 	for _, f := range fields {
-		for _, t := range terms(f.text) {
-			tf[t] += f.weight
+		l.toks = appendTokens(l.toks[:0], f.text)
+		for _, t := range l.toks {
+			id := l.termID(t)
+			if id < 0 { // stopword
+				continue
+			}
+			if p := l.pos[id]; p > 0 {
+				cur[p-1].tf += f.weight
+			} else {
+				cur = append(cur, termTF{id, f.weight})
+				l.pos[id] = int32(len(cur))
+			}
 			length += f.weight
 		}
 	}
 	if length == 0 {
 		length = 1 // an empty document still occupies its slot
 	}
-	terms := make([]string, 0, len(tf))
-	for t, w := range tf {
-		l.postings[t] = append(l.postings[t], posting{int32(slot), w})
-		terms = append(terms, t)
+	ids := make([]int32, len(cur))
+	for i, c := range cur {
+		l.postings[c.id] = append(l.postings[c.id], posting{int32(slot), c.tf})
+		ids[i] = c.id
+		l.pos[c.id] = 0
 	}
+	l.cur = cur
 	l.docLen[slot] = length
-	l.docTerms[slot] = terms
+	l.docTerms[slot] = ids
 	l.totalLen += float64(length)
 	l.n++
 }
@@ -63,8 +107,8 @@ func (l *lexicon) remove(slot int) {
 	if slot >= len(l.docLen) || l.docLen[slot] == 0 {
 		return
 	}
-	for _, t := range l.docTerms[slot] {
-		p := l.postings[t]
+	for _, id := range l.docTerms[slot] {
+		p := l.postings[id]
 		for i := range p {
 			if p[i].slot == int32(slot) { // swap-delete: order does not matter
 				p[i] = p[len(p)-1]
@@ -72,11 +116,7 @@ func (l *lexicon) remove(slot int) {
 				break
 			}
 		}
-		if len(p) == 0 {
-			delete(l.postings, t)
-		} else {
-			l.postings[t] = p
-		}
+		l.postings[id] = p
 	}
 	l.totalLen -= float64(l.docLen[slot])
 	l.docLen[slot] = 0
@@ -84,11 +124,19 @@ func (l *lexicon) remove(slot int) {
 	l.n--
 }
 
+// df is the number of documents containing term.
+func (l *lexicon) df(term string) int {
+	if id, ok := l.dict[term]; ok && id >= 0 {
+		return len(l.postings[id])
+	}
+	return 0
+}
+
 // idf is the (non-negative, Lucene) BM25 inverse document frequency. A term
 // no document contains gets the largest value: it is information the
 // catalog cannot match.
 func (l *lexicon) idf(term string) float64 {
-	df := float64(len(l.postings[term]))
+	df := float64(l.df(term))
 	return math.Log(1 + (float64(l.n)-df+0.5)/(df+0.5))
 }
 
@@ -104,7 +152,11 @@ func (l *lexicon) score(query map[string]float64, out []float64) (norm float64) 
 	for t, qw := range query {
 		idf := l.idf(t)
 		norm += qw * idf
-		for _, p := range l.postings[t] {
+		id, ok := l.dict[t]
+		if !ok || id < 0 {
+			continue
+		}
+		for _, p := range l.postings[id] {
 			f := float64(p.tf)
 			dl := float64(l.docLen[p.slot])
 			out[p.slot] += qw * idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*dl/avg))

@@ -197,46 +197,43 @@ func (v *view) rankQuant(q Query, lex []float64, norm float64, qvec []float32, a
 		dotsI8(qq.q, v.qmat[lo*v.dim:hi*v.dim], dots[lo:hi])
 	})
 
-	// score combines calibrated parts exactly as the exact path does.
-	score := func(s int, dense float64) float64 {
-		var l float64
-		if norm > 0 {
-			l = math.Min(1, lex[s]/norm)
-		}
-		if q.Mode == Dense {
-			return dense
-		}
-		return alpha*l + (1-alpha)*dense
-	}
-	eligible := func(s int) bool {
-		sl := &v.slots[s]
-		return sl.live && (q.Allow == nil || q.Allow(sl.name))
-	}
-	// bounds of slot s's score; named tools sort above everything.
-	bounds := func(s int) (lo, hi float64) {
-		sl := &v.slots[s]
-		if named[sl.name] {
-			return math.Inf(1), math.Inf(1)
-		}
-		if !sl.vec || span <= 0 {
-			d := score(s, 0)
-			return d, d
-		}
-		c := float64(dots[s]) * qq.scale * float64(v.qscale[s])
-		e := qq.errBound(v.qscale[s], v.dim)
-		return score(s, calibrate(c-e, bg, span)), score(s, calibrate(c+e, bg, span))
-	}
-
-	// The k-th best lower bound (a min-heap of the k best lower bounds).
+	// Bounds of every eligible tool's score: the exact path's arithmetic on
+	// the cosine's lower and upper bounds (every step is monotone). Named
+	// tools sort above everything. The k-th best lower bound is kept in a
+	// min-heap; his holds the upper bounds (NaN: not eligible).
 	k := q.K
+	errK := (qq.scale*127*float64(v.dim) + qq.l1) / 2 // errBound = rs·errK + errC
+	errC := float64(v.dim) * 0x1p-22
+	checkNamed := len(named) > 0
+	denseOnly := q.Mode == Dense
 	heap := make([]float64, 0, k)
 	his := make([]float64, n)
 	for s := range n {
-		if !eligible(s) {
+		sl := &v.slots[s]
+		if !sl.live || (q.Allow != nil && !q.Allow(sl.name)) {
 			his[s] = math.NaN()
 			continue
 		}
-		lo, hi := bounds(s)
+		var lo, hi float64
+		if checkNamed && named[sl.name] {
+			lo, hi = math.Inf(1), math.Inf(1)
+		} else {
+			var l, dlo, dhi float64
+			if norm > 0 {
+				l = math.Min(1, lex[s]/norm)
+			}
+			if sl.vec && span > 0 {
+				rs := float64(v.qscale[s])
+				c := float64(dots[s]) * qq.scale * rs
+				e := rs*errK + errC
+				dlo, dhi = calibrate(c-e, bg, span), calibrate(c+e, bg, span)
+			}
+			if denseOnly {
+				lo, hi = dlo, dhi
+			} else {
+				lo, hi = alpha*l+(1-alpha)*dlo, alpha*l+(1-alpha)*dhi
+			}
+		}
 		his[s] = hi
 		if len(heap) < k {
 			heap = append(heap, lo)
@@ -274,11 +271,13 @@ func (v *view) rankQuant(q Query, lex []float64, norm float64, qvec []float32, a
 	}
 
 	// Re-score exactly every tool that could still be in the top k.
-	hits := make([]Hit, 0, 4*k)
+	top := newTopHits(k)
+	candidates := 0
 	for s, hi := range his {
 		if math.IsNaN(hi) || hi < threshold {
 			continue
 		}
+		candidates++
 		sl := &v.slots[s]
 		h := Hit{Name: sl.name}
 		if norm > 0 {
@@ -287,17 +286,15 @@ func (v *view) rankQuant(q Query, lex []float64, norm float64, qvec []float32, a
 		if sl.vec && span > 0 {
 			h.Dense = calibrate(float64(dot(qvec, v.mat[s*v.dim:(s+1)*v.dim])), bg, span)
 		}
-		h.Score = score(s, h.Dense)
-		if named[sl.name] {
+		if denseOnly {
+			h.Score = h.Dense
+		} else {
+			h.Score = alpha*h.Lexical + (1-alpha)*h.Dense
+		}
+		if checkNamed && named[sl.name] {
 			h.Named, h.Score = true, 1
 		}
-		hits = append(hits, h)
+		top.push(h)
 	}
-	candidates := len(hits)
-	if k < len(hits) {
-		hits = topK(hits, k)
-	} else {
-		sortHits(hits)
-	}
-	return Ranking{Hits: hits, Revision: v.rev}, candidates
+	return Ranking{Hits: top.sorted(), Revision: v.rev}, candidates
 }

@@ -257,8 +257,17 @@ func (v *view) rank(q Query, lex []float64, norm float64, qvec []float32, alpha 
 		dense = v.denseScores(qvec)
 	}
 
-	hits := make([]Hit, 0, len(v.byName))
-	for s, sl := range v.slots {
+	// A top-k ranking keeps only the k best hits; a full one lays out all.
+	var top *topHits
+	var hits []Hit
+	if q.K > 0 && q.K < len(v.byName) {
+		top = newTopHits(q.K)
+	} else {
+		hits = make([]Hit, 0, len(v.byName))
+	}
+	checkNamed := len(named) > 0
+	for s := range v.slots {
+		sl := &v.slots[s]
 		if !sl.live || (q.Allow != nil && !q.Allow(sl.name)) {
 			continue
 		}
@@ -277,13 +286,17 @@ func (v *view) rank(q Query, lex []float64, norm float64, qvec []float32, alpha 
 		default:
 			h.Score = alpha*h.Lexical + (1-alpha)*h.Dense
 		}
-		if named[sl.name] {
+		if checkNamed && named[sl.name] {
 			h.Named, h.Score = true, 1
 		}
-		hits = append(hits, h)
+		if top != nil {
+			top.push(h)
+		} else {
+			hits = append(hits, h)
+		}
 	}
-	if q.K > 0 && q.K < len(hits) {
-		hits = topK(hits, q.K)
+	if top != nil {
+		hits = top.sorted()
 	} else {
 		sortHits(hits)
 	}
@@ -342,43 +355,61 @@ func better(a, b Hit) bool {
 // topK returns the k best hits, sorted, keeping a bounded heap whose root
 // is the worst of the best so far (O(n log k) instead of sorting all).
 func topK(hits []Hit, k int) []Hit {
-	h := make([]Hit, 0, k)
-	down := func(i int) {
-		for {
-			l, w := 2*i+1, i
-			if l < len(h) && better(h[w], h[l]) {
-				w = l
-			}
-			if r := l + 1; r < len(h) && better(h[w], h[r]) {
-				w = r
-			}
-			if w == i {
-				return
-			}
-			h[i], h[w] = h[w], h[i]
-			i = w
-		}
-	}
+	c := newTopHits(k)
 	for _, x := range hits {
-		if len(h) < k {
-			h = append(h, x)
-			for i := len(h) - 1; i > 0; { // sift up
-				p := (i - 1) / 2
-				if !better(h[p], h[i]) {
-					break
-				}
-				h[p], h[i] = h[i], h[p]
-				i = p
-			}
-			continue
-		}
-		if better(x, h[0]) {
-			h[0] = x
-			down(0)
-		}
+		c.push(x)
 	}
-	sortHits(h)
-	return h
+	return c.sorted()
+}
+
+// topHits collects the k best hits offered to it one at a time, so a top-k
+// ranking never lays out a Hit per tool.
+type topHits struct {
+	k int
+	h []Hit
+}
+
+func newTopHits(k int) *topHits { return &topHits{k: k, h: make([]Hit, 0, k)} }
+
+func (c *topHits) push(x Hit) {
+	h := c.h
+	if len(h) < c.k {
+		h = append(h, x)
+		for i := len(h) - 1; i > 0; { // sift up
+			p := (i - 1) / 2
+			if !better(h[p], h[i]) {
+				break
+			}
+			h[p], h[i] = h[i], h[p]
+			i = p
+		}
+		c.h = h
+		return
+	}
+	if !better(x, h[0]) {
+		return
+	}
+	h[0] = x
+	for i := 0; ; { // sift down
+		l, w := 2*i+1, i
+		if l < len(h) && better(h[w], h[l]) {
+			w = l
+		}
+		if r := l + 1; r < len(h) && better(h[w], h[r]) {
+			w = r
+		}
+		if w == i {
+			return
+		}
+		h[i], h[w] = h[w], h[i]
+		i = w
+	}
+}
+
+// sorted returns the collected hits, best first.
+func (c *topHits) sorted() []Hit {
+	sortHits(c.h)
+	return c.h
 }
 
 // denseScores returns, per slot, the calibrated dense score: the cosine

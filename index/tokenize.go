@@ -36,7 +36,75 @@ func terms(text string) []string {
 // "HTTPServer" → "http", "server"). Plural and a few inflection endings are
 // folded by stem, so "files" matches "file".
 func tokens(text string) []string {
-	var out []string
+	return appendTokens(nil, text)
+}
+
+// appendTokens appends the tokens of text to out. ASCII text (nearly every
+// tool document) takes a fast path that allocates only for words it must
+// change (capitals, "-ies"); the tokens are then substrings of text, so a
+// caller that keeps them must copy them.
+func appendTokens(out []string, text string) []string {
+	for i := 0; i < len(text); i++ {
+		if text[i] >= utf8.RuneSelf {
+			return appendTokensUnicode(out, text)
+		}
+	}
+	start := -1
+	for i := 0; i <= len(text); i++ {
+		if i < len(text) && asciiAlnum(text[i]) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			out = appendCamelASCII(out, text[start:i])
+			start = -1
+		}
+	}
+	return out
+}
+
+func asciiAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func asciiUpper(c byte) bool { return c >= 'A' && c <= 'Z' }
+func asciiLower(c byte) bool { return c >= 'a' && c <= 'z' }
+
+// appendCamelASCII is appendCamel for an ASCII run of letters and digits.
+func appendCamelASCII(out []string, w string) []string {
+	start := 0
+	for i := 1; i < len(w); i++ {
+		prev, r := w[i-1], w[i]
+		lowerToUpper := asciiLower(prev) && asciiUpper(r)
+		acronymEnd := asciiUpper(prev) && asciiUpper(r) && i+1 < len(w) && asciiLower(w[i+1])
+		if lowerToUpper || acronymEnd {
+			out = append(out, stem(lowerASCII(w[start:i])))
+			start = i
+		}
+	}
+	return append(out, stem(lowerASCII(w[start:])))
+}
+
+// lowerASCII lowercases an ASCII word, allocating only if it has capitals.
+func lowerASCII(w string) string {
+	for i := 0; i < len(w); i++ {
+		if asciiUpper(w[i]) {
+			b := []byte(w)
+			for j := i; j < len(b); j++ {
+				if asciiUpper(b[j]) {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return w
+}
+
+// appendTokensUnicode is the general path of appendTokens.
+func appendTokensUnicode(out []string, text string) []string {
 	start := -1
 	flush := func(end int) {
 		if start < 0 {
