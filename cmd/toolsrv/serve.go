@@ -31,9 +31,9 @@ until SIGINT or SIGTERM:
   default  unix:$XDG_RUNTIME_DIR/toolsrv/9p.sock, or unix:~/.cache/toolsrv/9p.sock
 TCP only when asked (--listen tcp:HOST:PORT), loopback unless --allow-remote:
 9P has no authentication. Tools called through the tree get $TOOLSRV_ADDR
-(the first address), $TOOLSRV_BIN (this binary, unless set), $OLLIE_SESSION_ID
-and $OLLIE_UNAME, so a tool such as tool_load can write back to its own agent
-with "$TOOLSRV_BIN 9p write session/$OLLIE_SESSION_ID/agent/$OLLIE_UNAME/ctl ...".
+(the first address), $OLLIE_SESSION_ID and $OLLIE_UNAME (and $TOOLSRV_BIN when
+the server has it), so a tool such as tool_load can write back to its own agent:
+"toolsrv 9p write session/$OLLIE_SESSION_ID/agent/$OLLIE_UNAME/ctl ...".
 Tools without "network": true cannot reach TCP, so give them a unix: address first.`
 
 func runServe(ctx context.Context, env *cliEnv, args []string) int {
@@ -132,14 +132,10 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 		SelfExe: exec.DefaultHelper(self), AllowUnsandboxed: *allowUnsandboxed, BypassSocket: *socket,
 		PassEnv: []string{ninep.AddrEnv, "TOOLSRV_BIN"},
 		Getenv: func(k string) string {
-			switch v := env.getenv(k); {
-			case k == ninep.AddrEnv:
+			if k == ninep.AddrEnv {
 				return first
-			case k == "TOOLSRV_BIN" && v == "":
-				return self
-			default:
-				return v
 			}
+			return env.getenv(k)
 		},
 		Logger: logger(env),
 	})
