@@ -104,12 +104,15 @@
 // # Connections
 //
 // Each connection gets its own p9.Server (the library gives Attach no way to
-// tell connections apart) behind a shim that answers Tauth with ENOENT (what
-// Debian's diod client needs to proceed without authentication), serialises
-// version negotiation and holds back the end of input until every request
-// has been answered: two library bugs found by FuzzConn (a request before
-// Tversion panics; a peer hanging up with requests in flight can make the
-// library call WaitGroup.Add concurrently with Wait, which kills the process).
+// tell connections apart) behind a shim (shim.go, quiesce.go) that answers
+// Tauth with ENOENT (what Debian's diod client needs to proceed without
+// authentication) and works around library bugs found by FuzzConn: it
+// serialises version negotiation (a request before or during Tversion
+// panics or races), answers a Tflush of itself or of another Tflush (the
+// library would wait forever), and holds back the end of input until every
+// request has been answered and the library's request goroutines are
+// parked (a peer hanging up with requests in flight could make the library
+// call WaitGroup.Add concurrently with Wait, a panic that kills the process).
 // The default address is the Unix socket $XDG_RUNTIME_DIR/toolsrv/9p.sock,
 // else ~/.cache/toolsrv/9p.sock (mode 0600, its directory 0700); TCP only
 // when asked. 9P has no authentication: the socket's mode is the access
