@@ -448,6 +448,7 @@ func (ix *Index) rebuildLocked(ctx context.Context, cat source, docs []document)
 		ix.drift += fresh
 	}
 	nv := newView(emb, st)
+	nv.reserve(len(docs))
 	for i := range docs {
 		nv.upsert(&docs[i], vecs.get(docs[i].hash), err)
 	}

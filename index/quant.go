@@ -3,6 +3,7 @@ package index
 import (
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 )
 
@@ -110,15 +111,9 @@ func (v *view) setRow(s int, vec []float32, hadVec bool) {
 		return
 	}
 	need := len(v.slots) * v.dim
-	if len(v.mat) < need {
-		v.mat = append(v.mat, make([]float32, need-len(v.mat))...)
-	}
-	if len(v.qmat) < need {
-		v.qmat = append(v.qmat, make([]int8, need-len(v.qmat))...)
-	}
-	for len(v.qscale) < len(v.slots) {
-		v.qscale = append(v.qscale, 0)
-	}
+	v.mat = growZero(v.mat, need)
+	v.qmat = growZero(v.qmat, need)
+	v.qscale = growZero(v.qscale, len(v.slots))
 	if v.colSum == nil {
 		v.colSum = make([]float64, v.dim)
 	}
@@ -141,6 +136,30 @@ func (v *view) setRow(s int, vec []float32, hadVec bool) {
 	}
 	v.nvec++
 	v.qscale[s] = quantizeRow(v.qmat[s*v.dim:(s+1)*v.dim], row)
+}
+
+// growZero extends s to length n with zeros, doubling the capacity when it
+// must grow (so filling a view row by row is linear).
+func growZero[T any](s []T, n int) []T {
+	if n <= len(s) {
+		return s
+	}
+	s = slices.Grow(s, n-len(s))
+	old := len(s)
+	s = s[:n]
+	clear(s[old:])
+	return s
+}
+
+// reserve sizes a new view for n documents.
+func (v *view) reserve(n int) {
+	v.slots = make([]slot, 0, n)
+	v.byName = make(map[string]int, n)
+	if v.dim > 0 {
+		v.mat = make([]float32, 0, n*v.dim)
+		v.qmat = make([]int8, 0, n*v.dim)
+		v.qscale = make([]float32, 0, n)
+	}
 }
 
 // background is the query's mean cosine to the live tools with a vector:

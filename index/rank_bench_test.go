@@ -2,12 +2,14 @@ package index
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"toolsrv/embed/builtin"
+	"toolsrv/registry"
 )
 
 // benchWords is a vocabulary for synthetic tool documents and queries.
@@ -170,8 +172,40 @@ func BenchmarkBuild(b *testing.B) {
 	}
 }
 
-// BenchmarkRestart measures a restart with nothing changed: load the cache
-// file, restore the fit, rebuild BM25 and the matrix, embed nothing.
+// synthToolSource is synthSource over registry tools: every update builds
+// the documents from the tools (argument schema parsed, text hashed), as a
+// Sync over a registry catalog does.
+func synthToolSource(docs []document) source {
+	tools := make([]*registry.Tool, len(docs))
+	byName := map[string]int{}
+	for i, d := range docs {
+		tools[i] = &registry.Tool{Name: d.name, Description: d.fields[1].text,
+			Keywords: strings.Fields(d.fields[2].text), Prompt: d.fields[3].text,
+			Args: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"the file or directory to work on"},"limit":{"type":"integer","description":"at most this many results"}}}`)}
+		byName[d.name] = i
+	}
+	return source{rev: 1, n: len(tools),
+		all: func() []document {
+			out := make([]document, len(tools))
+			for i, t := range tools {
+				out[i] = newDocument(t)
+			}
+			return out
+		},
+		get: func(n string) (document, bool) {
+			i, ok := byName[n]
+			if !ok {
+				return document{}, false
+			}
+			return newDocument(tools[i]), true
+		},
+		has: func(n string) bool { _, ok := byName[n]; return ok },
+	}
+}
+
+// BenchmarkRestart measures a restart with nothing changed: build the
+// documents from the tools, load the cache file, restore the fit, rebuild
+// BM25 and the matrix, embed nothing.
 //
 //	go test -run '^$' -bench BenchmarkRestart -benchtime 1x ./index/
 func BenchmarkRestart(b *testing.B) {
@@ -181,7 +215,7 @@ func BenchmarkRestart(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, n := range []int{1000, 10000, 100000} {
-		src := synthSource(synthDocs(n))
+		src := synthToolSource(synthDocs(n))
 		src.dirs = []string{fmt.Sprintf("/synthetic/%d", n)}
 		cache := b.TempDir()
 		sync := func() *Index {
