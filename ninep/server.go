@@ -44,6 +44,9 @@ type RankQuery struct {
 	// Allow, when not nil, is the only set of tools that may be returned
 	// (an agent profile's allowTools).
 	Allow func(name string) bool
+	// Profile is the asking agent's profile (nil for the root rank file);
+	// a Ranker applying a thresholds policy always offers its hot tools.
+	Profile *registry.Profile
 }
 
 // Ranking is a Ranker's answer, best first.

@@ -334,6 +334,7 @@ func (s *Server) rank(c *conn, ag *agent, req []byte) ([]byte, error) {
 		}
 		prof := ag.profile
 		ag.mu.Unlock()
+		q.Profile = prof
 		if prof.AllowTools != nil {
 			q.Allow = prof.Allows
 		}

@@ -400,17 +400,14 @@ func testSystemLogs(t *testing.T, bin, tools string) {
 // git_log. A name outside the profile's allowTools is refused, and the
 // refusal reaches the caller.
 //
-// The sandbox lets a tool execute only system directories and its own tool
-// directory, so (as a user without toolsrv installed system-wide would) the
-// test puts a copy of the binary beside tool_load in a private tool
-// directory.
+// The binary lives in a temporary directory, outside what the sandbox lets
+// tools execute: serve passes it as $TOOLSRV_BIN and lets tools run it.
 func testToolLoadOver9P(t *testing.T, bin, examples string) {
 	dir := t.TempDir()
 	tools := filepath.Join(dir, "tools")
 	for _, f := range []string{"tool_load", "tool_load.meta", "git_log", "git_log.meta", "file_read", "file_read.meta", "shell", "shell.meta"} {
 		copyFile(t, filepath.Join(examples, f), filepath.Join(tools, f))
 	}
-	copyFile(t, bin, filepath.Join(tools, "toolsrv"))
 	agents := filepath.Join(dir, "agents")
 	// Not shell: the refusal case below needs a tool the agent may not load.
 	writeFile(t, filepath.Join(agents, "coder.json"), `{"autoLoad":["tool_load"],"allowTools":["tool_load","git_log","file_read"]}`)

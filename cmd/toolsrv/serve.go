@@ -116,9 +116,14 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	ranker := &serveRanker{ix: ix, reg: reg, timeout: *rankTimeout}
 	if !*noThr {
-		pol, _, err := thresholds.Load(ix.Stats().Embedder, thresholds.LoadOptions{Path: *thrFile, Getenv: env.getenv})
+		pol, src, err := thresholds.Load(ix.Stats().Embedder, thresholds.LoadOptions{Path: *thrFile, Getenv: env.getenv})
 		if err != nil {
 			return fail("thresholds: %v (pass --no-thresholds to serve plain rankings)", err)
+		}
+		for _, w := range []string{src.Warning, src.LexicalWeightWarning(ef.alpha)} {
+			if w != "" {
+				fmt.Fprintln(env.stderr, "toolsrv serve: warning:", w)
+			}
 		}
 		ranker.pol = &pol
 	}
@@ -130,7 +135,8 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	first := addrs[0].String()
 	runner, err := exec.NewRunner(exec.Options{
 		SelfExe: exec.DefaultHelper(self), AllowUnsandboxed: *allowUnsandboxed, BypassSocket: *socket,
-		PassEnv: []string{ninep.AddrEnv, "TOOLSRV_BIN"},
+		ClientBin: self, // tool_load runs "$TOOLSRV_BIN 9p write …"
+		PassEnv:   []string{ninep.AddrEnv},
 		Getenv: func(k string) string {
 			if k == ninep.AddrEnv {
 				return first
@@ -208,7 +214,8 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 }
 
 // serveRanker ranks with the index and, unless disabled, cuts with the
-// thresholds policy (hot tools the agent may use are always offered).
+// thresholds policy (the hot tools of the asking agent's profile are always
+// offered).
 type serveRanker struct {
 	ix      *index.Index
 	reg     *registry.Registry
@@ -231,7 +238,7 @@ func (s *serveRanker) Rank(ctx context.Context, q ninep.RankQuery) (ninep.Rankin
 		}
 		return out, nil
 	}
-	sel, r, err := s.pol.Offer(ctx, s.ix, s.reg.Catalog(), iq, nil)
+	sel, r, err := s.pol.Offer(ctx, s.ix, s.reg.Catalog(), iq, q.Profile)
 	if err != nil {
 		return ninep.Ranking{}, err
 	}
