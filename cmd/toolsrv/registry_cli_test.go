@@ -128,3 +128,21 @@ func TestToolsPathEnv(t *testing.T) {
 		t.Errorf("shadowing not reported:\n%s", out.String())
 	}
 }
+
+// Every subcommand answers --help with its usage and exit status 0.
+func TestHelpOnEverySubcommand(t *testing.T) {
+	for name := range commands() {
+		t.Run(name, func(t *testing.T) {
+			code, out, errs := runCLI(t, name, "--help")
+			if code != 0 {
+				t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+			}
+			if !strings.Contains(out+errs, "Usage: toolsrv "+name) {
+				t.Errorf("no usage line for %s:\n%s%s", name, out, errs)
+			}
+		})
+	}
+	if code, out, _ := runCLI(t, "help"); code != 0 || !strings.Contains(out, "Commands:") {
+		t.Errorf("toolsrv help: exit %d\n%s", code, out)
+	}
+}
