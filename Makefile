@@ -23,6 +23,13 @@ demo: build
 	$(BIN) rank --tools examples/tools "find every TODO in the go files"
 	$(BIN) rank --tools examples/tools "what's the weather like on mars"
 
+# Rebuild the built-in embedder's table (embed/builtin/model.bin + model.sha256)
+# from Debian packages; see embed/MODEL.md. Needs root for apt-get.
+model:
+	apt-get update -qq -o Acquire::Languages=en
+	apt-get install -y -qq wordnet-base dict-foldoc dict-jargon dict-vera manpages-dev >/dev/null
+	$(GO) run ./embed/train/cmd/train -out embed/builtin/model.bin
+
 # Fuzz the .meta parser for FUZZTIME (default 10m).
 FUZZTIME ?= 10m
 fuzz:
