@@ -18,17 +18,14 @@ const (
 // only the ids of its terms), so indexing is linear in the number of words.
 // Not safe for concurrent use; the Index guards it.
 type lexicon struct {
-	dict     map[string]int32 // term → id; stopwords map to -1
+	dict     map[string]int32 // term → id
 	postings [][]posting      // by term id: documents that contain it (any order)
 	docLen   []float32        // by slot; 0 for a free slot
 	docTerms [][]int32        // by slot: the distinct term ids, for removal
 	totalLen float64
 	n        int
 
-	// scratch for add (reused between documents)
-	toks []string
-	pos  []int32 // by term id: 1 + index in cur while a document is added
-	cur  []termTF
+	an analyzer // scratch for add
 }
 
 // posting is one document's weighted term frequency.
@@ -37,17 +34,8 @@ type posting struct {
 	tf   float32
 }
 
-type termTF struct {
-	id int32
-	tf float32
-}
-
 func newLexicon() *lexicon {
-	l := &lexicon{dict: make(map[string]int32, len(stopwords))}
-	for w := range stopwords {
-		l.dict[w] = -1
-	}
-	return l
+	return &lexicon{dict: map[string]int32{}}
 }
 
 // termID returns the id of an index term, adding it if new.
@@ -58,47 +46,87 @@ func (l *lexicon) termID(t string) int32 {
 	id := int32(len(l.postings))
 	l.dict[strings.Clone(t)] = id // t may point into a document's text
 	l.postings = append(l.postings, nil)
-	l.pos = append(l.pos, 0)
 	return id
+}
+
+// analysis is a document's lexical content: its distinct terms (in order
+// of first occurrence) with their weighted frequencies, and its weighted
+// length. The terms may point into the document's text.
+type analysis struct {
+	terms  []string
+	tf     []float32
+	length float32
+}
+
+// analyzer makes analyses, reusing its scratch between documents; one per
+// goroutine.
+type analyzer struct {
+	toks []string
+	pos  map[string]int32
+}
+
+func (a *analyzer) analyze(fields []field) analysis {
+	if a.pos == nil {
+		a.pos = map[string]int32{}
+	}
+	var out analysis
+	for _, f := range fields {
+		a.toks = appendTokens(a.toks[:0], f.text)
+		for _, t := range a.toks {
+			if stopwords[t] {
+				continue
+			}
+			if p, ok := a.pos[t]; ok {
+				out.tf[p] += f.weight
+			} else {
+				a.pos[t] = int32(len(out.terms))
+				out.terms = append(out.terms, t)
+				out.tf = append(out.tf, f.weight)
+			}
+			out.length += f.weight
+		}
+	}
+	clear(a.pos)
+	if out.length == 0 {
+		out.length = 1 // an empty document still occupies its slot
+	}
+	return out
+}
+
+// analyzeAll analyses many documents on all cores (a few alone).
+func analyzeAll(docs []document) {
+	if len(docs) < 256 {
+		return // add analyses them one by one
+	}
+	parallelRows(len(docs), 64, func(lo, hi int) {
+		var a analyzer
+		for i := lo; i < hi; i++ {
+			an := a.analyze(docs[i].fields)
+			docs[i].lexa = &an
+		}
+	})
 }
 
 // add indexes the fields of a document in slot (which must be free).
 func (l *lexicon) add(slot int, fields []field) {
+	l.addAnalysis(slot, l.an.analyze(fields))
+}
+
+// addAnalysis indexes an analysed document in slot (which must be free).
+func (l *lexicon) addAnalysis(slot int, a analysis) {
 	for len(l.docLen) <= slot {
 		l.docLen = append(l.docLen, 0)
 		l.docTerms = append(l.docTerms, nil)
 	}
-	cur := l.cur[:0]
-	var length float32
-	for _, f := range fields {
-		l.toks = appendTokens(l.toks[:0], f.text)
-		for _, t := range l.toks {
-			id := l.termID(t)
-			if id < 0 { // stopword
-				continue
-			}
-			if p := l.pos[id]; p > 0 {
-				cur[p-1].tf += f.weight
-			} else {
-				cur = append(cur, termTF{id, f.weight})
-				l.pos[id] = int32(len(cur))
-			}
-			length += f.weight
-		}
+	ids := make([]int32, len(a.terms))
+	for i, t := range a.terms {
+		id := l.termID(t)
+		l.postings[id] = append(l.postings[id], posting{int32(slot), a.tf[i]})
+		ids[i] = id
 	}
-	if length == 0 {
-		length = 1 // an empty document still occupies its slot
-	}
-	ids := make([]int32, len(cur))
-	for i, c := range cur {
-		l.postings[c.id] = append(l.postings[c.id], posting{int32(slot), c.tf})
-		ids[i] = c.id
-		l.pos[c.id] = 0
-	}
-	l.cur = cur
-	l.docLen[slot] = length
+	l.docLen[slot] = a.length
 	l.docTerms[slot] = ids
-	l.totalLen += float64(length)
+	l.totalLen += float64(a.length)
 	l.n++
 }
 
@@ -126,7 +154,7 @@ func (l *lexicon) remove(slot int) {
 
 // df is the number of documents containing term.
 func (l *lexicon) df(term string) int {
-	if id, ok := l.dict[term]; ok && id >= 0 {
+	if id, ok := l.dict[term]; ok {
 		return len(l.postings[id])
 	}
 	return 0
@@ -153,7 +181,7 @@ func (l *lexicon) score(query map[string]float64, out []float64) (norm float64) 
 		idf := l.idf(t)
 		norm += qw * idf
 		id, ok := l.dict[t]
-		if !ok || id < 0 {
+		if !ok {
 			continue
 		}
 		for _, p := range l.postings[id] {

@@ -259,9 +259,11 @@ func catalogSource(cat *registry.Catalog) source {
 	return source{rev: cat.Revision, dirs: cat.Dirs, n: len(cat.Tools),
 		all: func() []document {
 			docs := make([]document, len(cat.Tools))
-			for i, t := range cat.Tools {
-				docs[i] = newDocument(t)
-			}
+			parallelRows(len(docs), 64, func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					docs[i] = newDocument(cat.Tools[i])
+				}
+			})
 			return docs
 		},
 		get: func(name string) (document, bool) {
@@ -278,19 +280,26 @@ func catalogSource(cat *registry.Catalog) source {
 // updateLocked applies a catalog: with full, the whole catalog (names not in
 // it are removed); otherwise only the named tools.
 func (ix *Index) updateLocked(ctx context.Context, cat source, upserted, removed []string, full bool) error {
+	// The documents to (re)index and the names to drop. At the first
+	// update, the documents are built while the cache file is read.
+	var docs []document
+	var drop []string
 	if !ix.loaded {
 		ix.loaded = true
+		var wg sync.WaitGroup
+		if full {
+			wg.Go(func() { docs = cat.all() })
+		}
 		ix.loadLocked(cat.dirs)
+		wg.Wait()
+	} else if full {
+		docs = cat.all()
 	}
 	ix.mu.RLock()
 	cur := ix.v
 	ix.mu.RUnlock()
 
-	// The documents to (re)index and the names to drop.
-	var docs []document
-	var drop []string
 	if full {
-		docs = cat.all()
 		if cur != nil {
 			for name := range cur.byName {
 				if !cat.has(name) {
@@ -331,8 +340,12 @@ func (ix *Index) updateLocked(ctx context.Context, cat source, upserted, removed
 		return ix.rebuildLocked(ctx, cat, cat.all())
 	}
 	ix.drift += fresh
+	analyzeAll(todo)
 	ix.mu.Lock()
 	v := ix.v
+	if len(v.slots) == 0 && len(v.byName) == 0 {
+		v.reserve(len(todo)) // a view loaded from the cache: fill it in one go
+	}
 	if v.st == nil && vecs.store != nil {
 		v.st, v.dim = vecs.store, vecs.store.dim
 	}
@@ -447,6 +460,7 @@ func (ix *Index) rebuildLocked(ctx context.Context, cat source, docs []document)
 	if !refit { // the fit's own documents are not drift
 		ix.drift += fresh
 	}
+	analyzeAll(docs)
 	nv := newView(emb, st)
 	nv.reserve(len(docs))
 	for i := range docs {
@@ -657,7 +671,12 @@ func (v *view) upsert(d *document, vec []float32, why error) {
 		v.slots = append(v.slots, slot{})
 	}
 	v.byName[d.name] = s
-	v.lex.add(s, d.fields)
+	if d.lexa != nil {
+		v.lex.addAnalysis(s, *d.lexa)
+		d.lexa = nil
+	} else {
+		v.lex.add(s, d.fields)
+	}
 	sl := slot{name: d.name, hash: d.hash, live: true}
 	if v.dim == 0 && vec != nil {
 		v.dim = len(vec)
