@@ -66,6 +66,8 @@ type Index struct {
 	cachePath atomic.Pointer[string] // ix.path, readable without upd
 
 	brk breaker
+
+	scratch sync.Pool // *rankScratch
 }
 
 // view is what Rank reads: the documents, their vectors and the lexicon.

@@ -162,6 +162,32 @@ func (v *view) reserve(n int) {
 	}
 }
 
+// rankScratch holds one ranking's per-tool buffers, reused between
+// queries (Index.scratch) so that a query at 100k tools does not allocate
+// and clear megabytes. Methods accept a nil receiver (fresh buffers).
+type rankScratch struct {
+	lex, dense []float64
+	dots       []int32
+}
+
+// lexBuf and denseBuf return the buffer resized to n zeros (a new slice if
+// sc is nil).
+func (sc *rankScratch) lexBuf(n int) []float64 {
+	if sc == nil {
+		return make([]float64, n)
+	}
+	sc.lex = growZero(sc.lex[:0], n)
+	return sc.lex
+}
+
+func (sc *rankScratch) denseBuf(n int) []float64 {
+	if sc == nil {
+		return make([]float64, n)
+	}
+	sc.dense = growZero(sc.dense[:0], n)
+	return sc.dense
+}
+
 // background is the query's mean cosine to the live tools with a vector:
 // q·(Σ rows)/count, exact and O(dim).
 func (v *view) background(q []float32) (bg float64, ok bool) {
@@ -205,19 +231,27 @@ func parallelRows(n, dim int, f func(lo, hi int)) {
 // holds Index.mu for reading.
 //
 // It also returns how many tools were re-scored exactly.
-func (v *view) rankQuant(q Query, lex []float64, norm float64, qvec []float32, alpha float64, named map[string]bool) (Ranking, int) {
+func (v *view) rankQuant(q Query, lex []float64, norm float64, qvec []float32, alpha float64, named map[string]bool, sc *rankScratch) (Ranking, int) {
 	n := len(v.slots)
 	bg, _ := v.background(qvec)
 	span := 1 - bg
 	qq := quantizeQuery(qvec)
 
-	dots := make([]int32, n)
+	var dots []int32
+	if sc == nil {
+		dots = make([]int32, n)
+	} else {
+		sc.dots = slices.Grow(sc.dots[:0], n)[:n]
+		dots = sc.dots
+	}
 	parallelRows(n, v.dim, func(lo, hi int) {
 		dotsI8(qq.q, v.qmat[lo*v.dim:hi*v.dim], dots[lo:hi])
 	})
 
 	// Bounds of every eligible tool's score: the exact path's arithmetic on
-	// the cosine's lower and upper bounds (every step is monotone). Named
+	// the cosine's lower and upper bounds (every step is monotone; the
+	// cosine bounds' slack errC dwarfs the rounding of (x−bg)·(1/span)
+	// against (x−bg)/span). Named
 	// tools sort above everything. The k-th best lower bound is kept in a
 	// min-heap; his holds the upper bounds (NaN: not eligible).
 	k := q.K
@@ -225,8 +259,13 @@ func (v *view) rankQuant(q Query, lex []float64, norm float64, qvec []float32, a
 	errC := float64(v.dim) * 0x1p-22
 	checkNamed := len(named) > 0
 	denseOnly := q.Mode == Dense
+	a1 := 1 - alpha // weight of the dense part
+	if denseOnly {
+		a1 = 1
+	}
+	invSpan := 1 / span // the bounds have slack for its rounding
 	heap := make([]float64, 0, k)
-	his := make([]float64, n)
+	his := sc.denseBuf(n) // every element is written below
 	for s := range n {
 		sl := &v.slots[s]
 		if !sl.live || (q.Allow != nil && !q.Allow(sl.name)) {
@@ -237,20 +276,27 @@ func (v *view) rankQuant(q Query, lex []float64, norm float64, qvec []float32, a
 		if checkNamed && named[sl.name] {
 			lo, hi = math.Inf(1), math.Inf(1)
 		} else {
-			var l, dlo, dhi float64
-			if norm > 0 {
-				l = math.Min(1, lex[s]/norm)
+			var base float64 // the lexical part, exactly as the exact path has it
+			if !denseOnly {
+				var l float64
+				if norm > 0 {
+					l = min(1, lex[s]/norm)
+				}
+				base = alpha * l
 			}
+			lo, hi = base, base
 			if sl.vec && span > 0 {
 				rs := float64(v.qscale[s])
 				c := float64(dots[s]) * qq.scale * rs
 				e := rs*errK + errC
-				dlo, dhi = calibrate(c-e, bg, span), calibrate(c+e, bg, span)
-			}
-			if denseOnly {
-				lo, hi = dlo, dhi
-			} else {
-				lo, hi = alpha*l+(1-alpha)*dlo, alpha*l+(1-alpha)*dhi
+				hi = base + a1*min(1, max(0, (c+e-bg)*invSpan))
+				if len(heap) == k && hi < heap[0] {
+					// Below the k-th best lower bound already (which only
+					// rises): neither in the top k nor a candidate.
+					his[s] = hi
+					continue
+				}
+				lo = base + a1*min(1, max(0, (c-e-bg)*invSpan))
 			}
 		}
 		his[s] = hi

@@ -177,19 +177,19 @@ func TestQuantRankMatchesExact(t *testing.T) {
 				qvec = normalized(qvec)
 			}
 			q := Query{Text: tc.text, K: tc.k, Mode: tc.mode, Allow: tc.allow}
-			lex, norm := v.lexScores(map[string]float64{})
+			lex, norm := v.lexScores(map[string]float64{}, nil)
 			if ts := terms(tc.text); len(ts) > 0 {
 				lq := map[string]float64{}
 				for _, w := range ts {
 					lq[w] = 1
 				}
-				lex, norm = v.lexScores(lq)
+				lex, norm = v.lexScores(lq, nil)
 			}
 			named := namedTools(q.Text, v.byName)
-			got, cand := v.rankQuant(q, lex, norm, qvec, 0.5, named)
+			got, cand := v.rankQuant(q, lex, norm, qvec, 0.5, named, nil)
 			totalCand += cand
 			v.exactOnly = true
-			want := v.rank(q, lex, norm, qvec, 0.5)
+			want := v.rank(q, lex, norm, qvec, 0.5, nil)
 			v.exactOnly = false
 			if len(got.Hits) != len(want.Hits) {
 				t.Fatalf("%s/%d: %d hits, exact path %d", tc.name, trial, len(got.Hits), len(want.Hits))

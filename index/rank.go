@@ -114,9 +114,14 @@ func (ix *Index) Rank(ctx context.Context, q Query) (Ranking, error) {
 		}
 	}
 	lexQ := ix.lexicalQuery(q)
+	sc, _ := ix.scratch.Get().(*rankScratch)
+	if sc == nil {
+		sc = new(rankScratch)
+	}
+	defer ix.scratch.Put(sc)
 	ix.mu.RLock()
 	gen := v.gen
-	lex, norm := v.lexScores(lexQ)
+	lex, norm := v.lexScores(lexQ, sc)
 	ix.mu.RUnlock()
 
 	var qvec []float32
@@ -150,11 +155,11 @@ func (ix *Index) Rank(ctx context.Context, q Query) (Ranking, error) {
 			qvec, degraded = nil, "index rebuilt with another embedder during the query"
 		}
 		v = cur
-		lex, norm = v.lexScores(lexQ)
+		lex, norm = v.lexScores(lexQ, sc)
 	} else if v.gen != gen { // updated in place meanwhile
-		lex, norm = v.lexScores(lexQ)
+		lex, norm = v.lexScores(lexQ, sc)
 	}
-	r := v.rank(q, lex, norm, qvec, ix.opts.LexicalWeight)
+	r := v.rank(q, lex, norm, qvec, ix.opts.LexicalWeight, sc)
 	if degraded != "" {
 		r.Degraded, r.Reason = true, degraded
 		if q.Mode == Dense {
@@ -246,15 +251,16 @@ func (ix *Index) lexicalQuery(q Query) map[string]float64 {
 }
 
 // rank scores every live document. Caller holds Index.mu for reading.
-func (v *view) rank(q Query, lex []float64, norm float64, qvec []float32, alpha float64) Ranking {
+// sc (may be nil) provides reusable buffers.
+func (v *view) rank(q Query, lex []float64, norm float64, qvec []float32, alpha float64, sc *rankScratch) Ranking {
 	named := namedTools(q.Text, v.byName)
 	if qvec != nil && v.dim == len(qvec) && q.Mode != Lexical && q.K > 0 && q.K < len(v.byName) && v.quantOK() {
-		r, _ := v.rankQuant(q, lex, norm, qvec, alpha, named)
+		r, _ := v.rankQuant(q, lex, norm, qvec, alpha, named, sc)
 		return r
 	}
 	var dense []float64
 	if qvec != nil && v.dim == len(qvec) {
-		dense = v.denseScores(qvec)
+		dense = v.denseScores(qvec, sc)
 	}
 
 	// A top-k ranking keeps only the k best hits; a full one lays out all.
@@ -304,8 +310,9 @@ func (v *view) rank(q Query, lex []float64, norm float64, qvec []float32, alpha 
 }
 
 // lexScores returns the BM25 score of every slot and the calibration norm.
-func (v *view) lexScores(lexQ map[string]float64) ([]float64, float64) {
-	lex := make([]float64, len(v.slots))
+// sc (may be nil) provides the buffer.
+func (v *view) lexScores(lexQ map[string]float64, sc *rankScratch) ([]float64, float64) {
+	lex := sc.lexBuf(len(v.slots))
 	return lex, v.lex.score(lexQ, lex)
 }
 
@@ -415,9 +422,9 @@ func (c *topHits) sorted() []Hit {
 // denseScores returns, per slot, the calibrated dense score: the cosine
 // above the query's background (its mean cosine to all tools), rescaled so
 // that a cosine of 1 gives 1 and the background or below gives 0.
-func (v *view) denseScores(q []float32) []float64 {
+func (v *view) denseScores(q []float32, sc *rankScratch) []float64 {
 	n := len(v.slots)
-	cos := make([]float64, n)
+	cos := sc.denseBuf(n)
 	bg, ok := v.background(q)
 	span := 1 - bg
 	if !ok || span <= 0 {

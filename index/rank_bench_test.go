@@ -131,7 +131,7 @@ func BenchmarkRank(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("n=%d/flat-scan", n), func(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
-				v.denseScores(qvecs[i%len(qvecs)])
+				v.denseScores(qvecs[i%len(qvecs)], nil)
 			}
 		})
 		for _, k := range []int{10, n} {
