@@ -22,6 +22,7 @@ type lexicon struct {
 	postings [][]posting      // by term id: documents that contain it (any order)
 	docLen   []float32        // by slot; 0 for a free slot
 	docTerms [][]int32        // by slot: the distinct term ids, for removal
+	docPos   [][]int32        // by slot: where in each term's postings the slot is
 	totalLen float64
 	n        int
 
@@ -117,38 +118,51 @@ func (l *lexicon) addAnalysis(slot int, a analysis) {
 	for len(l.docLen) <= slot {
 		l.docLen = append(l.docLen, 0)
 		l.docTerms = append(l.docTerms, nil)
+		l.docPos = append(l.docPos, nil)
 	}
-	ids := make([]int32, len(a.terms))
+	buf := make([]int32, 2*len(a.terms)) // ids and positions in one allocation
+	ids, pos := buf[:len(a.terms):len(a.terms)], buf[len(a.terms):]
 	for i, t := range a.terms {
 		id := l.termID(t)
+		pos[i] = int32(len(l.postings[id]))
 		l.postings[id] = append(l.postings[id], posting{int32(slot), a.tf[i]})
 		ids[i] = id
 	}
 	l.docLen[slot] = a.length
 	l.docTerms[slot] = ids
+	l.docPos[slot] = pos
 	l.totalLen += float64(a.length)
 	l.n++
 }
 
-// remove drops the document in slot.
+// remove drops the document in slot. Each of its postings is swap-deleted
+// at its known position (the moved posting's owner learns its new place),
+// so removing a document costs its own terms, not the length of their
+// posting lists.
 func (l *lexicon) remove(slot int) {
 	if slot >= len(l.docLen) || l.docLen[slot] == 0 {
 		return
 	}
-	for _, id := range l.docTerms[slot] {
+	for i, id := range l.docTerms[slot] {
 		p := l.postings[id]
-		for i := range p {
-			if p[i].slot == int32(slot) { // swap-delete: order does not matter
-				p[i] = p[len(p)-1]
-				p = p[:len(p)-1]
-				break
+		at, last := l.docPos[slot][i], int32(len(p)-1)
+		if at != last {
+			moved := p[last]
+			p[at] = moved
+			owner := l.docTerms[moved.slot]
+			for j := range owner {
+				if owner[j] == id {
+					l.docPos[moved.slot][j] = at
+					break
+				}
 			}
 		}
-		l.postings[id] = p
+		l.postings[id] = p[:last]
 	}
 	l.totalLen -= float64(l.docLen[slot])
 	l.docLen[slot] = 0
 	l.docTerms[slot] = nil
+	l.docPos[slot] = nil
 	l.n--
 }
 

@@ -29,6 +29,14 @@ func TestLexiconIncrementalEqualsFresh(t *testing.T) {
 		inc.add(i, docs[i].fields)
 		fresh.add(i, docs[i].fields)
 	}
+	// Every posting is where its document says it is.
+	for slot, ids := range inc.docTerms {
+		for i, id := range ids {
+			if p := inc.postings[id][inc.docPos[slot][i]]; int(p.slot) != slot {
+				t.Fatalf("slot %d, term %d: position %d holds slot %d", slot, id, inc.docPos[slot][i], p.slot)
+			}
+		}
+	}
 	if inc.n != fresh.n || math.Abs(inc.totalLen-fresh.totalLen) > 1e-6 {
 		t.Fatalf("n %d/%d, length %v/%v", inc.n, fresh.n, inc.totalLen, fresh.totalLen)
 	}
