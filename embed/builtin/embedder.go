@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strings"
 	"sync"
 
 	"toolsrv/embed"
@@ -60,6 +61,19 @@ type Options struct {
 	// weights: w = catalogIDF^(1−PriorMix) · priorIDF^PriorMix. Small
 	// catalogs give noisy IDFs; the prior knows which words are generic.
 	PriorMix float32
+	// PRF selects query feedback from the catalog's documents (PRFOff,
+	// PRFTerm, PRFExact; see prf.go); PRFBeta is its weight, PRFK the
+	// documents PRFExact averages, PRFMaxDocs the largest catalog PRFExact
+	// scans, PRFPower the power of the term weights PRFTerm sums with.
+	// HeadMix blends into a document's vector its first line's own vector
+	// (the index writes "name words: description" there):
+	// d = normalise((1−HeadMix)·full + HeadMix·head), both unit vectors.
+	HeadMix    float32
+	PRF        int
+	PRFBeta    float32
+	PRFK       int
+	PRFMaxDocs int
+	PRFPower   float32
 }
 
 // DefaultOptions are the settings the shipped table was evaluated with.
@@ -169,7 +183,7 @@ func (e *Embedder) embedAll(ctx context.Context, texts []string, w weightFunc, k
 					return nil, err
 				}
 			}
-			out[i] = e.embed(s, w, e.opts.DocTF, known)
+			out[i] = e.embedDoc(s, w, known)
 		}
 		return out, nil
 	}
@@ -183,7 +197,7 @@ func (e *Embedder) embedAll(ctx context.Context, texts []string, w weightFunc, k
 				if (i-lo)%64 == 0 && ctx.Err() != nil {
 					return
 				}
-				out[i] = e.embed(texts[i], w, e.opts.DocTF, known)
+				out[i] = e.embedDoc(texts[i], w, known)
 			}
 		}()
 	}
@@ -192,6 +206,33 @@ func (e *Embedder) embedAll(ctx context.Context, texts []string, w weightFunc, k
 		return nil, err
 	}
 	return out, nil
+}
+
+// embedDoc embeds a document, blending in its first line (HeadMix).
+func (e *Embedder) embedDoc(text string, w weightFunc, known map[string][]float32) []float32 {
+	v := e.embed(text, w, e.opts.DocTF, known)
+	h := e.opts.HeadMix
+	if h <= 0 {
+		return v
+	}
+	nl := strings.IndexByte(text, '\n')
+	if nl <= 0 {
+		return v
+	}
+	hv := e.embed(text[:nl], w, e.opts.DocTF, known)
+	var norm float64
+	for i := range v {
+		v[i] = (1-h)*v[i] + h*hv[i]
+		norm += float64(v[i]) * float64(v[i])
+	}
+	if norm < 1e-12 {
+		return hv
+	}
+	inv := float32(1 / math.Sqrt(norm))
+	for i := range v {
+		v[i] *= inv
+	}
+	return v
 }
 
 // weightFunc gives a term's pooling weight; row is its vocabulary row or -1.

@@ -25,6 +25,7 @@ type Fitted struct {
 	maxW  float32              // IDF of a term found in one document
 	mean  []float32            // mean document vector (nil: no centering)
 	oov   map[string][]float32 // n-gram vectors of catalog terms outside the vocabulary
+	prf   *prfData             // query feedback from the catalog (nil: none)
 	state []byte
 }
 
@@ -68,6 +69,12 @@ func (e *Embedder) Fit(ctx context.Context, docs []string) (embed.Fitted, error)
 		}
 		f = e.fitted(len(docs), df, m)
 	}
+	if err := f.buildPRF(ctx, docs); err != nil {
+		return nil, err
+	}
+	if f.prf != nil {
+		f.setState(appendPRF(encodeState(len(docs), df, f.mean), f.prf, e.t.Dim))
+	}
 	return f, nil
 }
 
@@ -83,10 +90,15 @@ func (e *Embedder) fitted(n int, df map[string]int, mean []float32) *Fitted {
 			}
 		}
 	}
-	f.state = encodeState(n, df, mean)
-	sum := sha256.Sum256(f.state)
-	f.id = e.opts.ID + "+fit-" + hex.EncodeToString(sum[:6])
+	f.setState(encodeState(n, df, mean))
 	return f
+}
+
+// setState records the fitted state and derives the ID from it.
+func (f *Fitted) setState(state []byte) {
+	f.state = state
+	sum := sha256.Sum256(state)
+	f.id = f.e.opts.ID + "+fit-" + hex.EncodeToString(sum[:6])
 }
 
 // idf is BM25's (Lucene) inverse document frequency.
@@ -94,7 +106,12 @@ func idf(n, df int) float32 {
 	return float32(math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5)))
 }
 
-const stateMagic = "TSFIT001"
+// stateMagic starts a fitted state; statePRFMagic one that also carries
+// query feedback data (only when Options.PRF is on).
+const (
+	stateMagic    = "TSFIT001"
+	statePRFMagic = "TSFIT002"
+)
 
 func encodeState(n int, df map[string]int, mean []float32) []byte {
 	terms := make([]string, 0, len(df))
@@ -119,7 +136,8 @@ func encodeState(n int, df map[string]int, mean []float32) []byte {
 
 // Restore implements embed.CatalogAware.
 func (e *Embedder) Restore(state []byte) (embed.Fitted, error) {
-	if !bytes.HasPrefix(state, []byte(stateMagic)) {
+	withPRF := bytes.HasPrefix(state, []byte(statePRFMagic))
+	if !withPRF && !bytes.HasPrefix(state, []byte(stateMagic)) {
 		return nil, errors.New("builtin embedder: fitted state has the wrong format; refit the catalog")
 	}
 	b := state[len(stateMagic):]
@@ -166,14 +184,23 @@ func (e *Embedder) Restore(state []byte) (embed.Fitted, error) {
 	if dim != 0 && dim != uint64(e.t.Dim) {
 		return nil, fmt.Errorf("builtin embedder: fitted state is for dimension %d, table has %d; refit the catalog", dim, e.t.Dim)
 	}
-	if uint64(len(b)) != 4*dim {
+	if uint64(len(b)) < 4*dim || (!withPRF && uint64(len(b)) != 4*dim) {
 		return nil, fmt.Errorf("builtin embedder: fitted state has %d bytes after the terms, want %d; refit the catalog", len(b), 4*dim)
 	}
 	var mean []float32
 	for k := uint64(0); k < dim; k++ {
 		mean = append(mean, math.Float32frombits(binary.LittleEndian.Uint32(b[4*k:])))
 	}
-	return e.fitted(int(n), df, mean), nil
+	f := e.fitted(int(n), df, mean)
+	if withPRF {
+		p, err := decodePRF(b[4*dim:], e.t.Dim)
+		if err != nil {
+			return nil, err
+		}
+		f.prf = p
+		f.setState(bytes.Clone(state))
+	}
+	return f, nil
 }
 
 // ID implements embed.Embedder; it includes a digest of the fitted state.
@@ -214,7 +241,7 @@ func (f *Fitted) EmbedQuery(ctx context.Context, text string) ([]float32, error)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return f.center(f.e.embed(text, f.weight, false, f.oov)), nil
+	return f.feedback(text, f.center(f.e.embed(text, f.weight, false, f.oov))), nil
 }
 
 // EmbedDocuments implements embed.Embedder.

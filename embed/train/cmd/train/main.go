@@ -49,6 +49,11 @@ func run() int {
 	viaIndex := flag.String("index", "", "also rank through the real index package with these lexical weights (e.g. 0.3,0.5)")
 	exact := flag.Float64("exact", float64(builtin.DefaultOptions().Exact), "weight of each term's own random vector (exact-match component)")
 	priormix := flag.Float64("priormix", float64(builtin.DefaultOptions().PriorMix), "share of the training-corpus IDF in fitted weights")
+	prf := flag.Int("prf", 0, "query feedback: 0 off, 1 term means, 2 exact top-k documents")
+	prfBeta := flag.Float64("prfbeta", 0.3, "feedback weight")
+	prfK := flag.Int("prfk", 3, "documents averaged by -prf 2")
+	prfPow := flag.Float64("prfpow", 1, "power of term weights in -prf 1")
+	headMix := flag.Float64("headmix", 0, "share of a document's first line in its vector")
 	sources := flag.String("sources", "", "comma-separated sources to use (default debian,appstream,man,wordnet,godoc,dict; also available: pydoc)")
 	flag.StringVar(&o.AptLists, "apt", o.AptLists, "apt lists directory (Translation-en, DEP-11)")
 	flag.StringVar(&o.ManDir, "man", o.ManDir, "manual pages directory")
@@ -146,6 +151,8 @@ func run() int {
 	eo.LeadTerms = *leadN
 	eo.Exact = float32(*exact)
 	eo.PriorMix = float32(*priormix)
+	eo.HeadMix = float32(*headMix)
+	eo.PRF, eo.PRFBeta, eo.PRFK, eo.PRFMaxDocs, eo.PRFPower = *prf, float32(*prfBeta), *prfK, 1<<30, float32(*prfPow)
 	e, err := builtin.FromTable(tb, eo)
 	if err != nil {
 		log.Error("table", "err", err)
