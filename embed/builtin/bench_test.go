@@ -81,3 +81,39 @@ func BenchmarkLoad(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEmbedQueryPRF is BenchmarkEmbedQuery with query feedback on
+// (options that are off in the shipped embedder), for a 1,000-tool catalog.
+func BenchmarkEmbedQueryPRF(b *testing.B) {
+	base, err := New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	docs := benchDocs(1000)
+	for _, mode := range []struct {
+		name string
+		prf  int
+	}{{"term", PRFTerm}, {"exact", PRFExact}} {
+		b.Run(mode.name, func(b *testing.B) {
+			o := DefaultOptions()
+			o.ID = "builtin/bench"
+			o.PRF, o.PRFBeta, o.PRFK, o.PRFMaxDocs, o.PRFPower = mode.prf, 0.15, 3, len(docs), 1
+			e, err := FromTable(base.Table(), o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			f, err := e.Fit(ctx, docs)
+			if err != nil {
+				b.Fatal(err)
+			}
+			q := "Can you tell me what the weather forecast is for Paris this weekend, and convert 20 EUR to USD?"
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := f.EmbedQuery(ctx, q); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
