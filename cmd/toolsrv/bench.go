@@ -145,20 +145,7 @@ func benchNineP(ctx context.Context, reg *registry.Registry, ix *index.Index, qu
 	if err != nil {
 		pol = thresholds.Fallback()
 	}
-	ranker := ninep.RankerFunc(func(ctx context.Context, q ninep.RankQuery) (ninep.Ranking, error) {
-		sel, r, err := pol.Offer(ctx, ix, reg.Catalog(), index.Query{Text: q.Text, Context: q.Context, K: q.K, Allow: q.Allow}, nil)
-		if err != nil {
-			return ninep.Ranking{}, err
-		}
-		out := ninep.Ranking{Degraded: r.Degraded, Reason: r.Reason}
-		for _, o := range sel.Tools {
-			out.Hits = append(out.Hits, ninep.Hit{Name: o.Name, Score: o.Score})
-		}
-		if sel.NoToolFits {
-			out.Note = sel.Reason
-		}
-		return out, nil
-	})
+	ranker := &serveRanker{ix: ix, reg: reg, pol: &pol, timeout: time.Minute}
 	dir, err := os.MkdirTemp("", "toolsrv-bench-9p-")
 	if err != nil {
 		return nil, err
