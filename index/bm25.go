@@ -18,7 +18,7 @@ const (
 // only the ids of its terms), so indexing is linear in the number of words.
 // Not safe for concurrent use; the Index guards it.
 type lexicon struct {
-	dict     map[string]int32 // term → id
+	dict     map[string]int32 // term → id; stopwords map to -1
 	postings [][]posting      // by term id: documents that contain it (any order)
 	docLen   []float32        // by slot; 0 for a free slot
 	docTerms [][]int32        // by slot: the distinct term ids, for removal
@@ -26,7 +26,15 @@ type lexicon struct {
 	totalLen float64
 	n        int
 
-	an analyzer // scratch for add
+	// scratch for add (reused between documents)
+	toks []string
+	pos  []int32 // by term id: 1 + index in cur while a document is added
+	cur  []termTF
+}
+
+type termTF struct {
+	id int32
+	tf float32
 }
 
 // posting is one document's weighted term frequency.
@@ -36,7 +44,11 @@ type posting struct {
 }
 
 func newLexicon() *lexicon {
-	return &lexicon{dict: map[string]int32{}}
+	l := &lexicon{dict: make(map[string]int32, len(stopwords))}
+	for w := range stopwords {
+		l.dict[w] = -1
+	}
+	return l
 }
 
 // termID returns the id of an index term, adding it if new.
@@ -47,91 +59,53 @@ func (l *lexicon) termID(t string) int32 {
 	id := int32(len(l.postings))
 	l.dict[strings.Clone(t)] = id // t may point into a document's text
 	l.postings = append(l.postings, nil)
+	l.pos = append(l.pos, 0)
 	return id
 }
 
-// analysis is a document's lexical content: its distinct terms (in order
-// of first occurrence) with their weighted frequencies, and its weighted
-// length. The terms may point into the document's text.
-type analysis struct {
-	terms  []string
-	tf     []float32
-	length float32
-}
-
-// analyzer makes analyses, reusing its scratch between documents; one per
-// goroutine.
-type analyzer struct {
-	toks []string
-	pos  map[string]int32
-}
-
-func (a *analyzer) analyze(fields []field) analysis {
-	if a.pos == nil {
-		a.pos = map[string]int32{}
-	}
-	var out analysis
-	for _, f := range fields {
-		a.toks = appendTokens(a.toks[:0], f.text)
-		for _, t := range a.toks {
-			if stopwords[t] {
-				continue
-			}
-			if p, ok := a.pos[t]; ok {
-				out.tf[p] += f.weight
-			} else {
-				a.pos[t] = int32(len(out.terms))
-				out.terms = append(out.terms, t)
-				out.tf = append(out.tf, f.weight)
-			}
-			out.length += f.weight
-		}
-	}
-	clear(a.pos)
-	if out.length == 0 {
-		out.length = 1 // an empty document still occupies its slot
-	}
-	return out
-}
-
-// analyzeAll analyses many documents on all cores (a few alone).
-func analyzeAll(docs []document) {
-	if len(docs) < 256 {
-		return // add analyses them one by one
-	}
-	parallelRows(len(docs), 64, func(lo, hi int) {
-		var a analyzer
-		for i := lo; i < hi; i++ {
-			an := a.analyze(docs[i].fields)
-			docs[i].lexa = &an
-		}
-	})
-}
-
-// add indexes the fields of a document in slot (which must be free).
+// add indexes the fields of a document in slot (which must be free). Each
+// word costs one lookup in the term dictionary; its frequency accumulates
+// in a per-term array slot, not a per-document map.
 func (l *lexicon) add(slot int, fields []field) {
-	l.addAnalysis(slot, l.an.analyze(fields))
-}
-
-// addAnalysis indexes an analysed document in slot (which must be free).
-func (l *lexicon) addAnalysis(slot int, a analysis) {
 	for len(l.docLen) <= slot {
 		l.docLen = append(l.docLen, 0)
 		l.docTerms = append(l.docTerms, nil)
 		l.docPos = append(l.docPos, nil)
 	}
-	buf := make([]int32, 2*len(a.terms)) // ids and positions in one allocation
-	ids, pos := buf[:len(a.terms):len(a.terms)], buf[len(a.terms):]
-	for i, t := range a.terms {
-		id := l.termID(t)
-		pos[i] = int32(len(l.postings[id]))
-		l.postings[id] = append(l.postings[id], posting{int32(slot), a.tf[i]})
-		ids[i] = id
+	cur := l.cur[:0]
+	var length float32
+	for _, f := range fields {
+		l.toks = appendTokens(l.toks[:0], f.text)
+		for _, t := range l.toks {
+			id := l.termID(t)
+			if id < 0 { // stopword
+				continue
+			}
+			if p := l.pos[id]; p > 0 {
+				cur[p-1].tf += f.weight
+			} else {
+				cur = append(cur, termTF{id, f.weight})
+				l.pos[id] = int32(len(cur))
+			}
+			length += f.weight
+		}
 	}
-	l.docLen[slot] = a.length
+	if length == 0 {
+		length = 1 // an empty document still occupies its slot
+	}
+	buf := make([]int32, 2*len(cur)) // ids and positions in one allocation
+	ids, pos := buf[:len(cur):len(cur)], buf[len(cur):]
+	for i, c := range cur {
+		pos[i] = int32(len(l.postings[c.id]))
+		l.postings[c.id] = append(l.postings[c.id], posting{int32(slot), c.tf})
+		ids[i] = c.id
+		l.pos[c.id] = 0
+	}
+	l.cur = cur
+	l.docLen[slot] = length
 	l.docTerms[slot] = ids
 	l.docPos[slot] = pos
-	l.totalLen += float64(a.length)
+	l.totalLen += float64(length)
 	l.n++
 }
 
@@ -168,7 +142,7 @@ func (l *lexicon) remove(slot int) {
 
 // df is the number of documents containing term.
 func (l *lexicon) df(term string) int {
-	if id, ok := l.dict[term]; ok {
+	if id, ok := l.dict[term]; ok && id >= 0 {
 		return len(l.postings[id])
 	}
 	return 0
@@ -195,7 +169,7 @@ func (l *lexicon) score(query map[string]float64, out []float64) (norm float64) 
 		idf := l.idf(t)
 		norm += qw * idf
 		id, ok := l.dict[t]
-		if !ok {
+		if !ok || id < 0 {
 			continue
 		}
 		for _, p := range l.postings[id] {

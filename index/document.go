@@ -38,8 +38,6 @@ type document struct {
 	// text is what is embedded; hash identifies it (and so the vector).
 	text string
 	hash string
-	// lexa is the lexical analysis of fields, when made ahead (in parallel).
-	lexa *analysis
 }
 
 // newDocument builds the document of a tool.

@@ -342,7 +342,6 @@ func (ix *Index) updateLocked(ctx context.Context, cat source, upserted, removed
 		return ix.rebuildLocked(ctx, cat, cat.all())
 	}
 	ix.drift += fresh
-	analyzeAll(todo)
 	ix.mu.Lock()
 	v := ix.v
 	if len(v.slots) == 0 && len(v.byName) == 0 {
@@ -462,7 +461,6 @@ func (ix *Index) rebuildLocked(ctx context.Context, cat source, docs []document)
 	if !refit { // the fit's own documents are not drift
 		ix.drift += fresh
 	}
-	analyzeAll(docs)
 	nv := newView(emb, st)
 	nv.reserve(len(docs))
 	for i := range docs {
@@ -673,12 +671,7 @@ func (v *view) upsert(d *document, vec []float32, why error) {
 		v.slots = append(v.slots, slot{})
 	}
 	v.byName[d.name] = s
-	if d.lexa != nil {
-		v.lex.addAnalysis(s, *d.lexa)
-		d.lexa = nil
-	} else {
-		v.lex.add(s, d.fields)
-	}
+	v.lex.add(s, d.fields)
 	sl := slot{name: d.name, hash: d.hash, live: true}
 	if v.dim == 0 && vec != nil {
 		v.dim = len(vec)
