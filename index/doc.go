@@ -8,7 +8,12 @@
 //   - dense vectors from an [embed.Embedder], stored in a chromem-go
 //     collection (the source of truth, persisted with chromem's Export under
 //     the user cache directory, one file per embedder and tool directory set)
-//     and mirrored in a flat matrix that is scanned at query time;
+//     and mirrored in a flat float32 matrix plus an int8 copy with one scale
+//     per row. A top-k ranking scans the int8 copy (AVX2 kernel on amd64),
+//     bounds every tool's score with the quantisation error, and re-scores
+//     exactly every tool that can still reach the top k, so it returns the
+//     same tools, order and scores as the exact float32 scan (see quant.go);
+//     a full ranking (K = 0) scans the float32 matrix;
 //   - a BM25 index over the same fields (BM25F-style field weights).
 //
 // Rank fuses the two into a score calibrated to [0,1] that means the same
