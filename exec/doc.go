@@ -54,7 +54,7 @@
 // (HelperMain, in package exec/sandbox) restricts itself and execve's the
 // tool in place. Any binary whose main calls sandbox.HelperMain will do;
 // DefaultHelper prefers a slim "toolsrv-sandbox" installed next to toolsrv
-// (several times cheaper to start; see bench/results-exec.md). Policy,
+// (several times cheaper to start; see bench/RESULTS.md, "Running tools"). Policy,
 // pinned to Landlock ABI V7 in best-effort mode (at least ABI 1 required):
 //   - read+execute: /usr /bin /sbin /lib* /opt, /proc, /dev/{u,}random, a
 //     list of non-secret /etc files (loader cache, passwd, group, hosts,

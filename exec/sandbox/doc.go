@@ -7,7 +7,7 @@
 // go-landlock and x/sys: a binary whose main only calls HelperMain starts
 // several times faster than the whole toolsrv binary (whose package
 // initialisation, mostly the JSON Schema library's, dominates a sandboxed
-// call's overhead; see bench/results-exec.md), and can be used as
+// call's overhead; see bench/RESULTS.md, "Running tools"), and can be used as
 // exec.Options.SelfExe.
 //
 // The policy (what is readable, writable, executable) is documented in
