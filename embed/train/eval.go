@@ -317,20 +317,8 @@ func Evaluate(ctx context.Context, c *Corpus, e embed.Embedder, fusions map[stri
 		return nil, err
 	}
 	bm := newBM25(c.Tools)
-	acc := map[string]*[3]Metrics{}
-	record := func(mode string, m Metrics, held bool) {
-		a := acc[mode]
-		if a == nil {
-			a = &[3]Metrics{}
-			acc[mode] = a
-		}
-		a[0].add(m)
-		if held {
-			a[2].add(m)
-		} else {
-			a[1].add(m)
-		}
-	}
+	acc := splitMetrics{}
+	record := acc.record
 	for _, q := range c.Queries {
 		qv, err := e.EmbedQuery(ctx, q.Query)
 		if err != nil {
@@ -348,11 +336,7 @@ func Evaluate(ctx context.Context, c *Corpus, e embed.Embedder, fusions map[stri
 			record(name, judge(f(bs, cs), names, q.Relevant), held)
 		}
 	}
-	r := &Result{Corpus: c.Name, Modes: map[string][3]Metrics{}}
-	for k, a := range acc {
-		r.Modes[k] = [3]Metrics{a[0].mean(), a[1].mean(), a[2].mean()}
-	}
-	return r, nil
+	return acc.result(c.Name), nil
 }
 
 // ZScore is α·z(BM25) + (1−α)·z(cos), each standardised over the catalog.
@@ -384,4 +368,30 @@ func zscore(s []float64) []float64 {
 		}
 	}
 	return out
+}
+
+// splitMetrics accumulates per-mode metrics over all queries, the tuning
+// part and the held-out part (index 0, 1, 2).
+type splitMetrics map[string]*[3]Metrics
+
+func (acc splitMetrics) record(mode string, m Metrics, held bool) {
+	a := acc[mode]
+	if a == nil {
+		a = &[3]Metrics{}
+		acc[mode] = a
+	}
+	a[0].add(m)
+	if held {
+		a[2].add(m)
+	} else {
+		a[1].add(m)
+	}
+}
+
+func (acc splitMetrics) result(corpus string) *Result {
+	r := &Result{Corpus: corpus, Modes: map[string][3]Metrics{}}
+	for k, a := range acc {
+		r.Modes[k] = [3]Metrics{a[0].mean(), a[1].mean(), a[2].mean()}
+	}
+	return r
 }

@@ -27,20 +27,8 @@ func EvaluateIndex(ctx context.Context, c *Corpus, dir string, emb embed.Embedde
 	if err := ix.Sync(ctx, reg.Catalog()); err != nil {
 		return nil, err
 	}
-	acc := map[string]*[3]Metrics{}
-	record := func(mode string, m Metrics, held bool) {
-		a := acc[mode]
-		if a == nil {
-			a = &[3]Metrics{}
-			acc[mode] = a
-		}
-		a[0].add(m)
-		if held {
-			a[2].add(m)
-		} else {
-			a[1].add(m)
-		}
-	}
+	acc := splitMetrics{}
+	record := acc.record
 	for _, q := range c.Queries {
 		r, err := ix.Rank(ctx, index.Query{Text: q.Query})
 		if err != nil {
@@ -84,9 +72,5 @@ func EvaluateIndex(ctx context.Context, c *Corpus, dir string, emb embed.Embedde
 			}
 		}
 	}
-	res := &Result{Corpus: c.Name, Modes: map[string][3]Metrics{}}
-	for k, a := range acc {
-		res.Modes[k] = [3]Metrics{a[0].mean(), a[1].mean(), a[2].mean()}
-	}
-	return res, nil
+	return acc.result(c.Name), nil
 }
