@@ -2,6 +2,7 @@ package thresholds
 
 import (
 	"context"
+	"sort"
 
 	"toolsrv/index"
 	"toolsrv/registry"
@@ -58,17 +59,25 @@ func (p Policy) Offer(ctx context.Context, r Ranker, cat *registry.Catalog, q in
 // tier hot that the profile names (in autoLoad or allowTools) and that allow
 // (nil: all) accepts, sorted by name. A nil profile has none.
 func ProfileHot(cat *registry.Catalog, profile *registry.Profile, allow func(string) bool) []string {
-	if profile == nil {
+	if profile == nil || cat == nil {
 		return nil
 	}
-	named := map[string]bool{}
-	for _, n := range profile.AutoLoad {
-		named[n] = true
-	}
+	// Walk the profile's names, not the catalog: a profile names a few
+	// tools, a catalog may hold 100k.
+	names := append([]string(nil), profile.AutoLoad...)
 	if profile.AllowTools != nil {
-		for _, n := range *profile.AllowTools {
-			named[n] = true
+		names = append(names, *profile.AllowTools...)
+	}
+	sort.Strings(names)
+	var out []string
+	for i, n := range names {
+		if i > 0 && names[i-1] == n {
+			continue
+		}
+		t, ok := cat.Get(n)
+		if ok && t.Tier == registry.Hot && profile.Allows(n) && (allow == nil || allow(n)) {
+			out = append(out, n)
 		}
 	}
-	return HotTools(cat, func(n string) bool { return named[n] && profile.Allows(n) && (allow == nil || allow(n)) })
+	return out
 }

@@ -96,3 +96,35 @@ func TestOfferEndToEnd(t *testing.T) {
 		})
 	}
 }
+
+func TestProfileHot(t *testing.T) {
+	dir := t.TempDir()
+	for name, tier := range map[string]string{"h1": "hot", "h2": "hot", "h3": "hot", "w": "warm"} {
+		os.WriteFile(filepath.Join(dir, name+".meta"), []byte(`{"description":"d","cmd":"cat","tier":"`+tier+`"}`), 0o644)
+	}
+	reg := registry.New(registry.Options{Dirs: []string{dir}, Logger: slog.New(slog.DiscardHandler)})
+	if err := reg.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cat := reg.Catalog()
+	allowH1H2W := []string{"h1", "h2", "w", "gone"}
+	tests := []struct {
+		name    string
+		profile *registry.Profile
+		allow   func(string) bool
+		want    []string
+	}{
+		{"no profile", nil, nil, nil},
+		{"autoLoad names hot and warm", &registry.Profile{AutoLoad: []string{"h2", "w", "h1"}}, nil, []string{"h1", "h2"}},
+		{"allowTools names count, duplicates once, unknown skipped", &registry.Profile{AutoLoad: []string{"h1"}, AllowTools: &allowH1H2W}, nil, []string{"h1", "h2"}},
+		{"autoLoad outside allowTools is not offered", &registry.Profile{AutoLoad: []string{"h3"}, AllowTools: &allowH1H2W}, nil, []string{"h1", "h2"}},
+		{"query filter applies too", &registry.Profile{AutoLoad: []string{"h1", "h2"}}, func(n string) bool { return n == "h2" }, []string{"h2"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ProfileHot(cat, tc.profile, tc.allow); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("ProfileHot = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
