@@ -10,8 +10,9 @@
 //     match, so a clear winner does not drag weak companions along),
 //
 // and at most MaxTools ranked tools are offered, best first. The hot tools of
-// the agent's profile are always offered, after the ranked ones and on top of
-// MaxTools. When no ranked tool clears, the selection says so
+// the agent's profile (hot-tier tools it names in autoLoad or allowTools) are
+// always offered, after the ranked ones and on top of MaxTools; without a
+// profile none is. When no ranked tool clears, the selection says so
 // (Selection.NoToolFits) and offers no ranked tool at all: it never falls back
 // to the k least-bad matches.
 //

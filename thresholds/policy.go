@@ -85,7 +85,7 @@ type Context struct {
 	// builds one from a registry catalog.
 	Tier func(name string) registry.Tier
 	// Hot are the tools always offered, whatever their score: the hot tools
-	// the agent's profile allows (HotTools). They come after the ranked
+	// of the agent's profile (ProfileHot). They come after the ranked
 	// tools and do not count against MaxTools.
 	Hot []string
 	// Degraded selects the Degraded levels (set it from index.Ranking.Degraded).
@@ -273,19 +273,4 @@ func TierOf(cat *registry.Catalog) func(string) registry.Tier {
 		}
 		return registry.Warm
 	}
-}
-
-// HotTools lists the catalog's visible hot tools that allow accepts (the
-// agent profile's Allows; nil accepts all), sorted by name.
-func HotTools(cat *registry.Catalog, allow func(string) bool) []string {
-	if cat == nil {
-		return nil
-	}
-	var out []string
-	for _, t := range cat.Tools {
-		if t.Tier == registry.Hot && (allow == nil || allow(t.Name)) {
-			out = append(out, t.Name)
-		}
-	}
-	return out
 }

@@ -19,7 +19,7 @@ func FromRanking(r index.Ranking) []Candidate {
 
 // Apply is Select over an index ranking: the call the prompt assembler, the
 // CLI's rank and the 9P rank files make after index.Rank. tier is usually
-// TierOf(catalog); hot is usually HotTools(catalog, profile.Allows) (nil
+// TierOf(catalog); hot is usually ProfileHot(catalog, profile, nil) (nil
 // when there is no agent). The ranking's Degraded flag picks the levels.
 func (p Policy) Apply(r index.Ranking, tier func(string) registry.Tier, hot []string) Selection {
 	return p.Select(FromRanking(r), Context{Tier: tier, Hot: hot, Degraded: r.Degraded})
