@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"toolsrv/embed"
+	"toolsrv/embed/builtin"
 )
 
 // Corpus is one labelled evaluation corpus (the layout of shared/eval).
@@ -300,6 +301,26 @@ type Result struct {
 // Evaluate runs BM25, dense and the given fusions on a corpus with an
 // embedder (fitted to the catalog when it is CatalogAware).
 func Evaluate(ctx context.Context, c *Corpus, e embed.Embedder, fusions map[string]Fusion) (*Result, error) {
+	return EvaluateExpanded(ctx, c, e, fusions, nil)
+}
+
+// EvaluateExpanded is Evaluate plus, for each expansion (which needs the
+// built-in embedder), BM25 with the query expanded by table neighbours
+// ("bm25 "+name) and every fusion of it with the same dense scores
+// (fusion+" "+name).
+func EvaluateExpanded(ctx context.Context, c *Corpus, e embed.Embedder, fusions map[string]Fusion, exps []Expansion) (*Result, error) {
+	var xp *expander
+	if len(exps) > 0 {
+		be, ok := e.(*builtin.Embedder)
+		if !ok {
+			return nil, fmt.Errorf("query expansion needs the built-in embedder, got %s", e.ID())
+		}
+		maxK := 0
+		for _, o := range exps {
+			maxK = max(maxK, o.K)
+		}
+		xp = newExpander(be, newBM25(c.Tools), maxK)
+	}
 	docs := make([]string, len(c.Tools))
 	names := make([]string, len(c.Tools))
 	for i, t := range c.Tools {
@@ -334,6 +355,13 @@ func Evaluate(ctx context.Context, c *Corpus, e embed.Embedder, fusions map[stri
 		record("dense", judge(cs, names, q.Relevant), held)
 		for name, f := range fusions {
 			record(name, judge(f(bs, cs), names, q.Relevant), held)
+		}
+		for _, o := range exps {
+			xs := bm.weightedScores(xp.weights(q.Query, o))
+			record("bm25 "+o.Name(), judge(xs, names, q.Relevant), held)
+			for name, f := range fusions {
+				record(name+" "+o.Name(), judge(f(xs, cs), names, q.Relevant), held)
+			}
 		}
 	}
 	return acc.result(c.Name), nil

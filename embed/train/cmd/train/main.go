@@ -53,6 +53,7 @@ func run() int {
 	prfBeta := flag.Float64("prfbeta", 0.3, "feedback weight")
 	prfK := flag.Int("prfk", 3, "documents averaged by -prf 2")
 	prfPow := flag.Float64("prfpow", 1, "power of term weights in -prf 1")
+	qe := flag.String("qe", "", "lexical query expansion settings K:W[:MINCOS],… (K nearest catalog terms of each query term added to BM25 at W×cosine)")
 	headMix := flag.Float64("headmix", 0, "share of a document's first line in its vector")
 	sources := flag.String("sources", "", "comma-separated sources to use (default debian,appstream,man,wordnet,godoc,dict; also available: pydoc)")
 	flag.StringVar(&o.AptLists, "apt", o.AptLists, "apt lists directory (Translation-en, DEP-11)")
@@ -171,6 +172,30 @@ func run() int {
 			fusions[fmt.Sprintf("z a=%.2f", x)] = train.ZScore(x)
 		}
 	}
+	var exps []train.Expansion
+	if *qe != "" {
+		for _, f := range strings.Split(*qe, ",") {
+			var x train.Expansion
+			parts := strings.Split(f, ":")
+			if len(parts) < 2 || len(parts) > 3 {
+				log.Error("-qe wants K:W[:MINCOS]", "got", f)
+				return 2
+			}
+			_, err1 := fmt.Sscan(parts[0], &x.K)
+			_, err2 := fmt.Sscan(parts[1], &x.Weight)
+			if err1 != nil || err2 != nil {
+				log.Error("-qe wants K:W[:MINCOS]", "got", f)
+				return 2
+			}
+			if len(parts) == 3 {
+				if _, err := fmt.Sscan(parts[2], &x.MinCos); err != nil {
+					log.Error("-qe wants K:W[:MINCOS]", "got", f)
+					return 2
+				}
+			}
+			exps = append(exps, x)
+		}
+	}
 	dirs, _ := filepath.Glob(filepath.Join(*evalDir, "*", "queries.jsonl"))
 	var results []*train.Result
 	for _, q := range dirs {
@@ -179,7 +204,7 @@ func run() int {
 			log.Error("corpus", "err", err)
 			return 1
 		}
-		r, err := train.Evaluate(ctx, c, e, fusions)
+		r, err := train.EvaluateExpanded(ctx, c, e, fusions, exps)
 		if err != nil {
 			log.Error("evaluate", "corpus", c.Name, "err", err)
 			return 1
