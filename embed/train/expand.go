@@ -15,11 +15,18 @@ type Expansion struct {
 	K      int
 	Weight float64
 	MinCos float64
+	// Variants also adds, at weight 1, the catalog words that share a
+	// query word's stem (stemming the unstemmed reference BM25, closer to
+	// the index's BM25F); K = 0 with Variants measures stemming alone.
+	Variants bool
 }
 
 // Name labels the expansion in reports.
 func (x Expansion) Name() string {
 	s := fmt.Sprintf("qe k=%d w=%.2f", x.K, x.Weight)
+	if x.Variants {
+		s = "stem " + s
+	}
 	if x.MinCos > 0 {
 		s += fmt.Sprintf(" c>=%.2f", x.MinCos)
 	}
@@ -75,6 +82,13 @@ func (x *expander) weights(q string, o Expansion) map[string]float64 {
 		w[t] = 1
 		if s := x.stemOf(t); s != "" {
 			qstems[s] = true
+		}
+	}
+	if o.Variants {
+		for s := range qstems {
+			for _, r := range x.raw[s] {
+				w[r] = 1
+			}
 		}
 	}
 	if o.K <= 0 || o.Weight <= 0 {

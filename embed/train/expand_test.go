@@ -72,6 +72,13 @@ func TestExpansionReachesSynonym(t *testing.T) {
 			}
 		})
 	}
+	// Variants adds the catalog's inflections of a query word at weight 1.
+	if w := x.weights("rentals", Expansion{}); w["rental"] != 0 {
+		t.Fatalf("without Variants, rentals matched rental: %v", w)
+	}
+	if w := x.weights("rentals", Expansion{Variants: true}); w["rental"] != 1 || w["rentals"] != 1 {
+		t.Fatalf("with Variants, weights %v, want rental and rentals at 1", w)
+	}
 	// Weight 1 and no expansion reproduce the reference BM25 exactly.
 	if got, want := b.weightedScores(x.weights("weather in the city", Expansion{})), b.scores("weather in the city"); !slices.Equal(got, want) {
 		t.Fatalf("weighted %v != reference %v", got, want)

@@ -54,6 +54,7 @@ func run() int {
 	prfK := flag.Int("prfk", 3, "documents averaged by -prf 2")
 	prfPow := flag.Float64("prfpow", 1, "power of term weights in -prf 1")
 	qe := flag.String("qe", "", "lexical query expansion settings K:W[:MINCOS],… (K nearest catalog terms of each query term added to BM25 at W×cosine)")
+	qeStem := flag.Bool("qestem", false, "with -qe: also add catalog words sharing a query word's stem, and measure that alone (K=0)")
 	headMix := flag.Float64("headmix", 0, "share of a document's first line in its vector")
 	sources := flag.String("sources", "", "comma-separated sources to use (default debian,appstream,man,wordnet,godoc,dict; also available: pydoc)")
 	flag.StringVar(&o.AptLists, "apt", o.AptLists, "apt lists directory (Translation-en, DEP-11)")
@@ -193,7 +194,11 @@ func run() int {
 					return 2
 				}
 			}
+			x.Variants = *qeStem
 			exps = append(exps, x)
+		}
+		if *qeStem {
+			exps = append(exps, train.Expansion{Variants: true})
 		}
 	}
 	dirs, _ := filepath.Glob(filepath.Join(*evalDir, "*", "queries.jsonl"))
