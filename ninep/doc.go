@@ -113,6 +113,11 @@
 // request has been answered and the library's request goroutines are
 // parked (a peer hanging up with requests in flight could make the library
 // call WaitGroup.Add concurrently with Wait, a panic that kills the process).
+// The window is narrowed, not closed: `go test -race ./ninep` still reports
+// that Add/Wait race inside the library (p9/server.go:581 against :614) on
+// some FuzzConn seed inputs, about one run in two; ServeConn recovers the
+// panic side. Closing it needs a fixed p9 (a WaitGroup Add before the
+// goroutine starts), which v0.3.0, the only tag served, does not have.
 // The default address is the Unix socket $XDG_RUNTIME_DIR/toolsrv/9p.sock,
 // else ~/.cache/toolsrv/9p.sock (mode 0600, its directory 0700); TCP only
 // when asked. 9P has no authentication: the socket's mode is the access
