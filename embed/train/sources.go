@@ -75,18 +75,11 @@ func catFile(ctx context.Context, path string) ([]byte, error) {
 // debianPairs reads Translation-en files: short description → package name
 // (as words) + long description.
 func debianPairs(ctx context.Context, lists string) ([]Pair, error) {
-	files, _ := filepath.Glob(filepath.Join(lists, "*_i18n_Translation-en*"))
-	sort.Strings(files)
-	if len(files) == 0 {
-		return nil, fmt.Errorf("no Translation-en in %s: run apt-get update -o Acquire::Languages=en", lists)
-	}
 	seen := map[string]bool{}
 	var out []Pair
-	for _, f := range files {
-		raw, err := catFile(ctx, f)
-		if err != nil {
-			return nil, err
-		}
+	err := eachListFile(ctx, lists, "*_i18n_Translation-en*", func() error {
+		return fmt.Errorf("no Translation-en in %s: run apt-get update -o Acquire::Languages=en", lists)
+	}, func(raw []byte) {
 		for _, rec := range bytes.Split(raw, []byte("\n\n")) {
 			var pkg, short string
 			var long []string
@@ -118,8 +111,30 @@ func debianPairs(ctx context.Context, lists string) ([]Pair, error) {
 			seen[key] = true
 			out = append(out, Pair{Query: short, Doc: splitName(pkg) + ". " + strings.Join(long, " "), Source: "debian"})
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// eachListFile calls fn with the decompressed contents of every apt list
+// file in lists matching pattern, in name order; with none it returns
+// missing(), an error that says what to run.
+func eachListFile(ctx context.Context, lists, pattern string, missing func() error, fn func(raw []byte)) error {
+	files, _ := filepath.Glob(filepath.Join(lists, pattern))
+	sort.Strings(files)
+	if len(files) == 0 {
+		return missing()
+	}
+	for _, f := range files {
+		raw, err := catFile(ctx, f)
+		if err != nil {
+			return err
+		}
+		fn(raw)
+	}
+	return nil
 }
 
 // splitName turns a package or command name into words.
@@ -132,18 +147,9 @@ var htmlTag = regexp.MustCompile(`<[^>]+>`)
 // appstreamPairs reads DEP-11 component metadata: summary → name +
 // description, and keywords → name + summary.
 func appstreamPairs(ctx context.Context, lists string) ([]Pair, error) {
-	files, _ := filepath.Glob(filepath.Join(lists, "*_dep11_Components-*.yml*"))
-	sort.Strings(files)
-	if len(files) == 0 {
-		return nil, fmt.Errorf("no DEP-11 Components in %s: run apt-get update", lists)
-	}
 	seen := map[string]bool{}
 	var out []Pair
-	for _, f := range files {
-		raw, err := catFile(ctx, f)
-		if err != nil {
-			return nil, err
-		}
+	err := eachListFile(ctx, lists, "*_dep11_Components-*.yml*", func() error { return fmt.Errorf("no DEP-11 Components in %s: run apt-get update", lists) }, func(raw []byte) {
 		for _, doc := range strings.Split(string(raw), "\n---\n") {
 			fields := dep11Fields(doc)
 			name, sum, desc := fields["Name"], fields["Summary"], htmlTag.ReplaceAllString(fields["Description"], " ")
@@ -158,6 +164,9 @@ func appstreamPairs(ctx context.Context, lists string) ([]Pair, error) {
 				out = append(out, Pair{Query: kw, Doc: name + ". " + sum, Source: "appstream"})
 			}
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
