@@ -248,7 +248,7 @@ func (r *Registry) resolveName(name string, h Host) *result {
 			fmt.Fprintf(&fp, "P%s\x00%s\x00", p, fe.err)
 			continue
 		}
-		t, hiddenWhy, err := resolve(name, p, fe.raw, fe.meta, fe.schemas, h)
+		t, hiddenWhy, err := resolve(name, p, fe.sum, fe.meta, fe.schemas, h)
 		switch {
 		case err != nil:
 			res.problems = append(res.problems, problemOf(name, p, err))

@@ -211,7 +211,7 @@ func oneLine(s string) string {
 // resolve picks the variant for h and the command, producing a Tool. It
 // returns (nil, reason, nil) when the tool is hidden on h and an error when the
 // tool is invalid.
-func resolve(name, file string, raw []byte, m *Meta, schemas map[int]*jsonschema.Schema, h Host) (*Tool, string, error) {
+func resolve(name, file string, digest [32]byte, m *Meta, schemas map[int]*jsonschema.Schema, h Host) (*Tool, string, error) {
 	f := m.fields
 	idx := -1
 	if len(m.Variants) > 0 {
@@ -276,7 +276,7 @@ func resolve(name, file string, raw []byte, m *Meta, schemas map[int]*jsonschema
 	}
 	t.Command = cmd
 	sum := sha256.New()
-	sum.Write(raw)
+	sum.Write(digest[:])
 	fmt.Fprintf(sum, "\x00%d\x00%s\x00%s", idx, cmd.Kind, strings.Join(cmd.Argv, "\x00"))
 	t.Hash = hex.EncodeToString(sum.Sum(nil))[:16]
 	return t, "", nil

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,7 +58,7 @@ func TestVariants(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tool, why, err := resolve("x", "/tools/x.meta", []byte(tc.meta), m, sch, testHost())
+			tool, why, err := resolve("x", "/tools/x.meta", sha256.Sum256([]byte(tc.meta)), m, sch, testHost())
 			if err != nil {
 				t.Fatalf("resolve: %v", err)
 			}
@@ -90,7 +91,7 @@ func TestVariantFieldsOverrideAndInherit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tool, _, err := resolve("x", "/tools/x.meta", []byte(meta), m, sch, testHost())
+	tool, _, err := resolve("x", "/tools/x.meta", sha256.Sum256([]byte(meta)), m, sch, testHost())
 	if err != nil || tool == nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestValidateArgsListsEveryViolation(t *testing.T) {
 		"properties":{"mode":{"enum":["fast","slow"]},"count":{"type":"integer","maximum":100}},"required":["mode"]}}`
 	m, _ := ParseMeta([]byte(meta))
 	sch, _ := compileSchemas("x", m, nil)
-	tool, _, _ := resolve("x", "/t/x.meta", []byte(meta), m, sch, testHost())
+	tool, _, _ := resolve("x", "/t/x.meta", sha256.Sum256([]byte(meta)), m, sch, testHost())
 	err := tool.ValidateArgs([]byte(`{"mode":"medium","count":500,"colour":1}`))
 	if err == nil {
 		t.Fatal("want error")

@@ -162,6 +162,7 @@ func (r *Registry) applyPaths(paths map[string]bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	names := map[string]bool{}
+	exes := map[string]bool{} // changed files that are not .meta
 	for p := range paths {
 		base := filepath.Base(p)
 		dir := filepath.Dir(p)
@@ -185,14 +186,13 @@ func (r *Registry) applyPaths(paths map[string]bool) {
 			continue
 		}
 		names[base] = true
+		exes[p] = true
+	}
+	if len(exes) > 0 {
+		// Tools whose command is a changed file, and tools whose bare cmd
+		// failed to resolve (they may now find it).
 		for n, res := range r.results {
-			if res.tool != nil && res.tool.Command.Argv[0] == p {
-				names[n] = true
-			}
-		}
-		// A bare cmd that failed to resolve may now find this file.
-		for n, res := range r.results {
-			if res.tool == nil && len(res.problems) > 0 {
+			if (res.tool != nil && exes[res.tool.Command.Argv[0]]) || (res.tool == nil && len(res.problems) > 0) {
 				names[n] = true
 			}
 		}
