@@ -222,7 +222,7 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 			return fail(err)
 		}
 		warnDegraded(env, r)
-		return printRanking(env, cat, r, r.Hits, *format, *asJSON, r)
+		return printRanking(env, cat, r.Hits, nil, *format, *asJSON, r)
 	}
 	pol, src, err := thresholds.Load(ix.Stats().Embedder, thresholds.LoadOptions{Path: *thrFile, Getenv: env.getenv})
 	if err != nil {
@@ -243,14 +243,16 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 		byName[h.Name] = h
 	}
 	hits := make([]index.Hit, 0, len(sel.Tools))
+	hot := map[string]bool{}
 	for _, o := range sel.Tools {
 		h, ok := byName[o.Name]
 		if !ok { // a hot tool the ranking did not reach
 			h = index.Hit{Name: o.Name, Score: o.Score}
 		}
 		hits = append(hits, h)
+		hot[o.Name] = o.Why == thresholds.ByTier
 	}
-	code := printRanking(env, cat, r, hits, *format, *asJSON, struct {
+	code := printRanking(env, cat, hits, hot, *format, *asJSON, struct {
 		Selection thresholds.Selection `json:"selection"`
 		Ranking   index.Ranking        `json:"ranking"`
 	}{sel, r})
@@ -271,8 +273,9 @@ func warnDegraded(env *cliEnv, r index.Ranking) {
 }
 
 // printRanking prints hits as tool definitions (format), as JSON (asJSON:
-// the value jsonValue), or as a table; it returns the exit status.
-func printRanking(env *cliEnv, cat *registry.Catalog, r index.Ranking, hits []index.Hit, format string, asJSON bool, jsonValue any) int {
+// the value jsonValue), or as a table marking the tools offered for their
+// tier (hot); it returns the exit status.
+func printRanking(env *cliEnv, cat *registry.Catalog, hits []index.Hit, hot map[string]bool, format string, asJSON bool, jsonValue any) int {
 	var err error
 	switch {
 	case format != "":
@@ -284,15 +287,14 @@ func printRanking(env *cliEnv, cat *registry.Catalog, r index.Ranking, hits []in
 		fmt.Fprintln(tw, "SCORE\tDENSE\tLEXICAL\tTOOL\tDESCRIPTION")
 		for _, h := range hits {
 			desc := ""
-			t, ok := cat.Get(h.Name)
-			if ok {
+			if t, ok := cat.Get(h.Name); ok {
 				desc = oneLine(t.Description, 70)
 			}
 			name := h.Name
 			switch {
 			case h.Named:
 				name += " (named)"
-			case ok && t.Tier == registry.Hot && !rankedIn(r, h.Name):
+			case hot[h.Name]:
 				name += " (hot)"
 			}
 			fmt.Fprintf(tw, "%.3f\t%.3f\t%.3f\t%s\t%s\n", h.Score, h.Dense, h.Lexical, name, desc)
@@ -304,15 +306,6 @@ func printRanking(env *cliEnv, cat *registry.Catalog, r index.Ranking, hits []in
 		return 1
 	}
 	return 0
-}
-
-func rankedIn(r index.Ranking, name string) bool {
-	for _, h := range r.Hits {
-		if h.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 func oneLine(s string, n int) string {
