@@ -10,18 +10,11 @@ import (
 	"testing"
 )
 
-// runCLI runs toolsrv in-process and returns exit code, stdout, stderr.
+// runCLI runs toolsrv in-process with an empty environment (HOME a fresh
+// temporary directory) and returns exit code, stdout, stderr.
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	env := &cliEnv{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(k string) string {
-		if k == "HOME" {
-			return t.TempDir()
-		}
-		return ""
-	}}
-	code := dispatch(context.Background(), env, args)
-	return code, out.String(), errb.String()
+	return runCLIWith(t, "", nil, args...)
 }
 
 func cliFixture(t *testing.T) string {
