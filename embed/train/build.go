@@ -24,8 +24,15 @@ type Options struct {
 	// TrainWeights pools with IDF (and document TF) weights in training,
 	// as the embedder does at inference, instead of plain sums.
 	TrainWeights bool
-	Train        Config
-	Log          *slog.Logger
+	// Pretrained, if set, initialises the rows of the vocabulary terms it
+	// has (see InitFrom); PretrainedScale scales them.
+	Pretrained      map[string]TermVector
+	PretrainedScale float64
+	// NeighbourPairs, with Pretrained, adds a pair per pretrained term (of
+	// the NeighbourRank most frequent): the term → its NeighbourPairs nearest.
+	NeighbourPairs, NeighbourRank int
+	Train                         Config
+	Log                           *slog.Logger
 }
 
 // DefaultOptions are the settings the shipped table is built with.
@@ -115,9 +122,24 @@ func Build(ctx context.Context, o Options) (*builtin.Table, *Stats, error) {
 			enc[i].d = v.weigh(enc[i].d, b.d, b.dc, true)
 		}
 	}
+	if o.Pretrained != nil && o.NeighbourPairs > 0 {
+		np := neighbourPairs(v, o.Pretrained, o.NeighbourRank, o.NeighbourPairs, o.Train.Workers)
+		g := len(groupOf)
+		for range np {
+			groups = append(groups, g)
+		}
+		enc = append(enc, np...)
+		st.PairsBySource["pretrained-neighbours"] = len(np)
+		st.Pairs += len(np)
+	}
 	st.LoadTime = time.Since(t0)
 	log.Info("pairs ready", "pairs", st.Pairs, "vocab", st.Vocab, "took", st.LoadTime.Round(time.Millisecond))
 	t1 := time.Now()
+	if o.Pretrained != nil && o.PretrainedScale >= 0 {
+		n := 0
+		o.Train.Init = func(E []float32) { n = InitFrom(E, o.Train.Dim, v.Terms, o.Pretrained, o.PretrainedScale) }
+		defer func() { log.Info("pretrained rows", "rows", n, "of", len(v.Terms)) }()
+	}
 	E, loss, err := Train(ctx, v.Rows(), enc, groups, o.Train)
 	if err != nil {
 		return nil, nil, err

