@@ -1,6 +1,7 @@
 package ninep
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -262,17 +263,25 @@ func (ag *agent) available(cat *registry.Catalog, name string) (*registry.Tool, 
 	if err := registry.ValidName(name); err != nil {
 		return nil, Refuse(linux.EINVAL, "bad tool name %q: %v", name, err)
 	}
-	t, ok := cat.Get(name)
-	if !ok {
-		if why, hidden := cat.HiddenReason(name); hidden {
-			return nil, Refuse(linux.ENOENT, "tool %s is not available: %s", name, why)
-		}
-		return nil, Refuse(linux.ENOENT, "unknown tool: %s (read /tools for the catalog)", name)
+	t, err := cat.Lookup(name)
+	if err != nil {
+		return nil, refuseLookup(err)
 	}
 	if !ag.profile.Allows(name) {
 		return nil, Refuse(linux.EACCES, "tool %s is not allowed for agent %s (not in its profile's allowTools)", name, ag.name)
 	}
 	return t, nil
+}
+
+// refuseLookup turns a catalog lookup error into a refusal: the catalog's
+// own words for a hidden tool; for an unknown one, where to look on this
+// tree rather than the host's directories.
+func refuseLookup(err error) error {
+	var le *registry.LookupError
+	if errors.As(err, &le) && !le.Hidden() {
+		return Refuse(linux.ENOENT, "unknown tool: %s (read /tools for the catalog)", le.Name)
+	}
+	return Refuse(linux.ENOENT, "%v", err)
 }
 
 // loadLocked loads a tool (or marks an already loaded one as used).

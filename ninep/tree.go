@@ -263,8 +263,8 @@ func (c *conn) callDir(ag *agent) p9.File {
 		}
 		return out
 	}, func(name string) (p9.File, error) {
-		if _, ok := s.catalog().Get(name); !ok {
-			return nil, Refuse(linux.ENOENT, "unknown tool: %s (read /tools for the catalog)", name)
+		if _, err := s.catalog().Lookup(name); err != nil {
+			return nil, refuseLookup(err)
 		}
 		return c.callFile(ag, name), nil
 	})

@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // Problem is why one .meta file was left out of the catalog.
@@ -70,6 +71,35 @@ func newCatalog(rev uint64, dirs []string, tools []*Tool, hidden []Hidden, probl
 func (c *Catalog) Get(name string) (*Tool, bool) {
 	t, ok := c.byName[name]
 	return t, ok
+}
+
+// Lookup returns the visible tool called name, or a *LookupError that says
+// why there is none. Every front end (show, call, the 9P tree) reports a
+// missing tool with it, so they say the same thing.
+func (c *Catalog) Lookup(name string) (*Tool, error) {
+	if t, ok := c.byName[name]; ok {
+		return t, nil
+	}
+	why, _ := c.HiddenReason(name)
+	return nil, &LookupError{Name: name, Reason: why, Dirs: c.Dirs}
+}
+
+// LookupError is a tool name the catalog has no visible tool for. Reason is
+// empty for a name no directory defines; otherwise it says why the tool is
+// hidden (a variant that does not fit this host, or an invalid file).
+type LookupError struct {
+	Name, Reason string
+	Dirs         []string
+}
+
+// Hidden reports whether a definition exists but is not visible.
+func (e *LookupError) Hidden() bool { return e.Reason != "" }
+
+func (e *LookupError) Error() string {
+	if e.Hidden() {
+		return fmt.Sprintf("tool %s is not available: %s", e.Name, e.Reason)
+	}
+	return fmt.Sprintf("unknown tool: %s (no .meta defines it in %s)", e.Name, strings.Join(e.Dirs, ":"))
 }
 
 // HiddenReason says why name is not visible, if it is hidden or invalid.

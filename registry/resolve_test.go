@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -261,6 +262,28 @@ func TestShadowingAndPrecedence(t *testing.T) {
 	}
 	if len(cat.Hidden) != 1 {
 		t.Errorf("hidden = %+v, want only hiddenall (onlyb is visible from b)", cat.Hidden)
+	}
+	// Lookup says the same for every front end.
+	for _, tc := range []struct {
+		name, want string
+		hidden     bool
+	}{
+		{"dup", "", false},
+		{"hiddenall", "tool hiddenall is not available: ", true},
+		{"broken", "", false}, // invalid in a, valid in b
+		{"nope", "unknown tool: nope (no .meta defines it in " + a + ":", false},
+	} {
+		tool, err := cat.Lookup(tc.name)
+		if tc.want == "" {
+			if err != nil || tool == nil || tool.Name != tc.name {
+				t.Errorf("Lookup(%s) = %v, %v", tc.name, tool, err)
+			}
+			continue
+		}
+		var le *LookupError
+		if !errors.As(err, &le) || tool != nil || le.Hidden() != tc.hidden || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("Lookup(%s) = %v, %v; want a LookupError (hidden %v) starting %q", tc.name, tool, err, tc.hidden, tc.want)
+		}
 	}
 }
 

@@ -67,15 +67,9 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "toolsrv call:", err)
 		return 1
 	}
-	cat := reg.Catalog()
-	t, ok := cat.Get(name)
-	if !ok {
-		if why, hidden := cat.HiddenReason(name); hidden {
-			fmt.Fprintf(env.stderr, "toolsrv call: %s is not available on this host: %s\n", name, why)
-		} else {
-			fmt.Fprintf(env.stderr, "toolsrv call: no tool named %q in %s; \"toolsrv ls\" lists them, \"toolsrv validate\" shows broken ones\n",
-				name, strings.Join(cat.Dirs, ":"))
-		}
+	t, err := reg.Catalog().Lookup(name)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "toolsrv call: %v%s\n", err, lookupHint(err))
 		return 1
 	}
 	self, err := os.Executable()

@@ -81,7 +81,7 @@ func TestCallCommand(t *testing.T) {
 		{"missing required", "", []string{"greet", `{}`}, 1, "", "name"},
 		{"tool failure carries stderr", "", []string{"fails"}, 1, "", "no such widget\ntoolsrv call: tool fails failed (exit status 4)"},
 		{"timeout", "", []string{"--timeout", "200ms", "sleeper"}, 1, "", "timed out"},
-		{"unknown tool", "", []string{"nope"}, 1, "", `no tool named "nope"`},
+		{"unknown tool", "", []string{"nope"}, 1, "", "unknown tool: nope"},
 		{"bypass without broker", "", []string{"escalate"}, 1, "", "OLLIE_BYPASS_SOCKET is not set"},
 		{"usage", "", []string{}, 2, "", "Usage: toolsrv call"},
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -82,4 +83,14 @@ func writeJSON(w io.Writer, v any) error {
 func notYet(env *cliEnv, name string) int {
 	fmt.Fprintf(env.stderr, "toolsrv %s: not available in this build yet\n", name)
 	return 1
+}
+
+// lookupHint is what to add to a catalog lookup error on the command line:
+// for a name no .meta defines, how to see what there is.
+func lookupHint(err error) string {
+	var le *registry.LookupError
+	if errors.As(err, &le) && !le.Hidden() {
+		return `; "toolsrv ls" lists the tools, "toolsrv validate" shows broken .meta files`
+	}
+	return ""
 }

@@ -50,7 +50,7 @@ func TestLsShowValidate(t *testing.T) {
 		{"show shell", []string{"show", "--tools", dir, "beta"}, 0, []string{"command:     shell: /bin/sh -c", "readOnly"}, nil, nil},
 		{"show hidden says why", []string{"show", "--tools", dir, "ghost"}, 1, nil, []string{"not available", "plan9"}, nil},
 		{"show invalid says why", []string{"show", "--tools", dir, "broken"}, 1, nil, []string{"invalid", "broken.meta:3"}, nil},
-		{"show unknown", []string{"show", "--tools", dir, "nope"}, 1, nil, []string{`no tool named "nope"`}, nil},
+		{"show unknown", []string{"show", "--tools", dir, "nope"}, 1, nil, []string{"unknown tool: nope"}, nil},
 		{"validate", []string{"validate", dir}, 1, []string{"error: " + filepath.Join(dir, "broken.meta") + ":3", "warning:", `"colour"`, "hidden:", "3 valid, 1 invalid, 1 hidden"}, nil, nil},
 		{"validate clean", []string{"validate", "--tools", filepath.Join(dir, "none")}, 0, []string{"0 valid, 0 invalid"}, nil, nil},
 		{"unknown command", []string{"frobnicate"}, 2, nil, []string{"unknown command"}, nil},

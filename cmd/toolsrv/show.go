@@ -25,13 +25,9 @@ func runShow(ctx context.Context, env *cliEnv, args []string) int {
 		return 1
 	}
 	cat := reg.Catalog()
-	t, ok := cat.Get(name)
-	if !ok {
-		if why, hidden := cat.HiddenReason(name); hidden {
-			fmt.Fprintf(env.stderr, "toolsrv show: %s is not available: %s\n", name, why)
-		} else {
-			fmt.Fprintf(env.stderr, "toolsrv show: no tool named %q in %s; \"toolsrv ls\" lists them\n", name, strings.Join(cat.Dirs, ":"))
-		}
+	t, err := cat.Lookup(name)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "toolsrv show: %v%s\n", err, lookupHint(err))
 		return 1
 	}
 	if *asJSON {
