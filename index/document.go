@@ -52,29 +52,43 @@ func newDocument(t *registry.Tool) document {
 		{args, weightArgs},
 		{t.Prompt, weightPrompt},
 	}}
+	d.text = embedText(nameWords, t.Description, kw, args, t.Prompt)
+	sum := sha256.Sum256([]byte(d.text))
+	d.hash = hex.EncodeToString(sum[:16])
+	return d
+}
+
+// EmbedText is the text the index embeds for a tool: its name's words, the
+// description, the keywords, the argument names and descriptions, and the
+// start of the prompt (maxPromptChars bytes). The offline training harness
+// (embed/train) measures embedders on exactly this text.
+func EmbedText(t *registry.Tool) string {
+	return embedText(strings.Join(tokensRaw(t.Name), " "), t.Description, strings.Join(t.Keywords, ", "), argText(t.Args), t.Prompt)
+}
+
+// embedText assembles the embedded text from a tool's parts, as prepared by
+// newDocument (which also weighs them for the lexical index).
+func embedText(nameWords, description, keywords, args, prompt string) string {
 	var b strings.Builder
 	b.WriteString(nameWords)
 	b.WriteString(": ")
-	b.WriteString(t.Description)
-	if kw != "" {
+	b.WriteString(description)
+	if keywords != "" {
 		b.WriteString("\nKeywords: ")
-		b.WriteString(kw)
+		b.WriteString(keywords)
 	}
 	if args != "" {
 		b.WriteString("\nArguments: ")
 		b.WriteString(args)
 	}
-	if p := strings.TrimSpace(t.Prompt); p != "" {
+	if p := strings.TrimSpace(prompt); p != "" {
 		if len(p) > maxPromptChars {
 			p = p[:maxPromptChars]
 		}
 		b.WriteString("\n")
 		b.WriteString(p)
 	}
-	d.text = b.String()
-	sum := sha256.Sum256([]byte(d.text))
-	d.hash = hex.EncodeToString(sum[:16])
-	return d
+	return b.String()
 }
 
 // tokensRaw splits a name into words without stemming ("get_weather" →

@@ -1,133 +1,62 @@
 package train
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"io"
+	"log/slog"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
+	"toolsrv/bench"
 	"toolsrv/embed"
 	"toolsrv/embed/builtin"
+	"toolsrv/index"
+	"toolsrv/registry"
 )
 
-// Corpus is one labelled evaluation corpus (the layout of shared/eval).
+// Corpus is one labelled evaluation corpus (the layout of shared/eval): its
+// tools as the registry loads them and its queries as bench reads them.
 type Corpus struct {
 	Name    string
-	Tools   []Tool
-	Queries []Query
+	Catalog *registry.Catalog // nil when Tools were given directly
+	Tools   []*registry.Tool  // sorted by name
+	Queries []bench.Query
 }
 
-// Tool is what the harness reads of a .meta file.
-type Tool struct {
-	Name, Description, Prompt string
-	Args                      json.RawMessage
-}
-
-// Query is one labelled request.
-type Query struct {
-	ID       string   `json:"id"`
-	Query    string   `json:"query"`
-	Relevant []string `json:"relevant"`
-}
-
-// Heldout reports whether a query belongs to the untouched part: a fixed
-// hash split (one third) that no setting is ever chosen on.
-func (q Query) Heldout() bool {
+// heldout reports whether the query with this id belongs to the untouched
+// part: a fixed hash split (one third) that no setting is ever chosen on.
+func heldout(id string) bool {
 	h := fnv.New32a()
-	h.Write([]byte(q.ID))
+	h.Write([]byte(id))
 	return h.Sum32()%3 == 0
 }
 
-// LoadCorpus reads dir/tools/*.meta and dir/queries.jsonl.
-func LoadCorpus(dir string) (*Corpus, error) {
-	c := &Corpus{Name: filepath.Base(dir)}
-	files, _ := filepath.Glob(filepath.Join(dir, "tools", "*.meta"))
-	sort.Strings(files)
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		var m struct {
-			Description string          `json:"description"`
-			Prompt      string          `json:"prompt"`
-			Args        json.RawMessage `json:"args"`
-		}
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		c.Tools = append(c.Tools, Tool{strings.TrimSuffix(filepath.Base(f), ".meta"), m.Description, m.Prompt, m.Args})
-	}
-	qf, err := os.Open(filepath.Join(dir, "queries.jsonl"))
+// LoadCorpus reads dir/queries.jsonl with bench.LoadCorpus and dir/tools
+// with the registry. Every tool must be visible: a problem or a hidden
+// tool is an error, not a smaller catalog.
+func LoadCorpus(ctx context.Context, dir string) (*Corpus, error) {
+	bc, err := bench.LoadCorpus(dir)
 	if err != nil {
 		return nil, err
 	}
-	defer qf.Close()
-	sc := bufio.NewScanner(qf)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var q Query
-		if err := json.Unmarshal(sc.Bytes(), &q); err != nil {
-			return nil, fmt.Errorf("%s: %w", qf.Name(), err)
-		}
-		c.Queries = append(c.Queries, q)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	reg := registry.New(registry.Options{Dirs: []string{bc.ToolsDir}, Logger: quiet})
+	if err := reg.Load(ctx); err != nil {
+		return nil, fmt.Errorf("corpus %s: loading tools: %w", bc.Name, err)
 	}
-	if len(c.Tools) == 0 || len(c.Queries) == 0 {
-		return nil, fmt.Errorf("%s: no tools or no queries", dir)
+	cat := reg.Catalog()
+	switch {
+	case len(cat.Problems) > 0:
+		return nil, fmt.Errorf("corpus %s: %d invalid tools, first: %w", bc.Name, len(cat.Problems), cat.Problems[0])
+	case len(cat.Hidden) > 0:
+		return nil, fmt.Errorf("corpus %s: %d hidden tools, first: %s: %s", bc.Name, len(cat.Hidden), cat.Hidden[0].Name, cat.Hidden[0].Reason)
+	case len(cat.Tools) == 0:
+		return nil, fmt.Errorf("%s: no tools", bc.ToolsDir)
 	}
-	return c, sc.Err()
-}
-
-// DocText is the text the index embeds for a tool (mirrors index/document.go):
-// name words, description, argument names and descriptions, prompt (2000 bytes).
-func (t Tool) DocText() string {
-	var b strings.Builder
-	b.WriteString(strings.Join(strings.FieldsFunc(t.Name, func(r rune) bool { return r == '_' || r == '-' || r == '.' || r == ' ' }), " "))
-	b.WriteString(": ")
-	b.WriteString(t.Description)
-	if a := argText(t.Args); a != "" {
-		b.WriteString("\nArguments: ")
-		b.WriteString(a)
-	}
-	if p := strings.TrimSpace(t.Prompt); p != "" {
-		if len(p) > 2000 {
-			p = p[:2000]
-		}
-		b.WriteString("\n")
-		b.WriteString(p)
-	}
-	return b.String()
-}
-
-func argText(schema json.RawMessage) string {
-	var s struct {
-		Properties map[string]struct {
-			Description string `json:"description"`
-		} `json:"properties"`
-	}
-	if len(schema) == 0 || json.Unmarshal(schema, &s) != nil {
-		return ""
-	}
-	names := make([]string, 0, len(s.Properties))
-	for n := range s.Properties {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var parts []string
-	for _, n := range names {
-		p := strings.ReplaceAll(n, "_", " ")
-		if d := strings.TrimSpace(s.Properties[n].Description); d != "" {
-			p += " (" + d + ")"
-		}
-		parts = append(parts, p)
-	}
-	return strings.Join(parts, "; ")
+	return &Corpus{Name: bc.Name, Catalog: cat, Tools: cat.Tools, Queries: bc.Queries}, nil
 }
 
 // bm25 is the reference BM25 of shared/eval/README.md: k1=1.2, b=0.75 over
@@ -150,7 +79,7 @@ func lexTokens(s string) []string {
 	})
 }
 
-func newBM25(tools []Tool) *bm25 {
+func newBM25(tools []*registry.Tool) *bm25 {
 	b := &bm25{n: len(tools), postings: map[string][]posting{}, dl: make([]float64, len(tools))}
 	for i, t := range tools {
 		tf := map[string]int{}
@@ -188,31 +117,9 @@ func (b *bm25) scores(q string) []float64 {
 	return s
 }
 
-// Metrics are the retrieval measures of shared/eval/README.md.
-type Metrics struct {
-	R1, R5, R10, NDCG10, MRR float64
-	N                        int
-}
-
-func (m *Metrics) add(o Metrics) {
-	m.R1 += o.R1
-	m.R5 += o.R5
-	m.R10 += o.R10
-	m.NDCG10 += o.NDCG10
-	m.MRR += o.MRR
-	m.N += o.N
-}
-
-func (m Metrics) mean() Metrics {
-	if m.N == 0 {
-		return m
-	}
-	f := float64(m.N)
-	return Metrics{m.R1 / f, m.R5 / f, m.R10 / f, m.NDCG10 / f, m.MRR / f, m.N}
-}
-
-// judge ranks scores (ties by name) and measures one query.
-func judge(scores []float64, names []string, relevant []string) Metrics {
+// judge ranks scores (higher first, ties by name) and measures one query
+// with bench.Score.
+func judge(scores []float64, names []string, relevant []string) bench.Metrics {
 	idx := make([]int, len(scores))
 	for i := range idx {
 		idx[i] = i
@@ -223,42 +130,11 @@ func judge(scores []float64, names []string, relevant []string) Metrics {
 		}
 		return names[idx[a]] < names[idx[b]]
 	})
-	rel := map[string]bool{}
-	for _, r := range relevant {
-		rel[r] = true
+	ranked := make([]string, len(idx))
+	for r, i := range idx {
+		ranked[r] = names[i]
 	}
-	var m Metrics
-	m.N = 1
-	hits := 0
-	var dcg, idcg float64
-	for k := 0; k < min(10, len(rel)); k++ {
-		idcg += 1 / math.Log2(float64(k+2))
-	}
-	for rank, i := range idx {
-		if !rel[names[i]] {
-			continue
-		}
-		if hits == 0 {
-			m.MRR = 1 / float64(rank+1)
-		}
-		hits++
-		if rank < 1 {
-			m.R1++
-		}
-		if rank < 5 {
-			m.R5++
-		}
-		if rank < 10 {
-			m.R10++
-			dcg += 1 / math.Log2(float64(rank+2))
-		}
-	}
-	nr := float64(len(rel))
-	m.R1, m.R5, m.R10 = m.R1/nr, m.R5/nr, m.R10/nr
-	if idcg > 0 {
-		m.NDCG10 = dcg / idcg
-	}
-	return m
+	return bench.Score(ranked, relevant)
 }
 
 // Fusion combines BM25 and cosine scores for one query.
@@ -295,7 +171,7 @@ type Result struct {
 	Corpus string
 	// Modes maps "bm25", "dense", "hybrid" (and named fusions) to
 	// [all, tune, heldout] measures.
-	Modes map[string][3]Metrics
+	Modes map[string][3]bench.Metrics
 }
 
 // Evaluate runs BM25, dense and the given fusions on a corpus with an
@@ -324,7 +200,7 @@ func EvaluateExpanded(ctx context.Context, c *Corpus, e embed.Embedder, fusions 
 	docs := make([]string, len(c.Tools))
 	names := make([]string, len(c.Tools))
 	for i, t := range c.Tools {
-		docs[i], names[i] = t.DocText(), t.Name
+		docs[i], names[i] = index.EmbedText(t), t.Name
 	}
 	if ca, ok := e.(embed.CatalogAware); ok {
 		f, err := ca.Fit(ctx, docs)
@@ -341,23 +217,23 @@ func EvaluateExpanded(ctx context.Context, c *Corpus, e embed.Embedder, fusions 
 	acc := splitMetrics{}
 	record := acc.record
 	for _, q := range c.Queries {
-		qv, err := e.EmbedQuery(ctx, q.Query)
+		qv, err := e.EmbedQuery(ctx, q.Text)
 		if err != nil {
 			return nil, err
 		}
-		bs := bm.scores(q.Query)
+		bs := bm.scores(q.Text)
 		cs := make([]float64, len(dv))
 		for i, v := range dv {
 			cs[i] = float64(dot(qv, v))
 		}
-		held := q.Heldout()
+		held := heldout(q.ID)
 		record("bm25", judge(bs, names, q.Relevant), held)
 		record("dense", judge(cs, names, q.Relevant), held)
 		for name, f := range fusions {
 			record(name, judge(f(bs, cs), names, q.Relevant), held)
 		}
 		for _, o := range exps {
-			xs := bm.weightedScores(xp.weights(q.Query, o))
+			xs := bm.weightedScores(xp.weights(q.Text, o))
 			record("bm25 "+o.Name(), judge(xs, names, q.Relevant), held)
 			for name, f := range fusions {
 				record(name+" "+o.Name(), judge(f(xs, cs), names, q.Relevant), held)
@@ -398,28 +274,35 @@ func zscore(s []float64) []float64 {
 	return out
 }
 
-// splitMetrics accumulates per-mode metrics over all queries, the tuning
-// part and the held-out part (index 0, 1, 2).
-type splitMetrics map[string]*[3]Metrics
+// splitMetrics collects per-mode, per-query metrics over all queries, the
+// tuning part and the held-out part (index 0, 1, 2).
+type splitMetrics map[string]*[3][]bench.Metrics
 
-func (acc splitMetrics) record(mode string, m Metrics, held bool) {
+func (acc splitMetrics) record(mode string, m bench.Metrics, held bool) {
 	a := acc[mode]
 	if a == nil {
-		a = &[3]Metrics{}
+		a = &[3][]bench.Metrics{}
 		acc[mode] = a
 	}
-	a[0].add(m)
+	a[0] = append(a[0], m)
 	if held {
-		a[2].add(m)
+		a[2] = append(a[2], m)
 	} else {
-		a[1].add(m)
+		a[1] = append(a[1], m)
 	}
 }
 
+// result averages each mode and split over its queries (bench.MacroAverage
+// of one-query metrics is the mean over queries).
 func (acc splitMetrics) result(corpus string) *Result {
-	r := &Result{Corpus: corpus, Modes: map[string][3]Metrics{}}
+	r := &Result{Corpus: corpus, Modes: map[string][3]bench.Metrics{}}
 	for k, a := range acc {
-		r.Modes[k] = [3]Metrics{a[0].mean(), a[1].mean(), a[2].mean()}
+		var ms [3]bench.Metrics
+		for i := range a {
+			ms[i] = bench.MacroAverage(a[i])
+			ms[i].Corpus = corpus
+		}
+		r.Modes[k] = ms
 	}
 	return r
 }

@@ -5,7 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	"toolsrv/bench"
 	"toolsrv/embed/builtin"
+	"toolsrv/registry"
 )
 
 // expansionTable has "car" and "automobile" on the same row and every other
@@ -38,7 +40,7 @@ func expansionEmbedder(t *testing.T) *builtin.Embedder {
 
 func TestExpansionReachesSynonym(t *testing.T) {
 	e := expansionEmbedder(t)
-	tools := []Tool{
+	tools := []*registry.Tool{
 		{Name: "rent", Description: "Automobile rental in any city"},
 		{Name: "sky", Description: "Weather forecast for a city"},
 		{Name: "other", Description: "Nothing related at all"},
@@ -87,10 +89,10 @@ func TestExpansionReachesSynonym(t *testing.T) {
 
 func TestEvaluateExpandedModes(t *testing.T) {
 	e := expansionEmbedder(t)
-	c := &Corpus{Name: "toy", Tools: []Tool{
+	c := &Corpus{Name: "toy", Tools: []*registry.Tool{
 		{Name: "rent", Description: "Automobile rental in any city"},
 		{Name: "sky", Description: "Weather forecast for a city"},
-	}, Queries: []Query{{ID: "1", Query: "car hire", Relevant: []string{"rent"}}}}
+	}, Queries: []bench.Query{{ID: "1", Text: "car hire", Relevant: []string{"rent"}}}}
 	o := Expansion{K: 1, Weight: 0.5}
 	r, err := EvaluateExpanded(context.Background(), c, e, map[string]Fusion{"hybrid": MinMax(0.5)}, []Expansion{o})
 	if err != nil {

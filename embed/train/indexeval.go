@@ -6,31 +6,28 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"path/filepath"
 
 	"toolsrv/embed"
 	"toolsrv/index"
-	"toolsrv/registry"
 )
 
-// EvaluateIndex ranks a corpus with the real index (registry → index, no
+// EvaluateIndex ranks a corpus with the real index (its catalog → index, no
 // cache) and measures its lexical and dense components fused with each
 // lexical weight α as the index does: α·lexical + (1−α)·dense, a tool named
 // verbatim first. Modes are "index-bm25", "index-dense", "index a=α".
-func EvaluateIndex(ctx context.Context, c *Corpus, dir string, emb embed.Embedder, alphas []float64) (*Result, error) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	reg := registry.New(registry.Options{Dirs: []string{filepath.Join(dir, "tools")}, Logger: quiet})
-	if err := reg.Load(ctx); err != nil {
-		return nil, err
+func EvaluateIndex(ctx context.Context, c *Corpus, emb embed.Embedder, alphas []float64) (*Result, error) {
+	if c.Catalog == nil {
+		return nil, fmt.Errorf("corpus %s has no catalog (load it with LoadCorpus)", c.Name)
 	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ix := index.New(emb, index.Options{NoCache: true, Logger: quiet})
-	if err := ix.Sync(ctx, reg.Catalog()); err != nil {
+	if err := ix.Sync(ctx, c.Catalog); err != nil {
 		return nil, err
 	}
 	acc := splitMetrics{}
 	record := acc.record
 	for _, q := range c.Queries {
-		r, err := ix.Rank(ctx, index.Query{Text: q.Query})
+		r, err := ix.Rank(ctx, index.Query{Text: q.Text})
 		if err != nil {
 			return nil, err
 		}
@@ -45,7 +42,7 @@ func EvaluateIndex(ctx context.Context, c *Corpus, dir string, emb embed.Embedde
 				lex[i], den[i] = 10, 10
 			}
 		}
-		held := q.Heldout()
+		held := heldout(q.ID)
 		record("index-bm25", judge(lex, names, q.Relevant), held)
 		record("index-dense", judge(den, names, q.Relevant), held)
 		for _, a := range alphas {

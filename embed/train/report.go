@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+
+	"toolsrv/bench"
 )
 
 // WriteReport prints, per split, a markdown table of R@1/R@5/R@10/NDCG@10/MRR
@@ -21,28 +23,24 @@ func WriteReport(w io.Writer, results []*Result, modes []string) {
 		fmt.Fprintln(w, "---|")
 		for _, m := range modes {
 			fmt.Fprintf(w, "| %s |", m)
-			var macro Metrics
 			for _, r := range results {
 				x := r.Modes[m][split]
 				fmt.Fprintf(w, " %.3f/%.3f/%.3f/%.3f/%.3f |", x.R1, x.R5, x.R10, x.NDCG10, x.MRR)
-				x.N = 1
-				macro.add(x)
 			}
-			macro = macro.mean()
+			macro := Macro(results, m, split)
 			fmt.Fprintf(w, " %.3f/%.3f/%.3f/%.3f/%.3f |\n", macro.R1, macro.R5, macro.R10, macro.NDCG10, macro.MRR)
 		}
 	}
 }
 
-// Macro returns the macro-average of one mode and split.
-func Macro(results []*Result, mode string, split int) Metrics {
-	var macro Metrics
-	for _, r := range results {
-		x := r.Modes[mode][split]
-		x.N = 1
-		macro.add(x)
+// Macro returns the macro-average of one mode and split (every corpus
+// weighs the same; a corpus without the mode counts as zero).
+func Macro(results []*Result, mode string, split int) bench.Metrics {
+	ms := make([]bench.Metrics, len(results))
+	for i, r := range results {
+		ms[i] = r.Modes[mode][split]
 	}
-	return macro.mean()
+	return bench.MacroAverage(ms)
 }
 
 // ModeNames lists the modes in results, bm25 and dense first.

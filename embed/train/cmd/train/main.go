@@ -229,7 +229,7 @@ func run() int {
 	dirs, _ := filepath.Glob(filepath.Join(*evalDir, "*", "queries.jsonl"))
 	var results []*train.Result
 	for _, q := range dirs {
-		c, err := train.LoadCorpus(filepath.Dir(q))
+		c, err := train.LoadCorpus(ctx, filepath.Dir(q))
 		if err != nil {
 			log.Error("corpus", "err", err)
 			return 1
@@ -247,7 +247,7 @@ func run() int {
 					as = append(as, x)
 				}
 			}
-			ri, err := train.EvaluateIndex(ctx, c, filepath.Dir(q), e, as)
+			ri, err := train.EvaluateIndex(ctx, c, e, as)
 			if err != nil {
 				log.Error("evaluate through the index", "corpus", c.Name, "err", err)
 				return 1
