@@ -104,20 +104,17 @@
 // # Connections
 //
 // Each connection gets its own p9.Server (the library gives Attach no way to
-// tell connections apart) behind a shim (shim.go, quiesce.go) that answers
-// Tauth with ENOENT (what Debian's diod client needs to proceed without
+// tell connections apart) behind a shim (shim.go) that answers Tauth with
+// ENOENT (what Debian's diod client needs to proceed without
 // authentication) and works around library bugs found by FuzzConn: it
 // serialises version negotiation (a request before or during Tversion
 // panics or races), answers a Tflush of itself or of another Tflush (the
 // library would wait forever), and holds back the end of input until every
-// request has been answered and the library's request goroutines are
-// parked (a peer hanging up with requests in flight could make the library
-// call WaitGroup.Add concurrently with Wait, a panic that kills the process).
-// The window is narrowed, not closed: `go test -race ./ninep` still reports
-// that Add/Wait race inside the library (p9/server.go:581 against :614) on
-// some FuzzConn seed inputs, about one run in two; ServeConn recovers the
-// panic side. Closing it needs a fixed p9 (a WaitGroup Add before the
-// goroutine starts), which v0.3.0, the only tag served, does not have.
+// request has been answered. The library is toolsrv's copy of hugelgupf/p9
+// v0.3.0 (third_party/p9, see its PATCHES.md), patched so that a peer
+// hanging up with requests in flight cannot make it call WaitGroup.Add
+// concurrently with Wait (a panic that killed the process, and a race
+// `go test -race ./ninep` reported).
 // The default address is the Unix socket $XDG_RUNTIME_DIR/toolsrv/9p.sock,
 // else ~/.cache/toolsrv/9p.sock (mode 0600, its directory 0700); TCP only
 // when asked. 9P has no authentication: the socket's mode is the access

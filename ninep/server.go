@@ -216,20 +216,7 @@ func (s *Server) ServeConn(ctx context.Context, rwc io.ReadWriteCloser) {
 	sh := newShim(rwc, cancel)
 	srv := p9.NewServer(attacher{c}, p9.WithServerLogger(p9Logger{s}))
 	// Handle returns when the reader fails (peer gone, ctx ended, garbage
-	// on the wire) and every request in flight has been answered. Its final
-	// WaitGroup.Wait can panic when a request goroutine of the library
-	// re-arms the group as it wakes (see shim.drain); that panic is in this
-	// goroutine and harmless once the connection is over.
-	defer func() {
-		if r := recover(); r != nil {
-			if msg := fmt.Sprint(r); strings.Contains(msg, "WaitGroup") {
-				s.log.Debug("9P library race at connection end (recovered)", "panic", msg)
-				rwc.Close()
-				return
-			}
-			panic(r)
-		}
-	}()
+	// on the wire) and every request in flight has been answered.
 	_ = srv.Handle(sh, sh.out)
 }
 

@@ -90,28 +90,20 @@ func (s *shim) finish() { s.done.Do(s.onDone) }
 
 // drain runs when the input ends, before the library is told: it holds the
 // end of input back until every request handed over has been answered (the
-// connection's calls are cancelled first: the peer is gone) and the
-// library's request goroutines are parked (see quiesce.go), so that the
-// library's end-of-connection WaitGroup.Wait cannot race with an Add, which
-// panics and can kill the process (found by FuzzConn with a peer that hangs
-// up while requests are in flight). Every request handed over is answered
-// exactly once: the shim drops a request that reuses a busy tag, which the
-// library would drop unanswered.
+// connection's calls are cancelled first: the peer is gone), so a peer that
+// hangs up still gets, and the library still sends, one answer per request.
+// The shim drops a request that reuses a busy tag, which the library would
+// drop unanswered. (The library's own end-of-connection WaitGroup race is
+// fixed in toolsrv's copy of it, third_party/p9.)
 func (s *shim) drain() {
 	s.finish()
 	deadline := time.Now().Add(drainWait)
 	for s.out.pending() > 0 && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Microsecond)
 	}
-	if !quiesce(time.Now().Add(drainWait)) {
-		time.Sleep(drainSettle)
-	}
 }
 
-const (
-	drainWait   = 5 * time.Second
-	drainSettle = 20 * time.Millisecond
-)
+const drainWait = 5 * time.Second
 
 func (s *shim) nextFrame() error {
 	var hdr [headerLen]byte
