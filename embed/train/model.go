@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"sort"
 	"sync"
 )
 
@@ -21,6 +23,10 @@ type Config struct {
 	Homogeneous bool
 	// Progress, if set, is called after every batch.
 	Progress func(batch, batches int, loss float64)
+	// HardShare is the share of each batch drawn from pairs grouped by
+	// their document's rarest shared term, so those in-batch negatives are
+	// topically close (hard); the rest is drawn at random. 0: all random.
+	HardShare float64
 	// Init, if set, may overwrite rows of the random initial table (rows ×
 	// Dim values) before training, e.g. with pretrained word vectors.
 	Init func(E []float32)
@@ -74,6 +80,8 @@ func Train(ctx context.Context, rows int, pairs []encoded, groups []int, cfg Con
 				starts = append(starts, rest[s:s+cfg.Batch])
 			}
 			rng.Shuffle(len(starts), func(i, j int) { starts[i], starts[j] = starts[j], starts[i] })
+		} else if cfg.HardShare > 0 {
+			starts = hardBatches(order, pairs, rows, cfg.Batch, cfg.HardShare)
 		} else {
 			for s := 0; s+cfg.Batch <= len(order); s += cfg.Batch {
 				starts = append(starts, order[s:s+cfg.Batch])
@@ -337,4 +345,42 @@ func (t *trainer) update() {
 			}
 		}
 	})
+}
+
+// hardBatches splits order (already shuffled) into batches of which a share
+// comes from a stream of pairs sorted by their document's rarest term found
+// in at least two documents, so that consecutive pairs share a rare term.
+func hardBatches(order []int, pairs []encoded, rows, batch int, share float64) [][]int {
+	df := make([]int32, rows)
+	for _, p := range pairs {
+		for _, e := range p.d {
+			df[e.row]++
+		}
+	}
+	key := func(i int) int32 {
+		best, bdf := int32(-1), int32(math.MaxInt32)
+		for _, e := range pairs[i].d {
+			if f := df[e.row]; f >= 2 && f < bdf {
+				best, bdf = e.row, f
+			}
+		}
+		return best
+	}
+	nh := int(float64(len(order)) * share)
+	hard := slices.Clone(order[:nh])
+	keys := make(map[int]int32, nh)
+	for _, i := range hard {
+		keys[i] = key(i)
+	}
+	sort.SliceStable(hard, func(a, b int) bool { return keys[hard[a]] < keys[hard[b]] })
+	easy := order[nh:]
+	hb := int(float64(batch) * share)
+	var out [][]int
+	for h, e := 0, 0; h+hb <= len(hard) && e+batch-hb <= len(easy); h, e = h+hb, e+batch-hb {
+		b := make([]int, 0, batch)
+		b = append(b, hard[h:h+hb]...)
+		b = append(b, easy[e:e+batch-hb]...)
+		out = append(out, b)
+	}
+	return out
 }

@@ -118,3 +118,41 @@ func TestStepGradient(t *testing.T) {
 	}
 	_ = fmt.Sprint()
 }
+
+func TestHardBatchesGroupByRareDocumentTerm(t *testing.T) {
+	// 64 pairs; pair i's document has the common row 0 and the rarer row
+	// 1+i%8 (shared by 8 documents each).
+	var pairs []encoded
+	for i := 0; i < 64; i++ {
+		pairs = append(pairs, encoded{q: []entry{{int32(20 + i%5), 1}}, d: []entry{{0, 1}, {int32(1 + i%8), 1}}})
+	}
+	order := make([]int, len(pairs))
+	for i := range order {
+		order[i] = (i * 37) % 64 // a fixed shuffle
+	}
+	bs := hardBatches(order, pairs, 100, 16, 0.5)
+	if len(bs) != 4 {
+		t.Fatalf("%d batches, want 4", len(bs))
+	}
+	seen := map[int]bool{}
+	for _, b := range bs {
+		if len(b) != 16 {
+			t.Fatalf("batch of %d, want 16", len(b))
+		}
+		for _, i := range b {
+			if seen[i] {
+				t.Fatalf("pair %d in two batches", i)
+			}
+			seen[i] = true
+		}
+		// The hard half: 8 pairs whose rare rows come in runs (at most 2
+		// distinct rare rows in 8 sorted pairs of groups of 4 per half).
+		rare := map[int32]bool{}
+		for _, i := range b[:8] {
+			rare[pairs[i].d[1].row] = true
+		}
+		if len(rare) > 2 {
+			t.Errorf("hard half has %d distinct rare terms, want ≤ 2: %v", len(rare), b[:8])
+		}
+	}
+}

@@ -76,6 +76,7 @@ func run() int {
 	flag.Float64Var(&o.Train.LR, "lr", o.Train.LR, "Adam learning rate")
 	flag.Float64Var(&o.Train.Tau, "tau", o.Train.Tau, "softmax temperature")
 	flag.Uint64Var(&o.Train.Seed, "seed", o.Train.Seed, "random seed")
+	flag.Float64Var(&o.Train.HardShare, "hard", o.Train.HardShare, "share of each batch grouped by a rare shared document term (hard in-batch negatives)")
 	flag.BoolVar(&o.Train.Homogeneous, "homog", o.Train.Homogeneous, "draw each batch from one source (harder negatives)")
 	flag.BoolVar(&o.TrainWeights, "trainweights", o.TrainWeights, "pool with IDF and document TF weights in training too")
 	flag.IntVar(&o.Train.Workers, "workers", o.Train.Workers, "goroutines")
