@@ -224,41 +224,16 @@ func (t *trainer) backward(batch []*encoded) float64 {
 	// G = dLoss/dS for loss = (rowCE + colCE)/2, each a mean over B.
 	G := make([]float32, B*B)
 	rowLoss, colLoss := make([]float64, B), make([]float64, B)
+	scale := 1 / float32(2*B)
 	t.parallel(B, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			mx := float32(math.Inf(-1))
-			for j := 0; j < B; j++ {
-				mx = max(mx, S[i*B+j])
-			}
-			var sum float64
-			for j := 0; j < B; j++ {
-				sum += math.Exp(float64(S[i*B+j] - mx))
-			}
-			rowLoss[i] = math.Log(sum) + float64(mx) - float64(S[i*B+i])
-			for j := 0; j < B; j++ {
-				p := math.Exp(float64(S[i*B+j]-mx)) / sum
-				G[i*B+j] = float32(p) / float32(2*B)
-			}
-			G[i*B+i] -= 1 / float32(2*B)
+		for i := lo; i < hi; i++ { // row i: query i against every document
+			rowLoss[i] = softmaxCE(S, G, i*B, 1, B, i, scale)
 		}
 	})
 	// Column softmax, added column by column (disjoint columns per worker).
 	t.parallel(B, func(lo, hi int) {
-		for j := lo; j < hi; j++ {
-			mx := float32(math.Inf(-1))
-			for i := 0; i < B; i++ {
-				mx = max(mx, S[i*B+j])
-			}
-			var sum float64
-			for i := 0; i < B; i++ {
-				sum += math.Exp(float64(S[i*B+j] - mx))
-			}
-			colLoss[j] = math.Log(sum) + float64(mx) - float64(S[j*B+j])
-			for i := 0; i < B; i++ {
-				p := math.Exp(float64(S[i*B+j]-mx)) / sum
-				G[i*B+j] += float32(p) / float32(2*B)
-			}
-			G[j*B+j] -= 1 / float32(2*B)
+		for j := lo; j < hi; j++ { // column j: document j against every query
+			colLoss[j] = softmaxCE(S, G, j, B, B, j, scale)
 		}
 	})
 	var loss float64
@@ -383,4 +358,24 @@ func hardBatches(order []int, pairs []encoded, rows, batch int, share float64) [
 		out = append(out, b)
 	}
 	return out
+}
+
+// softmaxCE is the cross-entropy of a softmax over the n scores
+// S[base+k·step] (k = 0…n−1) whose right answer is k = target. It adds
+// scale × its gradient to the matching entries of G and returns the loss.
+func softmaxCE(S, G []float32, base, step, n, target int, scale float32) float64 {
+	mx := float32(math.Inf(-1))
+	for k := 0; k < n; k++ {
+		mx = max(mx, S[base+k*step])
+	}
+	var sum float64
+	for k := 0; k < n; k++ {
+		sum += math.Exp(float64(S[base+k*step] - mx))
+	}
+	for k := 0; k < n; k++ {
+		p := math.Exp(float64(S[base+k*step]-mx)) / sum
+		G[base+k*step] += float32(p) * scale
+	}
+	G[base+target*step] -= scale
+	return math.Log(sum) + float64(mx) - float64(S[base+target*step])
 }
