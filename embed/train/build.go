@@ -25,9 +25,11 @@ type Options struct {
 	// TrainWeights pools with IDF (and document TF) weights in training,
 	// as the embedder does at inference, instead of plain sums.
 	TrainWeights bool
-	// Pretrained, if set, initialises the rows of the vocabulary terms it
-	// has (see InitFrom); PretrainedScale scales them.
+	// Pretrained are pretrained term vectors. With PretrainedInit they
+	// initialise the rows of the vocabulary terms they have, scaled by
+	// PretrainedScale (see InitFrom).
 	Pretrained      map[string]TermVector
+	PretrainedInit  bool
 	PretrainedScale float64
 	// NeighbourPairs, with Pretrained, adds a pair per pretrained term (of
 	// the NeighbourRank most frequent): the term → its NeighbourPairs nearest.
@@ -124,7 +126,10 @@ func Build(ctx context.Context, o Options) (*builtin.Table, *Stats, error) {
 		}
 	}
 	if o.Pretrained != nil && o.NeighbourPairs > 0 {
-		np := neighbourPairs(v, o.Pretrained, o.NeighbourRank, o.NeighbourPairs, o.Train.Workers)
+		np, err := neighbourPairs(v, o.Pretrained, o.NeighbourRank, o.NeighbourPairs)
+		if err != nil {
+			return nil, nil, err
+		}
 		g := len(groupOf)
 		for range np {
 			groups = append(groups, g)
@@ -136,7 +141,7 @@ func Build(ctx context.Context, o Options) (*builtin.Table, *Stats, error) {
 	st.LoadTime = time.Since(t0)
 	log.Info("pairs ready", "pairs", st.Pairs, "vocab", st.Vocab, "took", st.LoadTime.Round(time.Millisecond))
 	t1 := time.Now()
-	if o.Pretrained != nil && o.PretrainedScale >= 0 {
+	if o.Pretrained != nil && o.PretrainedInit {
 		n := 0
 		o.Train.Init = func(E []float32) { n = InitFrom(E, o.Train.Dim, v.Terms, o.Pretrained, o.PretrainedScale) }
 		defer func() { log.Info("pretrained rows", "rows", n, "of", len(v.Terms)) }()

@@ -164,54 +164,40 @@ func InitFrom(E []float32, dim int, terms []string, pre map[string]TermVector, s
 // neighbourPairs pairs each vocabulary term that has a pretrained vector
 // (among the maxRank most frequent pretrained terms) with its k nearest
 // such terms by cosine: pretrained co-occurrence knowledge as pairs, the
-// way WordNet synonyms are.
-func neighbourPairs(v *Vocab, pre map[string]TermVector, maxRank, k, workers int) []encoded {
-	var rows []int32
-	var vecs [][]float32
-	for i, t := range v.Terms {
+// way WordNet synonyms are. The pretrained vectors become a table
+// (GloVeTable) so that builtin.NeighbourSet answers the nearest-term
+// questions.
+func neighbourPairs(v *Vocab, pre map[string]TermVector, maxRank, k int) ([]encoded, error) {
+	sub := map[string]TermVector{}
+	for _, t := range v.Terms {
 		if tv, ok := pre[t]; ok && tv.Rank < maxRank {
-			rows = append(rows, int32(i))
-			vecs = append(vecs, tv.Vec)
+			sub[t] = tv
 		}
 	}
-	out := make([]encoded, len(rows))
-	workers = max(1, workers)
-	done := make(chan struct{})
-	for w := 0; w < workers; w++ {
-		go func(w int) {
-			defer func() { done <- struct{}{} }()
-			sims := make([]float32, len(rows))
-			for i := w; i < len(rows); i += workers {
-				for j := range rows {
-					sims[j] = dot(vecs[i], vecs[j])
-				}
-				sims[i] = -2
-				top := make([]int, 0, k+1)
-				for j, s := range sims {
-					if len(top) < k || s > sims[top[len(top)-1]] {
-						p := len(top)
-						if len(top) < k {
-							top = append(top, j)
-						} else {
-							p = k - 1
-							top[p] = j
-						}
-						for p > 0 && sims[top[p-1]] < sims[top[p]] {
-							top[p-1], top[p] = top[p], top[p-1]
-							p--
-						}
-					}
-				}
-				e := encoded{q: []entry{{rows[i], 1}}}
-				for _, j := range top {
-					e.d = append(e.d, entry{rows[j], 1})
-				}
-				out[i] = e
-			}
-		}(w)
+	if len(sub) == 0 {
+		return nil, nil
 	}
-	for w := 0; w < workers; w++ {
-		<-done
+	o := builtin.DefaultOptions()
+	o.ID = "pretrained"
+	e, err := builtin.FromTable(GloVeTable(sub, len(sub)), o)
+	if err != nil {
+		return nil, fmt.Errorf("pretrained neighbours: %w", err)
 	}
-	return out
+	terms := make([]string, 0, len(sub))
+	for t := range sub {
+		terms = append(terms, t)
+	}
+	ns := e.NeighbourSet(terms)
+	var out []encoded
+	for _, t := range v.Terms { // vocabulary order: deterministic
+		if _, ok := sub[t]; !ok {
+			continue
+		}
+		p := encoded{q: []entry{{v.index[t], 1}}}
+		for _, n := range ns.Neighbours(t, k) {
+			p.d = append(p.d, entry{v.index[n.Term], 1})
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }

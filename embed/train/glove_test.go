@@ -72,7 +72,10 @@ func TestInitFromAndNeighbourPairs(t *testing.T) {
 	if E[int(zebra)*dim] != 1 {
 		t.Error("zebra's row changed")
 	}
-	ps := neighbourPairs(v, pre, 100, 1, 2)
+	ps, err := neighbourPairs(v, pre, 100, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(ps) != 3 {
 		t.Fatalf("%d pairs, want 3", len(ps))
 	}

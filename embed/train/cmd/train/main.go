@@ -93,15 +93,22 @@ func run() int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	o.Log = log
 
-	var tb *builtin.Table
-	switch {
-	case *gloveOnly > 0:
+	if *glove != "" {
 		wv, err := train.LoadWinkJSON(*glove)
 		if err != nil {
 			log.Error("word vectors", "err", err)
 			return 1
 		}
-		tb = train.GloVeTable(wv.ByTerm(), *gloveOnly)
+		o.Pretrained, o.PretrainedInit, o.PretrainedScale = wv.ByTerm(), *gloveInit, *gscale
+	}
+	var tb *builtin.Table
+	switch {
+	case *gloveOnly > 0:
+		if o.Pretrained == nil {
+			log.Error("-glovetable needs -glove FILE")
+			return 2
+		}
+		tb = train.GloVeTable(o.Pretrained, *gloveOnly)
 		log.Info("pretrained table", "terms", len(tb.Vocab), "dim", tb.Dim)
 	case *table != "":
 		raw, err := os.ReadFile(*table)
@@ -114,17 +121,6 @@ func run() int {
 			return 1
 		}
 	case *out != "":
-		if *glove != "" {
-			wv, err := train.LoadWinkJSON(*glove)
-			if err != nil {
-				log.Error("word vectors", "err", err)
-				return 1
-			}
-			o.Pretrained, o.PretrainedScale = wv.ByTerm(), *gscale
-			if !*gloveInit {
-				o.PretrainedScale = -1
-			}
-		}
 		o.Train.Progress = progress(o)
 		t0 := time.Now()
 		var st *train.Stats
