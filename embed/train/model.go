@@ -1,11 +1,11 @@
 package train
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"sync"
 )
 
@@ -26,6 +26,7 @@ type Config struct {
 	// HardShare is the share of each batch drawn from pairs grouped by
 	// their document's rarest shared term, so those in-batch negatives are
 	// topically close (hard); the rest is drawn at random. 0: all random.
+	// Ignored when Homogeneous is set.
 	HardShare float64
 	// Init, if set, may overwrite rows of the random initial table (rows ×
 	// Dim values) before training, e.g. with pretrained word vectors.
@@ -343,11 +344,11 @@ func hardBatches(order []int, pairs []encoded, rows, batch int, share float64) [
 	}
 	nh := int(float64(len(order)) * share)
 	hard := slices.Clone(order[:nh])
-	keys := make(map[int]int32, nh)
+	keys := make([]int32, len(pairs))
 	for _, i := range hard {
 		keys[i] = key(i)
 	}
-	sort.SliceStable(hard, func(a, b int) bool { return keys[hard[a]] < keys[hard[b]] })
+	slices.SortStableFunc(hard, func(a, b int) int { return cmp.Compare(keys[a], keys[b]) })
 	easy := order[nh:]
 	hb := int(float64(batch) * share)
 	var out [][]int

@@ -165,12 +165,6 @@ func cleanText(s string) string {
 
 // firstSentence is s up to its first ". " (or all of s), at most 30 words.
 func firstSentence(s string) string {
-	if i := strings.Index(s, ". "); i >= 0 {
-		s = s[:i]
-	}
-	w := strings.Fields(s)
-	if len(w) > 30 {
-		w = w[:30]
-	}
-	return strings.Join(w, " ")
+	first, _, _ := strings.Cut(s, ". ")
+	return firstWords(first, 30)
 }
