@@ -36,7 +36,7 @@ func BenchmarkCallOverhead(b *testing.B) {
 	}{
 		{"unsandboxed", "true", Options{AllowUnsandboxed: true, landlockABI: noLandlock}},
 		{"sandboxed-network", "true_net", Options{}},
-		{"sandboxed-nonet-landlock+seccomp", "true", Options{noNetNS: true}},
+		{"sandboxed-nonet-landlock+seccomp", "true", Options{Isolation: IsolationNone}},
 		{"sandboxed-nonet-netns", "true", Options{}},
 	} {
 		b.Run(c.name, func(b *testing.B) {

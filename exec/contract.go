@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"toolsrv/exec/sandbox"
 	"toolsrv/registry"
 )
@@ -61,12 +63,23 @@ type Options struct {
 	Getenv func(string) string
 	// Logger (slog.Default()).
 	Logger *slog.Logger
+	// Isolation chooses namespaces for calls (IsolationAuto: where the
+	// kernel allows them).
+	Isolation Isolation
+	// ReadPaths are extra paths every sandboxed tool may read (the
+	// operator's --read).
+	ReadPaths []string
+	// Limits are a call's limits unless the tool declares its own
+	// (DefaultProcesses, DefaultMemory); MaxLimits cap what a tool may
+	// declare (DefaultMaxProcesses, DefaultMaxMemory()).
+	Limits, MaxLimits Limits
+	// ProcessBudget is the most processes the calls running at once may
+	// have together (their limits add up); 0: a quarter of what the
+	// machine and the user allow.
+	ProcessBudget int64
 
 	// landlockABI replaces LandlockABI (tests simulate a kernel without it).
 	landlockABI func() (int, error)
-	// noNetNS keeps tools without network in the server's network
-	// namespace (tests check Landlock and seccomp on their own).
-	noNetNS bool
 }
 
 // CallContext is who calls and where.
@@ -157,8 +170,13 @@ type Runner struct {
 	log    *slog.Logger
 	abi    int
 	abiErr error
-	netns  bool
 	gates  *gates
+	iso    *isolation
+	calls  *callTable
+	temp   tempDirs
+
+	budget     *semaphore.Weighted
+	budgetSize int64
 }
 
 // HelperSibling is the name of an optional slim sandbox helper installed
@@ -201,30 +219,55 @@ func NewRunner(opts Options) (*Runner, error) {
 	if opts.landlockABI == nil {
 		opts.landlockABI = sandbox.LandlockABI
 	}
-	r := &Runner{opts: opts, log: opts.Logger, gates: newGates()}
+	if opts.Limits.Processes <= 0 {
+		opts.Limits.Processes = DefaultProcesses
+	}
+	if opts.Limits.Memory <= 0 {
+		opts.Limits.Memory = DefaultMemory
+	}
+	if opts.MaxLimits.Processes <= 0 {
+		opts.MaxLimits.Processes = DefaultMaxProcesses
+	}
+	if opts.MaxLimits.Memory <= 0 {
+		opts.MaxLimits.Memory = DefaultMaxMemory()
+	}
+	if opts.ProcessBudget <= 0 {
+		opts.ProcessBudget = defaultProcessBudget()
+	}
+	for i, p := range opts.ReadPaths {
+		if !filepath.IsAbs(p) {
+			return nil, fmt.Errorf("exec: read path %q must be absolute", p)
+		}
+		opts.ReadPaths[i] = filepath.Clean(p)
+	}
+	// Every call, sandboxed or not, runs through the helper: it applies the
+	// limits and ends everything the tool starts.
+	if opts.SelfExe == "" {
+		return nil, errors.New("exec: Options.SelfExe is required (the toolsrv binary, re-executed as the sandbox helper)")
+	}
+	if !filepath.IsAbs(opts.SelfExe) {
+		return nil, fmt.Errorf("exec: Options.SelfExe %q must be an absolute path", opts.SelfExe)
+	}
+	if _, err := os.Stat(opts.SelfExe); err != nil {
+		return nil, fmt.Errorf("exec: sandbox helper binary: %w", err)
+	}
+	r := &Runner{opts: opts, log: opts.Logger, gates: newGates(), iso: newIsolation(opts.Isolation),
+		calls: newCallTable(), temp: tempDirs{root: opts.TempRoot, pid: os.Getpid()},
+		budget: semaphore.NewWeighted(opts.ProcessBudget), budgetSize: opts.ProcessBudget}
 	if r.log == nil {
 		r.log = slog.Default()
+	}
+	r.temp.sweep(r.log)
+	if r.iso.root && !r.iso.pidMax {
+		r.log.Warn("this kernel has no pid_max per PID namespace (Linux 6.14+): calls of a root toolsrv get no process limit; run toolsrv as an ordinary user")
 	}
 	r.abi, r.abiErr = opts.landlockABI()
 	if r.abiErr == nil && r.abi < sandbox.MinABI {
 		r.abiErr = fmt.Errorf("landlock ABI %d is below %d", r.abi, sandbox.MinABI)
 	}
-	if r.abiErr == nil {
-		if opts.SelfExe == "" {
-			return nil, errors.New("exec: Options.SelfExe is required (the toolsrv binary, re-executed as the sandbox helper)")
-		}
-		if !filepath.IsAbs(opts.SelfExe) {
-			return nil, fmt.Errorf("exec: Options.SelfExe %q must be an absolute path", opts.SelfExe)
-		}
-		if _, err := os.Stat(opts.SelfExe); err != nil {
-			return nil, fmt.Errorf("exec: sandbox helper binary: %w", err)
-		}
-		// A fresh network namespace per call needs CAP_SYS_ADMIN; without
-		// it Landlock (TCP) and the seccomp filter (MPTCP) still deny.
-		r.netns = os.Geteuid() == 0 && !opts.noNetNS
-	} else if opts.AllowUnsandboxed {
+	if r.abiErr != nil && opts.AllowUnsandboxed {
 		r.log.Warn("landlock unavailable: tools will run UNSANDBOXED (allowed explicitly)", "err", r.abiErr)
-	} else {
+	} else if r.abiErr != nil {
 		r.log.Warn("landlock unavailable: tool calls will be refused", "err", r.abiErr)
 	}
 	return r, nil
@@ -290,6 +333,12 @@ func (r *Runner) Call(ctx context.Context, t *registry.Tool, args []byte, cc Cal
 		return fail(ErrCanceled, "", err)
 	}
 	defer release()
+	lim := r.limitsFor(t)
+	leave, err := r.admit(ctx, lim)
+	if err != nil {
+		return fail(ErrCanceled, "", err)
+	}
+	defer leave()
 
 	timeout := r.opts.DefaultTimeout
 	if t.Timeout > 0 {
@@ -298,7 +347,7 @@ func (r *Runner) Call(ctx context.Context, t *registry.Tool, args []byte, cc Cal
 	if cc.Timeout > 0 {
 		timeout = cc.Timeout
 	}
-	return r.run(ctx, t, compact.Bytes(), cc, sandboxed, timeout)
+	return r.run(ctx, t, compact.Bytes(), cc, sandboxed, timeout, lim)
 }
 
 // checkWorkDir makes dir absolute and checks it is a directory.

@@ -156,68 +156,122 @@ func alive(pid int) bool {
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
-func TestTimeoutKillsProcessGroup(t *testing.T) {
-	f := newFixture(t)
-	// The tool and its grandchild ignore SIGTERM; the grandchild runs in
-	// the background. Both must be gone when Call returns.
-	f.add("stubborn", `{"description":"ignores SIGTERM","timeout":30}`,
-		"#!/bin/sh\ntrap '' TERM\nsh -c 'exec sleep 60' &\necho $! > grandchild.pid\necho $$ > child.pid\nsleep 60\n")
-	r := f.runner(nil)
-	ctx := context.Background()
-	cc := f.cc()
-	cc.Timeout = 500 * time.Millisecond
-	res, err := r.Call(ctx, f.tool("stubborn"), []byte(`{}`), cc)
-	ce := wantKind(t, err, ErrTimeout)
-	if res == nil || res.ExitCode != -1 || !strings.Contains(ce.Error(), "500ms") {
-		t.Errorf("result %+v, error %v", res, err)
-	}
-	for _, name := range []string{"child.pid", "grandchild.pid"} {
-		b, err := os.ReadFile(filepath.Join(f.work, name))
+// token is a "sleep" duration no other process on the machine uses, so that
+// a tool's processes can be found in the server's /proc whatever PIDs they
+// have inside their namespace.
+func token(t *testing.T) string {
+	t.Helper()
+	return fmt.Sprintf("%d.%06d", 3000+len(t.Name()), time.Now().UnixNano()%1000000)
+}
+
+// withArg lists the live (not zombie) processes whose command line holds
+// arg.
+func withArg(arg string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
-			t.Fatalf("%s: %v", name, err)
+			continue
 		}
-		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-		if pid <= 0 {
-			t.Fatalf("%s: %q", name, b)
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
 		}
-		// Killed processes are reaped asynchronously by their new
-		// parent; give that a moment.
-		deadline := time.Now().Add(2 * time.Second)
-		for alive(pid) && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if alive(pid) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Errorf("%s (pid %d) survived the timeout", name, pid)
+		for _, a := range strings.Split(string(b), "\x00") {
+			if a == arg && alive(pid) {
+				out = append(out, pid)
+			}
 		}
 	}
-	// The tool's own timeout applies when the call sets none.
-	f.add("slow", `{"description":"slow","timeout":0.3}`, "#!/bin/sh\nsleep 5\n")
-	_, err = f.call(r, "slow", `{}`)
-	if ce := wantKind(t, err, ErrTimeout); !strings.Contains(ce.Error(), "300ms") {
-		t.Errorf("per-tool timeout: %v", ce)
-	}
-	// Background children of a tool that succeeds die with it too.
-	f.add("leaver", `{"description":"leaves a child"}`, "#!/bin/sh\nsleep 60 &\necho $!\n")
-	res = f.mustOK(f.call(r, "leaver", `{}`))
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(res.Stdout)))
-	deadline := time.Now().Add(2 * time.Second)
-	for alive(pid) && time.Now().Before(deadline) {
+	return out
+}
+
+// goneOrKill waits a little for processes with arg to be reaped, then kills
+// and reports any left.
+func goneOrKill(t *testing.T, arg, what string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for len(withArg(arg)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if alive(pid) {
-		syscall.Kill(pid, syscall.SIGKILL)
-		t.Error("a background child outlived its tool")
+	if left := withArg(arg); len(left) > 0 {
+		for _, pid := range left {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		t.Errorf("%s: processes %v outlived the call", what, left)
+	}
+}
+
+// isolations are the two ways calls run: in namespaces (where the kernel
+// allows them) and without (the fallback: a subreaper helper).
+var isolations = []struct {
+	name string
+	iso  Isolation
+}{{"namespaces", IsolationNamespaces}, {"no namespaces", IsolationNone}}
+
+func TestTimeoutKillsEverything(t *testing.T) {
+	for _, mode := range isolations {
+		t.Run(mode.name, func(t *testing.T) {
+			f := newFixture(t)
+			r := f.runner(func(o *Options) { o.Isolation = mode.iso })
+			// The tool and its grandchild ignore SIGTERM; the grandchild
+			// runs in the background; a third process leaves the process
+			// group with setsid (the red team's "sleep 301" with PPID 1).
+			tok := token(t)
+			f.add("stubborn", `{"description":"ignores SIGTERM","timeout":30}`,
+				fmt.Sprintf("#!/bin/sh\ntrap '' TERM\nsh -c 'trap \"\" TERM; exec sleep %[1]s' &\nsetsid sleep %[1]s &\n(setsid sh -c 'sleep %[1]s & exit 0' &)\nsleep %[1]s\n", tok))
+			cc := f.cc()
+			cc.Timeout = 500 * time.Millisecond
+			res, err := r.Call(context.Background(), f.tool("stubborn"), []byte(`{}`), cc)
+			ce := wantKind(t, err, ErrTimeout)
+			if res == nil || res.ExitCode != -1 || !strings.Contains(ce.Error(), "500ms") {
+				t.Errorf("result %+v, error %v", res, err)
+			}
+			goneOrKill(t, tok, "timeout")
+
+			// The tool's own timeout applies when the call sets none.
+			f.add("slow", `{"description":"slow","timeout":0.3}`, "#!/bin/sh\nsleep 5\n")
+			_, err = f.call(r, "slow", `{}`)
+			if ce := wantKind(t, err, ErrTimeout); !strings.Contains(ce.Error(), "300ms") {
+				t.Errorf("per-tool timeout: %v", ce)
+			}
+
+			// Background children of a tool that succeeds die with it too,
+			// including one that left the group and the session.
+			tok = token(t) + "1"
+			f.add("leaver", `{"description":"leaves children"}`,
+				fmt.Sprintf("#!/bin/sh\nsleep %[1]s &\nsetsid sleep %[1]s &\n(setsid sh -c 'sleep %[1]s &' &)\nsleep 0.2\necho started\n", tok))
+			res = f.mustOK(f.call(r, "leaver", `{}`))
+			if strings.TrimSpace(string(res.Stdout)) != "started" {
+				t.Errorf("leaver: %q", res.Stdout)
+			}
+			goneOrKill(t, tok, "successful call")
+		})
 	}
 }
 
 func TestCanceledContextKills(t *testing.T) {
 	f := newFixture(t)
-	f.add("sleeper", `{"description":"sleeps"}`, "#!/bin/sh\nsleep 60\n")
+	tok := token(t)
+	f.add("sleeper", `{"description":"sleeps"}`, fmt.Sprintf("#!/bin/sh\nsetsid sleep %[1]s &\necho started\nsleep %[1]s\n", tok))
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(200*time.Millisecond, cancel)
-	_, err := f.runner(nil).Call(ctx, f.tool("sleeper"), []byte(`{}`), f.cc())
-	wantKind(t, err, ErrCanceled)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.runner(nil).Call(ctx, f.tool("sleeper"), []byte(`{}`), f.cc())
+		done <- err
+	}()
+	// Cancel once both sleeps run (not after a guessed delay).
+	for deadline := time.Now().Add(10 * time.Second); len(withArg(tok)) < 2; {
+		if time.Now().After(deadline) {
+			t.Fatal("the tool's processes never started")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	wantKind(t, <-done, ErrCanceled)
+	goneOrKill(t, tok, "cancelled call")
 }
 
 func TestResultJSON(t *testing.T) {

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -18,50 +18,97 @@ import (
 	"toolsrv/registry"
 )
 
-// drainDelay bounds the wait for the output pipes after the process group
-// is gone (a process that left the group with setsid may hold them).
+// drainDelay bounds the wait for the output pipes after the helper is gone
+// (nothing of the call should hold them then; this is a safety net).
 const drainDelay = 2 * time.Second
 
-// run starts the tool (through the sandbox helper when sandboxed), feeds it
-// stdin, enforces the timeout on its whole process group and collects the
-// capped output.
-func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc CallContext, sandboxed bool, timeout time.Duration) (*Result, error) {
+// helperGrace is how long the helper gets to kill the call's processes
+// after KillSignal before the server kills its process group itself.
+const helperGrace = time.Second
+
+// run starts the tool through the sandbox helper, feeds it stdin, enforces
+// the timeout and collects the capped output. Every call goes through the
+// helper, sandboxed or not: it applies the limits, closes inherited
+// descriptors and ends everything the tool started.
+func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc CallContext, sandboxed bool, timeout time.Duration, lim Limits) (*Result, error) {
 	fail := func(kind error, msg string, err error, res *Result) (*Result, error) {
 		return res, &CallError{Tool: t.Name, Kind: kind, Msg: msg, Err: err, Result: res}
 	}
-	tmp, err := os.MkdirTemp(r.opts.TempRoot, "toolsrv-call-")
+	tmp, err := r.temp.make()
 	if err != nil {
 		return fail(ErrStart, "cannot make the call's temporary directory", err, nil)
 	}
 	defer os.RemoveAll(tmp)
 
-	argv := t.Command.Argv
-	cmd := &osexec.Cmd{Dir: cc.WorkDir, Env: r.toolEnv(t, cc, tmp, sandboxed)}
-	sys := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.SysProcAttr = sys
-	var statusR, statusW *os.File
-	if sandboxed {
-		pol := sandbox.Policy{ReadOnly: t.ReadOnly, Network: t.Network, WorkDir: cc.WorkDir, TempDir: tmp, Exec: execPaths(t, r.opts.ClientBin)}
-		if !t.Network && r.netns {
-			sys.Cloneflags = syscall.CLONE_NEWNET
-			pol.NetNS = true
-		}
-		pj, err := json.Marshal(pol)
-		if err != nil {
-			return fail(ErrSandbox, "", err, nil)
-		}
-		cmd.Path = r.opts.SelfExe
-		cmd.Args = append([]string{r.opts.SelfExe, HelperArg, string(pj), "--"}, argv...)
-		if statusR, statusW, err = os.Pipe(); err != nil {
-			return fail(ErrStart, "", err, nil)
-		}
-		defer statusR.Close()
-		cmd.ExtraFiles = []*os.File{statusW}
-	} else {
-		cmd.Path = argv[0]
-		cmd.Args = argv
+	pol := sandbox.Policy{Unconfined: !sandboxed, ReadOnly: t.ReadOnly, Network: t.Network, WorkDir: cc.WorkDir,
+		TempDir: tmp, Exec: execPaths(t, r.opts.ClientBin), Read: r.readPaths(cc.WorkDir),
+		Processes: lim.Processes, Memory: lim.Memory}
+	res, st, err := r.start(ctx, t, stdin, cc, pol, timeout)
+	if err != nil {
+		return fail(ErrStart, "starting the sandbox helper", err, nil)
 	}
+	switch {
+	case st.Error != "":
+		return fail(ErrSandbox, st.Error, nil, res)
+	case st.timedOut:
+		return fail(ErrTimeout, fmt.Sprintf("killed after %s with every process it started (set \"timeout\" in the .meta or a per-call timeout if it needs longer)", timeout), nil, res)
+	case ctx.Err() != nil:
+		return fail(ErrCanceled, "killed with every process it started", ctx.Err(), res)
+	case res.ExitCode != 0 || st.Signal != 0:
+		return fail(ErrExit, r.exitMessage(st.Status, res, pol), nil, res)
+	}
+	r.log.Debug("tool call", "tool", t.Name, "sandboxed", sandboxed, "duration", res.Duration, "stdout", res.StdoutBytes, "stderr", res.StderrBytes)
+	res.Content = parseContent(res.Stdout)
+	if res.Truncated {
+		r.log.Warn("tool output truncated", "tool", t.Name, "stdout", res.StdoutBytes, "stderr", res.StderrBytes, "cap", r.opts.OutputCap)
+	}
+	return res, nil
+}
 
+// outcome is how the helper ended.
+type outcome struct {
+	sandbox.Status
+	timedOut bool
+}
+
+// start runs the helper for one call and waits for it. With IsolationAuto,
+// a kernel that refuses the namespaces gets the call retried without them
+// (and every later call goes without).
+func (r *Runner) start(ctx context.Context, t *registry.Tool, stdin []byte, cc CallContext, pol sandbox.Policy, timeout time.Duration) (*Result, outcome, error) {
+	ns := r.iso.namespaces()
+	if !ns && r.iso.root {
+		pol.Processes = 0 // root is exempt from RLIMIT_NPROC: only a PID namespace limits it
+	}
+	res, st, err := r.runHelper(ctx, t, stdin, cc, pol, timeout, ns)
+	if ns && r.iso.mode == IsolationAuto && ((err != nil && nsStartError(err)) || (err == nil && st.Isolation)) {
+		if err == nil {
+			err = errors.New(st.Error)
+		}
+		r.iso.disable(err)
+		r.log.Warn("the kernel refused namespaces for tool calls; calls run without them (see the threat model: weaker process limits and lifetime)", "err", err)
+		if r.iso.root {
+			pol.Processes = 0
+		}
+		return r.runHelper(ctx, t, stdin, cc, pol, timeout, false)
+	}
+	return res, st, err
+}
+
+func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, cc CallContext, pol sandbox.Policy, timeout time.Duration, ns bool) (*Result, outcome, error) {
+	pidfd := -1
+	sys := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: sandbox.KillSignal, PidFD: &pidfd}
+	if ns {
+		r.iso.apply(sys, &pol, t.Network || pol.Unconfined)
+	}
+	pj, err := json.Marshal(pol)
+	if err != nil {
+		return nil, outcome{}, err
+	}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return nil, outcome{}, err
+	}
+	defer statusR.Close()
 	var pipes [3][2]*os.File // stdin, stdout, stderr: [read, write]
 	for i := range pipes {
 		rd, wr, err := os.Pipe()
@@ -70,31 +117,41 @@ func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc Cal
 				p[0].Close()
 				p[1].Close()
 			}
-			if statusW != nil {
-				statusW.Close()
-			}
-			return fail(ErrStart, "", err, nil)
+			statusW.Close()
+			return nil, outcome{}, err
 		}
 		pipes[i] = [2]*os.File{rd, wr}
 	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes[0][0], pipes[1][1], pipes[2][1]
-
-	start := time.Now()
+	cmd := &osexec.Cmd{
+		Path: r.opts.SelfExe, Args: append([]string{r.opts.SelfExe, HelperArg, string(pj), "--"}, t.Command.Argv...),
+		Dir: cc.WorkDir, Env: r.toolEnv(t, cc, pol.TempDir, !pol.Unconfined), SysProcAttr: sys,
+		Stdin: pipes[0][0], Stdout: pipes[1][1], Stderr: pipes[2][1], ExtraFiles: []*os.File{statusW},
+	}
+	startAt := time.Now()
 	err = cmd.Start()
 	// The child has its copies; close ours so EOF arrives when it exits.
 	pipes[0][0].Close()
 	pipes[1][1].Close()
 	pipes[2][1].Close()
-	if statusW != nil {
-		statusW.Close()
-	}
+	statusW.Close()
 	if err != nil {
 		pipes[0][1].Close()
 		pipes[1][0].Close()
 		pipes[2][0].Close()
-		return fail(ErrStart, fmt.Sprintf("starting %s", cmd.Path), err, nil)
+		return nil, outcome{}, err
 	}
-	pgid := cmd.Process.Pid
+	pid := cmd.Process.Pid
+	live := &liveCall{pid: pid, pidfd: pidfd, cc: cc}
+	if ns {
+		live.pidNS, _ = nsInode(pid, "pid")
+	}
+	r.calls.add(live)
+	defer func() {
+		r.calls.remove(pid)
+		if pidfd >= 0 {
+			syscall.Close(pidfd)
+		}
+	}()
 
 	stdout := &capBuffer{max: r.opts.OutputCap}
 	stderr := &capBuffer{max: r.opts.OutputCap}
@@ -107,83 +164,91 @@ func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc Cal
 		pipes[0][1].Write(stdin)
 		pipes[0][1].Close()
 	}()
-	var status []byte
+	var status sandbox.Status
+	var statusOK bool
+	var statusErr error
 	statusDone := make(chan struct{})
-	if statusR != nil {
-		go func() { status, _ = io.ReadAll(io.LimitReader(statusR, 64<<10)); close(statusDone) }()
-	} else {
+	go func() {
+		status, statusOK, statusErr = sandbox.ReadStatus(statusR)
 		close(statusDone)
-	}
+	}()
 	waitErr := make(chan error, 1)
 	go func() { waitErr <- cmd.Wait() }()
 
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	timedOut := false
+	var out outcome
 	select {
 	case <-waitErr:
 	case <-tctx.Done():
-		timedOut = ctx.Err() == nil
-		syscall.Kill(-pgid, syscall.SIGTERM)
+		out.timedOut = ctx.Err() == nil
+		// The tool gets SIGTERM (the helper passes it by), then the helper
+		// is told to end everything, then the group is killed outright.
+		syscall.Kill(-pid, syscall.SIGTERM)
 		select {
 		case <-waitErr:
 		case <-time.After(r.opts.KillGrace):
-			syscall.Kill(-pgid, syscall.SIGKILL)
-			<-waitErr
+			syscall.Kill(pid, sandbox.KillSignal)
+			select {
+			case <-waitErr:
+			case <-time.After(helperGrace):
+				syscall.Kill(-pid, syscall.SIGKILL)
+				<-waitErr
+			}
 		}
 	}
-	dur := time.Since(start)
-	// Whatever is left of the group (background children, grandchildren
-	// that ignore SIGTERM) ends with the call.
-	syscall.Kill(-pgid, syscall.SIGKILL)
+	dur := time.Since(startAt)
+	// Whatever is left of the group ends with the call (the helper has
+	// killed the rest already).
+	syscall.Kill(-pid, syscall.SIGKILL)
 
 	copied := make(chan struct{})
 	go func() { copies.Wait(); <-statusDone; close(copied) }()
 	select {
 	case <-copied:
 	case <-time.After(drainDelay):
-		r.log.Warn("tool left a process holding its output open; closing", "tool", t.Name)
+		r.log.Warn("a process of the call still holds its output open after the call ended; closing", "tool", t.Name)
 		pipes[1][0].Close()
 		pipes[2][0].Close()
-		if statusR != nil {
-			statusR.Close()
-		}
+		statusR.Close()
 		<-copied
 	}
 	pipes[0][1].Close() // unblocks the input writer if nobody read it
 	pipes[1][0].Close()
 	pipes[2][0].Close()
 
-	res := &Result{ExitCode: cmd.ProcessState.ExitCode(), Unsandboxed: !sandboxed, Duration: dur}
+	res := &Result{Unsandboxed: pol.Unconfined, Duration: dur}
 	var outTrunc, errTrunc bool
 	res.Stdout, outTrunc, res.StdoutBytes = stdout.bytes()
 	res.Stderr, errTrunc, res.StderrBytes = stderr.bytes()
 	res.Truncated = outTrunc || errTrunc
-
 	switch {
-	case len(status) > 0:
-		return fail(ErrSandbox, strings.TrimPrefix(strings.TrimSpace(string(status)), "toolsrv sandbox: "), nil, res)
-	case timedOut:
-		return fail(ErrTimeout, fmt.Sprintf("killed after %s with its whole process group (set \"timeout\" in the .meta or a per-call timeout if it needs longer)", timeout), nil, res)
-	case ctx.Err() != nil:
-		return fail(ErrCanceled, "killed with its whole process group", ctx.Err(), res)
-	case res.ExitCode != 0:
-		return fail(ErrExit, exitMessage(cmd.ProcessState, res), nil, res)
+	case statusErr != nil:
+		return res, out, statusErr
+	case statusOK:
+		out.Status = status
+	default:
+		// The helper was killed before it could report (timeout after the
+		// helper's grace, or an outside SIGKILL).
+		out.Status = sandbox.Status{Exit: -1, Signal: int(syscall.SIGKILL)}
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && !ws.Signaled() {
+			out.Status = sandbox.Status{Exit: ws.ExitStatus()}
+		}
 	}
-	r.log.Debug("tool call", "tool", t.Name, "sandboxed", sandboxed, "duration", dur, "stdout", res.StdoutBytes, "stderr", res.StderrBytes)
-	res.Content = parseContent(res.Stdout)
-	if res.Truncated {
-		r.log.Warn("tool output truncated", "tool", t.Name, "stdout", res.StdoutBytes, "stderr", res.StderrBytes, "cap", r.opts.OutputCap)
+	res.ExitCode = out.Exit
+	if out.Signal != 0 {
+		res.ExitCode = -1
 	}
-	return res, nil
+	return res, out, nil
 }
 
 // exitMessage says how the tool ended and shows its standard error (or,
-// when that is empty, its standard output), shortened.
-func exitMessage(ps *os.ProcessState, res *Result) string {
+// when that is empty, its standard output), shortened; when the tool's
+// error looks like a sandbox denial, it says what the sandbox allows.
+func (r *Runner) exitMessage(st sandbox.Status, res *Result, pol sandbox.Policy) string {
 	var how string
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		how = fmt.Sprintf("killed by signal %s", ws.Signal())
+	if st.Signal != 0 {
+		how = fmt.Sprintf("killed by signal %s", syscall.Signal(st.Signal))
 	} else {
 		how = fmt.Sprintf("exit status %d", res.ExitCode)
 	}
@@ -195,10 +260,14 @@ func exitMessage(ps *os.ProcessState, res *Result) string {
 	if len(msg) > max {
 		msg = append(append([]byte(nil), msg[:max]...), "…"...)
 	}
-	if len(msg) == 0 {
-		return how
+	out := how
+	if len(msg) > 0 {
+		out += ": " + string(msg)
 	}
-	return how + ": " + string(msg)
+	if hint := denialHint(res.Stderr, pol); hint != "" {
+		out += "\n" + hint
+	}
+	return out
 }
 
 // execPaths are the paths a sandboxed tool may read and execute besides
@@ -223,3 +292,4 @@ func execPaths(t *registry.Tool, clientBin string) []string {
 	}
 	return out
 }
+

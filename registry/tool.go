@@ -47,6 +47,17 @@ type Command struct {
 	Cmd string `json:"cmd,omitempty"`
 }
 
+// ToolLimits are the resource limits a tool declares ("limits" in its
+// .meta); zero fields take the server's defaults.
+type ToolLimits struct {
+	// Processes is the most processes (threads count) the tool and what it
+	// starts may have at once.
+	Processes int `json:"processes,omitempty"`
+	// Memory is the most private writable memory of each of its processes,
+	// in bytes.
+	Memory int64 `json:"memory,omitempty"`
+}
+
 // Tool is one visible, valid tool with its variant resolved. A Tool is
 // immutable once published in a Catalog.
 type Tool struct {
@@ -67,6 +78,9 @@ type Tool struct {
 	Network       bool          `json:"network,omitempty"`
 	Concurrency   Concurrency   `json:"concurrency"`
 	Timeout       time.Duration `json:"timeout,omitempty"` // 0: the caller's default
+	// Limits are the resource limits the tool asks for (zero: the server's
+	// defaults); the server caps them.
+	Limits ToolLimits `json:"limits,omitzero"`
 	Scope         string        `json:"scope,omitempty"`
 	OutputFormat  string        `json:"outputFormat,omitempty"`
 	ResetsCounter bool          `json:"resetsCounter,omitempty"`

@@ -41,7 +41,7 @@ func runFilter(t *testing.T, prog []unix.SockFilter, data []byte) uint32 {
 	return 0
 }
 
-func seccompData(nr int32, arch uint32, args ...uint64) []byte {
+func seccompData[N ~int | ~int32](nr N, arch uint32, args ...uint64) []byte {
 	b := make([]byte, 64)
 	binary.LittleEndian.PutUint32(b[0:], uint32(nr))
 	binary.LittleEndian.PutUint32(b[4:], arch)
@@ -51,42 +51,80 @@ func seccompData(nr int32, arch uint32, args ...uint64) []byte {
 	return b
 }
 
-func TestMPTCPFilter(t *testing.T) {
-	prog, err := mptcpFilter()
-	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
-		if err == nil {
-			t.Fatalf("a filter for %s, which has no tested syscall numbers", runtime.GOARCH)
-		}
-		return // the helper then refuses tools without network: tested in package exec
-	}
+func TestSeccompFilter(t *testing.T) {
+	sc, err := archSyscalls()
 	if err != nil {
-		t.Fatal(err)
+		t.Skipf("no filter for %s: the helper refuses confined tools there (tested in package exec)", runtime.GOARCH)
 	}
-	native := uint32(unix.AUDIT_ARCH_X86_64)
-	if runtime.GOARCH == "arm64" {
-		native = unix.AUDIT_ARCH_AARCH64
+	native := sc.arch
+	var (
+		allow  = uint32(unix.SECCOMP_RET_ALLOW)
+		eacces = errno(unix.EACCES)
+		eperm  = errno(unix.EPERM)
+		enosys = errno(unix.ENOSYS)
+		eproto = errno(unix.EPROTONOSUPPORT)
+		kill   = uint32(seccompRetKillProcess)
+	)
+	type row struct {
+		name    string
+		data    []byte
+		offline uint32 // verdict for a tool without network
+		online  uint32 // verdict for a tool with network
 	}
-	mptcpDenied := unix.SECCOMP_RET_ERRNO | uint32(unix.EPROTONOSUPPORT)
-	for _, tc := range []struct {
-		name string
-		data []byte
-		want uint32
-	}{
-		{"tcp socket", seccompData(unix.SYS_SOCKET, native, unix.AF_INET, unix.SOCK_STREAM, 0), unix.SECCOMP_RET_ALLOW},
-		{"mptcp socket", seccompData(unix.SYS_SOCKET, native, unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_MPTCP), mptcpDenied},
-		{"mptcp v6", seccompData(unix.SYS_SOCKET, native, unix.AF_INET6, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, unix.IPPROTO_MPTCP), mptcpDenied},
-		{"udp socket", seccompData(unix.SYS_SOCKET, native, unix.AF_INET, unix.SOCK_DGRAM, 17), unix.SECCOMP_RET_ALLOW},
-		{"other syscall with 262 in arg 2", seccompData(unix.SYS_READ, native, 0, 0, 262), unix.SECCOMP_RET_ALLOW},
-		{"foreign architecture", seccompData(unix.SYS_SOCKET, 0x40000003 /* i386 */, 0, 0, 0), seccompRetKillProcess},
-	} {
-		if got := runFilter(t, prog, tc.data); got != tc.want {
-			t.Errorf("%s: verdict %#x, want %#x", tc.name, got, tc.want)
+	rows := []row{
+		{"tcp socket", seccompData(unix.SYS_SOCKET, native, unix.AF_INET, unix.SOCK_STREAM, 0), eacces, allow},
+		{"udp socket", seccompData(unix.SYS_SOCKET, native, unix.AF_INET, unix.SOCK_DGRAM, 17), eacces, allow},
+		{"udp v6 socket", seccompData(unix.SYS_SOCKET, native, unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0), eacces, allow},
+		{"packet socket", seccompData(unix.SYS_SOCKET, native, unix.AF_PACKET, unix.SOCK_RAW, 0), eacces, allow},
+		{"vsock socket", seccompData(unix.SYS_SOCKET, native, unix.AF_VSOCK, unix.SOCK_STREAM, 0), eacces, allow},
+		{"unix socket", seccompData(unix.SYS_SOCKET, native, unix.AF_UNIX, unix.SOCK_STREAM, 0), allow, allow},
+		{"netlink socket", seccompData(unix.SYS_SOCKET, native, unix.AF_NETLINK, unix.SOCK_RAW, 0), allow, allow},
+		{"mptcp socket", seccompData(unix.SYS_SOCKET, native, unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_MPTCP), eacces, eproto},
+		{"mptcp v6", seccompData(unix.SYS_SOCKET, native, unix.AF_INET6, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, unix.IPPROTO_MPTCP), eacces, eproto},
+		{"io_uring_setup", seccompData(unix.SYS_IO_URING_SETUP, native, 8, 0), enosys, enosys},
+		{"io_uring_enter", seccompData(unix.SYS_IO_URING_ENTER, native), enosys, enosys},
+		{"openat2", seccompData(unix.SYS_OPENAT2, native), enosys, enosys},
+		{"fchmod u+s", seccompData(unix.SYS_FCHMOD, native, 3, 0o4755), eperm, eperm},
+		{"fchmod g+s", seccompData(unix.SYS_FCHMOD, native, 3, 0o2755), eperm, eperm},
+		{"fchmod 0755", seccompData(unix.SYS_FCHMOD, native, 3, 0o755), allow, allow},
+		{"fchmodat u+s", seccompData(unix.SYS_FCHMODAT, native, atFDCWD, 0, 0o4755), eperm, eperm},
+		{"fchmodat sticky", seccompData(unix.SYS_FCHMODAT, native, atFDCWD, 0, 0o1777), allow, allow},
+		{"fchmodat2 g+s", seccompData(unix.SYS_FCHMODAT2, native, atFDCWD, 0, 0o2700, 0), eperm, eperm},
+		{"mknodat setuid file", seccompData(unix.SYS_MKNODAT, native, atFDCWD, 0, unix.S_IFREG|0o4755, 0), eperm, eperm},
+		{"openat create setuid", seccompData(unix.SYS_OPENAT, native, atFDCWD, 0, unix.O_CREAT|unix.O_WRONLY, 0o4755), eperm, eperm},
+		{"openat tmpfile setgid", seccompData(unix.SYS_OPENAT, native, atFDCWD, 0, unix.O_TMPFILE|unix.O_RDWR, 0o2755), eperm, eperm},
+		{"openat create 0644", seccompData(unix.SYS_OPENAT, native, atFDCWD, 0, unix.O_CREAT|unix.O_WRONLY, 0o644), allow, allow},
+		{"opendir, garbage mode", seccompData(unix.SYS_OPENAT, native, atFDCWD, 0, unix.O_RDONLY|unix.O_DIRECTORY, 0o6777), allow, allow},
+		{"openat read, garbage mode", seccompData(unix.SYS_OPENAT, native, atFDCWD, 0, unix.O_RDONLY, 0o6777), allow, allow},
+		{"read with setuid-looking args", seccompData(unix.SYS_READ, native, 0, 0o4755, 0o4755, 262), allow, allow},
+		{"foreign architecture", seccompData(unix.SYS_SOCKET, 0x40000003 /* i386 */, 0, 0, 0), kill, kill},
+	}
+	if sc.chmod >= 0 {
+		rows = append(rows,
+			row{"chmod u+s", seccompData(int32(sc.chmod), native, 0, 0o4755), eperm, eperm},
+			row{"chmod 0600", seccompData(int32(sc.chmod), native, 0, 0o600), allow, allow},
+			row{"creat setuid", seccompData(int32(sc.creat), native, 0, 0o6755), eperm, eperm},
+			row{"open create setuid", seccompData(int32(sc.open), native, 0, unix.O_CREAT|unix.O_RDWR, 0o4711), eperm, eperm},
+			row{"open read", seccompData(int32(sc.open), native, 0, unix.O_RDONLY, 0o4711), allow, allow},
+			row{"mknod setgid", seccompData(int32(sc.mknod), native, 0, unix.S_IFREG|0o2755, 0), eperm, eperm},
+		)
+	}
+	if sc.x32 {
+		rows = append(rows, row{"x32 socket", seccompData(unix.SYS_SOCKET|x32SyscallBit, native, 0, 0, unix.IPPROTO_MPTCP), kill, kill})
+	}
+	for _, network := range []bool{false, true} {
+		prog, err := buildFilter(filterRules{network: network})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if runtime.GOARCH == "amd64" {
-		x32 := seccompData(unix.SYS_SOCKET|x32SyscallBit, native, 0, 0, unix.IPPROTO_MPTCP)
-		if got := runFilter(t, prog, x32); got != seccompRetKillProcess {
-			t.Errorf("x32 socket: verdict %#x", got)
+		for _, r := range rows {
+			want := r.offline
+			if network {
+				want = r.online
+			}
+			if got := runFilter(t, prog, r.data); got != want {
+				t.Errorf("network=%v %s: verdict %#x, want %#x", network, r.name, got, want)
+			}
 		}
 	}
 }
@@ -125,9 +163,13 @@ func TestUnder(t *testing.T) {
 	}{
 		{"/usr/bin/sh", true}, {"/usr", true}, {"/usrx/bin", false}, {"/bin/sh", true},
 		{"/home/u/x", false}, {"/etc/passwd", true}, {"/etc/shadow", false}, {"/etc/ssl/certs/a.pem", true},
+		{"/sys/devices/system/cpu", true}, {"/root", false}, {"/run/user/1000/toolsrv/9p.sock", false},
 	} {
 		if got := Under(tc.path, SystemReadOnly); got != tc.want {
 			t.Errorf("Under(%s) = %v", tc.path, got)
 		}
 	}
 }
+
+// atFDCWD is AT_FDCWD as the 64-bit register value a system call sees.
+const atFDCWD = uint64(0xffffffffffffff9c)

@@ -8,68 +8,203 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Landlock's TCP rules (ABI 4+) apply to TCP sockets only: a socket created
-// with IPPROTO_MPTCP connects and binds anywhere (reproduced on 6.18 with
-// net.mptcp.enabled=1; Go's net package even uses MPTCP by default for
-// listeners). denyMPTCP closes that gap with a seccomp filter on the
-// calling process (all threads): socket(*, *, IPPROTO_MPTCP) fails with
-// EPROTONOSUPPORT, which makes programs fall back to plain TCP (as Go's net
-// package does), which Landlock then restricts. Syscalls of a foreign ABI
-// (i386 or x32 on amd64), whose socket calls the filter cannot inspect, kill
-// the process.
+// The seccomp filter closes what Landlock (ABI 7) does not cover. It is
+// installed in the helper (all threads) and inherited by the tool and
+// everything it starts:
+//
+//   - tools without network: socket() of any family but AF_UNIX and
+//     AF_NETLINK fails with EACCES (no TCP, UDP, raw, packet, vsock, ...
+//     socket at all; Landlock does not cover UDP);
+//   - tools with network: socket(..., IPPROTO_MPTCP) fails with
+//     EPROTONOSUPPORT, so programs fall back to TCP (Landlock's TCP rules
+//     do not cover MPTCP; Go's net package even prefers it);
+//   - no setuid or setgid file: chmod, fchmod, fchmodat, fchmodat2, and
+//     creat/open/openat/mknod/mknodat creating a file, fail with EPERM when
+//     the mode has S_ISUID or S_ISGID; openat2, whose mode sits behind a
+//     pointer the filter cannot read, fails with ENOSYS (C libraries do not
+//     use it for open());
+//   - io_uring_setup, io_uring_enter and io_uring_register fail with
+//     ENOSYS: io_uring performs opens and socket calls that seccomp never
+//     sees;
+//   - system calls of a foreign ABI (i386 or x32 on amd64), which the
+//     filter cannot inspect, kill the process.
 
 // seccompData offsets (struct seccomp_data: nr int32, arch uint32,
 // instruction_pointer uint64, args [6]uint64; little endian).
 const (
-	offNr    = 0
-	offArch  = 4
-	offArgs2 = 16 + 2*8 // low 32 bits of args[2] (the protocol)
+	offNr   = 0
+	offArch = 4
 )
+
+// offArg is the offset of the low 32 bits of argument i.
+func offArg(i int) uint32 { return uint32(16 + 8*i) }
 
 const (
 	seccompRetKillProcess = 0x80000000
 	x32SyscallBit         = 0x40000000
+	setIDBits             = unix.S_ISUID | unix.S_ISGID
+	// createFlags are the open flags that make open/openat use their mode
+	// (O_CREAT, and __O_TMPFILE: O_TMPFILE without O_DIRECTORY).
+	createFlags = unix.O_CREAT | unix.O_TMPFILE&^unix.O_DIRECTORY
 )
 
-func mptcpFilter() ([]unix.SockFilter, error) {
-	var arch, x32 uint32
-	switch runtime.GOARCH {
-	case "amd64":
-		arch, x32 = unix.AUDIT_ARCH_X86_64, x32SyscallBit
-	case "arm64":
-		arch = unix.AUDIT_ARCH_AARCH64
-	default:
-		return nil, fmt.Errorf("no MPTCP seccomp filter for GOARCH=%s", runtime.GOARCH)
-	}
-	stmt := func(code uint16, k uint32) unix.SockFilter { return unix.SockFilter{Code: code, K: k} }
-	jump := func(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
-		return unix.SockFilter{Code: code, K: k, Jt: jt, Jf: jf}
-	}
-	const (
-		ld   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		jset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
-		ret  = unix.BPF_RET | unix.BPF_K
-	)
-	return []unix.SockFilter{
-		/* 0 */ stmt(ld, offArch),
-		/* 1 */ jump(jeq, arch, 0, 7), // foreign ABI → 9
-		/* 2 */ stmt(ld, offNr),
-		/* 3 */ jump(jset, x32, 5, 0), // x32 syscall → 9
-		/* 4 */ jump(jeq, uint32(unix.SYS_SOCKET), 0, 2), // not socket → 7
-		/* 5 */ stmt(ld, offArgs2),
-		/* 6 */ jump(jeq, unix.IPPROTO_MPTCP, 1, 0), // MPTCP → 8
-		/* 7 */ stmt(ret, unix.SECCOMP_RET_ALLOW),
-		/* 8 */ stmt(ret, unix.SECCOMP_RET_ERRNO|uint32(unix.EPROTONOSUPPORT)),
-		/* 9 */ stmt(ret, seccompRetKillProcess),
-	}, nil
+// filterRules says what the filter refuses.
+type filterRules struct {
+	network bool // MPTCP only is refused; otherwise every non-local family
 }
 
-// denyMPTCP installs the filter on every thread of the calling process. It
-// sets no_new_privs first (required for an unprivileged seccomp filter;
+// bpf assembles a classic BPF program with symbolic jump targets.
+type bpf struct {
+	prog   []unix.SockFilter
+	labels map[string]int
+	fixups []fixup
+}
+
+type fixup struct {
+	at     int
+	jt, jf string // "" = next instruction
+}
+
+const (
+	ld   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+	jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+	jset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+	ret  = unix.BPF_RET | unix.BPF_K
+)
+
+func (b *bpf) label(name string) { b.labels[name] = len(b.prog) }
+
+func (b *bpf) stmt(code uint16, k uint32) { b.prog = append(b.prog, unix.SockFilter{Code: code, K: k}) }
+
+func (b *bpf) jump(code uint16, k uint32, jt, jf string) {
+	b.fixups = append(b.fixups, fixup{at: len(b.prog), jt: jt, jf: jf})
+	b.prog = append(b.prog, unix.SockFilter{Code: code, K: k})
+}
+
+func (b *bpf) assemble() ([]unix.SockFilter, error) {
+	for _, f := range b.fixups {
+		for _, side := range []struct {
+			target string
+			dst    *uint8
+		}{{f.jt, &b.prog[f.at].Jt}, {f.jf, &b.prog[f.at].Jf}} {
+			if side.target == "" {
+				continue
+			}
+			to, ok := b.labels[side.target]
+			if !ok {
+				return nil, fmt.Errorf("seccomp filter: no label %q", side.target)
+			}
+			off := to - f.at - 1
+			if off < 0 || off > 255 {
+				return nil, fmt.Errorf("seccomp filter: jump to %q out of range (%d)", side.target, off)
+			}
+			*side.dst = uint8(off)
+		}
+	}
+	return b.prog, nil
+}
+
+func errno(e unix.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e) }
+
+// buildFilter returns the filter for rules on this architecture.
+func buildFilter(r filterRules) ([]unix.SockFilter, error) {
+	sc, err := archSyscalls()
+	if err != nil {
+		return nil, err
+	}
+	b := &bpf{labels: map[string]int{}}
+	b.stmt(ld, offArch)
+	b.jump(jeq, sc.arch, "", "kill")
+	b.stmt(ld, offNr)
+	if sc.x32 {
+		b.jump(jset, x32SyscallBit, "kill", "")
+	}
+	type dispatch struct {
+		nr    int
+		label string
+	}
+	var table []dispatch
+	add := func(label string, nrs ...int) {
+		for _, nr := range nrs {
+			if nr >= 0 {
+				table = append(table, dispatch{nr, label})
+			}
+		}
+	}
+	add("socket", unix.SYS_SOCKET)
+	add("enosys", unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER, unix.SYS_OPENAT2)
+	add("mode1", sc.chmod, unix.SYS_FCHMOD, sc.creat, sc.mknod)
+	add("mode2", unix.SYS_FCHMODAT, unix.SYS_FCHMODAT2, unix.SYS_MKNODAT)
+	add("open", sc.open)
+	add("openat", unix.SYS_OPENAT)
+	for _, d := range table {
+		b.jump(jeq, uint32(d.nr), d.label, "")
+	}
+	b.stmt(ret, unix.SECCOMP_RET_ALLOW) // any other system call
+
+	// Rule blocks; classic BPF jumps only forward, so every verdict
+	// comes after them.
+	b.label("socket")
+	if r.network {
+		b.stmt(ld, offArg(2))
+		b.jump(jeq, unix.IPPROTO_MPTCP, "eprotonosupport", "allow")
+	} else {
+		b.stmt(ld, offArg(0))
+		b.jump(jeq, unix.AF_UNIX, "allow", "")
+		b.jump(jeq, unix.AF_NETLINK, "allow", "eacces")
+	}
+	b.label("open") // open(path, flags, mode)
+	b.stmt(ld, offArg(1))
+	b.jump(jset, createFlags, "", "allow")
+	b.stmt(ld, offArg(2))
+	b.jump(jset, setIDBits, "eperm", "allow")
+	b.label("openat") // openat(dirfd, path, flags, mode)
+	b.stmt(ld, offArg(2))
+	b.jump(jset, createFlags, "", "allow")
+	b.stmt(ld, offArg(3))
+	b.jump(jset, setIDBits, "eperm", "allow")
+	b.label("mode1") // chmod(path, mode), fchmod(fd, mode), creat(path, mode), mknod(path, mode, dev)
+	b.stmt(ld, offArg(1))
+	b.jump(jset, setIDBits, "eperm", "allow")
+	b.label("mode2") // fchmodat(dirfd, path, mode...), mknodat(dirfd, path, mode, dev)
+	b.stmt(ld, offArg(2))
+	b.jump(jset, setIDBits, "eperm", "allow")
+
+	b.label("allow")
+	b.stmt(ret, unix.SECCOMP_RET_ALLOW)
+	b.label("eacces")
+	b.stmt(ret, errno(unix.EACCES))
+	b.label("eperm")
+	b.stmt(ret, errno(unix.EPERM))
+	b.label("enosys")
+	b.stmt(ret, errno(unix.ENOSYS))
+	b.label("eprotonosupport")
+	b.stmt(ret, errno(unix.EPROTONOSUPPORT))
+	b.label("kill")
+	b.stmt(ret, seccompRetKillProcess)
+	return b.assemble()
+}
+
+// archSyscalls are the numbers that differ between architectures; -1 for
+// a call the architecture does not have.
+type syscalls struct {
+	arch                      uint32
+	x32                       bool
+	chmod, creat, mknod, open int
+}
+
+func archSyscalls() (syscalls, error) {
+	if nativeSyscalls.arch != 0 {
+		return nativeSyscalls, nil
+	}
+	return syscalls{}, fmt.Errorf("no seccomp filter for GOARCH=%s (its system call numbers are untested); refusing to run tools unconfined", runtime.GOARCH)
+}
+
+// installFilter installs the filter on every thread of the calling process.
+// It sets no_new_privs first (required for an unprivileged seccomp filter;
 // Landlock needs it anyway).
-func denyMPTCP() error {
-	filter, err := mptcpFilter()
+func installFilter(r filterRules) error {
+	filter, err := buildFilter(r)
 	if err != nil {
 		return err
 	}

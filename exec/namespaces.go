@@ -1,0 +1,123 @@
+package exec
+
+import (
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"toolsrv/exec/sandbox"
+)
+
+// Isolation is how a call is separated from the server beyond Landlock.
+type Isolation int
+
+const (
+	// IsolationAuto (the default) uses namespaces where the kernel allows
+	// them and falls back to IsolationNone, with a warning, where not.
+	IsolationAuto Isolation = iota
+	// IsolationNamespaces: every call gets a PID namespace (its helper is
+	// the init: everything the tool starts dies with the call), an IPC
+	// namespace, and, for tools without network, an empty network
+	// namespace; a non-root toolsrv adds a user namespace of the call's own
+	// (which also makes RLIMIT_NPROC count only the call's processes).
+	IsolationNamespaces
+	// IsolationNone: no namespaces. The helper is a child subreaper that
+	// kills the tool's descendants one by one; the process limit counts all
+	// of the user's processes (what runs now plus the call's share); the
+	// seccomp filter alone refuses IP sockets.
+	IsolationNone
+)
+
+// isolation decides, and remembers, whether calls get namespaces.
+type isolation struct {
+	mode Isolation
+	root bool
+	uid  int
+	gid  int
+	// pidMax: the kernel has a pid_max per PID namespace (Linux 6.14+),
+	// which is the process limit of a root toolsrv.
+	pidMax bool
+
+	mu       sync.Mutex
+	disabled error // why namespaces failed once (then IsolationNone)
+}
+
+func newIsolation(mode Isolation) *isolation {
+	return &isolation{mode: mode, root: os.Geteuid() == 0, uid: os.Getuid(), gid: os.Getgid(),
+		pidMax: kernelAtLeast(6, 14)}
+}
+
+// namespaces reports whether the next call should get namespaces.
+func (i *isolation) namespaces() bool {
+	if i.mode == IsolationNone {
+		return false
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.disabled == nil
+}
+
+// disable records that starting with namespaces failed (with IsolationAuto
+// the caller retries without them).
+func (i *isolation) disable(err error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.disabled == nil {
+		i.disabled = err
+	}
+}
+
+// apply sets up the helper's namespaces in sys and the matching policy
+// fields. network says whether the tool keeps the host's network.
+func (i *isolation) apply(sys *syscall.SysProcAttr, pol *sandbox.Policy, network bool) {
+	sys.Cloneflags |= syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWNS
+	pol.PidNS = true
+	if !i.root {
+		sys.Cloneflags |= syscall.CLONE_NEWUSER
+		// The tool keeps its identity: the same uid and gid inside and out.
+		sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: i.uid, HostID: i.uid, Size: 1}}
+		sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: i.gid, HostID: i.gid, Size: 1}}
+		sys.GidMappingsEnableSetgroups = false
+		pol.UserNS = true
+	}
+	if !network {
+		sys.Cloneflags |= syscall.CLONE_NEWNET
+		pol.NetNS = true
+	}
+	if i.root && !i.pidMax {
+		// Root is exempt from RLIMIT_NPROC, and this kernel has no pid_max
+		// per PID namespace: no process limit (said once at start).
+		pol.Processes = 0
+	}
+}
+
+// nsStartError reports whether err from starting the helper means the
+// kernel refused the namespaces (rather than, say, a missing binary).
+func nsStartError(err error) bool {
+	return errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) ||
+		errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EUSERS) || errors.Is(err, syscall.EACCES)
+}
+
+// kernelAtLeast compares the running kernel's release with major.minor.
+func kernelAtLeast(major, minor int) bool {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return false
+	}
+	rel := unix.ByteSliceToString(u.Release[:])
+	parts := strings.SplitN(rel, ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	ma, err1 := strconv.Atoi(parts[0])
+	mi, err2 := strconv.Atoi(strings.TrimFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' }))
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return ma > major || (ma == major && mi >= minor)
+}

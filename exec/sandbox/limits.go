@@ -1,0 +1,121 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// Marker is the hard RLIMIT_LOCKS every process started by the helper
+// carries, sandboxed or not. The limit has had no effect since Linux 2.4.25,
+// so it changes nothing for the tool; but a process can lower a hard limit
+// and never raise it again without CAP_SYS_RESOURCE in the initial user
+// namespace, which no tool has. A finite hard RLIMIT_LOCKS therefore marks
+// a process as a tool (or a descendant of one) for good: the 9P server
+// uses it to tell a tool's connection from its owner's (see Marked).
+const Marker = 0x746f6f6c // "tool"
+
+// Marked reports whether process pid carries the Marker (a finite hard
+// RLIMIT_LOCKS): it was started by a toolsrv sandbox helper or descends
+// from such a process. Reading another process's limits needs the same
+// user or CAP_SYS_RESOURCE.
+func Marked(pid int) (bool, error) {
+	var lim unix.Rlimit
+	if err := unix.Prlimit(pid, unix.RLIMIT_LOCKS, nil, &lim); err != nil {
+		return false, fmt.Errorf("reading the limits of process %d: %w", pid, err)
+	}
+	return lim.Max != unix.RLIM_INFINITY, nil
+}
+
+// helperTasks is the room left for the helper's own threads (the Go
+// runtime's) inside the process limit: the helper and the tool share the
+// call's count.
+const helperTasks = 16
+
+// minPidMax is the kernel's lowest pid_max (RESERVED_PIDS + 1).
+const minPidMax = 301
+
+// applyLimits sets the limits of the call on the helper; the tool and
+// everything it starts inherit them.
+func applyLimits(p Policy) error {
+	set := func(name string, res int, v uint64) error {
+		if err := unix.Setrlimit(res, &unix.Rlimit{Cur: v, Max: v}); err != nil {
+			return fmt.Errorf("setting %s to %d: %w", name, v, err)
+		}
+		return nil
+	}
+	if err := set("RLIMIT_LOCKS (the tool marker)", unix.RLIMIT_LOCKS, Marker); err != nil {
+		return err
+	}
+	if err := set("RLIMIT_CORE", unix.RLIMIT_CORE, 0); err != nil {
+		return err
+	}
+	if p.Memory > 0 {
+		if err := set("RLIMIT_DATA (memory)", unix.RLIMIT_DATA, uint64(p.Memory)); err != nil {
+			return err
+		}
+	}
+	if p.Processes > 0 {
+		switch {
+		case p.PidNS && os.Geteuid() == 0 && !p.UserNS:
+			// Root is exempt from RLIMIT_NPROC; the PID namespace's own
+			// pid_max (Linux 6.14+) bounds how many processes it holds.
+			n := p.Processes + helperTasks + 1
+			if n < minPidMax {
+				n = minPidMax
+			}
+			if err := os.WriteFile("/proc/sys/kernel/pid_max", []byte(strconv.Itoa(n)), 0); err != nil {
+				return fmt.Errorf("limiting the call to %d processes (pid_max of its PID namespace, Linux 6.14 or later): %w", p.Processes, err)
+			}
+		case os.Geteuid() == 0:
+			return errors.New("a process limit for a root toolsrv needs a PID namespace")
+		case p.UserNS:
+			// In the call's own user namespace, RLIMIT_NPROC counts this
+			// call's processes only.
+			if err := set("RLIMIT_NPROC (processes)", unix.RLIMIT_NPROC, uint64(p.Processes+helperTasks)); err != nil {
+				return err
+			}
+		default:
+			// No user namespace: RLIMIT_NPROC counts every task of the
+			// user, so the call gets what runs now plus its own share (an
+			// approximation: the fallback documented in package exec).
+			if err := set("RLIMIT_NPROC (processes)", unix.RLIMIT_NPROC, uint64(userTasks(os.Getuid())+p.Processes)); err != nil {
+				return err
+			}
+		}
+	}
+	// The kernel's OOM killer picks tools before anything else, the server
+	// included. Raising one's own score needs no privilege.
+	if err := os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0); err != nil {
+		return fmt.Errorf("raising the tool's OOM score: %w", err)
+	}
+	return nil
+}
+
+// userTasks counts the tasks (threads included) of processes owned by uid.
+func userTasks(uid int) int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat("/proc/"+e.Name(), &st) != nil || int(st.Uid) != uid {
+			continue
+		}
+		tasks, err := os.ReadDir("/proc/" + e.Name() + "/task")
+		if err != nil {
+			continue
+		}
+		n += len(tasks)
+	}
+	return n
+}
+

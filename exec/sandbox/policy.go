@@ -1,0 +1,152 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+)
+
+// Policy is what the server tells the helper; it travels as JSON in argv
+// (paths and numbers only: the call's arguments go to standard input).
+type Policy struct {
+	// Unconfined: no Landlock and no seccomp filter (an approved bypass
+	// tool, or a kernel without Landlock and --allow-unsandboxed). The
+	// limits, the process lifetime and the descriptor hygiene still apply.
+	Unconfined bool `json:"unconfined,omitempty"`
+	// ReadOnly: no write access anywhere (not even WorkDir and TempDir).
+	ReadOnly bool `json:"readOnly,omitempty"`
+	// Network: the tool may use the network; without it the seccomp filter
+	// refuses every socket but Unix and netlink ones, Landlock denies TCP
+	// connect and bind, and (with NetNS) the tool has no network at all.
+	Network bool `json:"network,omitempty"`
+	// NetNS: the helper was started in a fresh network namespace; it turns
+	// MPTCP off there (a per-namespace sysctl, root only).
+	NetNS bool `json:"netns,omitempty"`
+	// PidNS: the helper is the init of a fresh PID namespace; everything
+	// the tool starts dies with it.
+	PidNS bool `json:"pidns,omitempty"`
+	// UserNS: the helper runs in a user namespace of its own (toolsrv is
+	// not root): RLIMIT_NPROC counts only this call's processes.
+	UserNS bool `json:"userns,omitempty"`
+	// WorkDir and TempDir are read-write (read-only when ReadOnly).
+	WorkDir string `json:"workdir"`
+	TempDir string `json:"tempdir,omitempty"`
+	// Exec are extra read+execute paths (the tool's directory, its
+	// executable), files or directories.
+	Exec []string `json:"exec,omitempty"`
+	// Read are extra read-only paths (the repository that holds the
+	// working directory, paths the operator allowed).
+	Read []string `json:"read,omitempty"`
+	// Processes is the most processes (threads included) the tool and
+	// everything it starts may have at once; 0: no limit.
+	Processes int `json:"processes,omitempty"`
+	// Memory is the most private writable memory (RLIMIT_DATA) of each of
+	// the tool's processes, in bytes; 0: no limit.
+	Memory int64 `json:"memory,omitempty"`
+}
+
+// SystemReadOnly are the system paths every tool may read and execute.
+// Missing ones are skipped. /etc is listed file by file so that secrets
+// there (shadow, ssh host keys, ...) stay unreadable.
+var SystemReadOnly = []string{
+	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
+	"/etc/localtime", "/etc/timezone", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf",
+	"/etc/hosts", "/etc/host.conf", "/etc/resolv.conf", "/etc/gai.conf", "/etc/services",
+	"/etc/protocols", "/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/mime.types",
+	"/etc/magic", "/etc/locale.alias", "/etc/os-release", "/etc/debian_version",
+	"/etc/hostname", "/etc/inputrc", "/etc/gitconfig", "/etc/python3", "/etc/mtab",
+	"/etc/machine-id", "/var/log", "/run/log/journal", // system logs (the seeds' system_logs tool)
+	"/proc", "/sys", "/dev/urandom", "/dev/random",
+}
+
+// SystemDevices may be opened for writing even by readOnly tools: writing
+// to them changes nothing.
+var SystemDevices = []string{"/dev/null", "/dev/zero", "/dev/full"}
+
+// Readable reports whether a sandboxed tool under p may read path (the
+// system paths, its own paths, the working and temporary directories).
+func (p Policy) Readable(path string) bool {
+	return Under(path, SystemReadOnly) || Under(path, SystemDevices) || Under(path, p.Exec) ||
+		Under(path, p.Read) || Under(path, []string{p.WorkDir}) || (p.TempDir != "" && Under(path, []string{p.TempDir}))
+}
+
+// Writable reports whether a sandboxed tool under p may write path.
+func (p Policy) Writable(path string) bool {
+	if Under(path, SystemDevices) {
+		return true
+	}
+	if p.ReadOnly {
+		return false
+	}
+	return Under(path, []string{p.WorkDir}) || (p.TempDir != "" && Under(path, []string{p.TempDir}))
+}
+
+// policyRules turns a Policy into Landlock rules, choosing directory or file
+// rights for each existing path (a directory right on a file is an error).
+func policyRules(p Policy) ([]landlock.Rule, error) {
+	var rules []landlock.Rule
+	ro := append(append(append([]string(nil), SystemReadOnly...), p.Exec...), p.Read...)
+	for _, path := range ro {
+		fi, err := os.Stat(path)
+		if err != nil {
+			continue // missing or unreadable system path: nothing to allow
+		}
+		if fi.IsDir() {
+			rules = append(rules, landlock.RODirs(path))
+		} else {
+			rules = append(rules, landlock.ROFiles(path))
+		}
+	}
+	for _, dev := range SystemDevices {
+		if _, err := os.Stat(dev); err == nil {
+			rules = append(rules, landlock.RWFiles(dev).WithIoctlDev())
+		}
+	}
+	rw := []string{p.WorkDir}
+	if p.TempDir != "" {
+		rw = append(rw, p.TempDir)
+	}
+	for _, d := range rw {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return nil, fmt.Errorf("working directory: %w", err)
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("%s is not a directory", d)
+		}
+		if p.ReadOnly {
+			rules = append(rules, landlock.RODirs(d))
+		} else {
+			rules = append(rules, landlock.RWDirs(d).WithRefer())
+		}
+	}
+	return rules, nil
+}
+
+// Under reports whether path is one of roots or below one of them.
+func Under(path string, roots []string) bool {
+	for _, r := range roots {
+		if r == "" {
+			continue
+		}
+		if path == r || strings.HasPrefix(path, strings.TrimSuffix(r, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPolicy says what is wrong with p before anything is applied.
+func checkPolicy(p Policy) error {
+	if p.WorkDir == "" || !filepath.IsAbs(p.WorkDir) {
+		return fmt.Errorf("working directory %q is not absolute", p.WorkDir)
+	}
+	if p.Processes < 0 || p.Memory < 0 {
+		return fmt.Errorf("negative limits (processes %d, memory %d)", p.Processes, p.Memory)
+	}
+	return nil
+}

@@ -1,0 +1,48 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"syscall"
+)
+
+// Status is what the helper reports on its status pipe (StatusFD) when it
+// ends: either why the sandbox could not be applied or the tool not
+// started (Error), or how the tool ended (Exit, or Signal when a signal
+// killed it). One JSON object; nothing written means the helper itself
+// was killed.
+type Status struct {
+	Error  string `json:"error,omitempty"`
+	Exit   int    `json:"exit"`
+	Signal int    `json:"signal,omitempty"`
+	// Killed: the helper ended the tool on the server's request (timeout,
+	// cancellation) rather than the tool ending on its own.
+	Killed bool `json:"killed,omitempty"`
+	// Isolation: Error happened while setting up the call's namespaces.
+	Isolation bool `json:"isolation,omitempty"`
+}
+
+// ReadStatus parses what the helper wrote; ok is false when it wrote
+// nothing.
+func ReadStatus(r io.Reader) (st Status, ok bool, err error) {
+	b, err := io.ReadAll(io.LimitReader(r, 64<<10))
+	if err != nil {
+		return Status{}, false, err
+	}
+	if len(b) == 0 {
+		return Status{}, false, nil
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return Status{}, false, fmt.Errorf("the sandbox helper reported %q: %w", b, err)
+	}
+	return st, true, nil
+}
+
+// statusOf turns a wait status into a Status.
+func statusOf(ws syscall.WaitStatus) Status {
+	if ws.Signaled() {
+		return Status{Exit: -1, Signal: int(ws.Signal())}
+	}
+	return Status{Exit: ws.ExitStatus()}
+}
