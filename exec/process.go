@@ -292,4 +292,3 @@ func execPaths(t *registry.Tool, clientBin string) []string {
 	}
 	return out
 }
-

@@ -95,4 +95,3 @@ func (r *Runner) admit(ctx context.Context, l Limits) (func(), error) {
 	}
 	return func() { r.budget.Release(w) }, nil
 }
-

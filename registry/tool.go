@@ -73,17 +73,17 @@ type Tool struct {
 	Tier        Tier            `json:"tier"`
 	Cmd         string          `json:"cmd,omitempty"`
 
-	ReadOnly      bool          `json:"readOnly,omitempty"`
-	Bypass        bool          `json:"bypass,omitempty"`
-	Network       bool          `json:"network,omitempty"`
-	Concurrency   Concurrency   `json:"concurrency"`
-	Timeout       time.Duration `json:"timeout,omitempty"` // 0: the caller's default
+	ReadOnly    bool          `json:"readOnly,omitempty"`
+	Bypass      bool          `json:"bypass,omitempty"`
+	Network     bool          `json:"network,omitempty"`
+	Concurrency Concurrency   `json:"concurrency"`
+	Timeout     time.Duration `json:"timeout,omitempty"` // 0: the caller's default
 	// Limits are the resource limits the tool asks for (zero: the server's
 	// defaults); the server caps them.
-	Limits ToolLimits `json:"limits,omitzero"`
-	Scope         string        `json:"scope,omitempty"`
-	OutputFormat  string        `json:"outputFormat,omitempty"`
-	ResetsCounter bool          `json:"resetsCounter,omitempty"`
+	Limits        ToolLimits `json:"limits,omitzero"`
+	Scope         string     `json:"scope,omitempty"`
+	OutputFormat  string     `json:"outputFormat,omitempty"`
+	ResetsCounter bool       `json:"resetsCounter,omitempty"`
 
 	// Extra holds unknown top-level fields, carried through unchanged.
 	Extra map[string]json.RawMessage `json:"extra,omitempty"`

@@ -118,4 +118,3 @@ func userTasks(uid int) int {
 	}
 	return n
 }
-
