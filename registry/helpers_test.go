@@ -2,6 +2,7 @@ package registry
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -68,3 +69,6 @@ func problemsOfFile(c *Catalog, file string) []Problem {
 	}
 	return out
 }
+
+// asFieldErrors is errors.As for a FieldErrors target.
+func asFieldErrors(err error, all *FieldErrors) bool { return errors.As(err, all) }

@@ -10,6 +10,10 @@ import (
 	"strings"
 )
 
+// maxReported is the most problems listed for one file or document; the
+// rest are counted.
+const maxReported = 20
+
 // maxJSONDepth is the deepest nesting scanKeys follows (encoding/json's own
 // limit for Unmarshal).
 const maxJSONDepth = 10000
@@ -59,8 +63,34 @@ func (p jsonPath) field() string {
 // object already used.
 type duplicateKey struct {
 	Path      jsonPath // the member's path, ending with the repeated key
-	Line      int      // line of the repetition
+	Line      int      // line of the (first) repetition
 	FirstLine int      // line of the first use
+	Times     int      // how often the key is given (after collapseDuplicates)
+}
+
+func (d duplicateKey) message() string {
+	if d.Times > 2 {
+		return fmt.Sprintf("is given %d times (first on line %d)", d.Times, d.FirstLine)
+	}
+	return fmt.Sprintf("is given twice (first on line %d)", d.FirstLine)
+}
+
+// collapseDuplicates reports each repeated key once, with how often it is
+// given, in the order of first repetition.
+func collapseDuplicates(dups []duplicateKey) []duplicateKey {
+	var out []duplicateKey
+	at := map[string]int{}
+	for _, d := range dups {
+		ptr := d.Path.pointer()
+		if i, ok := at[ptr]; ok {
+			out[i].Times++
+			continue
+		}
+		at[ptr] = len(out)
+		d.Times = 2
+		out = append(out, d)
+	}
+	return out
 }
 
 // scanKeys walks one JSON document, calls visit (if not nil) with the path
@@ -181,8 +211,16 @@ func refuseDuplicateKeys(what string, data []byte) error {
 		return nil
 	}
 	var msgs []string
-	for _, d := range dups {
-		msgs = append(msgs, fmt.Sprintf("key %q is given twice at %s", d.Path[len(d.Path)-1].Key, d.Path.pointer()))
+	for _, d := range collapseDuplicates(dups) {
+		if len(msgs) == maxReported {
+			msgs = append(msgs, "…")
+			break
+		}
+		times := "twice"
+		if d.Times > 2 {
+			times = fmt.Sprintf("%d times", d.Times)
+		}
+		msgs = append(msgs, fmt.Sprintf("key %q is given %s at %s", d.Path[len(d.Path)-1].Key, times, d.Path.pointer()))
 	}
 	return errors.New(what + ": " + strings.Join(msgs, "; ") + "; send each key once")
 }

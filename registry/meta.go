@@ -89,7 +89,7 @@ var matchKeys = map[string]bool{"binary": true, "file": true, "os": true, "arch"
 func ParseMeta(data []byte) (*Meta, error) {
 	m, errs := parseMeta(data)
 	if len(errs) > 0 {
-		return nil, errs
+		return nil, capErrors(errs)
 	}
 	return m, nil
 }
@@ -121,9 +121,8 @@ func parseMeta(data []byte) (*Meta, FieldErrors) {
 	if err != nil {
 		return nil, FieldErrors{{Msg: "not valid JSON: " + err.Error()}}
 	}
-	for _, d := range dups {
-		p.errs = append(p.errs, &FieldError{Field: d.Path.field(), Line: d.Line,
-			Msg: fmt.Sprintf("is given twice (first on line %d), which is ambiguous: keep one", d.FirstLine)})
+	for _, d := range collapseDuplicates(dups) {
+		p.errs = append(p.errs, &FieldError{Field: d.Path.field(), Line: d.Line, Msg: d.message() + ", which is ambiguous: keep one"})
 	}
 	m := &Meta{lines: p.lines}
 	p.parseFields(&m.fields, top, "")
@@ -237,6 +236,16 @@ func sortByLine(errs FieldErrors) {
 		return e.Line
 	}
 	sort.SliceStable(errs, func(i, j int) bool { return key(errs[i]) < key(errs[j]) })
+}
+
+// capErrors keeps the first maxReported problems of a file and counts the
+// rest in one more, so a file cannot flood the report.
+func capErrors(errs FieldErrors) FieldErrors {
+	if len(errs) <= maxReported {
+		return errs
+	}
+	out := append(FieldErrors(nil), errs[:maxReported]...)
+	return append(out, &FieldError{Msg: fmt.Sprintf("… and %d more problems in this file; fix the ones above first", len(errs)-maxReported)})
 }
 
 func sortedKeys(m map[string]json.RawMessage) []string {

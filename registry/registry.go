@@ -105,7 +105,7 @@ func (fe *fileEntry) outcome() (map[int]*jsonschema.Schema, FieldErrors) {
 		errs = append(errs, &FieldError{Field: field, Line: fe.meta.Line(field), Msg: j.errMsg})
 	}
 	sortByLine(errs)
-	return schemas, errs
+	return schemas, capErrors(errs)
 }
 
 // result is what one name resolves to across all directories.
