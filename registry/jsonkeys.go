@@ -94,7 +94,8 @@ func collapseDuplicates(dups []duplicateKey) []duplicateKey {
 }
 
 // scanKeys walks one JSON document, calls visit (if not nil) with the path
-// and line of every object member's key, and returns the keys that repeat
+// and line of every object member's key and of every array element's first
+// token, and returns the keys that repeat
 // within their object, at any depth. Keys are compared after unescaping, so
 // "n" and "\u006e" are the same key. visit must copy path to keep it.
 //
@@ -153,6 +154,9 @@ func scanKeys(data []byte, visit func(path jsonPath, line int)) ([]duplicateKey,
 			}
 		}
 		d, isDelim := tok.(json.Delim)
+		if n := len(stack); visit != nil && n > 0 && !stack[n-1].obj && !(isDelim && (d == '}' || d == ']')) {
+			visit(append(path, pathSeg{Index: stack[n-1].next}), lines.at(dec.InputOffset()))
+		}
 		switch {
 		case isDelim && (d == '{' || d == '['):
 			if len(stack) >= maxJSONDepth {
