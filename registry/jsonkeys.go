@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // maxReported is the most problems listed for one file or document; the
@@ -93,115 +93,195 @@ func collapseDuplicates(dups []duplicateKey) []duplicateKey {
 	return out
 }
 
-// scanKeys walks one JSON document, calls visit (if not nil) with the path
-// and line of every object member's key and of every array element's first
-// token, and returns the keys that repeat
-// within their object, at any depth. Keys are compared after unescaping, so
-// "n" and "\u006e" are the same key. visit must copy path to keep it.
+// keyVisitor is told where keys and array elements are: want (nil: all)
+// selects by the path of the enclosing container, visit receives the
+// member's or element's path (valid only during the call) and line.
+type keyVisitor struct {
+	want  func(parent jsonPath) bool
+	visit func(path jsonPath, line int)
+}
+
+// scanKeys walks one JSON document, reports to v (if not nil) the path and
+// line of object members' keys and array elements' first tokens, and
+// returns the keys that repeat within their object, at any depth. Keys are
+// compared after unescaping, so "n" and "\u006e" are the same key.
+//
+// data must be valid JSON (callers decode it first): scanKeys only tokenizes
+// it, byte by byte, which is several times faster than json.Decoder.Token
+// and allocates little.
 //
 // encoding/json (and the JSON Schema library) keep the last of repeated
 // keys while other readers keep the first: a document with a repeated key
 // means different things to different programs, so callers refuse it.
-func scanKeys(data []byte, visit func(path jsonPath, line int)) ([]duplicateKey, error) {
+func scanKeys(data []byte, v *keyVisitor) ([]duplicateKey, error) {
 	type frame struct {
-		obj     bool
-		wantKey bool           // object: the next token is a key or '}'
-		key     string         // object: the key of the value being read
-		next    int            // array: index of the next element
-		seen    map[string]int // object: key → line of its first use
+		obj   bool
+		key   []byte         // object: the (unescaped) key of the value being read
+		next  int            // array: index of the next element
+		first int            // object: where its keys start in keys
+		big   map[string]int // object: key → line, once it has many keys
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	lines := lineCounter{data: data}
-	var stack []frame
-	var path jsonPath // path of the innermost open container
+	type keyRef struct {
+		key  []byte
+		line int
+	}
+	const linearKeys = 16 // up to this many keys, repeats are found by a scan
+	stack := make([]frame, 0, 8)
+	keys := make([]keyRef, 0, 32) // the keys of every open object, innermost last
+	path := make(jsonPath, 0, 8)  // path of the innermost open container
 	var dups []duplicateKey
-	valueDone := func() {
-		if n := len(stack); n > 0 {
-			if f := &stack[n-1]; f.obj {
-				f.wantKey = true
-			} else {
-				f.next++
-			}
+	line, wantKey := 1, false
+	wanted := func() bool { return v != nil && (v.want == nil || v.want(path)) }
+	element := func() {
+		if n := len(stack); n > 0 && !stack[n-1].obj && wanted() {
+			v.visit(append(path, pathSeg{Index: stack[n-1].next}), line)
 		}
 	}
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return dups, nil
+	valueDone := func() {
+		if n := len(stack); n > 0 && !stack[n-1].obj {
+			stack[n-1].next++
 		}
-		if err != nil {
-			return dups, err
-		}
-		if n := len(stack); n > 0 && stack[n-1].wantKey {
-			if k, ok := tok.(string); ok {
-				f := &stack[n-1]
-				f.key, f.wantKey = k, false
-				line := lines.at(dec.InputOffset())
-				member := append(path, pathSeg{Key: k, Index: -1})
-				if first, seen := f.seen[k]; seen {
-					dups = append(dups, duplicateKey{Path: append(jsonPath(nil), member...), Line: line, FirstLine: first})
-				} else {
-					if f.seen == nil {
-						f.seen = map[string]int{}
-					}
-					f.seen[k] = line
-				}
-				if visit != nil {
-					visit(member, line)
-				}
-				continue
-			}
-		}
-		d, isDelim := tok.(json.Delim)
-		if n := len(stack); visit != nil && n > 0 && !stack[n-1].obj && !(isDelim && (d == '}' || d == ']')) {
-			visit(append(path, pathSeg{Index: stack[n-1].next}), lines.at(dec.InputOffset()))
-		}
-		switch {
-		case isDelim && (d == '{' || d == '['):
+	}
+	for i := 0; i < len(data); {
+		switch c := data[i]; c {
+		case '\n':
+			line++
+			i++
+		case ' ', '\t', '\r', ':':
+			i++
+		case ',':
+			wantKey = len(stack) > 0 && stack[len(stack)-1].obj
+			i++
+		case '{', '[':
+			element()
 			if len(stack) >= maxJSONDepth {
 				return dups, fmt.Errorf("nested more than %d levels deep", maxJSONDepth)
 			}
 			if n := len(stack); n > 0 {
-				f := stack[n-1]
-				if f.obj {
-					path = append(path, pathSeg{Key: f.key, Index: -1})
+				if f := stack[n-1]; f.obj {
+					path = append(path, pathSeg{Key: string(f.key), Index: -1})
 				} else {
 					path = append(path, pathSeg{Index: f.next})
 				}
 			}
-			stack = append(stack, frame{obj: d == '{', wantKey: d == '{'})
-		case isDelim:
-			stack = stack[:len(stack)-1]
-			if len(stack) > 0 {
+			stack = append(stack, frame{obj: c == '{', first: len(keys)})
+			wantKey = c == '{'
+			i++
+		case '}', ']':
+			if n := len(stack); n > 0 {
+				keys = keys[:stack[n-1].first]
+				stack = stack[:n-1]
+			}
+			if len(stack) > 0 && len(path) > 0 {
 				path = path[:len(path)-1]
 			}
 			valueDone()
-		default:
+			wantKey = false
+			i++
+		case '"':
+			end, escaped := stringEnd(data, i)
+			if !wantKey || len(stack) == 0 {
+				element()
+				valueDone()
+				i = end
+				continue
+			}
+			k := data[i+1 : max(end-1, i+1)]
+			if escaped {
+				var s string
+				_ = json.Unmarshal(data[i:end], &s)
+				k = []byte(s)
+			}
+			f := &stack[len(stack)-1]
+			f.key, wantKey = k, false
+			first := 0
+			if f.big != nil {
+				first = f.big[string(k)]
+			} else {
+				for _, o := range keys[f.first:] {
+					if bytes.Equal(o.key, k) {
+						first = o.line
+						break
+					}
+				}
+			}
+			if first > 0 {
+				member := append(path, pathSeg{Key: string(k), Index: -1})
+				dups = append(dups, duplicateKey{Path: append(jsonPath(nil), member...), Line: line, FirstLine: first})
+			} else {
+				keys = append(keys, keyRef{key: k, line: line})
+				if f.big != nil {
+					f.big[string(k)] = line
+				} else if len(keys)-f.first > linearKeys {
+					f.big = make(map[string]int, 2*linearKeys)
+					for _, o := range keys[f.first:] {
+						f.big[string(o.key)] = o.line
+					}
+				}
+			}
+			if wanted() {
+				v.visit(append(path, pathSeg{Key: string(k), Index: -1}), line)
+			}
+			i = end
+		default: // a number, true, false or null
+			element()
 			valueDone()
+			for i < len(data) && !endsLiteral(data[i]) {
+				i++
+			}
 		}
 	}
+	return dups, nil
 }
 
-// lineCounter turns increasing byte offsets into 1-based line numbers
-// without rescanning the data from the start each time.
-type lineCounter struct {
+func endsLiteral(c byte) bool {
+	switch c {
+	case ',', '}', ']', ' ', '\t', '\r', '\n':
+		return true
+	}
+	return false
+}
+
+// stringEnd returns the index just past the string starting at data[i] (a
+// '"'), and whether it holds escapes.
+func stringEnd(data []byte, i int) (int, bool) {
+	escaped := false
+	for j := i + 1; j < len(data); j++ {
+		switch data[j] {
+		case '\\':
+			escaped = true
+			j++
+		case '"':
+			return j + 1, escaped
+		}
+	}
+	return len(data), escaped
+}
+
+// fieldLines finds the line of a field's key in a document on demand: the
+// scan runs the first time a line is asked for, so a valid file (whose
+// lines nobody asks for) costs nothing. Safe for concurrent use.
+type fieldLines struct {
 	data []byte
-	off  int64
-	line int
+	want func(parent jsonPath) bool // which containers' members to index
+	once sync.Once
+	m    map[string]int
 }
 
-func (c *lineCounter) at(off int64) int {
-	if c.line == 0 {
-		c.line = 1
+func newFieldLines(data []byte, want func(parent jsonPath) bool) *fieldLines {
+	return &fieldLines{data: data, want: want}
+}
+
+// line is the 1-based line of field ("variants[0].cmd"), 0 when unknown.
+func (l *fieldLines) line(field string) int {
+	if l == nil {
+		return 0
 	}
-	off = min(max(off, 0), int64(len(c.data)))
-	if off < c.off {
-		c.off, c.line = 0, 1
-	}
-	c.line += bytes.Count(c.data[c.off:off], []byte{'\n'})
-	c.off = off
-	return c.line
+	l.once.Do(func() {
+		l.m = map[string]int{}
+		_, _ = scanKeys(l.data, &keyVisitor{want: l.want, visit: func(path jsonPath, line int) { l.m[path.field()] = line }})
+	})
+	return l.m[field]
 }
 
 // refuseDuplicateKeys is the error for the first repeated key of a JSON

@@ -68,9 +68,9 @@ type Meta struct {
 	Extra    map[string]json.RawMessage
 	Warnings []string
 
-	// lines maps field names ("args", "variants[0].cmd") to the line of
-	// their key, for problems found after parsing.
-	lines map[string]int
+	// lines finds the line of a field's key ("args", "variants[0].cmd"),
+	// for problems found after parsing.
+	lines *fieldLines
 }
 
 // Line is the 1-based line of field's key in the file, 0 when unknown.
@@ -78,7 +78,7 @@ func (m *Meta) Line(field string) int {
 	if m == nil {
 		return 0
 	}
-	return m.lines[field]
+	return m.lines.line(field)
 }
 
 var matchKeys = map[string]bool{"binary": true, "file": true, "os": true, "arch": true, "env": true, "nenv": true}
@@ -96,12 +96,18 @@ func ParseMeta(data []byte) (*Meta, error) {
 
 // metaParser collects the problems of one file.
 type metaParser struct {
-	lines map[string]int
+	lines *fieldLines
 	errs  FieldErrors
 }
 
 func (p *metaParser) fail(field, msg string) {
-	p.errs = append(p.errs, &FieldError{Field: field, Line: p.lines[field], Msg: msg})
+	p.errs = append(p.errs, &FieldError{Field: field, Line: p.lines.line(field), Msg: msg})
+}
+
+// metaLines indexes the top-level fields, and variants[i],
+// variants[i].FIELD and variants[i].match.KEY.
+func metaLines(parent jsonPath) bool {
+	return len(parent) == 0 || (parent[0].Key == "variants" && len(parent) <= 3)
 }
 
 func parseMeta(data []byte) (*Meta, FieldErrors) {
@@ -112,12 +118,8 @@ func parseMeta(data []byte) (*Meta, FieldErrors) {
 	if top == nil {
 		return nil, FieldErrors{{Msg: "the file must hold a JSON object, not null"}}
 	}
-	p := &metaParser{lines: map[string]int{}}
-	dups, err := scanKeys(data, func(path jsonPath, line int) {
-		if len(path) <= 4 { // up to variants[i].match.KEY
-			p.lines[path.field()] = line
-		}
-	})
+	p := &metaParser{lines: newFieldLines(data, metaLines)}
+	dups, err := scanKeys(data, nil)
 	if err != nil {
 		return nil, FieldErrors{{Msg: "not valid JSON: " + err.Error()}}
 	}
@@ -182,7 +184,7 @@ func parseMeta(data []byte) (*Meta, FieldErrors) {
 		}
 	}
 	sort.Strings(m.Warnings)
-	if m.Description == nil && p.lines["description"] == 0 {
+	if raw, ok := top["description"]; !ok || isNull(raw) {
 		switch {
 		case len(m.Variants) == 0:
 			p.fail("description", "is required: add a one-line \"description\"")
@@ -210,7 +212,7 @@ func (p *metaParser) judgeUnknown(key string, known []string, field string) (err
 		return fmt.Sprintf("did you mean %q? An unknown field is ignored, so %s; rename it (a field of your own must not look like %q)", s, why, s), ""
 	}
 	loc := ""
-	if l := p.lines[field]; l > 0 {
+	if l := p.lines.line(field); l > 0 {
 		loc = fmt.Sprintf(" (line %d)", l)
 	}
 	return "", fmt.Sprintf("unknown field %q%s: did you mean %q?", field, loc, s)

@@ -33,7 +33,7 @@ type Profile struct {
 	AutoLoad   []string  `json:"autoLoad,omitempty"`
 	AllowTools *[]string `json:"allowTools,omitempty"`
 
-	lines map[string]int // "autoLoad[2]" → line, for Check
+	lines *fieldLines // "autoLoad[2]" → line, for Check
 }
 
 // Allows reports whether the profile lets its agent load or see tool.
@@ -116,12 +116,8 @@ func ParseProfile(name string, data []byte) (*Profile, error) {
 	if top == nil {
 		return nil, FieldErrors{{Msg: "the file must hold a JSON object, not null"}}
 	}
-	p := &metaParser{lines: map[string]int{}}
-	dups, err := scanKeys(data, func(path jsonPath, line int) {
-		if len(path) <= 2 {
-			p.lines[path.field()] = line
-		}
-	})
+	p := &metaParser{lines: newFieldLines(data, func(parent jsonPath) bool { return len(parent) <= 1 })}
+	dups, err := scanKeys(data, nil)
 	if err != nil {
 		return nil, FieldErrors{{Msg: "not valid JSON: " + err.Error()}}
 	}
@@ -210,7 +206,7 @@ func (p ProfileProblem) Error() string {
 func (p *Profile) Check(cat *Catalog) []ProfileProblem {
 	var out []ProfileProblem
 	add := func(field, msg string, warning bool) {
-		out = append(out, ProfileProblem{Agent: p.Name, File: p.File, Field: field, Line: p.lines[field], Msg: msg, Warning: warning})
+		out = append(out, ProfileProblem{Agent: p.Name, File: p.File, Field: field, Line: p.lines.line(field), Msg: msg, Warning: warning})
 	}
 	check := func(list string, names []string) {
 		for i, n := range names {

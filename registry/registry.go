@@ -208,6 +208,9 @@ func (r *Registry) Load(ctx context.Context) error {
 type pending struct {
 	jobs  []*compileJob
 	names map[string]bool
+	// listing is the update's directory listing (see updateLocked), reused
+	// when the names are resolved again.
+	listing map[string]map[string]bool
 }
 
 // finish runs p's compiles off the lock and then re-resolves the tools that
@@ -227,7 +230,7 @@ func (r *Registry) finish(p pending) <-chan struct{} {
 				}
 				clear(j.waiters)
 			}
-			p = r.updateLocked(names, nil, false)
+			p = r.updateLocked(names, p.listing, false)
 			r.mu.Unlock()
 		}
 	}()
@@ -308,7 +311,7 @@ func metaName(base string) (string, bool) {
 // (see finish), and when deferPublish is set and there are any, publishing is
 // left to the caller too.
 func (r *Registry) updateLocked(names map[string]bool, listing map[string]map[string]bool, deferPublish bool) pending {
-	p := pending{names: map[string]bool{}}
+	p := pending{names: map[string]bool{}, listing: listing}
 	h := newMemoHost(r.opts.Host, listing)
 	for n := range names {
 		res, waits := r.resolveName(n, h)
