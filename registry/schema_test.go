@@ -212,3 +212,30 @@ func TestSchemaEditedDuringCompile(t *testing.T) {
 		t.Errorf("after the first compile ended: description %q, want v2 (the old compile must not bring v1 back)", got)
 	}
 }
+
+// TestWatchGoesOnWhileASchemaCompiles: a .meta whose schema is still
+// compiling (held by the test) does not stop the watcher from applying
+// other edits, nor a pipe appearing from being reported.
+func TestWatchGoesOnWhileASchemaCompiles(t *testing.T) {
+	dir := t.TempDir()
+	writeTool(t, dir, "seed", `{"description":"seed","cmd":"/bin/sh"}`, false)
+	b := newBlockingCompiler(t, "SLOW")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := New(Options{Dirs: []string{dir}, Debounce: 20 * time.Millisecond, Rescan: -1})
+	r.compile = b.compile
+	done := make(chan error, 1)
+	go func() { done <- r.Watch(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, r, "initial load", func(c *Catalog) bool { return desc(c, "seed") == "seed" })
+
+	writeTool(t, dir, "slow", `{"description":"slow","cmd":"/bin/sh","args":{"type":"object","description":"SLOW"}}`, false)
+	<-b.entered // the watcher has started the slow compile, which is held
+	writeTool(t, dir, "other", `{"description":"other","cmd":"/bin/sh"}`, false)
+	waitFor(t, r, "other served while slow compiles", func(c *Catalog) bool { return desc(c, "other") == "other" })
+	if _, ok := r.Catalog().Get("slow"); ok {
+		t.Fatal("slow is served before its compile ended")
+	}
+	close(b.release)
+	waitFor(t, r, "slow served once compiled", func(c *Catalog) bool { return desc(c, "slow") == "slow" })
+}
