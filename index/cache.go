@@ -8,9 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"toolsrv/internal/fileio"
 )
 
 // cacheMagic starts every index file; the number is the format version.
@@ -111,11 +114,17 @@ func writeCache(path string, h cacheHeader, body []byte) error {
 // errNoCache means there is no index file yet (not an error to report).
 var errNoCache = errors.New("no index cache")
 
-// readCache reads and verifies an index file.
+// maxCacheSize bounds the index file read into memory. A catalog of 100,000
+// tools with 768-dimensional vectors makes a file of about 0.6 GB.
+const maxCacheSize = 4 << 30
+
+// readCache reads and verifies an index file. Only a regular file is read
+// (a named pipe put in its place fails at once instead of blocking), and at
+// most maxCacheSize bytes of it.
 func readCache(path string) (cacheHeader, []byte, error) {
 	var h cacheHeader
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
+	data, err := fileio.ReadRegular(path, maxCacheSize)
+	if errors.Is(err, fs.ErrNotExist) {
 		return h, nil, errNoCache
 	}
 	if err != nil {

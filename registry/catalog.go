@@ -57,7 +57,8 @@ type Catalog struct {
 func newCatalog(rev uint64, dirs []string, tools []*Tool, hidden []Hidden, problems []Problem, shadowed []Shadow) *Catalog {
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
 	sort.Slice(hidden, func(i, j int) bool { return hidden[i].Name < hidden[j].Name })
-	sort.Slice(problems, func(i, j int) bool { return problems[i].File < problems[j].File })
+	// A file can have several problems: keep them in the file's order.
+	sort.SliceStable(problems, func(i, j int) bool { return problems[i].File < problems[j].File })
 	sort.Slice(shadowed, func(i, j int) bool { return shadowed[i].File < shadowed[j].File })
 	c := &Catalog{Revision: rev, Tools: tools, Hidden: hidden, Problems: problems, Shadowed: shadowed, Dirs: dirs,
 		byName: make(map[string]*Tool, len(tools))}
@@ -65,6 +66,18 @@ func newCatalog(rev uint64, dirs []string, tools []*Tool, hidden []Hidden, probl
 		c.byName[t.Name] = t
 	}
 	return c
+}
+
+// InvalidFiles lists the .meta files with at least one problem, sorted
+// (Problems has one entry per problem, and a file can have several).
+func (c *Catalog) InvalidFiles() []string {
+	var out []string
+	for i, p := range c.Problems {
+		if i == 0 || c.Problems[i-1].File != p.File {
+			out = append(out, p.File)
+		}
+	}
+	return out
 }
 
 // Get returns the visible tool called name.

@@ -22,4 +22,24 @@
 //     is accepted as a known field: the per-tool call timeout.
 //   - A .meta without "args" gets {"type":"object"}.
 //   - "variants" with an empty list behaves as if absent.
+//   - Files are read with fileio.ReadRegular: a .meta (or agent profile)
+//     that is, or is swapped for, a named pipe or a device is a problem of
+//     that file ("not a regular file"), never a stall.
+//   - Every problem of a file is reported (FieldErrors), each with its field
+//     and line, at most 20 per file; Catalog.Problems has one entry per
+//     problem.
+//   - A key given twice, at any depth, makes a .meta invalid, a profile
+//     invalid and call arguments refused (Tool.ValidateArgs): JSON readers
+//     disagree on which of the two values counts.
+//   - An unknown field that is a near miss (another case, '_' or '-', one
+//     or two edits, or a synonym such as "parameters") of readOnly, network,
+//     bypass, cmd, args, concurrency, timeout, variants or a variant's match
+//     is an error: ignoring it would silently change what runs or how it is
+//     confined. A near miss of another field is a warning naming it.
+//   - Argument schemas are bounded (MaxSchemaSize, MaxSchemaDepth) and
+//     compiled off the registry's lock, each with Options.CompileTimeout; a
+//     tool whose compile is still running keeps its previous state, and
+//     Load waits only for the compiles it started.
+//   - Agent profiles have only "autoLoad" and "allowTools"; anything else,
+//     a null allowTools or a name that cannot be a tool is an error.
 package registry

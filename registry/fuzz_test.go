@@ -7,7 +7,7 @@ import (
 )
 
 // FuzzParseMeta feeds arbitrary bytes to the .meta parser and schema
-// compiler: they must never panic, an error must always be a *fieldError
+// compiler: they must never panic, an error must always be a *FieldError
 // with a message, and a parsed Meta must resolve without panicking.
 func FuzzParseMeta(f *testing.F) {
 	seeds := []string{
@@ -26,15 +26,15 @@ func FuzzParseMeta(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ParseMeta(data)
 		if err != nil {
-			var fe *fieldError
+			var fe *FieldError
 			if !errors.As(err, &fe) || fe.Msg == "" {
-				t.Fatalf("error %v (%T) is not a *fieldError with a message", err, err)
+				t.Fatalf("error %v (%T) is not a *FieldError with a message", err, err)
 			}
 			return
 		}
-		schemas, err := compileSchemas("fuzz", m, nil)
+		schemas, err := compileSchemas(m)
 		if err != nil {
-			var fe *fieldError
+			var fe *FieldError
 			if !errors.As(err, &fe) || fe.Field == "" {
 				t.Fatalf("schema error %v lacks a field", err)
 			}

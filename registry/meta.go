@@ -67,90 +67,196 @@ type Meta struct {
 	Variants []variant
 	Extra    map[string]json.RawMessage
 	Warnings []string
+
+	// lines finds the line of a field's key ("args", "variants[0].cmd"),
+	// for problems found after parsing.
+	lines *fieldLines
 }
 
-// fieldError is a problem tied to one JSON field.
-type fieldError struct {
-	Field string
-	Line  int
-	Msg   string
-}
-
-func (e *fieldError) Error() string {
-	if e.Field == "" {
-		return e.Msg
+// Line is the 1-based line of field's key in the file, 0 when unknown.
+func (m *Meta) Line(field string) int {
+	if m == nil {
+		return 0
 	}
-	return fmt.Sprintf("field %q: %s", e.Field, e.Msg)
+	return m.lines.line(field)
 }
 
 var matchKeys = map[string]bool{"binary": true, "file": true, "os": true, "arch": true, "env": true, "nenv": true}
 
-// ParseMeta parses the contents of a .meta file. The error, when not nil, is a
-// *fieldError naming the field or line at fault and what to do.
+// ParseMeta parses the contents of a .meta file. The error, when not nil, is
+// a FieldErrors holding every problem found, each naming the field or line at
+// fault and what to do.
 func ParseMeta(data []byte) (*Meta, error) {
+	m, errs := parseMeta(data)
+	if len(errs) > 0 {
+		return nil, capErrors(errs)
+	}
+	return m, nil
+}
+
+// metaParser collects the problems of one file.
+type metaParser struct {
+	lines *fieldLines
+	errs  FieldErrors
+}
+
+func (p *metaParser) fail(field, msg string) {
+	p.errs = append(p.errs, &FieldError{Field: field, Line: p.lines.line(field), Msg: msg})
+}
+
+// metaLines indexes the top-level fields, and variants[i],
+// variants[i].FIELD and variants[i].match.KEY.
+func metaLines(parent jsonPath) bool {
+	return len(parent) == 0 || (parent[0].Key == "variants" && len(parent) <= 3)
+}
+
+func parseMeta(data []byte) (*Meta, FieldErrors) {
 	var top map[string]json.RawMessage
 	if err := strictUnmarshal(data, &top); err != nil {
-		return nil, syntaxError(data, err)
+		return nil, FieldErrors{syntaxError(data, err)}
 	}
 	if top == nil {
-		return nil, &fieldError{Msg: "the file must hold a JSON object, not null"}
+		return nil, FieldErrors{{Msg: "the file must hold a JSON object, not null"}}
 	}
-	m := &Meta{}
-	if err := parseFields(&m.fields, top, ""); err != nil {
-		return nil, err
+	p := &metaParser{lines: newFieldLines(data, metaLines)}
+	dups, err := scanKeys(data, nil)
+	if err != nil {
+		return nil, FieldErrors{{Msg: "not valid JSON: " + err.Error()}}
 	}
+	for _, d := range collapseDuplicates(dups) {
+		p.errs = append(p.errs, &FieldError{Field: d.Path.field(), Line: d.Line, Msg: d.message() + ", which is ambiguous: keep one"})
+	}
+	m := &Meta{lines: p.lines}
+	p.parseFields(&m.fields, top, "")
 	if raw, ok := top["variants"]; ok && !isNull(raw) {
 		var vs []map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &vs); err != nil {
-			return nil, &fieldError{Field: "variants", Msg: "must be an array of objects"}
+			p.fail("variants", "must be an array of objects")
+			vs = nil
 		}
 		for i, vr := range vs {
 			prefix := fmt.Sprintf("variants[%d]", i)
 			if vr == nil {
-				return nil, &fieldError{Field: prefix, Msg: "must be an object"}
+				p.fail(prefix, "must be an object")
+				continue
 			}
 			v := variant{}
-			if err := parseFields(&v.fields, vr, prefix+"."); err != nil {
-				return nil, err
-			}
+			p.parseFields(&v.fields, vr, prefix+".")
 			if mr, ok := vr["match"]; ok && !isNull(mr) {
-				mt, err := parseMatch(mr, prefix+".match")
-				if err != nil {
-					return nil, err
-				}
-				v.Match = mt
+				v.Match = p.parseMatch(mr, prefix+".match")
 			}
-			for k := range vr {
-				if _, known := knownFields[k]; !known && k != "match" {
+			for _, k := range sortedKeys(vr) {
+				if _, known := knownFields[k]; known || k == "match" {
+					continue
+				}
+				field := prefix + "." + k
+				switch msg, warn := p.judgeUnknown(k, variantFieldNames, field); {
+				case msg != "":
+					p.fail(field, msg)
+				case warn != "":
+					m.Warnings = append(m.Warnings, warn)
+				case k == "variants":
+					m.Warnings = append(m.Warnings, fmt.Sprintf("%s: variants do not nest; %q is ignored", prefix, field))
+				default:
 					m.Warnings = append(m.Warnings, fmt.Sprintf("unknown field %q in %s is ignored", k, prefix))
 				}
 			}
 			m.Variants = append(m.Variants, v)
 		}
 	}
-	for k, v := range top {
+	for _, k := range sortedKeys(top) {
 		if _, known := knownFields[k]; known || k == "variants" {
 			continue
 		}
 		if m.Extra == nil {
 			m.Extra = map[string]json.RawMessage{}
 		}
-		m.Extra[k] = v
-		m.Warnings = append(m.Warnings, fmt.Sprintf("unknown field %q is kept but not used", k))
+		m.Extra[k] = top[k]
+		switch msg, warn := p.judgeUnknown(k, topFieldNames, k); {
+		case msg != "":
+			p.fail(k, msg)
+		case warn != "":
+			m.Warnings = append(m.Warnings, warn+"; it is kept but not used")
+		case k == "match":
+			m.Warnings = append(m.Warnings, `field "match" only has an effect inside a variant: {"variants": [{"match": ...}]}; it is kept but not used`)
+		default:
+			m.Warnings = append(m.Warnings, fmt.Sprintf("unknown field %q is kept but not used", k))
+		}
 	}
 	sort.Strings(m.Warnings)
-	if m.Description == nil {
-		if len(m.Variants) == 0 {
-			return nil, &fieldError{Field: "description", Msg: "is required: add a one-line \"description\""}
-		}
-		for i, v := range m.Variants {
-			if v.Description == nil {
-				return nil, &fieldError{Field: fmt.Sprintf("variants[%d].description", i),
-					Msg: "is required: set a top-level \"description\" or one in every variant"}
+	if raw, ok := top["description"]; !ok || isNull(raw) {
+		switch {
+		case len(m.Variants) == 0:
+			p.fail("description", "is required: add a one-line \"description\"")
+		default:
+			for i, v := range m.Variants {
+				if v.Description == nil {
+					p.fail(fmt.Sprintf("variants[%d].description", i), "is required: set a top-level \"description\" or one in every variant")
+				}
 			}
 		}
 	}
-	return m, nil
+	sortByLine(p.errs)
+	return m, p.errs
+}
+
+// judgeUnknown decides about an unknown field: an error message when it is
+// a near miss of a guarded field, a warning naming the likely field when it
+// is a near miss of another one, or neither.
+func (p *metaParser) judgeUnknown(key string, known []string, field string) (errMsg, warning string) {
+	s, ok := nearMiss(key, known)
+	if !ok {
+		return "", ""
+	}
+	if why, g := guarded[s]; g {
+		return fmt.Sprintf("did you mean %q? An unknown field is ignored, so %s; rename it (a field of your own must not look like %q)", s, why, s), ""
+	}
+	loc := ""
+	if l := p.lines.line(field); l > 0 {
+		loc = fmt.Sprintf(" (line %d)", l)
+	}
+	return "", fmt.Sprintf("unknown field %q%s: did you mean %q?", field, loc, s)
+}
+
+var topFieldNames, variantFieldNames = fieldNames("variants"), fieldNames("match")
+
+func fieldNames(extra string) []string {
+	out := []string{extra}
+	for k := range knownFields {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// sortByLine orders errs as the file does; errors without a line go last.
+func sortByLine(errs FieldErrors) {
+	key := func(e *FieldError) int {
+		if e.Line == 0 {
+			return 1 << 30
+		}
+		return e.Line
+	}
+	sort.SliceStable(errs, func(i, j int) bool { return key(errs[i]) < key(errs[j]) })
+}
+
+// capErrors keeps the first maxReported problems of a file and counts the
+// rest in one more, so a file cannot flood the report.
+func capErrors(errs FieldErrors) FieldErrors {
+	if len(errs) <= maxReported {
+		return errs
+	}
+	out := append(FieldErrors(nil), errs[:maxReported]...)
+	return append(out, &FieldError{Msg: fmt.Sprintf("… and %d more problems in this file; fix the ones above first", len(errs)-maxReported)})
+}
+
+func sortedKeys(m map[string]json.RawMessage) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // knownFields maps each definition field to its parser.
@@ -241,35 +347,35 @@ var knownFields = map[string]func(f *fields, raw json.RawMessage) error{
 	},
 }
 
-func parseFields(f *fields, obj map[string]json.RawMessage, prefix string) error {
-	// Parse in a fixed order so the reported error is deterministic.
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+func (p *metaParser) parseFields(f *fields, obj map[string]json.RawMessage, prefix string) {
+	for _, k := range sortedKeys(obj) {
 		parse, ok := knownFields[k]
 		if !ok || isNull(obj[k]) {
 			continue
 		}
 		if err := parse(f, obj[k]); err != nil {
-			return &fieldError{Field: prefix + k, Msg: err.Error()}
+			p.fail(prefix+k, err.Error())
 		}
 	}
-	return nil
 }
 
-func parseMatch(raw json.RawMessage, field string) (match, error) {
+func (p *metaParser) parseMatch(raw json.RawMessage, field string) match {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-		return nil, &fieldError{Field: field, Msg: "must be an object such as {\"binary\": \"journalctl\"}"}
+		p.fail(field, "must be an object such as {\"binary\": \"journalctl\"}")
+		return nil
 	}
 	m := match{}
-	for k, v := range obj {
+	keys := []string{"arch", "binary", "env", "file", "nenv", "os"}
+	for _, k := range sortedKeys(obj) {
+		v := obj[k]
 		if !matchKeys[k] {
-			return nil, &fieldError{Field: field + "." + k,
-				Msg: "is not a match key; use binary, file, os, arch, env or nenv"}
+			msg := "is not a match key; use binary, file, os, arch, env or nenv"
+			if s, ok := nearMiss(k, keys); ok {
+				msg = fmt.Sprintf("is not a match key: did you mean %q? (match keys: binary, file, os, arch, env, nenv)", s)
+			}
+			p.fail(field+"."+k, msg)
+			continue
 		}
 		var one string
 		var many []string
@@ -278,14 +384,16 @@ func parseMatch(raw json.RawMessage, field string) (match, error) {
 			many = []string{one}
 		case json.Unmarshal(v, &many) == nil && many != nil:
 		default:
-			return nil, &fieldError{Field: field + "." + k, Msg: "must be a string or an array of strings"}
+			p.fail(field+"."+k, "must be a string or an array of strings")
+			continue
 		}
 		if len(many) == 0 {
-			return nil, &fieldError{Field: field + "." + k, Msg: "is an empty array, which can never hold"}
+			p.fail(field+"."+k, "is an empty array, which can never hold")
+			continue
 		}
 		m[k] = many
 	}
-	return m, nil
+	return m
 }
 
 func decodeString(raw json.RawMessage, dst **string) error {
@@ -341,22 +449,22 @@ func strictUnmarshal(data []byte, v any) error {
 	return nil
 }
 
-func syntaxError(data []byte, err error) error {
+func syntaxError(data []byte, err error) *FieldError {
 	const fix = "; fix the syntax (`jq . FILE` points at it)"
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	var td trailingData
 	switch {
 	case errors.As(err, &se):
-		return &fieldError{Line: lineOf(data, se.Offset), Msg: "not valid JSON: " + se.Error() + fix}
+		return &FieldError{Line: lineOf(data, se.Offset), Msg: "not valid JSON: " + se.Error() + fix}
 	case errors.As(err, &td):
-		return &fieldError{Line: lineOf(data, td.off), Msg: "not valid JSON: unexpected data after the object" + fix}
+		return &FieldError{Line: lineOf(data, td.off), Msg: "not valid JSON: unexpected data after the object" + fix}
 	case errors.As(err, &te):
-		return &fieldError{Msg: fmt.Sprintf("the file must hold a JSON object, not %s", te.Value)}
+		return &FieldError{Msg: fmt.Sprintf("the file must hold a JSON object, not %s", te.Value)}
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return &fieldError{Line: lineOf(data, int64(len(data))), Msg: "not valid JSON: the file ends before the object does" + fix}
+		return &FieldError{Line: lineOf(data, int64(len(data))), Msg: "not valid JSON: the file ends before the object does" + fix}
 	}
-	return &fieldError{Msg: "not valid JSON: " + err.Error() + fix}
+	return &FieldError{Msg: "not valid JSON: " + err.Error() + fix}
 }
 
 type trailingData struct{ off int64 }

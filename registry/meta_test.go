@@ -50,30 +50,30 @@ func TestParseMetaErrors(t *testing.T) {
 		{"array", "[1,2]", "", 0, "JSON object"},
 		{"null", "null", "", 0, "JSON object"},
 		{"no description", `{"prompt":"p"}`, "description", 0, "required"},
-		{"description number", `{"description": 3}`, "description", 0, "must be a string, not a number"},
-		{"keywords string", `{"description":"d","keywords":"a"}`, "keywords", 0, "array of strings"},
-		{"keywords mixed", `{"description":"d","keywords":["a",1]}`, "keywords", 0, "array of strings"},
-		{"tier bad", `{"description":"d","tier":"lukewarm"}`, "tier", 0, `"hot", "warm" or "cold"`},
-		{"readOnly string", `{"description":"d","readOnly":"yes"}`, "readOnly", 0, "true or false"},
-		{"concurrency bad", `{"description":"d","concurrency":"many"}`, "concurrency", 0, "parallel"},
-		{"args string", `{"description":"d","args":"object"}`, "args", 0, "JSON Schema object"},
-		{"cmd empty", `{"description":"d","cmd":"  "}`, "cmd", 0, "empty"},
-		{"timeout bad", `{"description":"d","timeout":"soon"}`, "timeout", 0, "duration"},
-		{"timeout negative", `{"description":"d","timeout":-1}`, "timeout", 0, "positive"},
-		{"variants object", `{"description":"d","variants":{}}`, "variants", 0, "array of objects"},
-		{"variant not object", `{"description":"d","variants":[3]}`, "variants", 0, "array of objects"},
-		{"match bad key", `{"description":"d","variants":[{"match":{"distro":"x"}}]}`, "variants[0].match.distro", 0, "not a match key"},
-		{"match bad value", `{"description":"d","variants":[{"match":{"os":3}}]}`, "variants[0].match.os", 0, "string or an array"},
-		{"match empty array", `{"description":"d","variants":[{"match":{"os":[]}}]}`, "variants[0].match.os", 0, "never hold"},
-		{"variant field type", `{"description":"d","variants":[{"tier":5}]}`, "variants[0].tier", 0, "must be a string"},
+		{"description number", `{"description": 3}`, "description", 1, "must be a string, not a number"},
+		{"keywords string", `{"description":"d","keywords":"a"}`, "keywords", 1, "array of strings"},
+		{"keywords mixed", `{"description":"d","keywords":["a",1]}`, "keywords", 1, "array of strings"},
+		{"tier bad", `{"description":"d","tier":"lukewarm"}`, "tier", 1, `"hot", "warm" or "cold"`},
+		{"readOnly string", `{"description":"d","readOnly":"yes"}`, "readOnly", 1, "true or false"},
+		{"concurrency bad", `{"description":"d","concurrency":"many"}`, "concurrency", 1, "parallel"},
+		{"args string", `{"description":"d","args":"object"}`, "args", 1, "JSON Schema object"},
+		{"cmd empty", `{"description":"d","cmd":"  "}`, "cmd", 1, "empty"},
+		{"timeout bad", `{"description":"d","timeout":"soon"}`, "timeout", 1, "duration"},
+		{"timeout negative", `{"description":"d","timeout":-1}`, "timeout", 1, "positive"},
+		{"variants object", `{"description":"d","variants":{}}`, "variants", 1, "array of objects"},
+		{"variant not object", `{"description":"d","variants":[3]}`, "variants", 1, "array of objects"},
+		{"match bad key", `{"description":"d","variants":[{"match":{"distro":"x"}}]}`, "variants[0].match.distro", 1, "not a match key"},
+		{"match bad value", `{"description":"d","variants":[{"match":{"os":3}}]}`, "variants[0].match.os", 1, "string or an array"},
+		{"match empty array", `{"description":"d","variants":[{"match":{"os":[]}}]}`, "variants[0].match.os", 1, "never hold"},
+		{"variant field type", `{"description":"d","variants":[{"tier":5}]}`, "variants[0].tier", 1, "must be a string"},
 		{"variant lacks description", `{"variants":[{"description":"a"},{"cmd":"x"}]}`, "variants[1].description", 0, "required"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseMeta([]byte(tc.data))
-			var fe *fieldError
+			var fe *FieldError
 			if !errors.As(err, &fe) {
-				t.Fatalf("ParseMeta error = %v, want a *fieldError", err)
+				t.Fatalf("ParseMeta error = %v, want a *FieldError", err)
 			}
 			if fe.Field != tc.field || fe.Line != tc.line || !strings.Contains(fe.Msg, tc.msgSubstr) {
 				t.Errorf("got field=%q line=%d msg=%q; want field=%q line=%d msg containing %q",
@@ -125,8 +125,8 @@ func TestCompileSchemas(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = compileSchemas("x", m, nil)
-			var fe *fieldError
+			_, err = compileSchemas(m)
+			var fe *FieldError
 			if !errors.As(err, &fe) || fe.Field != tc.field {
 				t.Fatalf("compileSchemas error = %v, want field %q", err, tc.field)
 			}

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"toolsrv/internal/fileio"
 )
 
 // MaxMetaSize is the largest .meta file read.
@@ -34,6 +37,10 @@ type Options struct {
 	// Rescan is the period of a safety full rescan while watching (30 s);
 	// negative disables it.
 	Rescan time.Duration
+	// CompileTimeout bounds the compilation of one argument schema
+	// (DefaultCompileTimeout). A schema that takes longer makes its tool
+	// invalid; compiles never hold up other tools.
+	CompileTimeout time.Duration
 }
 
 // Registry holds the current Catalog and keeps it up to date.
@@ -41,11 +48,16 @@ type Registry struct {
 	opts Options
 	log  *slog.Logger
 
+	// compile compiles one schema (compileSchema; tests replace it).
+	compile func([]byte) (*jsonschema.Schema, error)
+
 	mu      sync.Mutex              // guards the fields below and serialises updates
 	files   map[string]*fileEntry   // .meta path → parsed contents
 	results map[string]*result      // tool name → resolution
 	present []map[string]bool       // per dir: names with a .meta there
-	schemas schemaCache             // compiled schemas by content
+	schemas schemaCache             // schema compile jobs by content
+	fresh   map[*compileJob]bool    // jobs created by the update in progress
+	dirty   map[string]bool         // names changed since the last publish
 	rev     uint64                  // revision of the last published catalog
 	cur     atomic.Pointer[Catalog] // readable without mu
 
@@ -55,13 +67,45 @@ type Registry struct {
 
 // fileEntry caches one parsed .meta file.
 type fileEntry struct {
-	size    int64
-	mtime   time.Time
-	sum     [32]byte
-	raw     []byte
-	meta    *Meta
-	schemas map[int]*jsonschema.Schema
-	err     error
+	size  int64
+	mtime time.Time
+	sum   [32]byte
+	meta  *Meta
+	// errs are the problems found reading and parsing the file.
+	errs FieldErrors
+	// jobs compile the top-level schema (-1) and each variant's (index).
+	jobs map[int]*compileJob
+}
+
+// unsettled returns the compile jobs of fe still running.
+func (fe *fileEntry) unsettled() []*compileJob {
+	var out []*compileJob
+	for _, j := range fe.jobs {
+		if !j.settled() {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// outcome is what the settled file amounts to: every problem (parse and
+// schema) or the compiled schemas.
+func (fe *fileEntry) outcome() (map[int]*jsonschema.Schema, FieldErrors) {
+	errs := append(FieldErrors(nil), fe.errs...)
+	schemas := map[int]*jsonschema.Schema{}
+	for i, j := range fe.jobs {
+		if j.schema != nil {
+			schemas[i] = j.schema
+			continue
+		}
+		field := "args"
+		if i >= 0 {
+			field = fmt.Sprintf("variants[%d].args", i)
+		}
+		errs = append(errs, &FieldError{Field: field, Line: fe.meta.Line(field), Msg: j.errMsg})
+	}
+	sortByLine(errs)
+	return schemas, capErrors(errs)
 }
 
 // result is what one name resolves to across all directories.
@@ -114,7 +158,11 @@ func New(opts Options) *Registry {
 	if opts.Rescan == 0 {
 		opts.Rescan = 30 * time.Second
 	}
-	r := &Registry{opts: opts, log: opts.Logger, files: map[string]*fileEntry{}, results: map[string]*result{}, schemas: schemaCache{},
+	if opts.CompileTimeout <= 0 {
+		opts.CompileTimeout = DefaultCompileTimeout
+	}
+	r := &Registry{opts: opts, log: opts.Logger, compile: compileSchema, files: map[string]*fileEntry{}, results: map[string]*result{},
+		schemas: schemaCache{}, fresh: map[*compileJob]bool{}, dirty: map[string]bool{},
 		present: make([]map[string]bool, len(opts.Dirs)), subs: map[*subscriber]struct{}{}}
 	for i := range r.present {
 		r.present[i] = map[string]bool{}
@@ -132,13 +180,67 @@ func (r *Registry) Catalog() *Catalog { return r.cur.Load() }
 // Load scans every directory from scratch (reusing parses of unchanged files)
 // and publishes the result. A missing directory is not an error: it is simply
 // empty until it appears.
+//
+// Load returns once the schemas it had to compile are compiled (or have
+// missed Options.CompileTimeout) and the catalog shows them. It does not wait
+// for a compile that another update (a watch event, a concurrent Load)
+// started: that tool keeps its previous state until its compile ends.
 func (r *Registry) Load(ctx context.Context) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.rescanLocked(ctx)
+	p, err := r.rescanLocked(ctx, true)
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if len(p.jobs) == 0 {
+		return nil
+	}
+	select {
+	case <-r.finish(p):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err() // the compiles still finish and are published
+	}
 }
 
-func (r *Registry) rescanLocked(ctx context.Context) error {
+// pending is what an update left waiting for schema compiles it started:
+// the jobs, and the tools that wait for them.
+type pending struct {
+	jobs  []*compileJob
+	names map[string]bool
+	// listing is the update's directory listing (see updateLocked), reused
+	// when the names are resolved again.
+	listing map[string]map[string]bool
+}
+
+// finish runs p's compiles off the lock and then re-resolves the tools that
+// waited for them (and any tool another update found waiting for them). The
+// channel is closed when the catalog shows the outcome.
+func (r *Registry) finish(p pending) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for len(p.jobs) > 0 {
+			runJobs(p.jobs, r.compile, r.opts.CompileTimeout)
+			r.mu.Lock()
+			names := p.names
+			for _, j := range p.jobs {
+				for n := range j.waiters {
+					names[n] = true
+				}
+				clear(j.waiters)
+			}
+			p = r.updateLocked(names, p.listing, false)
+			r.mu.Unlock()
+		}
+	}()
+	return done
+}
+
+// rescanLocked lists every directory and re-resolves every name. When
+// deferPublish is set and schemas must be compiled, nothing is published yet
+// (the caller finishes the compiles and publishes once).
+func (r *Registry) rescanLocked(ctx context.Context, deferPublish bool) (pending, error) {
 	names := map[string]bool{}
 	for n := range r.results {
 		names[n] = true
@@ -147,7 +249,7 @@ func (r *Registry) rescanLocked(ctx context.Context) error {
 	listing := map[string]map[string]bool{}
 	for i, dir := range r.opts.Dirs {
 		if err := ctx.Err(); err != nil {
-			return err
+			return pending{}, err
 		}
 		r.present[i] = map[string]bool{}
 		ents, err := os.ReadDir(dir)
@@ -172,9 +274,25 @@ func (r *Registry) rescanLocked(ctx context.Context) error {
 		}
 	}
 	if len(r.schemas) > 2*len(r.files)+64 { // edits left stale schemas behind
-		r.schemas = schemaCache{}
+		r.pruneSchemasLocked()
 	}
-	return r.updateLocked(names, listing)
+	return r.updateLocked(names, listing, deferPublish), nil
+}
+
+// pruneSchemasLocked drops the compile jobs no file uses any more. Jobs in
+// use stay, so an abandoned (timed-out) compile is not started again.
+func (r *Registry) pruneSchemasLocked() {
+	used := map[*compileJob]bool{}
+	for _, fe := range r.files {
+		for _, j := range fe.jobs {
+			used[j] = true
+		}
+	}
+	for k, j := range r.schemas {
+		if !used[j] && j.settled() {
+			delete(r.schemas, k)
+		}
+	}
 }
 
 // metaName returns the tool name of a directory entry that is a .meta file,
@@ -188,34 +306,51 @@ func metaName(base string) (string, bool) {
 
 // updateLocked re-resolves the given names and publishes a new catalog if
 // anything changed. listing, when not nil, holds the entries of directories
-// just read.
-func (r *Registry) updateLocked(names map[string]bool, listing map[string]map[string]bool) error {
-	changed := map[string]bool{}
+// just read. A name whose file waits for a schema compile keeps its previous
+// state; the compiles this update created are returned for the caller to run
+// (see finish), and when deferPublish is set and there are any, publishing is
+// left to the caller too.
+func (r *Registry) updateLocked(names map[string]bool, listing map[string]map[string]bool, deferPublish bool) pending {
+	p := pending{names: map[string]bool{}, listing: listing}
 	h := newMemoHost(r.opts.Host, listing)
 	for n := range names {
-		res := r.resolveName(n, h)
+		res, waits := r.resolveName(n, h)
+		if len(waits) > 0 {
+			for _, j := range waits {
+				if r.fresh[j] {
+					p.names[n] = true
+				} else {
+					j.waiters[n] = true // its owner re-resolves n
+				}
+			}
+			continue
+		}
 		old := r.results[n]
 		if res == nil {
 			if old != nil {
 				delete(r.results, n)
-				changed[n] = true
+				r.dirty[n] = true
 			}
 			continue
 		}
 		if old == nil || old.fp != res.fp {
 			r.results[n] = res
-			changed[n] = true
+			r.dirty[n] = true
 		}
 	}
-	if len(changed) == 0 {
-		return nil
+	for j := range r.fresh {
+		p.jobs = append(p.jobs, j)
 	}
-	r.publishLocked(changed)
-	return nil
+	r.fresh = map[*compileJob]bool{}
+	if len(r.dirty) > 0 && !(deferPublish && len(p.jobs) > 0) {
+		r.publishLocked()
+	}
+	return p
 }
 
-// resolveName decides what name means across the directories.
-func (r *Registry) resolveName(name string, h Host) *result {
+// resolveName decides what name means across the directories. If a file of
+// the name waits for a schema compile, it returns those jobs instead.
+func (r *Registry) resolveName(name string, h Host) (*result, []*compileJob) {
 	res := &result{}
 	var fp strings.Builder
 	if err := ValidName(name); err != nil {
@@ -227,10 +362,10 @@ func (r *Registry) resolveName(name string, h Host) *result {
 			}
 		}
 		if len(res.problems) == 0 {
-			return nil
+			return nil, nil
 		}
 		res.fp = fp.String()
-		return res
+		return res, nil
 	}
 	found := false
 	for i, dir := range r.opts.Dirs {
@@ -243,15 +378,19 @@ func (r *Registry) resolveName(name string, h Host) *result {
 		if fe == nil { // vanished between listing and reading
 			continue
 		}
-		if fe.err != nil {
-			res.problems = append(res.problems, problemOf(name, p, fe.err))
-			fmt.Fprintf(&fp, "P%s\x00%s\x00", p, fe.err)
+		if waits := fe.unsettled(); len(waits) > 0 {
+			return nil, waits
+		}
+		schemas, errs := fe.outcome()
+		if len(errs) > 0 {
+			res.problems = append(res.problems, problemsOf(name, p, errs, fe.meta)...)
+			fmt.Fprintf(&fp, "P%s\x00%s\x00", p, errs)
 			continue
 		}
-		t, hiddenWhy, err := resolve(name, p, fe.sum, fe.meta, fe.schemas, h)
+		t, hiddenWhy, err := resolve(name, p, fe.sum, fe.meta, schemas, h)
 		switch {
 		case err != nil:
-			res.problems = append(res.problems, problemOf(name, p, err))
+			res.problems = append(res.problems, problemsOf(name, p, err, fe.meta)...)
 			fmt.Fprintf(&fp, "P%s\x00%s\x00", p, err)
 		case t == nil:
 			if res.tool == nil && res.hidden == nil {
@@ -268,25 +407,44 @@ func (r *Registry) resolveName(name string, h Host) *result {
 		}
 	}
 	if !found {
-		return nil
+		return nil, nil
 	}
 	if res.tool != nil {
 		res.hidden = nil
 	}
 	res.fp = fp.String()
-	return res
+	return res, nil
 }
 
-func problemOf(name, file string, err error) Problem {
-	var fe *fieldError
-	if errors.As(err, &fe) {
-		return Problem{Name: name, File: file, Field: fe.Field, Line: fe.Line, Msg: fe.Msg}
+// problemsOf turns err into one Problem per FieldError it holds, with the
+// line of the field's key filled in from m when the error lacks one.
+func problemsOf(name, file string, err error, m *Meta) []Problem {
+	var all FieldErrors
+	var one *FieldError
+	switch {
+	case errors.As(err, &all):
+	case errors.As(err, &one):
+		all = FieldErrors{one}
+	default:
+		return []Problem{{Name: name, File: file, Msg: err.Error()}}
 	}
-	return Problem{Name: name, File: file, Msg: err.Error()}
+	out := make([]Problem, 0, len(all))
+	for _, fe := range all {
+		line := fe.Line
+		if line == 0 && fe.Field != "" && m != nil {
+			line = m.Line(fe.Field)
+		}
+		out = append(out, Problem{Name: name, File: file, Field: fe.Field, Line: line, Msg: fe.Msg})
+	}
+	return out
 }
 
 // readFile returns the parsed file at p, re-reading it only when its size,
-// time or contents changed. It returns nil if p does not exist.
+// time or contents changed, and starting (creating) the compile of schemas
+// not compiled yet. It returns nil if p does not exist. Only a regular file
+// is read, without blocking and at most MaxMetaSize bytes of it: a named pipe
+// or a device (or a symlink to one, even one swapped in after the check) is
+// a problem of that file, never a stall of the registry.
 func (r *Registry) readFile(p string) *fileEntry {
 	fi, err := os.Stat(p)
 	if err != nil {
@@ -294,41 +452,82 @@ func (r *Registry) readFile(p string) *fileEntry {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
-		return &fileEntry{err: fmt.Errorf("cannot read: %w", err)}
+		return &fileEntry{errs: FieldErrors{{Msg: "cannot read: " + err.Error()}}}
 	}
-	if old := r.files[p]; old != nil && old.size == fi.Size() && old.mtime.Equal(fi.ModTime()) {
+	if old := r.files[p]; old != nil && fi.Mode().IsRegular() && old.size == fi.Size() && old.mtime.Equal(fi.ModTime()) {
 		return old
 	}
-	if !fi.Mode().IsRegular() {
-		return &fileEntry{err: errors.New("not a regular file; a .meta must be a JSON file")}
-	}
-	if fi.Size() > MaxMetaSize {
-		return &fileEntry{err: fmt.Errorf("file is %d bytes; the limit is %d: shorten the prompt", fi.Size(), MaxMetaSize)}
-	}
-	raw, err := os.ReadFile(p)
-	if err != nil {
-		return &fileEntry{err: fmt.Errorf("cannot read: %w", err)}
+	raw, err := fileio.ReadRegular(p, MaxMetaSize)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		delete(r.files, p)
+		return nil
+	case errors.Is(err, fileio.ErrNotRegular):
+		delete(r.files, p)
+		return &fileEntry{errs: FieldErrors{{Msg: pathErrMsg(err) + "; a .meta must be a JSON file"}}}
+	case errors.Is(err, fileio.ErrTooLarge):
+		delete(r.files, p)
+		return &fileEntry{errs: FieldErrors{{Msg: fmt.Sprintf("the file is larger than %d bytes, the limit: shorten the prompt", MaxMetaSize)}}}
+	case err != nil:
+		delete(r.files, p)
+		return &fileEntry{errs: FieldErrors{{Msg: "cannot read: " + pathErrMsg(err)}}}
 	}
 	sum := sha256.Sum256(raw)
 	if old := r.files[p]; old != nil && old.sum == sum {
 		old.size, old.mtime = fi.Size(), fi.ModTime()
 		return old
 	}
-	fe := &fileEntry{size: fi.Size(), mtime: fi.ModTime(), sum: sum, raw: raw}
-	name := strings.TrimSuffix(filepath.Base(p), ".meta")
-	fe.meta, fe.err = ParseMeta(raw)
-	if fe.err == nil {
-		fe.schemas, fe.err = compileSchemas(name, fe.meta, r.schemas)
-	}
-	if fe.err != nil {
-		fe.meta, fe.raw = nil, nil
+	fe := &fileEntry{size: fi.Size(), mtime: fi.ModTime(), sum: sum}
+	fe.meta, fe.errs = parseMeta(raw)
+	if fe.meta != nil {
+		fe.jobs = map[int]*compileJob{}
+		r.addJob(fe, -1, fe.meta.Args)
+		for i, v := range fe.meta.Variants {
+			if v.Args != nil {
+				r.addJob(fe, i, v.Args)
+			}
+		}
 	}
 	r.files[p] = fe
 	return fe
 }
 
-// publishLocked builds the catalog from r.results and sends the change.
-func (r *Registry) publishLocked(changed map[string]bool) {
+// addJob attaches the compile of one schema to fe, unless the schema is out
+// of bounds (then that is one of fe's problems).
+func (r *Registry) addJob(fe *fileEntry, idx int, raw json.RawMessage) {
+	if raw == nil {
+		raw = defaultArgs
+	}
+	if why := schemaBounds(raw); why != "" {
+		field := "args"
+		if idx >= 0 {
+			field = fmt.Sprintf("variants[%d].args", idx)
+		}
+		fe.errs = append(fe.errs, &FieldError{Field: field, Line: fe.meta.Line(field), Msg: why})
+		sortByLine(fe.errs)
+		return
+	}
+	j, created := r.schemas.job(raw)
+	if created {
+		r.fresh[j] = true
+	}
+	fe.jobs[idx] = j
+}
+
+// pathErrMsg is err without the path (a Problem names the file already).
+func pathErrMsg(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// publishLocked builds the catalog from r.results and sends the change of
+// every name changed since the last publish.
+func (r *Registry) publishLocked() {
+	changed := r.dirty
+	r.dirty = map[string]bool{}
 	prev := r.cur.Load()
 	var tools []*Tool
 	var hidden []Hidden

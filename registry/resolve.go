@@ -3,7 +3,7 @@ package registry
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -14,9 +14,6 @@ import (
 
 // bareNameRE matches a cmd that names an executable without a shell.
 var bareNameRE = regexp.MustCompile(`^[A-Za-z0-9_.+-]+$`)
-
-// defaultArgs is the schema of a tool that declares none.
-var defaultArgs = json.RawMessage(`{"type":"object"}`)
 
 // holds reports whether m holds on h, and if not, why.
 func (m match) holds(h Host) (bool, string) {
@@ -128,86 +125,6 @@ func overlay(base fields, v fields) fields {
 	return base
 }
 
-// compileSchemas compiles the top-level and every variant's args, so a bad
-// schema is reported whichever variant this host would pick.
-func compileSchemas(name string, m *Meta, cache schemaCache) (map[int]*jsonschema.Schema, error) {
-	out := map[int]*jsonschema.Schema{}
-	s, err := cache.compile(name, "args", m.Args)
-	if err != nil {
-		return nil, err
-	}
-	out[-1] = s
-	for i, v := range m.Variants {
-		if v.Args == nil {
-			continue
-		}
-		field := fmt.Sprintf("variants[%d].args", i)
-		s, err := cache.compile(name, field, v.Args)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = s
-	}
-	return out, nil
-}
-
-// schemaCache shares compiled schemas between tools whose args are
-// byte-identical (catalogs repeat a few shapes many times). A nil cache
-// compiles every time.
-type schemaCache map[[32]byte]*jsonschema.Schema
-
-func (c schemaCache) compile(name, field string, raw json.RawMessage) (*jsonschema.Schema, error) {
-	if raw == nil {
-		raw = defaultArgs
-	}
-	if c == nil {
-		return compileArgs(name, field, raw)
-	}
-	key := sha256.Sum256(raw)
-	if s, ok := c[key]; ok {
-		return s, nil
-	}
-	s, err := compileArgs(name, field, raw)
-	if err == nil {
-		c[key] = s
-	}
-	return s, err
-}
-
-func compileArgs(name, field string, raw json.RawMessage) (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
-	if err != nil {
-		return nil, &fieldError{Field: field, Msg: "is not valid JSON: " + err.Error()}
-	}
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	c.UseLoader(noExternalRefs{})
-	// The URL names no tool: compiled schemas are shared between tools.
-	const url = "tool:///args.json"
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, &fieldError{Field: field, Msg: "is not a usable JSON Schema: " + err.Error()}
-	}
-	s, err := c.Compile(url)
-	if err != nil {
-		return nil, &fieldError{Field: field, Msg: "does not compile as a JSON Schema: " + oneLine(err.Error()) +
-			"; fix it so it validates against the JSON Schema metaschema"}
-	}
-	return s, nil
-}
-
-// noExternalRefs refuses every $ref outside the schema itself: a .meta must
-// not make the server read local files or fetch URLs.
-type noExternalRefs struct{}
-
-func (noExternalRefs) Load(url string) (any, error) {
-	return nil, fmt.Errorf("external $ref %q is not allowed; inline the definition under \"$defs\"", url)
-}
-
-func oneLine(s string) string {
-	s = strings.ReplaceAll(s, "\n", "; ")
-	return strings.Join(strings.Fields(s), " ")
-}
-
 // resolve picks the variant for h and the command, producing a Tool. It
 // returns (nil, reason, nil) when the tool is hidden on h and an error when the
 // tool is invalid.
@@ -272,6 +189,10 @@ func resolve(name, file string, digest [32]byte, m *Meta, schemas map[int]*jsons
 	}
 	cmd, err := resolveCommand(name, t.Dir, t.Cmd, h)
 	if err != nil {
+		var fe *FieldError
+		if errors.As(err, &fe) && idx >= 0 && m.Variants[idx].Cmd != nil {
+			fe.Field = fmt.Sprintf("variants[%d].cmd", idx)
+		}
 		return nil, "", err
 	}
 	t.Command = cmd
@@ -298,7 +219,7 @@ func resolveCommand(name, dir, cmd string, h Host) (Command, error) {
 		switch {
 		case filepath.IsAbs(c) && !strings.ContainsAny(c, " \t\n;|&$`'\"<>(){}*?"):
 			if !h.Executable(c) {
-				return Command{}, &fieldError{Field: "cmd", Msg: fmt.Sprintf("%s is not an executable file on this host; install it or fix the path", c)}
+				return Command{}, &FieldError{Field: "cmd", Msg: fmt.Sprintf("%s is not an executable file on this host; install it or fix the path", c)}
 			}
 			return Command{Kind: Direct, Argv: []string{c}, Cmd: cmd}, nil
 		case bareNameRE.MatchString(c):
@@ -308,7 +229,7 @@ func resolveCommand(name, dir, cmd string, h Host) (Command, error) {
 			if p, ok := h.LookPath(c); ok {
 				return Command{Kind: Direct, Argv: []string{p}, Cmd: cmd}, nil
 			}
-			return Command{}, &fieldError{Field: "cmd", Msg: fmt.Sprintf("%q is neither an executable in %s nor on $PATH; install it, or write a shell command", c, dir)}
+			return Command{}, &FieldError{Field: "cmd", Msg: fmt.Sprintf("%q is neither an executable in %s nor on $PATH; install it, or write a shell command", c, dir)}
 		default:
 			return Command{Kind: Shell, Argv: []string{"/bin/sh", "-c", cmd}, Cmd: cmd}, nil
 		}
@@ -316,7 +237,7 @@ func resolveCommand(name, dir, cmd string, h Host) (Command, error) {
 	if p, ok := h.LookPath(name); ok {
 		return Command{Kind: OnPath, Argv: []string{p}}, nil
 	}
-	return Command{}, &fieldError{Field: "cmd", Msg: fmt.Sprintf(
+	return Command{}, &FieldError{Field: "cmd", Msg: fmt.Sprintf(
 		"no command: there is no executable %s, no \"cmd\", and %q is not on $PATH; add \"cmd\" or an executable named %s beside the .meta",
 		filepath.Join(dir, name), name, name)}
 }
@@ -329,22 +250,3 @@ func deref(s *string) string {
 }
 
 func derefBool(b *bool) bool { return b != nil && *b }
-
-// validateArgs checks args against t's schema.
-func validateArgs(t *Tool, args []byte) error {
-	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(string(args)))
-	if err != nil {
-		return fmt.Errorf("arguments are not valid JSON: %w", err)
-	}
-	if _, ok := inst.(map[string]any); !ok {
-		return fmt.Errorf("arguments must be a JSON object")
-	}
-	if t.schema == nil {
-		return nil
-	}
-	if err := t.schema.Validate(inst); err != nil {
-		msg := strings.Replace(err.Error(), "jsonschema validation failed with 'tool:///args.json#'", "", 1)
-		return fmt.Errorf("arguments do not match the schema of %s:%s", t.Name, msg)
-	}
-	return nil
-}

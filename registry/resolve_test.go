@@ -55,7 +55,7 @@ func TestVariants(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sch, err := compileSchemas("x", m, nil)
+			sch, err := compileSchemas(m)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,7 +88,7 @@ func TestVariantFieldsOverrideAndInherit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sch, err := compileSchemas("x", m, nil)
+	sch, err := compileSchemas(m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestValidateArgsListsEveryViolation(t *testing.T) {
 	meta := `{"description":"d","cmd":"jq","args":{"type":"object","additionalProperties":false,
 		"properties":{"mode":{"enum":["fast","slow"]},"count":{"type":"integer","maximum":100}},"required":["mode"]}}`
 	m, _ := ParseMeta([]byte(meta))
-	sch, _ := compileSchemas("x", m, nil)
+	sch, _ := compileSchemas(m)
 	tool, _, _ := resolve("x", "/t/x.meta", sha256.Sum256([]byte(meta)), m, sch, testHost())
 	err := tool.ValidateArgs([]byte(`{"mode":"medium","count":500,"colour":1}`))
 	if err == nil {

@@ -89,10 +89,13 @@ func (r *Registry) Watch(ctx context.Context) error {
 			if full {
 				r.addWatches(w)
 				r.mu.Lock()
-				err := r.rescanLocked(ctx)
+				p, err := r.rescanLocked(ctx, false)
 				r.mu.Unlock()
 				if err != nil && ctx.Err() == nil {
 					r.log.Warn("rescan failed", "err", err)
+				}
+				if len(p.jobs) > 0 {
+					r.finish(p) // in the background: the watch goes on
 				}
 			} else {
 				r.applyPaths(pending)
@@ -197,7 +200,7 @@ func (r *Registry) applyPaths(paths map[string]bool) {
 			}
 		}
 	}
-	if err := r.updateLocked(names, nil); err != nil {
-		r.log.Warn("update failed", "err", err)
+	if p := r.updateLocked(names, nil, false); len(p.jobs) > 0 {
+		r.finish(p) // in the background: the watch goes on
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"toolsrv/internal/fileio"
 )
 
 // Format and Version identify a thresholds file. A file with a higher
@@ -101,9 +103,14 @@ func Parse(data []byte) (*File, error) {
 	return &f, nil
 }
 
-// ReadFile reads and checks the thresholds file at path.
+// MaxFileSize is the largest thresholds file read (a real one is a few KB).
+const MaxFileSize = 1 << 20
+
+// ReadFile reads and checks the thresholds file at path. It must be a
+// regular file of at most MaxFileSize bytes: a named pipe or a device is
+// refused at once instead of blocking or reading forever.
 func ReadFile(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	data, err := fileio.ReadRegular(path, MaxFileSize)
 	if err != nil {
 		return nil, err
 	}

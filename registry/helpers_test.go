@@ -1,0 +1,74 @@
+package registry
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// compileSchemas compiles m's top-level and variant schemas synchronously,
+// as the registry's compile jobs do, and returns the first problem as a
+// *FieldError naming the field.
+func compileSchemas(m *Meta) (map[int]*jsonschema.Schema, error) {
+	out := map[int]*jsonschema.Schema{}
+	one := func(idx int, raw json.RawMessage) error {
+		field := "args"
+		if idx >= 0 {
+			field = fmt.Sprintf("variants[%d].args", idx)
+		}
+		if raw == nil {
+			raw = defaultArgs
+		}
+		if why := schemaBounds(raw); why != "" {
+			return &FieldError{Field: field, Msg: why}
+		}
+		s, err := compileSchema(raw)
+		if err != nil {
+			return &FieldError{Field: field, Msg: err.Error()}
+		}
+		out[idx] = s
+		return nil
+	}
+	if err := one(-1, m.Args); err != nil {
+		return nil, err
+	}
+	for i, v := range m.Variants {
+		if v.Args != nil {
+			if err := one(i, v.Args); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// within runs f and fails the test if it has not returned after 30 s (a
+// deadlock guard, not a timing assertion).
+func within(t *testing.T, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: still blocked after 30 s", what)
+	}
+}
+
+// problemsOfFile returns the catalog's problems for file.
+func problemsOfFile(c *Catalog, file string) []Problem {
+	var out []Problem
+	for _, p := range c.Problems {
+		if p.File == file {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// asFieldErrors is errors.As for a FieldErrors target.
+func asFieldErrors(err error, all *FieldErrors) bool { return errors.As(err, all) }

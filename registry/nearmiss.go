@@ -1,0 +1,109 @@
+package registry
+
+import (
+	"sort"
+	"strings"
+)
+
+// guarded are the definition fields whose loss changes what runs or how it
+// is confined. An unknown field is ignored, so a misspelt one silently
+// leaves the default in place: for these fields a near miss is an error,
+// and the message says what the default would have done.
+var guarded = map[string]string{
+	"readOnly":    "the tool would not be read-only",
+	"network":     "the tool's network access would be the default (none)",
+	"bypass":      "the tool's bypass setting would be the default (sandboxed)",
+	"cmd":         "the command would be resolved without it (an executable beside the .meta, or the tool's name on $PATH)",
+	"args":        "the arguments would not be checked against the schema",
+	"concurrency": "calls would run in parallel",
+	"timeout":     "calls would get the default timeout",
+	"variants":    "the variants would be ignored",
+	"match":       "the variant would hold on every host",
+}
+
+// synonyms are names other tool formats use for our fields.
+var synonyms = map[string]string{
+	"parameters":  "args",
+	"params":      "args",
+	"arguments":   "args",
+	"inputschema": "args",
+	"schema":      "args",
+	"command":     "cmd",
+}
+
+// nearMiss returns the known name that key most likely meant: the same name
+// in another case or with '_'/'-' separators, a name within a small edit
+// distance (one edit for names of up to 5 letters, two for longer ones), or
+// a synonym from another tool format.
+func nearMiss(key string, known []string) (string, bool) {
+	k := normalizeName(key)
+	if s, ok := synonyms[k]; ok && contains(known, s) {
+		return s, true
+	}
+	best, bestD := "", 1<<30
+	sorted := append([]string(nil), known...)
+	sort.Strings(sorted)
+	for _, c := range sorted {
+		n := strings.ToLower(c)
+		if n == k {
+			return c, true
+		}
+		limit := 1
+		if len(n) > 5 {
+			limit = 2
+		}
+		if d := editDistance(k, n); d <= limit && d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best, best != ""
+}
+
+func normalizeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '_', '-', ' ':
+			return -1
+		}
+		return r
+	}, strings.ToLower(s))
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// editDistance is the optimal-string-alignment distance: insertions,
+// deletions, substitutions and transpositions of adjacent letters cost 1.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	if len(ra) > 64 || len(rb) > 64 {
+		return 1 << 30 // no field name is that long
+	}
+	prev2 := make([]int, len(rb)+1)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(rb)]
+}
