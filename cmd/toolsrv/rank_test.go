@@ -149,7 +149,7 @@ func TestRankFormats(t *testing.T) {
 			}
 		})
 	}
-	if code, _, errs := runCLIWith(t, "", nil, "rank", "--tools", dir, "--format", "gemini", "x"); code != 1 || !strings.Contains(errs, "unknown --format") {
+	if code, _, errs := runCLIWith(t, "", nil, "rank", "--tools", dir, "--format", "gemini", "x"); code != 2 || !strings.Contains(errs, "unknown --format") {
 		t.Fatalf("bad format: exit %d, %s", code, errs)
 	}
 }
