@@ -97,7 +97,7 @@ func Listen(ctx context.Context, a Addr) (net.Listener, error) {
 		}
 		return l, nil
 	}
-	if err := privateDir(filepath.Dir(a.Addr)); err != nil {
+	if err := privateDir(filepath.Dir(a.Addr), os.Geteuid()); err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", a, err)
 	}
 	if fi, err := os.Lstat(a.Addr); err == nil {
@@ -140,7 +140,9 @@ func Listen(ctx context.Context, a Addr) (net.Listener, error) {
 //     holding files of other users. Those are refused with what to do. A
 //     directory named "toolsrv" (where DefaultSocket puts the socket) is
 //     always toolsrv's own.
-func privateDir(dir string) error {
+//
+// me is this user's uid (os.Geteuid(); tests pretend to be someone else).
+func privateDir(dir string, me int) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating the socket directory: %w", err)
 	}
@@ -151,7 +153,6 @@ func privateDir(dir string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("%s is not a directory; choose another socket path", dir)
 	}
-	me := os.Geteuid()
 	if uid, ok := owner(fi); !ok || uid != me {
 		return fmt.Errorf("the socket directory %s belongs to uid %d, not to this user (uid %d), who could reach or replace the socket; "+
 			"put it in a directory of your own, such as the default $XDG_RUNTIME_DIR/toolsrv/9p.sock", dir, uid, me)
