@@ -85,13 +85,11 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	for _, s := range listens {
 		a, err := ninep.ParseAddr(s)
 		if err != nil {
-			fmt.Fprintln(env.stderr, "toolsrv serve: --listen", err)
-			return 2
+			return usageError(fs, "--listen %v", err)
 		}
 		if !a.Loopback() {
 			if !*allowRemote {
-				fmt.Fprintf(env.stderr, "toolsrv serve: --listen %s is not a loopback address; 9P has no authentication, so pass --allow-remote to serve it anyway\n", a)
-				return 2
+				return usageError(fs, "--listen %s is not a loopback address; 9P has no authentication, so pass --allow-remote to serve it anyway", a)
 			}
 			fmt.Fprintf(env.stderr, "toolsrv serve: WARNING: serving on %s without authentication: anyone who can reach it can load and call tools\n", a)
 		}
