@@ -164,8 +164,8 @@ func privateDir(dir string, me int) error {
 	if filepath.Base(dir) != "toolsrv" {
 		if why := sharedDir(dir, fi, me); why != "" {
 			return fmt.Errorf("the socket directory %s is mode %04o, not 0700, and %s, so toolsrv will not change its mode; "+
-				"put the socket in a directory of its own (e.g. --listen unix:%s, created 0700), or run chmod 700 %s yourself",
-				dir, mode.Perm(), why, filepath.Join(dir, "toolsrv", "9p.sock"), dir)
+				"put the socket in a directory of its own (e.g. --listen unix:%s, created 0700)",
+				dir, mode.Perm(), why, filepath.Join(dir, "toolsrv", "9p.sock"))
 		}
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
