@@ -45,7 +45,7 @@ type BypassAnswer struct {
 // its answer. It returns nil only for an explicit approval.
 func askBroker(ctx context.Context, socket string, timeout time.Duration, req BypassRequest) error {
 	if socket == "" {
-		return errors.New("no approval broker: OLLIE_BYPASS_SOCKET is not set (start one with \"toolsrv broker --socket PATH\" and set OLLIE_BYPASS_SOCKET=PATH)")
+		return errors.New("no approval broker: OLLIE_BYPASS_SOCKET is not set and no --bypass-socket was given (start one with \"toolsrv broker --socket PATH\", then pass its PATH to toolsrv serve --bypass-socket PATH or toolsrv call --bypass-socket PATH, or set OLLIE_BYPASS_SOCKET=PATH)")
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

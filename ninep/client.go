@@ -21,6 +21,10 @@ type Client struct {
 	conn net.Conn
 	c    *p9.Client
 	root p9.File
+	// ctx is Connect's context (Background for NewClient); stop ends its
+	// watch over the connection.
+	ctx  context.Context
+	stop func() bool
 }
 
 // RefusedError is a request the server refused.
@@ -41,20 +45,31 @@ func (e *RefusedError) Error() string {
 func (e *RefusedError) Unwrap() error { return e.Errno }
 
 // Connect dials addr (unix:PATH or tcp:HOST:PORT) and attaches to the root.
+// The connection lives until Close or until ctx ends: then it is closed, so
+// a call blocked on a server that does not answer returns (with ctx's
+// error) instead of waiting forever. The 9P library's client takes no
+// context; this is how a signal reaches it.
 func Connect(ctx context.Context, addr string) (*Client, error) {
 	nc, err := Dial(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
+	stop := context.AfterFunc(ctx, func() { nc.Close() })
 	cl, err := NewClient(nc)
 	if err != nil {
+		stop()
 		nc.Close()
+		if ctx.Err() != nil {
+			err = context.Cause(ctx)
+		}
 		return nil, fmt.Errorf("9P session with %s: %w", addr, err)
 	}
+	cl.ctx, cl.stop = ctx, stop
 	return cl, nil
 }
 
-// NewClient speaks 9P over an established connection.
+// NewClient speaks 9P over an established connection (closing it is the
+// caller's way to interrupt a blocked call).
 func NewClient(nc net.Conn) (*Client, error) {
 	c, err := p9.NewClient(nc)
 	if err != nil {
@@ -64,11 +79,12 @@ func NewClient(nc net.Conn) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("attach: %w", err)
 	}
-	return &Client{conn: nc, c: c, root: root}, nil
+	return &Client{conn: nc, c: c, root: root, ctx: context.Background(), stop: func() bool { return false }}, nil
 }
 
 // Close ends the connection.
 func (cl *Client) Close() error {
+	cl.stop()
 	cl.root.Close()
 	return cl.c.Close()
 }
@@ -81,8 +97,12 @@ func split(p string) []string {
 	return strings.Split(p, "/")
 }
 
-// refused wraps an errno from the server with the reason in err.
+// refused wraps an errno from the server with the reason in err. After
+// Connect's context ended, the error is the context's.
 func (cl *Client) refused(op, p string, err error) error {
+	if cl.ctx.Err() != nil {
+		return fmt.Errorf("%s /%s: %w", op, strings.Trim(path.Clean("/"+p), "/"), context.Cause(cl.ctx))
+	}
 	var errno linux.Errno
 	if !errors.As(err, &errno) {
 		return fmt.Errorf("%s /%s: %w", op, p, err)

@@ -84,9 +84,10 @@ func (a Addr) Loopback() bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Listen listens on a. A Unix socket's directory is created (mode 0700) if
-// missing, a stale socket left by a crashed server is replaced (a live one
-// is an error), and the socket is made mode 0600.
+// Listen listens on a. A Unix socket lives in a private directory (see
+// privateDir: created mode 0700 if missing, made 0700 if it is ours, refused
+// if it is another user's), a stale socket left by a crashed server is
+// replaced (a live one is an error), and the socket is made mode 0600.
 func Listen(ctx context.Context, a Addr) (net.Listener, error) {
 	var lc net.ListenConfig
 	if a.Net != "unix" {
@@ -96,8 +97,8 @@ func Listen(ctx context.Context, a Addr) (net.Listener, error) {
 		}
 		return l, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(a.Addr), 0o700); err != nil {
-		return nil, fmt.Errorf("creating the socket directory: %w", err)
+	if err := privateDir(filepath.Dir(a.Addr), os.Geteuid()); err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", a, err)
 	}
 	if fi, err := os.Lstat(a.Addr); err == nil {
 		if fi.Mode()&fs.ModeSocket == 0 {
@@ -124,6 +125,106 @@ func Listen(ctx context.Context, a Addr) (net.Listener, error) {
 		ul.SetUnlinkOnClose(true)
 	}
 	return l, nil
+}
+
+// privateDir makes dir, the directory of a Unix socket, private: owned by
+// this user and mode 0700, so that nobody else can reach the socket before
+// it is made 0600, or list or replace it.
+//   - A missing directory is created 0700.
+//   - An existing directory of another user is refused.
+//   - An existing directory of ours that is not 0700 is made 0700 — unless
+//     changing its mode would cut others off from what it holds: a shared
+//     directory (sticky or world-writable, such as /tmp), a system directory
+//     ("/", its direct children such as /run or /home, anything under /etc,
+//     /usr, /var, /run ...), the home directory itself, or a directory
+//     holding files of other users. Those are refused with what to do. A
+//     directory named "toolsrv" (where DefaultSocket puts the socket) is
+//     always toolsrv's own.
+//
+// me is this user's uid (os.Geteuid(); tests pretend to be someone else).
+func privateDir(dir string, me int) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating the socket directory: %w", err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("the socket directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory; choose another socket path", dir)
+	}
+	if uid, ok := owner(fi); !ok || uid != me {
+		return fmt.Errorf("the socket directory %s belongs to uid %d, not to this user (uid %d), who could reach or replace the socket; "+
+			"put it in a directory of your own, such as the default $XDG_RUNTIME_DIR/toolsrv/9p.sock", dir, uid, me)
+	}
+	mode := fi.Mode() & (fs.ModePerm | fs.ModeSticky | fs.ModeSetuid | fs.ModeSetgid)
+	if mode == 0o700 {
+		return nil
+	}
+	if filepath.Base(dir) != "toolsrv" {
+		if why := sharedDir(dir, fi, me); why != "" {
+			return fmt.Errorf("the socket directory %s is mode %04o, not 0700, and %s, so toolsrv will not change its mode; "+
+				"put the socket in a directory of its own (e.g. --listen unix:%s, created 0700)",
+				dir, mode.Perm(), why, filepath.Join(dir, "toolsrv", "9p.sock"))
+		}
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("making the socket directory %s private (0700): %w", dir, err)
+	}
+	return nil
+}
+
+// sharedDir says why a mode change of dir (ours) would hurt others, or ""
+// when it would not.
+func sharedDir(dir string, fi fs.FileInfo, me int) string {
+	if fi.Mode()&fs.ModeSticky != 0 || fi.Mode().Perm()&0o002 != 0 {
+		return "is shared (sticky or world-writable)"
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		real = dir
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		return "cannot be located"
+	}
+	if real == "/" || filepath.Dir(real) == "/" {
+		return "is a system directory"
+	}
+	// The trees whose directories are never changed.
+	for _, s := range []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32",
+		"/opt", "/proc", "/run", "/sbin", "/srv", "/sys", "/usr", "/var"} {
+		if strings.HasPrefix(real, s+"/") {
+			return "is a system directory"
+		}
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		if h, err := filepath.EvalSymlinks(home); err == nil && h == real {
+			return "is your home directory"
+		}
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return "cannot be listed (" + err.Error() + ")"
+	}
+	for _, e := range ents {
+		info, err := e.Info()
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if uid, ok := owner(info); ok && uid != me {
+			return fmt.Sprintf("holds files of other users (%s belongs to uid %d)", e.Name(), uid)
+		}
+	}
+	return ""
+}
+
+// owner is a file's owner uid.
+func owner(fi fs.FileInfo) (int, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return -1, false
+	}
+	return int(st.Uid), true
 }
 
 // Dial connects to a server address (see ParseAddr).

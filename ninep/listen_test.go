@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -106,5 +107,116 @@ func TestDialHints(t *testing.T) {
 	_, err := Dial(t.Context(), "unix:"+filepath.Join(t.TempDir(), "none.sock"))
 	if err == nil || !strings.Contains(err.Error(), "is toolsrv serve running?") {
 		t.Fatalf("Dial to nothing = %v", err)
+	}
+}
+
+// The socket directory ends up 0700 even when it existed with another mode;
+// a directory whose mode toolsrv must not change is refused and left as it
+// was.
+func TestListenSocketDirPrivate(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(t *testing.T, root string) string // returns the socket directory
+		err   string                                 // "" = made 0700 and listened
+		mode  os.FileMode                            // the directory's mode afterwards
+	}{
+		{"missing: created 0700", func(t *testing.T, root string) string { return filepath.Join(root, "a", "b") }, "", 0o700},
+		{"ours, 0755, with our files: made 0700", func(t *testing.T, root string) string {
+			d := mkdir(t, root, "run", 0o755)
+			writeFile(t, filepath.Join(d, "notes"))
+			return d
+		}, "", 0o700},
+		{"ours, 0750, empty: made 0700", func(t *testing.T, root string) string { return mkdir(t, root, "run", 0o750) }, "", 0o700},
+		{"already 0700", func(t *testing.T, root string) string { return mkdir(t, root, "run", 0o700) }, "", 0o700},
+		{"shared (sticky): refused", func(t *testing.T, root string) string { return mkdir(t, root, "shared", 0o777|os.ModeSticky) },
+			"is shared (sticky or world-writable), so toolsrv will not change its mode", 0o777 | os.ModeSticky},
+		{"named toolsrv, sticky: ours to fix", func(t *testing.T, root string) string {
+			return mkdir(t, root, "toolsrv", 0o777|os.ModeSticky)
+		}, "", 0o700},
+		{"the home directory: refused", func(t *testing.T, root string) string {
+			d := mkdir(t, root, "home", 0o755)
+			t.Setenv("HOME", d)
+			return d
+		}, "is your home directory", 0o755},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := c.setup(t, t.TempDir())
+			l, err := Listen(t.Context(), Addr{"unix", filepath.Join(dir, "9p.sock")})
+			if err == nil {
+				l.Close()
+			}
+			if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+				t.Fatalf("Listen = %v; want error containing %q", err, c.err)
+			}
+			fi, serr := os.Stat(dir)
+			if serr != nil {
+				t.Fatal(serr)
+			}
+			if got := fi.Mode() & (os.ModePerm | os.ModeSticky); got != c.mode {
+				t.Errorf("mode afterwards %v, want %v", got, c.mode)
+			}
+		})
+	}
+}
+
+// A socket directory of another user is refused (privateDir is told this
+// user is someone else, so the test needs no second account).
+func TestPrivateDirOtherUser(t *testing.T) {
+	me := os.Geteuid()
+	dir := mkdir(t, t.TempDir(), "theirs", 0o755)
+	err := privateDir(dir, me+1)
+	want := "belongs to uid " + strconv.Itoa(me) + ", not to this user (uid " + strconv.Itoa(me+1) + ")"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("privateDir = %v; want %q", err, want)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("another user's directory was changed: %v %v", fi.Mode(), err)
+	}
+}
+
+// sharedDir refuses directories whose mode change would cut others off.
+func TestSharedDir(t *testing.T) {
+	me := os.Geteuid()
+	mixed := t.TempDir()
+	writeFile(t, filepath.Join(mixed, "f"))
+	cases := []struct {
+		dir  string
+		as   int
+		want string
+	}{
+		{"/", me, "is a system directory"},
+		{"/usr/share", me, "is a system directory"},
+		{"/etc", me, "is a system directory"},
+		{mixed, me, ""},
+		{mixed, me + 1, "holds files of other users (f belongs to uid " + strconv.Itoa(me) + ")"},
+	}
+	for _, c := range cases {
+		fi, err := os.Stat(c.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sharedDir(c.dir, fi, c.as); got != c.want {
+			t.Errorf("sharedDir(%s) as uid %d = %q, want %q", c.dir, c.as, got, c.want)
+		}
+	}
+}
+
+func mkdir(t *testing.T, root, name string, mode os.FileMode) string {
+	t.Helper()
+	d := filepath.Join(root, name)
+	if err := os.Mkdir(d, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(d, mode); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	return d
+}
+
+func writeFile(t *testing.T, path string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -31,7 +31,7 @@ Small run for CI: --sizes 1000 --queries 50 --live-updates 10.`
 
 // runBench implements `toolsrv bench`.
 func runBench(ctx context.Context, env *cliEnv, args []string) int {
-	fs, _ := newFlags(env, "bench", "bench --corpus DIR [--corpus DIR ...] [flags]", benchAbout)
+	fs, _ := newFlags(env, "bench", "bench --corpus DIR [--corpus DIR ...] [DIR...] [flags]", benchAbout)
 	var corpora dirList
 	fs.Var(&corpora, "corpus", "labelled corpus directory, or a directory of corpora (repeatable)")
 	sizes := fs.String("sizes", "1000,10000,100000", "synthetic catalog sizes, comma separated")
@@ -47,8 +47,13 @@ func runBench(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	corpora = append(corpora, fs.Args()...)
 	if len(corpora) == 0 {
-		fmt.Fprintln(env.stderr, "toolsrv bench: give at least one --corpus DIR (its tool texts make the synthetic catalogs)")
-		return 2
+		return usageError(fs, "give at least one --corpus DIR (its tool texts make the synthetic catalogs)")
+	}
+	if err := ef.check(); err != nil {
+		return usageError(fs, "%v", err)
+	}
+	if *queries <= 0 || *liveSize < 0 || *liveUpdates < 0 {
+		return usageError(fs, "--queries must be positive, --live-size and --live-updates not negative")
 	}
 	var ns []int
 	for _, s := range strings.Split(*sizes, ",") {
@@ -57,10 +62,12 @@ func runBench(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		n := parseCount(s)
 		if n <= 0 {
-			fmt.Fprintf(env.stderr, "toolsrv bench: --sizes: %q is not a positive count (1000, 1k, 100k)\n", s)
-			return 2
+			return usageError(fs, "--sizes: %q is not a positive count (1000, 1k, 100k)", s)
 		}
 		ns = append(ns, n)
+	}
+	if len(ns) == 0 {
+		return usageError(fs, "--sizes: give at least one catalog size (1000, 1k, 100k)")
 	}
 	dirs, err := bench.FindCorpora(corpora)
 	if err != nil {

@@ -28,15 +28,13 @@ func runBroker(ctx context.Context, env *cliEnv, args []string) int {
 		return code
 	}
 	if fs.NArg() != 0 {
-		fs.Usage()
-		return 2
+		return usageError(fs, "unexpected argument %q (the socket goes in --socket)", fs.Arg(0))
 	}
 	if *socket == "" {
 		*socket = env.getenv("OLLIE_BYPASS_SOCKET")
 	}
 	if *socket == "" {
-		fmt.Fprintln(env.stderr, "toolsrv broker: no socket: pass --socket PATH or set OLLIE_BYPASS_SOCKET")
-		return 2
+		return usageError(fs, "no socket: pass --socket PATH or set OLLIE_BYPASS_SOCKET")
 	}
 	ln, err := listenUnixPrivate(*socket)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -14,7 +15,7 @@ import (
 // runCall calls one tool the way an agent would: arguments validated, JSON
 // on standard input, sandboxed, with the timeout and output caps.
 func runCall(ctx context.Context, env *cliEnv, args []string) int {
-	fs, tools := newFlags(env, "call", "call [--tools DIR] [--cwd DIR] [--timeout D] [--allow-unsandboxed] [--json] NAME [JSON|-]",
+	fs, tools := newFlags(env, "call", "call [--tools DIR] [--cwd DIR] [--timeout D] [--allow-unsandboxed] [--json] [-v] NAME [JSON|-]",
 		"Calls tool NAME with the JSON object JSON (\"-\": read it from standard input; absent: {}) on its\n"+
 			"standard input, sandboxed with Landlock, and prints its standard output. The tool's standard\n"+
 			"error goes to standard error. A failed call (invalid arguments, non-zero exit, timeout,\n"+
@@ -28,12 +29,19 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 	session := fs.String("session", "", "session name (told to the broker; the exclusive class is per session and agent)")
 	agent := fs.String("agent", "", "agent name (told to the broker)")
 	maxOut := fs.Int("max-output", exec.DefaultOutputCap, "cap in bytes on standard output and on standard error, each")
+	var verbose verbosity
+	fs.Var(&verbose, "v", "log what the call does on stderr (-v: Info, -v -v: Debug); without it the outcome alone is reported")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
-		fs.Usage()
-		return 2
+		return usageError(fs, "give a tool NAME and at most one JSON argument (got %d arguments)", fs.NArg())
+	}
+	if *maxOut <= 0 {
+		return usageError(fs, "--max-output %d: want a positive number of bytes", *maxOut)
+	}
+	if *timeout < 0 {
+		return usageError(fs, "--timeout %v: want a positive duration such as 30s", *timeout)
 	}
 	name := fs.Arg(0)
 	argJSON := []byte("{}")
@@ -62,14 +70,18 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 		*socket = env.getenv("OLLIE_BYPASS_SOCKET")
 	}
 
-	reg, err := loadRegistry(ctx, env, tools)
+	reg, path, err := loadTools(ctx, env, "call", tools)
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv call:", err)
 		return 1
 	}
-	t, err := reg.Catalog().Lookup(name)
+	cat := reg.Catalog()
+	t, err := cat.Lookup(name)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "toolsrv call: %v%s\n", err, lookupHint(err))
+		if len(cat.Tools)+len(cat.Problems)+len(cat.Hidden) == 0 {
+			fmt.Fprintln(env.stderr, "toolsrv call:", path.emptyCatalog(cat))
+		}
 		return 1
 	}
 	self, err := os.Executable()
@@ -79,7 +91,9 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	runner, err := exec.NewRunner(exec.Options{
 		SelfExe: exec.DefaultHelper(self), AllowUnsandboxed: *allowUnsandboxed, BypassSocket: *socket,
-		OutputCap: *maxOut, Getenv: env.getenv, Logger: logger(env),
+		// The outcome (failure, truncation, no sandbox) is reported below,
+		// once; the runner's own warnings would repeat it.
+		OutputCap: *maxOut, Getenv: env.getenv, Logger: loggerAt(env, verbose.level(slog.LevelError)),
 	})
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv call:", err)
@@ -98,8 +112,7 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		env.stderr.Write(res.Stderr)
 		if res.Truncated {
-			fmt.Fprintf(env.stderr, "toolsrv call: output truncated: the tool wrote %d bytes of standard output and %d of standard error; %d of each are kept (--max-output)\n",
-				res.StdoutBytes, res.StderrBytes, *maxOut)
+			fmt.Fprintln(env.stderr, truncationNote(res, *maxOut))
 		}
 		if res.Unsandboxed {
 			fmt.Fprintln(env.stderr, "toolsrv call: this call ran UNSANDBOXED")
@@ -119,6 +132,12 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// truncationNote is the one line that says a call's output was cut.
+func truncationNote(res *exec.Result, limit int) string {
+	return fmt.Sprintf("toolsrv call: output truncated: the tool wrote %d bytes of standard output and %d of standard error; the first %d of each are kept (--max-output)",
+		res.StdoutBytes, res.StderrBytes, limit)
 }
 
 // callOutcome is what --json prints.

@@ -53,6 +53,7 @@ func callTools(t *testing.T) string {
 	write("fails.meta", `{"description":"fails","cmd":"echo 'no such widget' >&2; exit 4"}`, 0o644)
 	write("sleeper.meta", `{"description":"sleeps","cmd":"sleep 30"}`, 0o644)
 	write("escalate.meta", `{"description":"needs the machine","bypass":true,"cmd":"touch bypassed; echo ran"}`, 0o644)
+	write("chatty.meta", `{"description":"talks too much","cmd":"head -c 5000 /dev/zero | tr '\\0' o; head -c 3000 /dev/zero | tr '\\0' e >&2"}`, 0o644)
 	return dir
 }
 
@@ -82,7 +83,9 @@ func TestCallCommand(t *testing.T) {
 		{"tool failure carries stderr", "", []string{"fails"}, 1, "", "no such widget\ntoolsrv call: tool fails failed (exit status 4)"},
 		{"timeout", "", []string{"--timeout", "200ms", "sleeper"}, 1, "", "timed out"},
 		{"unknown tool", "", []string{"nope"}, 1, "", "unknown tool: nope"},
-		{"bypass without broker", "", []string{"escalate"}, 1, "", "OLLIE_BYPASS_SOCKET is not set"},
+		{"bypass without broker names the flag", "", []string{"escalate"}, 1, "", "toolsrv call --bypass-socket PATH"},
+		{"flags after the tool name", "", []string{"greet", "--timeout", "5s", `{"name":"eve"}`}, 0, "hello eve", ""},
+		{"flags after the arguments", "", []string{"greet", `{"name":"eve"}`, "--json"}, 0, `"ok": true`, ""},
 		{"usage", "", []string{}, 2, "", "Usage: toolsrv call"},
 	}
 	for _, tc := range cases {
@@ -102,6 +105,24 @@ func TestCallCommand(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(work, "bypassed")); err == nil {
 		t.Error("the bypass tool ran without approval")
+	}
+}
+
+// A truncated call says so in one line on stderr (the runner's own log
+// record used to repeat it).
+func TestCallTruncatedOneLine(t *testing.T) {
+	tools := callTools(t)
+	code, out, errOut := runCallCmd(t, "", "--tools", tools, "--cwd", t.TempDir(), "--max-output", "100", "chatty")
+	if code != 0 || out != strings.Repeat("o", 100) {
+		t.Fatalf("exit %d, stdout %q", code, out)
+	}
+	rest, found := strings.CutPrefix(errOut, strings.Repeat("e", 100))
+	if !found {
+		t.Fatalf("stderr does not start with the tool's first 100 bytes of standard error: %q", errOut)
+	}
+	want := "toolsrv call: output truncated: the tool wrote 5000 bytes of standard output and 3000 of standard error; the first 100 of each are kept (--max-output)\n"
+	if rest != want {
+		t.Errorf("after the tool's stderr:\n%q\nwant exactly one line:\n%q", rest, want)
 	}
 }
 

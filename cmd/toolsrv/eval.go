@@ -28,7 +28,7 @@ type evalResult struct {
 }
 
 func runEval(ctx context.Context, env *cliEnv, args []string) int {
-	fs, _ := newFlags(env, "eval", "eval --corpus DIR [--corpus DIR ...] [--embedder builtin|ollama] [--mode bm25,dense,hybrid] [--json]", evalAbout)
+	fs, _ := newFlags(env, "eval", "eval --corpus DIR [--corpus DIR ...] [DIR...] [--embedder builtin|ollama] [--mode bm25,dense,hybrid] [--json]", evalAbout)
 	ef := addEmbedderFlags(fs)
 	var corpora repeated
 	fs.Var(&corpora, "corpus", "a corpus directory, or a directory of corpora (repeatable)")
@@ -41,10 +41,12 @@ func runEval(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "toolsrv eval:", err)
 		return 1
 	}
+	corpora = append(corpora, fs.Args()...)
 	if len(corpora) == 0 {
-		fmt.Fprintln(env.stderr, "toolsrv eval: --corpus DIR is required (layout: DIR/tools/*.meta, DIR/queries.jsonl)")
-		fs.Usage()
-		return 2
+		return usageError(fs, "--corpus DIR is required (layout: DIR/tools/*.meta, DIR/queries.jsonl)")
+	}
+	if err := ef.check(); err != nil {
+		return usageError(fs, "%v", err)
 	}
 	var ms []index.Mode
 	if *modes == "all" {
@@ -53,7 +55,7 @@ func runEval(ctx context.Context, env *cliEnv, args []string) int {
 	for _, m := range strings.Split(*modes, ",") {
 		mode, err := index.ParseMode(strings.TrimSpace(m))
 		if err != nil {
-			return fail(err)
+			return usageError(fs, "--mode: %v", err)
 		}
 		ms = append(ms, mode)
 	}

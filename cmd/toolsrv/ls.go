@@ -15,17 +15,31 @@ func runLs(ctx context.Context, env *cliEnv, args []string) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	reg, err := loadRegistry(ctx, env, tools)
+	if fs.NArg() != 0 {
+		return usageError(fs, "unexpected argument %q (to see one tool: toolsrv show NAME)", fs.Arg(0))
+	}
+	reg, path, err := loadTools(ctx, env, "ls", tools)
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv ls:", err)
 		return 1
 	}
 	cat := reg.Catalog()
+	// An empty catalog is an error, not an empty listing; --json still
+	// prints the catalog (its problems and hidden tools say why).
+	empty := path.emptyCatalog(cat)
 	if *asJSON {
 		if err := writeJSON(env.stdout, catalogJSON(cat)); err != nil {
 			return 1
 		}
+		if empty != nil {
+			fmt.Fprintln(env.stderr, "toolsrv ls:", empty)
+			return 1
+		}
 		return 0
+	}
+	if empty != nil {
+		fmt.Fprintln(env.stderr, "toolsrv ls:", empty)
+		return 1
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	for _, t := range cat.Tools {

@@ -7,9 +7,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -24,6 +26,9 @@ type cliEnv struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// log, when set, is the logger every package the command uses gets
+	// (see logger); serve -v sets it.
+	log *slog.Logger
 }
 
 func commands() map[string]command {
@@ -39,6 +44,7 @@ func commands() map[string]command {
 		"9p":       {"a small 9P client: ls, cat, write, mkdir, rm", run9P},
 		"tune":     {"sweep ranking thresholds on labelled queries", runTune},
 		"bench":    {"benchmark index build, ranking and live updates", runBench},
+		"version":  {"print the version (module version and VCS revision)", runVersion},
 	}
 }
 
@@ -54,14 +60,27 @@ func main() {
 	os.Exit(dispatch(ctx, env, os.Args[1:]))
 }
 
+// dispatch runs the subcommand args[0]. Usage errors print on standard
+// error and return 2; "toolsrv help [COMMAND]" prints on standard output.
 func dispatch(ctx context.Context, env *cliEnv, args []string) int {
 	cmds := commands()
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		usage(env.stdout, cmds)
-		if len(args) == 0 {
-			return 2
+	if len(args) == 0 {
+		usage(env.stderr, cmds)
+		return 2
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		if len(args) == 1 {
+			usage(env.stdout, cmds)
+			return 0
 		}
-		return 0
+		if c, ok := cmds[args[1]]; ok && len(args) == 2 {
+			return c.run(ctx, env, []string{"--help"})
+		}
+		fmt.Fprintf(env.stderr, "toolsrv help: unknown command %q; run \"toolsrv help\" for the list\n", strings.Join(args[1:], " "))
+		return 2
+	case "-version", "--version":
+		args = append([]string{"version"}, args[1:]...)
 	}
 	c, ok := cmds[args[0]]
 	if !ok {
@@ -82,5 +101,6 @@ func usage(w io.Writer, cmds map[string]command) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-9s %s\n", n, cmds[n].summary)
 	}
-	fmt.Fprintln(w, "\nEvery command takes --tools DIR (repeatable; default $OLLIE_TOOLS_PATH or ~/.config/ollie/tools) and --help.")
+	fmt.Fprintln(w, "\nEvery command takes --tools DIR (repeatable; default $OLLIE_TOOLS_PATH or ~/.config/ollie/tools) and --help;")
+	fmt.Fprintln(w, "flags go anywhere among the arguments, and -- ends them. \"toolsrv help COMMAND\" is COMMAND --help.")
 }

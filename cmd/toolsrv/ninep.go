@@ -19,7 +19,8 @@ const ninepAbout = `A small 9P client for the toolsrv tree (scripts, tools, peop
   rm PATH            end a session or an agent
 The server is --addr, else $TOOLSRV_ADDR, else the default Unix socket of
 "toolsrv serve". A refused request prints the server's reason (its err file)
-and exits 1; usage errors exit 2.
+and exits 1; usage errors exit 2. SIGINT or SIGTERM stops a request
+the server does not answer (exit 1). DATA that begins with - goes after --.
 Examples:
   toolsrv 9p cat tools
   toolsrv 9p mkdir session/s1 && toolsrv 9p mkdir session/s1/agent/coder
@@ -35,19 +36,16 @@ func run9P(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	rest := fs.Args()
 	if len(rest) < 2 {
-		fs.Usage()
-		return 2
+		return usageError(fs, "give an operation and a PATH")
 	}
 	op, p := rest[0], rest[1]
 	want := map[string][2]int{"ls": {2, 2}, "cat": {2, 2}, "write": {2, 3}, "mkdir": {2, 2}, "rm": {2, 2}}
 	n, ok := want[op]
 	if !ok {
-		fmt.Fprintf(env.stderr, "toolsrv 9p: unknown operation %q: use ls, cat, write, mkdir or rm\n", op)
-		return 2
+		return usageError(fs, "unknown operation %q: use ls, cat, write, mkdir or rm", op)
 	}
 	if len(rest) < n[0] || len(rest) > n[1] {
-		fmt.Fprintf(env.stderr, "toolsrv 9p %s: wrong number of arguments; see toolsrv 9p --help\n", op)
-		return 2
+		return usageError(fs, "%s: wrong number of arguments", op)
 	}
 	var data []byte
 	if op == "write" {
@@ -65,9 +63,11 @@ func run9P(ctx context.Context, env *cliEnv, args []string) int {
 	if *addr == "" {
 		*addr = ninep.DefaultAddr(env.getenv)
 	}
+	// The client closes the connection when ctx ends (SIGINT, SIGTERM), so
+	// a server that does not answer cannot hold this command.
 	cl, err := ninep.Connect(ctx, *addr)
 	if err != nil {
-		fmt.Fprintln(env.stderr, "toolsrv 9p:", err)
+		fmt.Fprintf(env.stderr, "toolsrv 9p: %v%s\n", err, interrupted(ctx, *addr))
 		return 1
 	}
 	defer cl.Close()
@@ -108,9 +108,18 @@ func run9P(ctx context.Context, env *cliEnv, args []string) int {
 		if errors.As(err, &r) && r.Reason != "" {
 			fmt.Fprintf(env.stderr, "toolsrv 9p %s %s: %s (%v)\n", op, strings.TrimPrefix(p, "/"), r.Reason, r.Errno)
 		} else {
-			fmt.Fprintf(env.stderr, "toolsrv 9p: %v\n", err)
+			fmt.Fprintf(env.stderr, "toolsrv 9p: %v%s\n", err, interrupted(ctx, *addr))
 		}
 		return 1
 	}
 	return 0
+}
+
+// interrupted says, after a failure, that the command was stopped while
+// waiting for the server.
+func interrupted(ctx context.Context, addr string) string {
+	if ctx.Err() == nil {
+		return ""
+	}
+	return " (interrupted while waiting for the server at " + addr + ")"
 }

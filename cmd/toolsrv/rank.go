@@ -45,6 +45,22 @@ func addEmbedderFlags(fs *flag.FlagSet) *embedderFlags {
 	return f
 }
 
+// check reports a bad embedder flag (a usage error) before any work.
+func (f *embedderFlags) check() error {
+	switch f.name {
+	case "builtin", "", "ollama":
+	default:
+		return fmt.Errorf("unknown --embedder %q: use builtin or ollama", f.name)
+	}
+	if f.alpha <= 0 || f.alpha > 1 {
+		return fmt.Errorf("--lexical-weight %v: want 0 < w ≤ 1 (use --mode dense for vectors only)", f.alpha)
+	}
+	if f.timeout <= 0 {
+		return fmt.Errorf("--embed-timeout %v: want a positive duration such as 60s", f.timeout)
+	}
+	return nil
+}
+
 // open makes the chosen embedder.
 func (f *embedderFlags) open(env *cliEnv) (embed.Embedder, error) {
 	switch f.name {
@@ -139,10 +155,11 @@ and writes {"id","ranked":[{"name","score"},...]} lines in the same order,
 the whole catalog ranked (no cut unless --k is given). --format prints the
 ranked tools as the tool definitions of the Ollama, OpenAI or Anthropic
 chat APIs. If the embedder fails or misses --timeout, the ranking is
-lexical and a warning on stderr says so.`
+lexical and a warning on stderr says so. MESSAGE "-" reads the message
+from standard input.`
 
 func runRank(ctx context.Context, env *cliEnv, args []string) int {
-	fs, tools := newFlags(env, "rank", "rank [--tools DIR] [--embedder builtin|ollama] [--k N] [--json] [--format ollama|openai|anthropic] [--agent NAME] MESSAGE\n       toolsrv rank [--tools DIR] --batch FILE", rankAbout)
+	fs, tools := newFlags(env, "rank", "rank [--tools DIR] [--embedder builtin|ollama] [--k N] [--json] [--format ollama|openai|anthropic] [--agent NAME] MESSAGE|-\n       toolsrv rank [--tools DIR] --batch FILE", rankAbout)
 	ef := addEmbedderFlags(fs)
 	k := fs.Int("k", 10, "number of tools to print (0: all); in --batch mode the default is all")
 	asJSON := fs.Bool("json", false, "print the ranking as JSON (scores, components, degraded reason)")
@@ -164,35 +181,64 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	mode, err := index.ParseMode(*modeName)
 	if err != nil {
-		return fail(err)
+		return usageError(fs, "--mode: %v", err)
 	}
 	switch *format {
 	case "", "ollama", "openai", "anthropic":
 	default:
-		return fail(fmt.Errorf("unknown --format %q: use ollama, openai or anthropic", *format))
+		return usageError(fs, "unknown --format %q: use ollama, openai or anthropic", *format)
+	}
+	if err := ef.check(); err != nil {
+		return usageError(fs, "%v", err)
+	}
+	if *k < 0 {
+		return usageError(fs, "--k %d: want 0 (all) or more", *k)
+	}
+	if *timeout <= 0 {
+		return usageError(fs, "--timeout %v: want a positive duration such as 10s", *timeout)
+	}
+	if *agent != "" {
+		if err := registry.ValidName(*agent); err != nil {
+			return usageError(fs, "--agent %q: %v", *agent, err)
+		}
 	}
 	kSet := false
 	fs.Visit(func(f *flag.Flag) { kSet = kSet || f.Name == "k" })
-	message := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	var message string
+	if fs.NArg() == 1 && fs.Arg(0) == "-" {
+		if *batch != "" {
+			return usageError(fs, "give either a MESSAGE (\"-\": from standard input) or --batch FILE")
+		}
+		b, err := io.ReadAll(env.stdin)
+		if err != nil {
+			return fail(fmt.Errorf("reading the message from standard input: %w", err))
+		}
+		if message = strings.TrimSpace(string(b)); message == "" {
+			return usageError(fs, "the message on standard input is empty")
+		}
+	} else {
+		message = strings.TrimSpace(strings.Join(fs.Args(), " "))
+	}
 	if (*batch == "") == (message == "") {
-		fmt.Fprintln(env.stderr, "toolsrv rank: give either a MESSAGE or --batch FILE")
-		fs.Usage()
-		return 2
+		return usageError(fs, "give either a MESSAGE (\"-\": from standard input) or --batch FILE")
 	}
 
 	var allow func(string) bool
 	var profile *registry.Profile
 	if *agent != "" {
-		if profile, err = registry.LoadProfile(registry.DefaultAgentsDir(env.getenv), *agent); err != nil {
+		if profile, err = agentProfile(registry.DefaultAgentsDir(env.getenv), *agent); err != nil {
 			return fail(err)
 		}
 		allow = profile.Allows
 	}
-	reg, err := loadRegistry(ctx, env, tools)
+	reg, path, err := loadTools(ctx, env, "rank", tools)
 	if err != nil {
 		return fail(err)
 	}
 	cat := reg.Catalog()
+	if err := path.emptyCatalog(cat); err != nil {
+		return fail(err)
+	}
 	emb, err := ef.open(env)
 	if err != nil {
 		return fail(err)

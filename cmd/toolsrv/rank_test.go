@@ -149,7 +149,7 @@ func TestRankFormats(t *testing.T) {
 			}
 		})
 	}
-	if code, _, errs := runCLIWith(t, "", nil, "rank", "--tools", dir, "--format", "gemini", "x"); code != 1 || !strings.Contains(errs, "unknown --format") {
+	if code, _, errs := runCLIWith(t, "", nil, "rank", "--tools", dir, "--format", "gemini", "x"); code != 2 || !strings.Contains(errs, "unknown --format") {
 		t.Fatalf("bad format: exit %d, %s", code, errs)
 	}
 }
@@ -353,5 +353,61 @@ func TestRankThresholds(t *testing.T) {
 				t.Fatalf("offered %v (noToolFits=%v, %s), want %v (noToolFits=%v)", got, v.Selection.NoToolFits, v.Selection.Reason, tc.want, tc.noneFits)
 			}
 		})
+	}
+}
+
+// --agent NAME without a profile file is an error that names the file
+// expected and the agents directory, not a ranking of everything.
+func TestRankUnknownAgent(t *testing.T) {
+	dir, home := rankFixture(t), t.TempDir()
+	agents := filepath.Join(home, ".config", "ollie", "agents")
+	cases := []struct {
+		name   string
+		setup  func(t *testing.T)
+		stderr []string
+	}{
+		{"no agents directory", func(*testing.T) {}, []string{
+			`no profile for agent "mailr": ` + filepath.Join(agents, "mailr.json") + " does not exist",
+			"agents directory " + agents + ", which does not exist"}},
+		{"a typo of a profile", func(t *testing.T) {
+			if err := os.MkdirAll(agents, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range []string{"mailer", "coder"} {
+				if err := os.WriteFile(filepath.Join(agents, n+".json"), []byte(`{"allowTools":["send_email"]}`), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, []string{filepath.Join(agents, "mailr.json") + " does not exist", "profiles there: coder, mailer", "or leave out --agent"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.setup(t)
+			code, out, errs := runCLIWith(t, "", map[string]string{"HOME": home}, "rank", "--tools", dir, "--no-cache", "--agent", "mailr", "send an email")
+			if code != 1 || out != "" {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 1 and no ranking", code, out, errs)
+			}
+			for _, s := range c.stderr {
+				if !strings.Contains(errs, s) {
+					t.Errorf("stderr lacks %q:\n%s", s, errs)
+				}
+			}
+		})
+	}
+}
+
+// "toolsrv rank -" reads the message from standard input.
+func TestRankMessageFromStdin(t *testing.T) {
+	dir := rankFixture(t)
+	code, out, errs := runCLIWith(t, "please use the calculator\ntool on these numbers\n", nil, "rank", "--tools", dir, "--no-cache", "--all", "--json", "-")
+	var r index.Ranking
+	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil {
+		t.Fatalf("exit %d, %v: %s", code, err, errs)
+	}
+	if len(r.Hits) == 0 || r.Hits[0].Name != "calculator" || !r.Hits[0].Named {
+		t.Fatalf("the message on stdin was not ranked: %+v", r.Hits)
+	}
+	if code, _, errs := runCLIWith(t, " \n", nil, "rank", "--tools", dir, "--no-cache", "-"); code != 2 || !strings.Contains(errs, "the message on standard input is empty") {
+		t.Fatalf("empty stdin: exit %d, %s", code, errs)
 	}
 }

@@ -122,20 +122,48 @@ func TestToolsPathEnv(t *testing.T) {
 	}
 }
 
-// Every subcommand answers --help with its usage and exit status 0.
+// Every subcommand answers --help with its usage on standard output and
+// exit status 0.
 func TestHelpOnEverySubcommand(t *testing.T) {
 	for name := range commands() {
 		t.Run(name, func(t *testing.T) {
 			code, out, errs := runCLI(t, name, "--help")
-			if code != 0 {
+			if code != 0 || errs != "" {
 				t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 			}
-			if !strings.Contains(out+errs, "Usage: toolsrv "+name) {
-				t.Errorf("no usage line for %s:\n%s%s", name, out, errs)
+			if !strings.Contains(out, "Usage: toolsrv "+name) || !strings.Contains(out, "-tools") {
+				t.Errorf("no usage line and flags for %s on stdout:\n%s", name, out)
+			}
+			if strings.Contains(out, "-help") {
+				t.Errorf("the help lists -help as a flag:\n%s", out)
 			}
 		})
 	}
 	if code, out, _ := runCLI(t, "help"); code != 0 || !strings.Contains(out, "Commands:") {
 		t.Errorf("toolsrv help: exit %d\n%s", code, out)
+	}
+}
+
+// The pass-through fields are carried to the catalog unchanged and shown.
+func TestShowPassThroughFields(t *testing.T) {
+	dir := t.TempDir()
+	meta := `{"description":"Lists mail.","cmd":"cat","scope":"mailbox","outputFormat":"markdown","resetsCounter":true}`
+	if err := os.WriteFile(filepath.Join(dir, "mail.meta"), []byte(meta), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "show", "--tools", dir, "mail")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"scope:       mailbox", "output:      markdown (outputFormat)", "resetsCounter"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = runCLI(t, "ls", "--json", "--tools", dir)
+	for _, want := range []string{`"scope": "mailbox"`, `"outputFormat": "markdown"`, `"resetsCounter": true`} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("ls --json lacks %s:\n%s", want, out)
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -51,13 +53,25 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	allowUnsandboxed := fs.Bool("allow-unsandboxed", false, "on a kernel without Landlock, run tools unsandboxed instead of refusing calls")
 	socket := fs.String("bypass-socket", "", "approval broker socket for bypass tools (default $OLLIE_BYPASS_SOCKET)")
 	ef := addEmbedderFlags(fs)
+	var verbose verbosity
+	fs.Var(&verbose, "v", "log what the server does on stderr: -v connections, rank requests, calls, agent profiles and catalog changes (Info); -v -v also the packages' Debug records")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() != 0 {
-		fs.Usage()
-		return 2
+		return usageError(fs, "unexpected argument %q (addresses go in --listen)", fs.Arg(0))
 	}
+	if err := ef.check(); err != nil {
+		return usageError(fs, "%v", err)
+	}
+	if *rankTimeout <= 0 {
+		return usageError(fs, "--rank-timeout %v: want a positive duration such as 2s", *rankTimeout)
+	}
+	if *rankK < 0 {
+		return usageError(fs, "--rank-k %d: want 0 or more", *rankK)
+	}
+	log := loggerAt(env, verbose.level(slog.LevelWarn))
+	env = &cliEnv{stdin: env.stdin, stdout: env.stdout, stderr: env.stderr, getenv: env.getenv, log: log}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(env.stderr, "toolsrv serve: "+format+"\n", a...)
 		return 1
@@ -71,21 +85,18 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	for _, s := range listens {
 		a, err := ninep.ParseAddr(s)
 		if err != nil {
-			fmt.Fprintln(env.stderr, "toolsrv serve: --listen", err)
-			return 2
+			return usageError(fs, "--listen %v", err)
 		}
 		if !a.Loopback() {
 			if !*allowRemote {
-				fmt.Fprintf(env.stderr, "toolsrv serve: --listen %s is not a loopback address; 9P has no authentication, so pass --allow-remote to serve it anyway\n", a)
-				return 2
+				return usageError(fs, "--listen %s is not a loopback address; 9P has no authentication, so pass --allow-remote to serve it anyway", a)
 			}
 			fmt.Fprintf(env.stderr, "toolsrv serve: WARNING: serving on %s without authentication: anyone who can reach it can load and call tools\n", a)
 		}
 		addrs = append(addrs, a)
 	}
 	if *warm < 1 {
-		fmt.Fprintln(env.stderr, "toolsrv serve: --warm-turns must be at least 1")
-		return 2
+		return usageError(fs, "--warm-turns %d: must be at least 1", *warm)
 	}
 	if *socket == "" {
 		*socket = env.getenv("OLLIE_BYPASS_SOCKET")
@@ -101,19 +112,32 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 		*workdir = wd
 	}
 
-	dirs := toolDirs(env, tools)
-	reg := registry.New(registry.Options{Dirs: dirs, Logger: logger(env)})
+	// Every directory is watched, even one that does not exist yet (it is
+	// picked up when it appears), but at least one must exist: none is a
+	// mistyped path, not a catalog to serve.
+	path := resolveToolPath(env, tools)
+	if _, err := path.existing(env, "serve"); err != nil {
+		return fail("%v", err)
+	}
+	dirs := path.dirs
+	reg := registry.New(registry.Options{Dirs: dirs, Logger: log})
 	if err := reg.Load(ctx); err != nil {
 		return fail("loading tools: %v", err)
+	}
+	cat := reg.Catalog()
+	log.Info("tools loaded", "dirs", dirs, "revision", cat.Revision, "tools", len(cat.Tools), "invalid", len(cat.Problems), "hidden", len(cat.Hidden))
+	if err := path.emptyCatalog(cat); err != nil {
+		fmt.Fprintf(env.stderr, "toolsrv serve: warning: %v; serving it anyway: the directories are watched, and tools written there appear\n", err)
 	}
 	emb, err := ef.open(env)
 	if err != nil {
 		return fail("%v", err)
 	}
-	ix, err := ef.buildIndex(ctx, env, emb, reg.Catalog())
+	ix, err := ef.buildIndex(ctx, env, emb, cat)
 	if err != nil {
 		return fail("building the index: %v", err)
 	}
+	log.Info("index ready", "embedder", ix.Stats().Embedder, "tools", ix.Stats().Tools)
 	ranker := &serveRanker{ix: ix, reg: reg, timeout: *rankTimeout}
 	if !*noThr {
 		pol, src, err := thresholds.Load(ix.Stats().Embedder, thresholds.LoadOptions{Path: *thrFile, Getenv: env.getenv})
@@ -157,12 +181,16 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	}
 
 	srv, err := ninep.New(ninep.Options{
-		Source: reg, Ranker: ranker, Caller: execCaller{r: runner, toolsPath: strings.Join(dirs, ":")},
-		Profiles:  func(name string) (*registry.Profile, error) { return registry.LoadProfile(*agents, name) },
+		Source: loggedSource{reg, log},
+		Ranker: loggedRanker{ranker, log},
+		Caller: loggedCaller{execCaller{r: runner, toolsPath: strings.Join(dirs, ":")}, log},
+		Profiles: loggedProfiles(func(name string) (*registry.Profile, error) {
+			return registry.LoadProfile(*agents, name)
+		}, log),
 		WorkDir:   *workdir,
 		WarmTurns: *warm,
 		RankK:     *rankK,
-		Logger:    logger(env),
+		Logger:    log,
 	})
 	if err != nil {
 		return fail("%v", err)
@@ -173,6 +201,14 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	changes := reg.Subscribe(ctx) // before Watch, so no change is missed
+	if log.Enabled(ctx, slog.LevelInfo) {
+		logged := reg.Subscribe(ctx)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			logChanges(logged, log)
+		}()
+	}
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
@@ -187,10 +223,14 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 
 	errs := make(chan error, len(addrs))
 	for _, a := range addrs {
-		l, err := ninep.Listen(ctx, a)
+		nl, err := ninep.Listen(ctx, a)
 		if err != nil {
 			cancel()
 			return fail("%v", err)
+		}
+		l := net.Listener(nl)
+		if log.Enabled(ctx, slog.LevelInfo) {
+			l = &loggedListener{Listener: nl, log: log}
 		}
 		fmt.Fprintf(env.stderr, "toolsrv serve: listening on %s\n", a)
 		wg.Add(1)

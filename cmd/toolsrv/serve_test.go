@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -238,5 +240,101 @@ func TestServeFollowsToolChanges(t *testing.T) {
 	// The index follows too: the new tool ranks.
 	if _, out, _ := run9PCmd(t, addr, "", "write", "rank", "translate this text"); !strings.Contains(out, "translate\t") {
 		t.Fatalf("rank after the change = %q", out)
+	}
+}
+
+// serve -v logs connections, rank requests, agent profiles, calls and
+// catalog changes; without -v it logs none of them.
+func TestServeVerbose(t *testing.T) {
+	records := []string{
+		`msg="9P client connected"`,
+		`msg="9P client disconnected"`,
+		`msg=rank agent="" query="will it rain tomorrow?" offered=[weather]`,
+		`msg="agent profile" agent=coder autoLoad=[whoami] allowTools="[whoami git_push]"`,
+		`msg=call tool=whoami session=s1 agent=coder exit=0`,
+		`msg="catalog changed"`,
+		`updated=[translate]`,
+		`msg="tools loaded"`,
+	}
+	for _, verbose := range []bool{true, false} {
+		t.Run(fmt.Sprintf("verbose=%v", verbose), func(t *testing.T) {
+			var extra []string
+			if verbose {
+				extra = []string{"-v"}
+			}
+			addr, stderr, tools := startServeIn(t, serveTools(t), extra...)
+			for _, step := range [][]string{
+				{"write", "rank", "will it rain tomorrow?"},
+				{"mkdir", "session/s1"},
+				{"mkdir", "session/s1/agent/coder"},
+				{"write", "session/s1/agent/coder/call/whoami", "{}"},
+			} {
+				if code, _, errs := run9PCmd(t, addr, "", step...); code != 0 {
+					t.Fatalf("9p %v: %s", step, errs)
+				}
+			}
+			if err := os.WriteFile(filepath.Join(tools, "translate.meta"), []byte(`{"description":"Translate text","cmd":"/bin/cat"}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// The change shows in the tree once the registry has it; the
+			// log record is written before the index follows.
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				_, out, _ := run9PCmd(t, addr, "", "cat", "tools")
+				if strings.Contains(out, "translate") && (!verbose || strings.Contains(stderr.String(), `msg="catalog changed"`)) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the new tool never showed:\n%s", stderr)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			log := stderr.String()
+			for _, r := range records {
+				if got := strings.Contains(log, r); got != verbose {
+					t.Errorf("record %s logged: %v, want %v:\n%s", r, got, verbose, log)
+				}
+			}
+		})
+	}
+}
+
+// "toolsrv 9p" returns when its context ends (SIGINT, SIGTERM) even if the
+// server accepted the connection and never answers.
+func Test9PClientInterrupted(t *testing.T) {
+	dir, err := os.MkdirTemp("", "9p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "silent.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := l.Accept() // and never read it
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var errb bytes.Buffer
+	env := &cliEnv{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &errb, getenv: func(string) string { return "" }}
+	done := make(chan int, 1)
+	go func() { done <- run9P(ctx, env, []string{"--addr", "unix:" + sock, "cat", "tools"}) }()
+	c := <-accepted
+	defer c.Close()
+	cancel()
+	select {
+	case code := <-done:
+		if code != 1 || !strings.Contains(errb.String(), "interrupted while waiting for the server at unix:"+sock) {
+			t.Fatalf("exit %d, stderr %q", code, errb.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("toolsrv 9p still blocked 30s after its context ended")
 	}
 }

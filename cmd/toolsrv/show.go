@@ -15,11 +15,10 @@ func runShow(ctx context.Context, env *cliEnv, args []string) int {
 		return code
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return 2
+		return usageError(fs, "give exactly one tool NAME (got %d arguments)", fs.NArg())
 	}
 	name := fs.Arg(0)
-	reg, err := loadRegistry(ctx, env, tools)
+	reg, path, err := loadTools(ctx, env, "show", tools)
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv show:", err)
 		return 1
@@ -28,6 +27,9 @@ func runShow(ctx context.Context, env *cliEnv, args []string) int {
 	t, err := cat.Lookup(name)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "toolsrv show: %v%s\n", err, lookupHint(err))
+		if len(cat.Tools)+len(cat.Problems)+len(cat.Hidden) == 0 {
+			fmt.Fprintln(env.stderr, "toolsrv show:", path.emptyCatalog(cat))
+		}
 		return 1
 	}
 	if *asJSON {
@@ -59,6 +61,12 @@ func runShow(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	if len(flags) > 0 {
 		fmt.Fprintf(w, "flags:       %s\n", strings.Join(flags, ", "))
+	}
+	if t.Scope != "" {
+		fmt.Fprintf(w, "scope:       %s\n", t.Scope)
+	}
+	if t.OutputFormat != "" {
+		fmt.Fprintf(w, "output:      %s (outputFormat)\n", t.OutputFormat)
 	}
 	if t.Timeout > 0 {
 		fmt.Fprintf(w, "timeout:     %s\n", t.Timeout)

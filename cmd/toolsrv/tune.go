@@ -36,7 +36,7 @@ and --lexical-weight they were tuned with. Indexes are built in memory
 
 // runTune implements `toolsrv tune`.
 func runTune(ctx context.Context, env *cliEnv, args []string) int {
-	fs, _ := newFlags(env, "tune", "tune --corpus DIR [--corpus DIR ...] [flags]", tuneAbout)
+	fs, _ := newFlags(env, "tune", "tune --corpus DIR [--corpus DIR ...] [DIR...] [flags]\n       toolsrv tune --show [--embedder builtin|ollama] [--json]", tuneAbout)
 	var corpora dirList
 	fs.Var(&corpora, "corpus", "labelled corpus directory, or a directory of corpora (repeatable)")
 	ef := addEmbedderFlags(fs)
@@ -53,22 +53,29 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
+	if err := ef.check(); err != nil {
+		return usageError(fs, "%v", err)
+	}
 	if *show {
+		if fs.NArg() != 0 {
+			return usageError(fs, "--show takes no arguments")
+		}
 		return showThresholds(env, ef, *jsonOut)
 	}
 	corpora = append(corpora, fs.Args()...)
 	if len(corpora) == 0 {
-		fmt.Fprintln(env.stderr, "toolsrv tune: give at least one --corpus DIR")
-		return 2
+		return usageError(fs, "give at least one --corpus DIR")
 	}
 	for _, v := range []struct {
 		name string
 		v    float64
 	}{{"abstain", *abstain}, {"holdout", *holdout}, {"min-abstain", *minAbstain}} {
 		if v.v < 0 || v.v > 1 {
-			fmt.Fprintf(env.stderr, "toolsrv tune: --%s %v must be within [0,1]\n", v.name, v.v)
-			return 2
+			return usageError(fs, "--%s %v must be within [0,1]", v.name, v.v)
 		}
+	}
+	if *maxOffered <= 0 {
+		return usageError(fs, "--max-offered %v: want a positive number of tools", *maxOffered)
 	}
 	dirs, err := bench.FindCorpora(corpora)
 	if err != nil {
@@ -79,10 +86,6 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
 		return 1
-	}
-	if ef.alpha <= 0 || ef.alpha > 1 {
-		fmt.Fprintf(env.stderr, "toolsrv tune: --lexical-weight %v: want 0 < w ≤ 1\n", ef.alpha)
-		return 2
 	}
 	split := bench.Split{HeldOut: *holdout, Abstain: *abstain}
 	obj := bench.Objective{MaxOffered: *maxOffered, MinAbstain: *minAbstain}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"toolsrv/ninep"
+	"toolsrv/registry"
+)
+
+// What "toolsrv serve -v" logs at Info: the tools loaded, connections, rank
+// requests, calls, agent profiles applied, reloads and catalog changes.
+// With -v -v the packages' Debug records (the registry watcher, the index,
+// the sandbox runner, the 9P sessions) come too.
+
+// loggedListener logs each 9P connection as it is accepted and closed.
+type loggedListener struct {
+	net.Listener
+	log *slog.Logger
+	n   atomic.Int64
+}
+
+func (l *loggedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return c, err
+	}
+	id := l.n.Add(1)
+	l.log.Info("9P client connected", "conn", id, "on", l.Addr().String(), "from", c.RemoteAddr().String())
+	return &loggedConn{Conn: c, log: l.log, id: id, start: time.Now()}, nil
+}
+
+type loggedConn struct {
+	net.Conn
+	log   *slog.Logger
+	id    int64
+	start time.Time
+	once  sync.Once
+}
+
+func (c *loggedConn) Close() error {
+	c.once.Do(func() {
+		c.log.Info("9P client disconnected", "conn", c.id, "after", time.Since(c.start).Round(time.Millisecond))
+	})
+	return c.Conn.Close()
+}
+
+// loggedSource logs the root ctl's "reload".
+type loggedSource struct {
+	*registry.Registry
+	log *slog.Logger
+}
+
+func (s loggedSource) Load(ctx context.Context) error {
+	err := s.Registry.Load(ctx)
+	cat := s.Catalog()
+	s.log.Info("reload requested", "revision", cat.Revision, "tools", len(cat.Tools), "invalid", len(cat.Problems), "err", err)
+	return err
+}
+
+// loggedRanker logs each rank request and what it offered.
+type loggedRanker struct {
+	r   ninep.Ranker
+	log *slog.Logger
+}
+
+func (l loggedRanker) Rank(ctx context.Context, q ninep.RankQuery) (ninep.Ranking, error) {
+	start := time.Now()
+	r, err := l.r.Rank(ctx, q)
+	agent := ""
+	if q.Profile != nil {
+		agent = q.Profile.Name
+	}
+	if err != nil {
+		l.log.Info("rank failed", "agent", agent, "query", oneLine(q.Text, 80), "err", err)
+		return r, err
+	}
+	names := make([]string, len(r.Hits))
+	for i, h := range r.Hits {
+		names[i] = h.Name
+	}
+	attrs := []any{"agent", agent, "query", oneLine(q.Text, 80), "offered", names, "took", time.Since(start).Round(time.Microsecond)}
+	if r.Degraded {
+		attrs = append(attrs, "degraded", r.Reason)
+	}
+	if r.Note != "" {
+		attrs = append(attrs, "note", r.Note)
+	}
+	l.log.Info("rank", attrs...)
+	return r, nil
+}
+
+// loggedCaller logs each call and its outcome.
+type loggedCaller struct {
+	c   ninep.Caller
+	log *slog.Logger
+}
+
+func (l loggedCaller) Call(ctx context.Context, t *registry.Tool, args []byte, cc ninep.CallContext) (*ninep.CallResult, error) {
+	start := time.Now()
+	res, err := l.c.Call(ctx, t, args, cc)
+	who := []any{"tool", t.Name, "session", cc.Session, "agent", cc.Agent}
+	if err != nil {
+		l.log.Info("call refused", append(who, "err", err)...)
+		return res, err
+	}
+	l.log.Info("call", append(who, "exit", res.ExitCode, "took", time.Since(start).Round(time.Millisecond),
+		"truncated", res.Truncated, "unsandboxed", res.Unsandboxed)...)
+	return res, nil
+}
+
+// loggedProfiles logs the profile applied to each new agent directory.
+func loggedProfiles(load func(string) (*registry.Profile, error), log *slog.Logger) func(string) (*registry.Profile, error) {
+	return func(name string) (*registry.Profile, error) {
+		p, err := load(name)
+		switch {
+		case err != nil:
+			log.Info("agent profile refused", "agent", name, "err", err)
+		case p == nil || p.AllowTools == nil:
+			log.Info("agent profile", "agent", name, "autoLoad", p.AutoLoad, "allowTools", "all")
+		default:
+			log.Info("agent profile", "agent", name, "autoLoad", p.AutoLoad, "allowTools", *p.AllowTools)
+		}
+		return p, err
+	}
+}
+
+// logChanges logs every catalog change until changes is closed.
+func logChanges(changes <-chan registry.Change, log *slog.Logger) {
+	for ch := range changes {
+		log.Info("catalog changed", "revision", ch.Catalog.Revision, "tools", len(ch.Catalog.Tools),
+			"updated", ch.Upserted, "removed", ch.Removed, "invalid", len(ch.Catalog.Problems))
+	}
+}
