@@ -20,3 +20,7 @@ func HelperMain(args []string) int { return sandbox.HelperMain(args) }
 // LandlockABI reports the kernel's Landlock ABI version (0 and an error
 // when Landlock is unavailable).
 func LandlockABI() (int, error) { return sandbox.LandlockABI() }
+
+// CloseInherited marks every descriptor from first up close-on-exec (see
+// sandbox.CloseInherited).
+func CloseInherited(first int) error { return sandbox.CloseInherited(first) }

@@ -75,7 +75,7 @@ func (i *isolation) disable(err error) {
 // apply sets up the helper's namespaces in sys and the matching policy
 // fields. network says whether the tool keeps the host's network.
 func (i *isolation) apply(sys *syscall.SysProcAttr, pol *sandbox.Policy, network bool) {
-	sys.Cloneflags |= syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWNS
+	sys.Cloneflags |= syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC
 	pol.PidNS = true
 	if !i.root {
 		sys.Cloneflags |= syscall.CLONE_NEWUSER

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"errors"
 	"fmt"
 	"net"
 
@@ -8,6 +9,10 @@ import (
 
 	"toolsrv/exec/sandbox"
 )
+
+// ErrNotUnix: the connection is not a Unix socket, so the process at the
+// other end cannot be known (TCP).
+var ErrNotUnix = errors.New("not a Unix socket connection: the peer cannot be identified")
 
 // Peer is the process at the other end of a Unix socket connection, as far
 // as the server's trust is concerned.
@@ -33,9 +38,17 @@ type Peer struct {
 // identified is refused (it could have been replaced by another with the
 // same PID).
 func (r *Runner) Identify(c net.Conn) (Peer, error) {
+	// Wrappers (a logging connection, say) give the connection they wrap.
+	for {
+		w, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
+		c = w.NetConn()
+	}
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
-		return Peer{}, fmt.Errorf("not a Unix socket connection (%T): the peer cannot be identified", c)
+		return Peer{}, fmt.Errorf("%T: %w", c, ErrNotUnix)
 	}
 	raw, err := uc.SyscallConn()
 	if err != nil {

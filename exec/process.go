@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -80,10 +79,7 @@ func (r *Runner) start(ctx context.Context, t *registry.Tool, stdin []byte, cc C
 		pol.Processes = 0 // root is exempt from RLIMIT_NPROC: only a PID namespace limits it
 	}
 	res, st, err := r.runHelper(ctx, t, stdin, cc, pol, timeout, ns)
-	if ns && r.iso.mode == IsolationAuto && ((err != nil && nsStartError(err)) || (err == nil && st.Isolation)) {
-		if err == nil {
-			err = errors.New(st.Error)
-		}
+	if ns && r.iso.mode == IsolationAuto && err != nil && nsStartError(err) {
 		r.iso.disable(err)
 		r.log.Warn("the kernel refused namespaces for tool calls; calls run without them (see the threat model: weaker process limits and lifetime)", "err", err)
 		if r.iso.root {

@@ -62,6 +62,9 @@ func Connect(ctx context.Context, addr string) (*Client, error) {
 		if ctx.Err() != nil {
 			err = context.Cause(ctx)
 		}
+		if errors.Is(err, linux.EUSERS) {
+			return nil, fmt.Errorf("9P session with %s: the server refused the connection: it serves as many connections as its limit allows; close idle clients and retry (%w)", addr, err)
+		}
 		return nil, fmt.Errorf("9P session with %s: %w", addr, err)
 	}
 	cl.ctx, cl.stop = ctx, stop

@@ -57,7 +57,8 @@
 //	        unloading a tool that is not loaded, an agent or session that has ended
 //	EACCES  tool not in the agent profile's allowTools; calling a tool that is not
 //	        loaded; opening a read-only file for writing (or /ctl for reading);
-//	        a bypass the broker refused
+//	        a bypass the broker refused; anything outside a tool connection's
+//	        own agent; a cwd the server refuses
 //	EINVAL  unknown command, bad name, bad arguments (every schema violation listed),
 //	        bad rank request, empty message, bad agent profile
 //	EEXIST  session or agent already exists
@@ -70,8 +71,7 @@
 // # Decisions where the spec is silent
 //
 //   - Sessions and agents belong to the server, not to a connection: any
-//     client may use a session another made (a tool called by an agent
-//     writes to that agent's files over its own connection), and they live
+//     client with full access may use a session another made, and they live
 //     until removed or the server stops. Removing session/S or
 //     session/S/agent/A ends it whatever it contains; unlinking the fixed
 //     files inside succeeds without effect, so "rm -r" works.
@@ -81,11 +81,13 @@
 //     its unfinished last line waits for the next write or for close.
 //     Lines before a refused one are applied. Truncating a writable file
 //     (echo x > ctl) is accepted and ignored.
-//   - Retention (SPEC §7): loading or calling a tool marks it used in the
-//     current turn; "turn" ends the turn. A cold tool unused for 1 full turn
-//     and a warm tool unused for Options.WarmTurns (5) full turns are
-//     unloaded at that "turn"; hot tools stay until unloaded by name.
-//     autoLoad tools start used in turn 0. Each unload is noted in ctl.
+//   - Retention: loading or calling a tool marks it used in the current
+//     turn; "turn" ends the turn. A cold tool unused for 1 full turn and a
+//     warm tool unused for Options.WarmTurns (5) full turns are unloaded at
+//     that "turn"; hot tools stay until unloaded by name. Tools the agent's
+//     profile auto-loads stay loaded whatever their tier (the profile says
+//     the agent always needs them) until unloaded by name or gone from the
+//     catalog. Each unload is noted in ctl.
 //   - An agent follows catalog changes when it is next used: a loaded tool
 //     that disappeared (or became hidden) is unloaded with a ctl notice, one
 //     whose definition changed stays loaded, is noted ("read schemas
@@ -95,11 +97,37 @@
 //     profile file gets an empty profile; a profile that does not parse
 //     makes mkdir fail with EINVAL.
 //   - A session starts in Options.WorkDir (toolsrv serve: --workdir, default
-//     its current directory); "cwd PATH" in session/S/ctl changes it. Calls
-//     run there (read-write for the tool unless it is readOnly).
+//     its current directory); "cwd PATH" in session/S/ctl changes it, on a
+//     connection with full access only, and Options.CheckWorkDir may refuse
+//     the directory (toolsrv serve refuses one that holds the home
+//     directory, the tool directories or toolsrv's own files). Calls run
+//     there (read-write for the tool unless it is readOnly).
 //   - Calls pass the tool's own timeout; the exec runner applies its
 //     default. Tools find the server through $TOOLSRV_ADDR (see AddrEnv)
 //     and their session and agent through $OLLIE_SESSION_ID and $OLLIE_UNAME.
+//
+// # Who may do what
+//
+// Options.Access decides, per connection, what it may do (see Access).
+// toolsrv serve identifies the process at the other end of a Unix socket
+// connection: a process that is a tool call of this server (or a process
+// such a tool started) gets its own agent only: session/S/agent/A/ctl
+// (tool_load, tool_unload, turn), tools, schemas, err, and the root err;
+// it sees no other session or agent and cannot make or remove any, set a
+// cwd, rank or call. A tool of another toolsrv, or of a call that ended,
+// gets nothing (the root err says why). Every other process of the
+// socket's owner has full access. TCP connections cannot be identified:
+// they get full access, which is why TCP is loopback-only unless
+// --allow-remote, and why tools with "network": true can reach a TCP
+// address; give tools the Unix socket.
+//
+// # Limits
+//
+// Options.Limits bound what clients can make the server hold: 256
+// connections at once (one more gets Rlerror EUSERS to its Tversion and is
+// closed), 4096 open files per connection (fids and the directories they
+// hang from; one more walk gets EMFILE), 1024 sessions and 64 agents per
+// session (ENOSPC). The reason is in err.
 //
 // # Connections
 //

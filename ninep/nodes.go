@@ -61,6 +61,9 @@ func pathID(p string) uint64 {
 func (n *node) Walk(names []string) ([]p9.QID, p9.File, error) {
 	switch {
 	case len(names) == 0:
+		if err := n.c.fileOpened(); err != nil {
+			return nil, nil, err
+		}
 		f := n.fresh()
 		return nil, f, nil
 	case len(names) > 1:
@@ -76,6 +79,9 @@ func (n *node) Walk(names []string) ([]p9.QID, p9.File, error) {
 			err = Refuse(e, "/%s: %v", path.Join(n.path, names[0]), e)
 		}
 		return nil, nil, n.c.fail(n.ag, err)
+	}
+	if err := n.c.fileOpened(); err != nil {
+		return nil, nil, err
 	}
 	return []p9.QID{f.(interface{ qid() p9.QID }).qid()}, f, nil
 }
@@ -137,7 +143,10 @@ func (n *node) Open(mode p9.OpenFlags) (p9.QID, uint32, error) {
 }
 
 // Close implements p9.File.Close.
-func (n *node) Close() error { return nil }
+func (n *node) Close() error {
+	n.c.fileClosed()
+	return nil
+}
 
 // fileBase is a regular file: node plus the library's read-only-file
 // denials (writes EROFS unless overridden, directory operations ENOTDIR).
@@ -381,7 +390,7 @@ func (f *cmdFile) Close() error {
 		f.pend = nil
 		_ = f.run(line)
 	}
-	return nil
+	return f.node.Close()
 }
 
 // acceptTruncate allows a SetAttr that only truncates or touches times.

@@ -128,6 +128,16 @@ type Options struct {
 	RankK int
 	// Logger receives connection events (default slog.Default()).
 	Logger *slog.Logger
+	// Access decides what a newly accepted connection may do (see Access);
+	// nil gives every connection full access. The server wires it to the
+	// exec runner's peer identification, so that a tool's own connection
+	// reaches its agent and nothing else.
+	Access func(net.Conn) Access
+	// CheckWorkDir vets a session's "cwd PATH" (after the path is made
+	// absolute and found to be a directory); nil accepts any directory.
+	CheckWorkDir func(dir string) error
+	// Limits bound connections, open files, sessions and agents.
+	Limits Limits
 }
 
 // Server serves the toolsrv 9P tree. Sessions and agents live in the Server
@@ -141,6 +151,8 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+
+	conns connCount
 
 	text atomic.Pointer[catalogText]
 
@@ -170,6 +182,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	opts.Limits.setDefaults()
 	return &Server{
 		opts: opts, log: opts.Logger,
 		uid: uint32(os.Getuid()), gid: uint32(os.Getgid()), start: time.Now(),
@@ -196,20 +209,42 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 			}
 			return fmt.Errorf("accepting 9P connections on %s: %w", l.Addr(), err)
 		}
+		if !s.conns.enter(s.opts.Limits.MaxConns) {
+			s.log.Warn("refusing a 9P connection: too many connections", "limit", s.opts.Limits.MaxConns)
+			go refuseConn(nc, nc.SetDeadline)
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.ServeConn(ctx, nc)
+			defer s.conns.leave()
+			acc := Access{}
+			if s.opts.Access != nil {
+				acc = s.opts.Access(nc)
+			}
+			if acc != (Access{}) {
+				s.log.Info("9P connection", "access", acc.String(), "denied", acc.Denied)
+			}
+			s.serveConn(ctx, nc, acc)
 		}()
 	}
 }
 
-// ServeConn serves one connection (already accepted) until the peer closes
-// it or ctx ends. It always closes rwc.
+// ServeConn serves one connection (already accepted) with full access until
+// the peer closes it or ctx ends. It always closes rwc.
 func (s *Server) ServeConn(ctx context.Context, rwc io.ReadWriteCloser) {
+	s.serveConn(ctx, rwc, Access{})
+}
+
+// ServeConnAs serves one connection with the given access.
+func (s *Server) ServeConnAs(ctx context.Context, rwc io.ReadWriteCloser, acc Access) {
+	s.serveConn(ctx, rwc, acc)
+}
+
+func (s *Server) serveConn(ctx context.Context, rwc io.ReadWriteCloser, acc Access) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c := &conn{srv: s, ctx: ctx}
+	c := &conn{srv: s, ctx: ctx, acc: acc, err: acc.Denied}
 	stop := context.AfterFunc(ctx, func() { rwc.Close() })
 	defer stop()
 
@@ -245,13 +280,20 @@ func (l p9Logger) Print(v ...any) {}
 // attacher gives each connection its own root.
 type attacher struct{ c *conn }
 
-func (a attacher) Attach() (p9.File, error) { return a.c.root(), nil }
+func (a attacher) Attach() (p9.File, error) {
+	if err := a.c.fileOpened(); err != nil {
+		return nil, err
+	}
+	return a.c.root(), nil
+}
 
 // conn is one client connection: its context (cancelled when the peer goes
 // away, which also cancels its calls) and the text of its err file.
 type conn struct {
-	srv *Server
-	ctx context.Context
+	srv   *Server
+	ctx   context.Context
+	acc   Access
+	files atomic.Int64 // Files handed to the library and not yet closed
 
 	mu  sync.Mutex
 	err string

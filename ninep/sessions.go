@@ -46,6 +46,9 @@ type agent struct {
 type loadedTool struct {
 	lastUse uint64 // the turn it was last loaded or called in
 	hash    string // its definition when last seen
+	// pinned: the agent's profile auto-loads it, so retention never
+	// unloads it (only tool_unload or the tool leaving the catalog do).
+	pinned bool
 }
 
 // newSession is mkdir session/NAME.
@@ -57,6 +60,9 @@ func (s *Server) newSession(name string) error {
 	defer s.mu.Unlock()
 	if _, ok := s.sessions[name]; ok {
 		return Refuse(linux.EEXIST, "session %s already exists", name)
+	}
+	if len(s.sessions) >= s.opts.Limits.MaxSessions {
+		return tooMany("mkdir session/"+name+": too many sessions", s.opts.Limits.MaxSessions)
 	}
 	s.sessions[name] = &session{name: name, agents: map[string]*agent{}, workDir: s.opts.WorkDir}
 	s.log.Debug("session created", "session", name)
@@ -123,8 +129,9 @@ func (se *session) dir() string {
 	return se.workDir
 }
 
-// setDir is the session ctl's "cwd PATH".
-func (se *session) setDir(p string) error {
+// setDir is the session ctl's "cwd PATH"; check, when set, vets the
+// directory (see Options.CheckWorkDir).
+func (se *session) setDir(p string, check func(string) error) error {
 	if !filepath.IsAbs(p) {
 		return Refuse(linux.EINVAL, "cwd %q: the working directory must be an absolute path", p)
 	}
@@ -134,6 +141,12 @@ func (se *session) setDir(p string) error {
 	}
 	if !fi.IsDir() {
 		return Refuse(linux.ENOTDIR, "cwd %s: not a directory", p)
+	}
+	p = filepath.Clean(p)
+	if check != nil {
+		if err := check(p); err != nil {
+			return Refuse(linux.EACCES, "cwd %s: %v", p, err)
+		}
 	}
 	se.mu.Lock()
 	defer se.mu.Unlock()
@@ -167,7 +180,9 @@ func (s *Server) newAgent(se *session, name string) error {
 	for _, t := range prof.AutoLoad {
 		if err := ag.loadLocked(cat, t); err != nil {
 			ag.noteLocked("autoLoad %s skipped: %v", t, err)
+			continue
 		}
+		ag.loaded[t].pinned = true
 	}
 	se.mu.Lock()
 	defer se.mu.Unlock()
@@ -176,6 +191,9 @@ func (s *Server) newAgent(se *session, name string) error {
 	}
 	if _, ok := se.agents[name]; ok {
 		return Refuse(linux.EEXIST, "agent %s already exists in session %s", name, se.name)
+	}
+	if len(se.agents) >= s.opts.Limits.MaxAgents {
+		return tooMany("mkdir session/"+se.name+"/agent/"+name+": too many agents in the session", s.opts.Limits.MaxAgents)
 	}
 	se.agents[name] = ag
 	return nil
@@ -290,6 +308,10 @@ func (ag *agent) loadLocked(cat *registry.Catalog, name string) error {
 	if err != nil {
 		return err
 	}
+	if lt, ok := ag.loaded[name]; ok {
+		lt.lastUse, lt.hash = ag.turn, t.Hash
+		return nil
+	}
 	ag.loaded[name] = &loadedTool{lastUse: ag.turn, hash: t.Hash}
 	return nil
 }
@@ -312,6 +334,9 @@ func (ag *agent) turnLocked(cat *registry.Catalog, warm int) {
 		t, ok := cat.Get(name)
 		if !ok {
 			continue // reconcile handles it
+		}
+		if lt.pinned {
+			continue
 		}
 		var limit uint64
 		switch t.Tier {
@@ -343,12 +368,16 @@ func (s *Server) agentCtl(ag *agent, line string) error {
 		if arg == "" {
 			return Refuse(linux.EINVAL, "tool_load needs a tool name: tool_load NAME")
 		}
-		return ag.loadLocked(cat, arg)
+		err := ag.loadLocked(cat, arg)
+		s.log.Info("tool_load", "session", ag.sess.name, "agent", ag.name, "tool", arg, "err", err)
+		return err
 	case "tool_unload":
 		if arg == "" {
 			return Refuse(linux.EINVAL, "tool_unload needs a tool name: tool_unload NAME")
 		}
-		return ag.unloadLocked(arg)
+		err := ag.unloadLocked(arg)
+		s.log.Info("tool_unload", "session", ag.sess.name, "agent", ag.name, "tool", arg, "err", err)
+		return err
 	case "turn":
 		if arg != "" {
 			return Refuse(linux.EINVAL, "turn takes no argument")

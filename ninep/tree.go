@@ -17,6 +17,12 @@ import (
 
 func (c *conn) root() p9.File {
 	return newDir(c, "", nil, c.root, func() []entry {
+		switch {
+		case c.acc.Denied != "":
+			return []entry{{"err", false}}
+		case c.acc.scoped():
+			return []entry{{"err", false}, {"session", true}}
+		}
 		return []entry{{"tools", false}, {"tools.json", false}, {"revision", false}, {"errors", false},
 			{"err", false}, {"rank", false}, {"ctl", false}, {"session", true}}
 	}, c.rootChild)
@@ -24,6 +30,9 @@ func (c *conn) root() p9.File {
 
 func (c *conn) rootChild(name string) (p9.File, error) {
 	s := c.srv
+	if name != "err" && (c.acc.Denied != "" || (c.acc.scoped() && name != "session")) {
+		return nil, c.acc.refuse("/" + name)
+	}
 	var mk func() p9.File
 	switch name {
 	case "tools":
@@ -85,8 +94,17 @@ func (s *Server) rootCtl(c *conn, line string) error {
 func (c *conn) sessionsDir() p9.File {
 	s := c.srv
 	d := newDir(c, "session", nil, c.sessionsDir, func() []entry {
-		return dirEntries(s.sessionNames())
+		var names []string
+		for _, n := range s.sessionNames() {
+			if c.acc.allowsSession(n) {
+				names = append(names, n)
+			}
+		}
+		return dirEntries(names)
 	}, func(name string) (p9.File, error) {
+		if !c.acc.allowsSession(name) {
+			return nil, c.acc.refuse("/session/" + name)
+		}
 		se, ok := s.session(name)
 		if !ok {
 			return nil, linux.ENOENT
@@ -94,12 +112,18 @@ func (c *conn) sessionsDir() p9.File {
 		return c.sessionDir(se), nil
 	})
 	d.mkdir = func(name string) error {
+		if c.acc.scoped() {
+			return c.fail(nil, c.acc.refuse("mkdir /session/"+name))
+		}
 		if err := s.newSession(name); err != nil {
 			return c.fail(nil, err)
 		}
 		return nil
 	}
 	d.unlink = func(name string, _ bool) error {
+		if c.acc.scoped() {
+			return c.fail(nil, c.acc.refuse("rm /session/"+name))
+		}
 		if err := s.endSession(name); err != nil {
 			return c.fail(nil, err)
 		}
@@ -125,12 +149,18 @@ func fixedUnlink(string, bool) error { return nil }
 func (c *conn) sessionDir(se *session) p9.File {
 	p := "session/" + se.name
 	d := newDir(c, p, nil, func() p9.File { return c.sessionDir(se) }, func() []entry {
+		if c.acc.scoped() {
+			return []entry{{"agent", true}}
+		}
 		return []entry{{"agent", true}, {"ctl", false}}
 	}, func(name string) (p9.File, error) {
 		switch name {
 		case "agent":
 			return c.agentsDir(se), nil
 		case "ctl":
+			if c.acc.scoped() {
+				return nil, c.acc.refuse("/" + p + "/ctl")
+			}
 			return c.sessionCtl(se), nil
 		}
 		return nil, linux.ENOENT
@@ -147,7 +177,7 @@ func (c *conn) sessionCtl(se *session) p9.File {
 			if verb != "cwd" {
 				return Refuse(linux.EINVAL, "unknown command %q; a session ctl takes: cwd /ABSOLUTE/PATH", line)
 			}
-			return se.setDir(strings.TrimSpace(arg))
+			return se.setDir(strings.TrimSpace(arg), c.srv.opts.CheckWorkDir)
 		})
 }
 
@@ -156,8 +186,17 @@ func (c *conn) agentsDir(se *session) p9.File {
 	s := c.srv
 	p := "session/" + se.name + "/agent"
 	d := newDir(c, p, nil, func() p9.File { return c.agentsDir(se) }, func() []entry {
-		return dirEntries(se.agentNames())
+		var names []string
+		for _, n := range se.agentNames() {
+			if c.acc.allowsAgent(se.name, n) {
+				names = append(names, n)
+			}
+		}
+		return dirEntries(names)
 	}, func(name string) (p9.File, error) {
+		if !c.acc.allowsAgent(se.name, name) {
+			return nil, c.acc.refuse("/" + p + "/" + name)
+		}
 		ag, ok := se.agent(name)
 		if !ok {
 			return nil, linux.ENOENT
@@ -165,12 +204,18 @@ func (c *conn) agentsDir(se *session) p9.File {
 		return c.agentDir(ag), nil
 	})
 	d.mkdir = func(name string) error {
+		if c.acc.scoped() {
+			return c.fail(nil, c.acc.refuse("mkdir /"+p+"/"+name))
+		}
 		if err := s.newAgent(se, name); err != nil {
 			return c.fail(nil, err)
 		}
 		return nil
 	}
 	d.unlink = func(name string, _ bool) error {
+		if c.acc.scoped() {
+			return c.fail(nil, c.acc.refuse("rm /"+p+"/"+name))
+		}
 		if err := se.endAgent(name); err != nil {
 			return c.fail(nil, err)
 		}
@@ -185,6 +230,9 @@ func agentPath(ag *agent) string { return "session/" + ag.sess.name + "/agent/" 
 func (c *conn) agentDir(ag *agent) p9.File {
 	p := agentPath(ag)
 	d := newDir(c, p, ag, func() p9.File { return c.agentDir(ag) }, func() []entry {
+		if c.acc.scoped() {
+			return []entry{{"tools", false}, {"ctl", false}, {"schemas", false}, {"err", false}}
+		}
 		return []entry{{"tools", false}, {"ctl", false}, {"schemas", false}, {"rank", false},
 			{"call", true}, {"err", false}}
 	}, func(name string) (p9.File, error) { return c.agentChild(ag, name) })
@@ -195,6 +243,9 @@ func (c *conn) agentDir(ag *agent) p9.File {
 func (c *conn) agentChild(ag *agent, name string) (p9.File, error) {
 	s := c.srv
 	p := path.Join(agentPath(ag), name)
+	if c.acc.scoped() && (name == "rank" || name == "call") {
+		return nil, c.acc.refuse("/" + p)
+	}
 	var mk func() p9.File
 	switch name {
 	case "tools":

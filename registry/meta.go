@@ -48,6 +48,7 @@ type fields struct {
 	Network       *bool
 	Concurrency   *Concurrency
 	Timeout       *time.Duration
+	Limits        *ToolLimits
 	Scope         *string
 	OutputFormat  *string
 	ResetsCounter *bool
@@ -323,6 +324,14 @@ var knownFields = map[string]func(f *fields, raw json.RawMessage) error{
 			return nil
 		}
 		return fmt.Errorf("is %q; use \"parallel\", \"serial\" or \"exclusive\"", *s)
+	},
+	"limits": func(f *fields, raw json.RawMessage) error {
+		l, err := parseLimits(raw)
+		if err != nil {
+			return err
+		}
+		f.Limits = &l
+		return nil
 	},
 	"timeout": func(f *fields, raw json.RawMessage) error {
 		var d time.Duration

@@ -17,6 +17,7 @@ var guarded = map[string]string{
 	"args":        "the arguments would not be checked against the schema",
 	"concurrency": "calls would run in parallel",
 	"timeout":     "calls would get the default timeout",
+	"limits":      "calls would get the server's default limits",
 	"variants":    "the variants would be ignored",
 	"match":       "the variant would hold on every host",
 }

@@ -113,6 +113,9 @@ func overlay(base fields, v fields) fields {
 	if v.Timeout != nil {
 		base.Timeout = v.Timeout
 	}
+	if v.Limits != nil {
+		base.Limits = v.Limits
+	}
 	if v.Scope != nil {
 		base.Scope = v.Scope
 	}
@@ -173,6 +176,9 @@ func resolve(name, file string, digest [32]byte, m *Meta, schemas map[int]*jsons
 	}
 	if f.Timeout != nil {
 		t.Timeout = *f.Timeout
+	}
+	if f.Limits != nil {
+		t.Limits = *f.Limits
 	}
 	t.ReadOnly = derefBool(f.ReadOnly)
 	t.Bypass = derefBool(f.Bypass)

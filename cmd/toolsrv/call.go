@@ -7,9 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"toolsrv/exec"
+	"toolsrv/registry"
 )
 
 // runCall calls one tool the way an agent would: arguments validated, JSON
@@ -29,6 +31,7 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 	session := fs.String("session", "", "session name (told to the broker; the exclusive class is per session and agent)")
 	agent := fs.String("agent", "", "agent name (told to the broker)")
 	maxOut := fs.Int("max-output", exec.DefaultOutputCap, "cap in bytes on standard output and on standard error, each")
+	sf := addSandboxFlags(fs)
 	var verbose verbosity
 	fs.Var(&verbose, "v", "log what the call does on stderr (-v: Info, -v -v: Debug); without it the outcome alone is reported")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -43,13 +46,20 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 	if *timeout < 0 {
 		return usageError(fs, "--timeout %v: want a positive duration such as 30s", *timeout)
 	}
+	if err := sf.check(); err != nil {
+		return usageError(fs, "%v", err)
+	}
 	name := fs.Arg(0)
 	argJSON := []byte("{}")
 	if fs.NArg() == 2 {
 		if fs.Arg(1) == "-" {
-			b, err := io.ReadAll(env.stdin)
+			b, err := io.ReadAll(io.LimitReader(env.stdin, maxArgs+1))
 			if err != nil {
 				fmt.Fprintln(env.stderr, "toolsrv call: reading arguments from standard input:", err)
+				return 1
+			}
+			if len(b) > maxArgs {
+				fmt.Fprintf(env.stderr, "toolsrv call: the arguments on standard input are over %d bytes; pass a path to the data instead\n", maxArgs)
 				return 1
 			}
 			argJSON = b
@@ -89,12 +99,22 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "toolsrv call: cannot find my own binary for the sandbox helper:", err)
 		return 1
 	}
-	runner, err := exec.NewRunner(exec.Options{
+	guard := workDirGuard(env, path.dirs, registry.DefaultAgentsDir(env.getenv), nil, *socket)
+	if abs, err := filepath.Abs(workdir); err == nil {
+		workdir = abs
+	}
+	if err := guard.Check(workdir); err != nil {
+		fmt.Fprintf(env.stderr, "toolsrv call: the tool would run in %s, which is refused as a working directory: %v; pass --cwd DIR\n", workdir, err)
+		return 1
+	}
+	ropts := exec.Options{
 		SelfExe: exec.DefaultHelper(self), AllowUnsandboxed: *allowUnsandboxed, BypassSocket: *socket,
 		// The outcome (failure, truncation, no sandbox) is reported below,
 		// once; the runner's own warnings would repeat it.
 		OutputCap: *maxOut, Getenv: env.getenv, Logger: loggerAt(env, verbose.level(slog.LevelError)),
-	})
+	}
+	sf.apply(&ropts)
+	runner, err := exec.NewRunner(ropts)
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv call:", err)
 		return 1
@@ -163,3 +183,6 @@ func printCallJSON(env *cliEnv, name string, res *exec.Result, err error) int {
 	}
 	return 0
 }
+
+// maxArgs bounds the arguments read from standard input (as a 9P call's).
+const maxArgs = 4 << 20

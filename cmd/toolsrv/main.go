@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"toolsrv/exec"
 )
 
 // command is one subcommand. run returns the process exit status.
@@ -53,6 +55,12 @@ func main() {
 	// process and then executes the tool (see package exec).
 	if len(os.Args) > 1 && os.Args[1] == sandboxHelperArg {
 		os.Exit(runSandboxHelper(os.Args[2:]))
+	}
+	// Descriptors this process inherited (a shell's "5</root/secret") must
+	// not reach any program it starts; the sandbox helper closes them too.
+	if err := exec.CloseInherited(3); err != nil {
+		fmt.Fprintln(os.Stderr, "toolsrv:", err)
+		os.Exit(1)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -53,6 +54,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	allowUnsandboxed := fs.Bool("allow-unsandboxed", false, "on a kernel without Landlock, run tools unsandboxed instead of refusing calls")
 	socket := fs.String("bypass-socket", "", "approval broker socket for bypass tools (default $OLLIE_BYPASS_SOCKET)")
 	ef := addEmbedderFlags(fs)
+	sf := addSandboxFlags(fs)
 	var verbose verbosity
 	fs.Var(&verbose, "v", "log what the server does on stderr: -v connections, rank requests, calls, agent profiles and catalog changes (Info); -v -v also the packages' Debug records")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -69,6 +71,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	if *rankK < 0 {
 		return usageError(fs, "--rank-k %d: want 0 or more", *rankK)
+	}
+	if err := sf.check(); err != nil {
+		return usageError(fs, "%v", err)
 	}
 	log := loggerAt(env, verbose.level(slog.LevelWarn))
 	env = &cliEnv{stdin: env.stdin, stdout: env.stdout, stderr: env.stderr, getenv: env.getenv, log: log}
@@ -157,7 +162,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 		return fail("cannot find my own binary for the sandbox helper: %v", err)
 	}
 	first := addrs[0].String()
-	runner, err := exec.NewRunner(exec.Options{
+	ropts := exec.Options{
 		SelfExe: exec.DefaultHelper(self), AllowUnsandboxed: *allowUnsandboxed, BypassSocket: *socket,
 		ClientBin: self, // tool_load runs "$TOOLSRV_BIN 9p write …"
 		PassEnv:   []string{ninep.AddrEnv},
@@ -168,9 +173,15 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 			return env.getenv(k)
 		},
 		Logger: logger(env),
-	})
+	}
+	sf.apply(&ropts)
+	runner, err := exec.NewRunner(ropts)
 	if err != nil {
 		return fail("%v", err)
+	}
+	guard := workDirGuard(env, dirs, *agents, addrs, *socket)
+	if err := guard.Check(*workdir); err != nil {
+		return fail("sessions would start in %s, and it is refused as a working directory: %v; pass --workdir DIR", *workdir, err)
 	}
 	if ok, _ := runner.Sandboxed(); !ok {
 		if *allowUnsandboxed {
@@ -187,10 +198,12 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 		Profiles: loggedProfiles(func(name string) (*registry.Profile, error) {
 			return registry.LoadProfile(*agents, name)
 		}, log),
-		WorkDir:   *workdir,
-		WarmTurns: *warm,
-		RankK:     *rankK,
-		Logger:    log,
+		WorkDir:      *workdir,
+		WarmTurns:    *warm,
+		RankK:        *rankK,
+		Logger:       log,
+		Access:       func(nc net.Conn) ninep.Access { return peerAccess(runner, nc) },
+		CheckWorkDir: guard.Check,
 	})
 	if err != nil {
 		return fail("%v", err)
@@ -325,4 +338,62 @@ func callErrno(err error) linux.Errno {
 		}
 	}
 	return linux.EIO
+}
+
+// peerAccess decides what a 9P connection may do from who is connecting:
+// a tool call of this server (or a process it started) gets its own agent
+// only; a tool of another toolsrv, or of a call that ended, nothing; a
+// process of another user nothing; the socket owner's other processes
+// everything. TCP connections cannot be identified and get everything
+// (TCP is loopback-only unless --allow-remote).
+func peerAccess(r *exec.Runner, nc net.Conn) ninep.Access {
+	p, err := r.Identify(nc)
+	switch {
+	case errors.Is(err, exec.ErrNotUnix):
+		return ninep.Access{}
+	case err != nil:
+		return ninep.Access{Denied: "refused: the connecting process could not be identified: " + err.Error()}
+	case p.UID != os.Getuid() && p.UID != 0:
+		return ninep.Access{Denied: fmt.Sprintf("refused: the connecting process runs as uid %d; this server serves uid %d only", p.UID, os.Getuid())}
+	case !p.Tool:
+		return ninep.Access{}
+	case p.Call != nil && p.Call.Session != "" && p.Call.Agent != "":
+		return ninep.Access{Session: p.Call.Session, Agent: p.Call.Agent}
+	case p.Call != nil:
+		return ninep.Access{Denied: "refused: this connection comes from a tool called without a session and agent; it may do nothing here"}
+	}
+	return ninep.Access{Denied: "refused: this connection comes from a sandboxed tool that is not a running call of this server (a call of another toolsrv, or of a call that has ended); it may do nothing here"}
+}
+
+// workDirGuard protects the home directory and toolsrv's own files from
+// becoming a session's working directory (see exec.WorkDirGuard).
+func workDirGuard(env *cliEnv, dirs []string, agents string, addrs []ninep.Addr, bypassSocket string) exec.WorkDirGuard {
+	g := exec.WorkDirGuard{Home: env.getenv("HOME")}
+	if g.Home == "" {
+		g.Home, _ = os.UserHomeDir()
+	}
+	g.Protected = append(g.Protected, dirs...)
+	g.Protected = append(g.Protected, agents)
+	for _, a := range addrs {
+		if a.Net == "unix" {
+			g.Protected = append(g.Protected, filepath.Dir(a.Addr))
+		}
+	}
+	if bypassSocket != "" {
+		g.Protected = append(g.Protected, filepath.Dir(bypassSocket))
+	}
+	if d := env.getenv("XDG_CACHE_HOME"); d != "" {
+		g.Trees = append(g.Trees, filepath.Join(d, "toolsrv"))
+	}
+	if d := env.getenv("XDG_CONFIG_HOME"); d != "" {
+		g.Trees = append(g.Trees, filepath.Join(d, "toolsrv"))
+	}
+	for _, list := range [][]string{g.Protected, g.Trees} {
+		for i, p := range list {
+			if abs, err := filepath.Abs(p); err == nil {
+				list[i] = abs
+			}
+		}
+	}
+	return g
 }

@@ -42,6 +42,10 @@ type loggedConn struct {
 	once  sync.Once
 }
 
+// NetConn is the connection it wraps (exec.Runner.Identify looks through
+// wrappers to the socket).
+func (c *loggedConn) NetConn() net.Conn { return c.Conn }
+
 func (c *loggedConn) Close() error {
 	c.once.Do(func() {
 		c.log.Info("9P client disconnected", "conn", c.id, "after", time.Since(c.start).Round(time.Millisecond))

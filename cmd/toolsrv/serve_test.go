@@ -52,8 +52,12 @@ func startServeIn(t *testing.T, tools string, extra ...string) (addr string, std
 			}
 			return ""
 		}}
+	// Sessions work in a project directory inside the (fake) home: the home
+	// directory itself is refused as a working directory.
+	work := filepath.Join(dir, "project")
+	os.MkdirAll(work, 0o755)
 	args := append([]string{"--tools", tools, "--listen", "unix:" + sock, "--no-cache", "--agents", agents,
-		"--workdir", dir, "--allow-unsandboxed"}, extra...)
+		"--workdir", work, "--allow-unsandboxed"}, extra...)
 	done := make(chan int, 1)
 	go func() { done <- runServe(ctx, env, args) }()
 	t.Cleanup(func() {

@@ -73,13 +73,6 @@ func HelperMain(args []string) int {
 		report(Status{Error: err.Error(), Exit: ExitSandbox})
 		return ExitSandbox
 	}
-	// failIsolation: the namespaces could not be set up (a container's
-	// masked /proc, say); the server retries the call without them.
-	failIsolation := func(err error) int {
-		fmt.Fprintln(os.Stderr, "toolsrv sandbox: "+err.Error())
-		report(Status{Error: err.Error(), Exit: ExitSandbox, Isolation: true})
-		return ExitSandbox
-	}
 	if len(args) < 3 || args[1] != "--" {
 		return fail(errors.New("usage: toolsrv " + HelperArg + " POLICY -- COMMAND [ARGS...] (internal; started by toolsrv itself)"))
 	}
@@ -99,12 +92,10 @@ func HelperMain(args []string) int {
 	if err := CloseInherited(StatusFD); err != nil {
 		return fail(err)
 	}
-	if p.PidNS {
-		if err := mountProc(); err != nil {
-			return failIsolation(err)
+	if !p.PidNS {
+		if err := becomeSubreaper(); err != nil {
+			return fail(fmt.Errorf("becoming the call's subreaper: %w", err))
 		}
-	} else if err := becomeSubreaper(); err != nil {
-		return fail(fmt.Errorf("becoming the call's subreaper: %w", err))
 	}
 	if err := applyLimits(p); err != nil {
 		return fail(err)
@@ -173,20 +164,29 @@ func confine(p Policy) error {
 	if err := installFilter(filterRules{network: p.Network}); err != nil {
 		return fmt.Errorf("installing the seccomp filter: %w", err)
 	}
-	cfg := landlockConfig().BestEffort()
+	// One ruleset: paths, network (no TCP rule, so every connect and bind
+	// is denied; not handled at all for tools with network) and scoping.
+	cfg := landlockConfig()
 	if p.Network {
-		// Network allowed: restrict only the filesystem and scoping.
-		if err := cfg.RestrictPaths(rules...); err != nil {
-			return fmt.Errorf("applying landlock: %w", err)
-		}
-		if err := cfg.RestrictScoped(); err != nil {
-			return fmt.Errorf("applying landlock scoping: %w", err)
-		}
-		return nil
+		cfg.HandledAccessNet = 0
 	}
-	// Restrict = paths + network (no TCP rule: every connect and bind is
-	// denied) + scoping, in one ruleset.
-	if err := cfg.Restrict(rules...); err != nil {
+	fd, flags, err := cfg.BestEffort().NewRulesetFD(rules...)
+	if err != nil {
+		return fmt.Errorf("building the landlock ruleset: %w", err)
+	}
+	if fd < 0 {
+		return errors.New("landlock has nothing to restrict on this kernel")
+	}
+	defer unix.Close(fd)
+	// Only this thread, the one that starts the tool, is restricted (the
+	// tool inherits its domain). Restricting every thread of the helper
+	// would go through the psx library, which finds the threads through
+	// /proc/PID/task, a path that names another process inside a PID
+	// namespace. The helper's other threads run only its own code.
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	if err := llsys.LandlockRestrictSelf(fd, flags); err != nil {
 		return fmt.Errorf("applying landlock: %w", err)
 	}
 	return nil

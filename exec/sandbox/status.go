@@ -19,8 +19,6 @@ type Status struct {
 	// Killed: the helper ended the tool on the server's request (timeout,
 	// cancellation) rather than the tool ending on its own.
 	Killed bool `json:"killed,omitempty"`
-	// Isolation: Error happened while setting up the call's namespaces.
-	Isolation bool `json:"isolation,omitempty"`
 }
 
 // ReadStatus parses what the helper wrote; ok is false when it wrote

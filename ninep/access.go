@@ -1,0 +1,56 @@
+package ninep
+
+import (
+	"fmt"
+
+	"github.com/hugelgupf/p9/linux"
+)
+
+// Access is what one connection may do. The zero value is full access: the
+// socket's owner (the 9P socket is mode 0600 in a 0700 directory).
+type Access struct {
+	// Session and Agent, when set, confine the connection to that agent of
+	// that session: reading and writing its ctl (tool_load, tool_unload,
+	// turn) and its tools, reading its schemas and err, and the root err.
+	// Nothing else is there: no other session or agent, no session ctl
+	// (cwd), no call, no rank, no mkdir or rm. This is what a tool's own
+	// connection gets: it can do no more than the tool itself.
+	Session, Agent string
+	// Denied, when set, refuses everything; the reason is readable in the
+	// root err file.
+	Denied string
+}
+
+// scoped reports whether the connection is confined to one agent.
+func (a Access) scoped() bool { return a.Agent != "" || a.Session != "" }
+
+// refuseScoped is the refusal a confined connection gets for anything
+// outside its agent.
+func (a Access) refuse(what string) error {
+	if a.Denied != "" {
+		return Refuse(linux.EACCES, "%s", a.Denied)
+	}
+	return Refuse(linux.EACCES, "%s: this connection comes from a tool called by agent %s of session %s and may only use that agent's ctl (tool_load, tool_unload, turn), tools, schemas and err (session/%s/agent/%s/)",
+		what, a.Agent, a.Session, a.Session, a.Agent)
+}
+
+// allowsSession reports whether the connection may see session name.
+func (a Access) allowsSession(name string) bool {
+	return a.Denied == "" && (!a.scoped() || a.Session == name)
+}
+
+// allowsAgent reports whether the connection may see agent name of session
+// sess.
+func (a Access) allowsAgent(sess, name string) bool {
+	return a.Denied == "" && (!a.scoped() || (a.Session == sess && a.Agent == name))
+}
+
+func (a Access) String() string {
+	switch {
+	case a.Denied != "":
+		return "denied"
+	case a.scoped():
+		return fmt.Sprintf("agent %s/%s only", a.Session, a.Agent)
+	}
+	return "full"
+}
