@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 
 // probeArgs are the probe tool's arguments.
 type probeArgs struct {
-	Op   string `json:"op"`   // dial, listen, socket-mptcp, read
+	Op   string `json:"op"`   // dial, listen, socket-mptcp, read, udp, unix
 	Addr string `json:"addr"` // dial
 	// MPTCP makes dial and listen use Multipath TCP.
 	MPTCP bool   `json:"mptcp"`
@@ -75,6 +75,24 @@ func probeMain() int {
 		}
 	case "read":
 		_, err = os.ReadFile(a.Path)
+	case "udp":
+		// One datagram to a loopback UDP listener (Landlock does not
+		// cover UDP).
+		var c net.Conn
+		if c, err = net.Dial("udp", a.Addr); err == nil {
+			_, err = c.Write([]byte("hello\n"))
+			c.Close()
+		}
+	case "unix":
+		// Connect to a Unix socket and wait for the other side to close.
+		var c net.Conn
+		if c, err = net.Dial("unix", a.Path); err == nil {
+			_, err = c.Read(make([]byte, 1))
+			c.Close()
+			if err == io.EOF {
+				err = nil
+			}
+		}
 	default:
 		err = fmt.Errorf("unknown op %q", a.Op)
 	}

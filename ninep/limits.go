@@ -81,4 +81,3 @@ func (cc *connCount) leave() { cc.n.Add(-1) }
 func tooMany(what string, n int) error {
 	return Refuse(linux.ENOSPC, "%s: the server's limit is %d; remove ones you no longer use", what, n)
 }
-

@@ -176,7 +176,9 @@ func TestSubscriberMerge(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("no change delivered")
 	}
-	for len(got.Upserted)+len(got.Removed) < 2 {
+	// Merge until the change reaches the last revision (a reader may take
+	// the first change before the later ones exist).
+	for got.Catalog.Revision < r.Catalog().Revision {
 		select {
 		case c := <-ch:
 			got = *mergeChanges(&got, c)
