@@ -115,6 +115,10 @@ type Result struct {
 	// Unsandboxed: the call ran without the sandbox (an approved bypass,
 	// or a kernel without Landlock and AllowUnsandboxed).
 	Unsandboxed bool `json:"unsandboxed"`
+	// Denied, when the tool failed on a permission error the sandbox most
+	// likely caused, says so and what would allow it ("denied by the
+	// sandbox: ...").
+	Denied string `json:"denied,omitempty"`
 	// Duration is the time the process ran.
 	Duration time.Duration `json:"duration"`
 }
@@ -400,7 +404,8 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		StdoutBytes int64           `json:"stdoutBytes"`
 		StderrBytes int64           `json:"stderrBytes"`
 		Unsandboxed bool            `json:"unsandboxed"`
+		Denied      string          `json:"denied,omitempty"`
 		DurationMs  float64         `json:"durationMs"`
 	}{string(r.Stdout), r.Content, string(r.Stderr), r.ExitCode, r.Truncated, r.StdoutBytes, r.StderrBytes,
-		r.Unsandboxed, float64(r.Duration.Microseconds()) / 1000})
+		r.Unsandboxed, r.Denied, float64(r.Duration.Microseconds()) / 1000})
 }

@@ -293,4 +293,3 @@ func TestIdentifyPeer(t *testing.T) {
 		})
 	}
 }
-

@@ -54,7 +54,8 @@ func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc Cal
 	case ctx.Err() != nil:
 		return fail(ErrCanceled, "killed with every process it started", ctx.Err(), res)
 	case res.ExitCode != 0 || st.Signal != 0:
-		return fail(ErrExit, r.exitMessage(st.Status, res, pol), nil, res)
+		res.Denied = denialHint(res.Stderr, pol)
+		return fail(ErrExit, r.exitMessage(st.Status, res), nil, res)
 	}
 	r.log.Debug("tool call", "tool", t.Name, "sandboxed", sandboxed, "duration", res.Duration, "stdout", res.StdoutBytes, "stderr", res.StderrBytes)
 	res.Content = parseContent(res.Stdout)
@@ -241,7 +242,7 @@ func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, 
 // exitMessage says how the tool ended and shows its standard error (or,
 // when that is empty, its standard output), shortened; when the tool's
 // error looks like a sandbox denial, it says what the sandbox allows.
-func (r *Runner) exitMessage(st sandbox.Status, res *Result, pol sandbox.Policy) string {
+func (r *Runner) exitMessage(st sandbox.Status, res *Result) string {
 	var how string
 	if st.Signal != 0 {
 		how = fmt.Sprintf("killed by signal %s", syscall.Signal(st.Signal))
@@ -260,8 +261,8 @@ func (r *Runner) exitMessage(st sandbox.Status, res *Result, pol sandbox.Policy)
 	if len(msg) > 0 {
 		out += ": " + string(msg)
 	}
-	if hint := denialHint(res.Stderr, pol); hint != "" {
-		out += "\n" + hint
+	if res.Denied != "" {
+		out += "\n" + res.Denied
 	}
 	return out
 }

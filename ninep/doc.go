@@ -9,7 +9,7 @@
 //	tools.json                   r   the full catalog as JSON (schemas, tiers, variants resolved,
 //	                                 hidden tools, problems, shadowed definitions)
 //	revision                     r   registry revision, a decimal number and a newline
-//	errors                       r   one line per invalid .meta file: file[:line]: [field "f":] reason
+//	errors                       r   one line per problem of an invalid .meta file: file[:line]: [field "f":] reason
 //	err                          r   why the last refused request on this connection failed
 //	rank                         rw  transaction: write a message, read the ranking
 //	ctl                          w   "reload": rescan the tool directories now
@@ -39,9 +39,11 @@
 // "# NOTE" (for example why no tool fits). A call answer is one JSON object:
 //
 //	{"tool":"N","exitCode":0,"output":"stdout","content":[...],"stderr":"...",
-//	 "truncated":false,"unsandboxed":false,"durationMs":12.5}
+//	 "truncated":false,"unsandboxed":false,"denied":"...","durationMs":12.5}
 //
-// (content only when the output was {"content": [...]}). A tool that ran
+// (content only when the output was {"content": [...]}; denied only when
+// the tool failed on a permission error the sandbox most likely caused:
+// "denied by the sandbox: PATH is outside what this tool may read ..."). A tool that ran
 // and exited non-zero is an answer with its exit code, not a refusal.
 // Arguments are run when they form a complete JSON value, so arguments
 // larger than one message arrive whole; a message is ranked at the end of

@@ -120,12 +120,13 @@ type callAnswer struct {
 	Stderr      string          `json:"stderr,omitempty"`
 	Truncated   bool            `json:"truncated,omitempty"`
 	Unsandboxed bool            `json:"unsandboxed,omitempty"`
+	Denied      string          `json:"denied,omitempty"`
 	DurationMS  float64         `json:"durationMs"`
 }
 
 func renderCall(tool string, r *CallResult) ([]byte, error) {
 	a := callAnswer{Tool: tool, ExitCode: r.ExitCode, Output: string(r.Stdout), Content: r.Content,
-		Stderr: string(r.Stderr), Truncated: r.Truncated, Unsandboxed: r.Unsandboxed,
+		Stderr: string(r.Stderr), Truncated: r.Truncated, Unsandboxed: r.Unsandboxed, Denied: r.Denied,
 		DurationMS: float64(r.Duration.Microseconds()) / 1000}
 	b, err := json.Marshal(a)
 	if err != nil {

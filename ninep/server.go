@@ -103,7 +103,10 @@ type CallResult struct {
 	ExitCode    int
 	Truncated   bool
 	Unsandboxed bool
-	Duration    time.Duration
+	// Denied says why the sandbox most likely made the tool fail, and what
+	// would allow it (empty when nothing points at it).
+	Denied   string
+	Duration time.Duration
 }
 
 // Options configure a Server.

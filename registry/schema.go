@@ -184,6 +184,9 @@ func compileSchema(raw []byte) (*jsonschema.Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("does not compile as a JSON Schema: %s; fix it so it validates against the JSON Schema metaschema", oneLine(err.Error()))
 	}
+	if cost := schemaCost(s); cost > MaxSchemaCost {
+		return nil, fmt.Errorf("is too costly to validate: one value may be checked against %.3g subschemas (the limit is %d; shared $refs under anyOf/oneOf/allOf multiply); simplify it", cost, MaxSchemaCost)
+	}
 	return s, nil
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,19 +16,14 @@ import (
 // profile, so that 9P agents work before anyone writes profiles), refuses
 // a name that has no profile file: on the command line that is a typo, and
 // ranking everything would hide it.
-//
-// The existence check is an os.Stat here until the registry reports a
-// missing profile itself; then this should use the registry's answer.
 func agentProfile(dir, name string) (*registry.Profile, error) {
-	path := filepath.Join(dir, name+".json")
-	if _, err := os.Stat(path); err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("agent profile %s: %w", path, err)
-		}
+	p, err := registry.ReadProfile(dir, name)
+	if errors.Is(err, registry.ErrNoProfile) {
+		path := filepath.Join(dir, name+".json")
 		return nil, fmt.Errorf("no profile for agent %q: %s does not exist (agents directory %s%s); write it, e.g. {\"allowTools\": [\"file_read\"]}, or leave out --agent",
 			name, path, dir, profilesIn(dir))
 	}
-	return registry.LoadProfile(dir, name)
+	return p, err
 }
 
 // profilesIn says which profiles dir holds, for an error message.

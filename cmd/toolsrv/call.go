@@ -137,6 +137,9 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 		if res.Unsandboxed {
 			fmt.Fprintln(env.stderr, "toolsrv call: this call ran UNSANDBOXED")
 		}
+		if res.Denied != "" {
+			fmt.Fprintln(env.stderr, "toolsrv call:", res.Denied)
+		}
 	}
 	if err != nil {
 		if errors.Is(err, exec.ErrExit) && res != nil {

@@ -109,7 +109,7 @@ func evalCorpus(ctx context.Context, env *cliEnv, ef *embedderFlags, emb embed.E
 	if len(cat.Tools) == 0 {
 		return nil, fmt.Errorf("corpus %s: no valid tools in %s", c.Name, c.ToolsDir)
 	}
-	if n := len(cat.Problems); n > 0 {
+	if n := len(cat.InvalidFiles()); n > 0 {
 		fmt.Fprintf(env.stderr, "warning: corpus %s: %d invalid tool files left out (first: %v)\n", c.Name, n, cat.Problems[0])
 	}
 	ix, err := ef.buildIndex(ctx, env, emb, cat)

@@ -49,6 +49,9 @@ type exampleCase struct {
 	want []string
 	// check inspects the working directory and output afterwards (may be nil).
 	check func(t *testing.T, dir, out string)
+	// sub, when set, is the subdirectory of the prepared directory the call
+	// runs in.
+	sub string
 }
 
 func exampleCases() []exampleCase {
@@ -266,6 +269,20 @@ func exampleCases() []exampleCase {
 				}
 			}},
 		{tool: "git_status", name: "outside a repository fails", args: `{}`, fail: true, want: []string{"not inside a git work tree"}},
+		// In a subdirectory of the repository: the sandbox lets tools read
+		// the enclosing repository.
+		{tool: "git_status", name: "in a subdirectory of the repository", setup: gitRepo, sub: "pkg/sub", args: `{}`,
+			want: []string{"## main", " M ../../tracked.txt"}},
+		{tool: "git_log", name: "in a subdirectory of the repository", setup: gitRepo, sub: "pkg", args: `{}`,
+			want: []string{"Test Author: add second file"}},
+		{tool: "git_diff", name: "in a subdirectory of the repository", setup: gitRepo, sub: "pkg", args: `{}`,
+			want: []string{"-first line", "+changed line"}},
+		// The sandbox reads /sys (lscpu, for one, needs it).
+		{tool: "shell", name: "lscpu reads /sys", args: `{"command":"lscpu | head -3; cat /sys/devices/system/cpu/online"}`,
+			want: []string{"Architecture:"}},
+		// A denial says it was the sandbox, and what to change.
+		{tool: "file_read", name: "a file outside the sandbox", args: `{"path":"/etc/shadow"}`, fail: true,
+			want: []string{"denied by the sandbox: /etc/shadow is outside what this tool may read", "--read /etc/shadow"}},
 
 		// Agent plumbing: without a 9P session tool_load explains itself.
 		{tool: "tool_load", name: "needs an agent session", args: `{"name":"git_log"}`, fail: true,
@@ -304,7 +321,14 @@ func TestExampleTools(t *testing.T) {
 				c.setup(t, dir)
 			}
 			args := strings.NewReplacer("{{URL}}", srv.URL, "{{HOSTPORT}}", strings.Replace(hostport, ":", "/", 1)).Replace(c.args)
-			r := callTool(t, bin, tools, dir, c.tool, args)
+			cwd := dir
+			if c.sub != "" {
+				cwd = filepath.Join(dir, c.sub)
+				if err := os.MkdirAll(cwd, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := callTool(t, bin, tools, cwd, c.tool, args)
 			out := r.stdout
 			if c.fail {
 				if r.code == 0 {

@@ -46,7 +46,7 @@ func runLs(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Tier, t.Description)
 	}
 	tw.Flush()
-	if n := len(cat.Problems); n > 0 {
+	if n := len(cat.InvalidFiles()); n > 0 {
 		fmt.Fprintf(env.stderr, "%d invalid tool file(s) left out; run \"toolsrv validate\" for details\n", n)
 	}
 	if n := len(cat.Hidden); n > 0 {

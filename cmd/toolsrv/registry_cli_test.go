@@ -52,7 +52,8 @@ func TestLsShowValidate(t *testing.T) {
 		{"show invalid says why", []string{"show", "--tools", dir, "broken"}, 1, nil, []string{"invalid", "broken.meta:3"}, nil},
 		{"show unknown", []string{"show", "--tools", dir, "nope"}, 1, nil, []string{"unknown tool: nope"}, nil},
 		{"validate", []string{"validate", dir}, 1, []string{"error: " + filepath.Join(dir, "broken.meta") + ":3", "warning:", `"colour"`, "hidden:", "3 valid, 1 invalid, 1 hidden"}, nil, nil},
-		{"validate clean", []string{"validate", "--tools", filepath.Join(dir, "none")}, 0, []string{"0 valid, 0 invalid"}, nil, nil},
+		{"validate a missing directory", []string{"validate", "--tools", filepath.Join(dir, "none")}, 1, nil, []string{"no tool directory to read", "none"}, nil},
+		{"validate an empty directory", []string{"validate", "--tools", t.TempDir()}, 0, []string{"0 valid, 0 invalid"}, nil, nil},
 		{"unknown command", []string{"frobnicate"}, 2, nil, []string{"unknown command"}, nil},
 	}
 	for _, tc := range tests {

@@ -319,7 +319,7 @@ func (c execCaller) Call(ctx context.Context, t *registry.Tool, args []byte, cc 
 		return nil, &ninep.Refusal{Errno: callErrno(err), Reason: err.Error()}
 	}
 	return &ninep.CallResult{Stdout: res.Stdout, Content: res.Content, Stderr: res.Stderr, ExitCode: res.ExitCode,
-		Truncated: res.Truncated, Unsandboxed: res.Unsandboxed, Duration: res.Duration}, nil
+		Truncated: res.Truncated, Unsandboxed: res.Unsandboxed, Denied: res.Denied, Duration: res.Duration}, nil
 }
 
 // callErrno maps exec's failure kinds to errnos.

@@ -81,7 +81,7 @@ func (p toolPath) emptyCatalog(cat *registry.Catalog) error {
 		return nil
 	}
 	dirs := strings.Join(cat.Dirs, ", ")
-	nProb, nHid := len(cat.Problems), len(cat.Hidden)
+	nProb, nHid := len(cat.InvalidFiles()), len(cat.Hidden)
 	switch {
 	case nProb == 0 && nHid == 0:
 		return fmt.Errorf("no .meta files in %s (from %s): write NAME.meta files there, or %s", dirs, p.from, p.hint())

@@ -26,7 +26,8 @@ func runValidate(ctx context.Context, env *cliEnv, args []string) int {
 	for _, d := range fs.Args() {
 		_ = tools.Set(d)
 	}
-	reg, err := loadRegistry(ctx, env, tools)
+	// A directory that does not exist is an error, not "0 valid".
+	reg, _, err := loadTools(ctx, env, "validate", tools)
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv validate:", err)
 		return 1

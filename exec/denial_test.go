@@ -1,0 +1,69 @@
+package exec
+
+import (
+	"strings"
+	"testing"
+
+	"toolsrv/exec/sandbox"
+)
+
+func TestDenialHint(t *testing.T) {
+	pol := sandbox.Policy{WorkDir: "/home/u/project", TempDir: "/tmp/toolsrv-call-1-2", Read: []string{"/home/u"}}
+	ro := pol
+	ro.ReadOnly = true
+	for _, c := range []struct {
+		name   string
+		pol    sandbox.Policy
+		stderr string
+		want   string // "" for no hint
+	}{
+		{"cat outside", pol, "cat: /root/secret: Permission denied\n", "/root/secret is outside what this tool may read"},
+		{"quoted", pol, "grep: '/srv/data/x.csv': Permission denied", "/srv/data/x.csv is outside what this tool may read"},
+		{"go style", pol, "open /etc/shadow: permission denied", "--read /etc/shadow"},
+		{"write outside", pol, "touch: cannot touch '/home/u/other/f': Permission denied", "/home/u/other/f is outside what this tool may write"},
+		{"readOnly write", ro, "sh: 1: cannot create /home/u/project/out: Permission denied", "the tool is readOnly"},
+		{"inside: the file's own permissions", pol, "cat: /home/u/project/locked: Permission denied", ""},
+		{"no path", pol, "fatal: something else went wrong", ""},
+		{"unconfined", sandbox.Policy{Unconfined: true, WorkDir: "/w"}, "cat: /root/x: Permission denied", ""},
+	} {
+		got := denialHint([]byte(c.stderr), c.pol)
+		if c.want == "" {
+			if got != "" {
+				t.Errorf("%s: hint %q, want none", c.name, got)
+			}
+			continue
+		}
+		if !strings.HasPrefix(got, "denied by the sandbox: ") || !strings.Contains(got, c.want) {
+			t.Errorf("%s: hint %q, want it to contain %q", c.name, got, c.want)
+		}
+	}
+}
+
+func TestWorkDirGuard(t *testing.T) {
+	g := WorkDirGuard{Home: "/home/u", Protected: []string{"/home/u/tools", "/run/user/1/toolsrv"}, Trees: []string{"/var/cache/toolsrv"}}
+	for _, c := range []struct {
+		dir  string
+		want string // "" allowed
+	}{
+		{"/home/u/project", ""},
+		{"/home/u/tools/sub", ""}, // below a tool directory: nothing there is read
+		{"/srv/work", ""},
+		{"/", "root directory"},
+		{"/home/u", "the home directory"},
+		{"/home", "holds the home directory"},
+		{"/home/u/.ssh", "~/.ssh"},
+		{"/home/u/.config/ollie", "~/.config"},
+		{"/home/u/tools", "toolsrv's own"},
+		{"/run/user/1", "holds /run/user/1/toolsrv"},
+		{"/var/cache/toolsrv/builtin", "toolsrv's own"},
+		{"/var/cache", "holds /var/cache/toolsrv"},
+	} {
+		err := g.Check(c.dir)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", c.dir, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want a refusal mentioning %q", c.dir, err, c.want)
+		}
+	}
+}
