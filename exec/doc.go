@@ -1,18 +1,20 @@
-// Package exec runs tools: the call contract, the Landlock sandbox, bypass
-// approval and the limits of SPEC §4–5.
+// Package exec runs tools: the call contract, the sandbox, the limits,
+// bypass approval, and telling a tool's connection from its owner's.
 //
 // # Contract
 //
 // Runner.Call validates the arguments against the tool's compiled schema
-// (every violation listed; nothing starts on a violation), then writes them
-// as one compact JSON object and a newline to the tool's standard input;
-// they never appear on a command line. Exit 0: standard output is the
-// result, and Result.Content holds the "content" array when standard output
-// is a {"content": [...]} object. Any other ending is a *CallError whose Kind
-// is one of ErrInvalidArgs, ErrExit (with the standard error, or output,
-// in the message), ErrTimeout, ErrCanceled, ErrSandbox, ErrNoSandbox,
-// ErrBypassRefused, ErrStart, ErrBadCallContext; the Result rides along
-// when the process ran.
+// (every violation listed; nothing starts on a violation; repeated keys
+// are refused), then writes them as one compact JSON object and a newline
+// to the tool's standard input; they never appear on a command line.
+// Exit 0: standard output is the result, and Result.Content holds the
+// "content" array when standard output is a {"content": [...]} object. Any
+// other ending is a *CallError whose Kind is one of ErrInvalidArgs, ErrExit
+// (with the standard error, or output, in the message), ErrTimeout,
+// ErrCanceled, ErrSandbox, ErrNoSandbox, ErrBypassRefused, ErrStart,
+// ErrBadCallContext; the Result rides along when the process ran. When a
+// failed tool's standard error names a path the sandbox keeps it from,
+// Result.Denied says "denied by the sandbox: ..." and what would allow it.
 //
 // Environment (the whole of it; nothing else of the server's leaks):
 // PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin;
@@ -21,20 +23,62 @@
 // LANG (C.UTF-8 unless the server has one), LC_ALL, LC_CTYPE, TZ when set;
 // OLLIE_TOOLS_PATH; OLLIE_BYPASS_SOCKET when a broker is configured;
 // OLLIE_SESSION_ID and OLLIE_UNAME when the caller is a session's agent;
-// OLLIE_TOOL = the tool's name; plus any names the operator lists in
-// Options.PassEnv.
+// OLLIE_TOOL = the tool's name; TOOLSRV_BIN when Options.ClientBin is set;
+// plus any names the operator lists in Options.PassEnv.
+//
+// # The helper
+//
+// Every call, sandboxed or not, runs through a helper: Options.SelfExe (the
+// toolsrv binary) re-executed as "toolsrv __sandbox POLICY -- ARGV"
+// (HelperMain, in package exec/sandbox). The helper closes every
+// descriptor it inherited beyond the standard streams, applies the limits
+// and the sandbox to itself, starts the tool as its child and stays until
+// the tool and everything it started are gone, then reports how the tool
+// ended on a status pipe. Landlock restricts a process for good, so none
+// of this ever happens in the server.
+//
+// Isolation (Options.Isolation; IsolationAuto uses namespaces where the
+// kernel allows them): the helper starts in a fresh PID namespace, whose
+// init it is, and IPC namespace; tools without "network" also get an
+// empty network namespace; a toolsrv that is not root adds a user
+// namespace of the call's own, mapping only its own uid and gid (the tool
+// keeps its identity). Everything the tool starts dies when the helper
+// ends: setsid, double forks and daemons included. Without namespaces
+// (IsolationNone, or a kernel that refuses them) the helper is a child
+// subreaper and kills the tool's descendants one generation at a time.
 //
 // # Limits
 //
 // Timeout: the call's (CallContext.Timeout), else the tool's ("timeout" in
-// the .meta), else Options.DefaultTimeout (60 s). The tool runs in its own
-// process group; on timeout the group gets SIGTERM, then SIGKILL after
-// Options.KillGrace (500 ms). When the tool's main process ends, for any
-// reason, whatever is left of its group is killed too: tools cannot leave
-// background processes behind. (A process that leaves the group with
-// setsid escapes this; the output pipes are then closed after 2 s.)
-// Time spent waiting for a concurrency class or for bypass approval does
-// not count against the timeout; the caller's context bounds it.
+// the .meta), else Options.DefaultTimeout (60 s). On timeout the tool's
+// process group gets SIGTERM; after Options.KillGrace (500 ms) the helper
+// is told to kill every process of the call (SIGUSR1, also its
+// parent-death signal: a server that dies takes its calls along); a
+// second later the group gets SIGKILL. When the tool's main process ends,
+// for any reason, whatever it left behind is killed too. Time spent
+// waiting for a concurrency class, for the process budget or for bypass
+// approval does not count against the timeout; the caller's context
+// bounds it.
+//
+// Processes and memory, per call: Options.Limits (DefaultProcesses 256,
+// DefaultMemory 2 GiB per process) unless the tool's .meta sets "limits":
+// {"processes": N, "memory": "512MiB"}, capped by Options.MaxLimits
+// (DefaultMaxProcesses 4096; half the machine's memory). The process limit
+// counts threads. It is RLIMIT_NPROC in the call's user namespace (which
+// counts only that call's tasks) for an ordinary user; for root, whom
+// RLIMIT_NPROC exempts, the pid_max of the call's PID namespace (Linux
+// 6.14+; its kernel floor is about 300 processes); without namespaces,
+// RLIMIT_NPROC over all of the user's processes (what runs now plus the
+// call's share), and none for root. Memory is RLIMIT_DATA (heap, stacks,
+// private mappings) of each process. Cgroups are not used: on a host whose
+// cgroup v2 hierarchy has the memory and pids controllers delegated they
+// would bound a call's total memory, which rlimits cannot; this is a known
+// gap (a call may use processes × memory at most). Core dumps are off.
+// Every tool has an OOM score of 1000: under memory pressure the kernel
+// kills tools before the server. The running calls' process limits add up
+// to at most Options.ProcessBudget (a quarter of pid_max and of the
+// user's RLIMIT_NPROC): a call that would exceed it waits, so that the
+// server keeps the processes and threads it needs.
 //
 // Output: standard output and standard error are each capped at
 // Options.OutputCap (1 MiB); the excess is read and dropped (the tool is
@@ -46,58 +90,74 @@
 // session+agent runs meanwhile; it waits for running ones). Waiting is
 // first-come first-served.
 //
+// Each call has a private temporary directory, TempRoot/toolsrv-call-PID-*,
+// removed after it; NewRunner removes those whose PID no longer runs (a
+// server killed with SIGKILL leaves them behind).
+//
 // # Sandbox
 //
-// Landlock restricts the calling process for good, so it is never applied
-// in the server: every sandboxed call re-executes Options.SelfExe (the
-// toolsrv binary) as "toolsrv __sandbox POLICY -- ARGV", and that helper
-// (HelperMain, in package exec/sandbox) restricts itself and execve's the
-// tool in place. Any binary whose main calls sandbox.HelperMain will do;
-// DefaultHelper prefers a slim "toolsrv-sandbox" installed next to toolsrv
-// (several times cheaper to start; see bench/RESULTS.md, "Running tools"). Policy,
-// pinned to Landlock ABI V7 in best-effort mode (at least ABI 1 required):
-//   - read+execute: /usr /bin /sbin /lib* /opt, /proc, /dev/{u,}random, a
-//     list of non-secret /etc files (loader cache, passwd, group, hosts,
-//     resolv.conf, ssl, localtime, machine-id, ...; not shadow or ssh
-//     keys), the system logs (/var/log, /run/log/journal), the tool's own
-//     directory and its executable;
+// Landlock, pinned to ABI V7 in best-effort mode (at least ABI 1 required),
+// applied by the helper to the thread that starts the tool (the library's
+// documented per-thread form; the tool inherits the domain):
+//   - read+execute: /usr /bin /sbin /lib* /opt, /proc, /sys, /dev/{u,}random,
+//     a list of non-secret /etc files (loader cache, passwd, group, hosts,
+//     resolv.conf, ssl, localtime, machine-id, ...; not shadow or ssh keys),
+//     the system logs (/var/log, /run/log/journal), the tool's own
+//     directory and its executable, the git repository that holds the
+//     working directory (so git works in a subdirectory; not when that
+//     repository is the home directory or above it), and Options.ReadPaths
+//     (the operator's --read);
 //   - read-write (with rename across directories): the working directory
-//     and a private temporary directory made for the call and removed
-//     after it; /dev/null, /dev/zero, /dev/full;
+//     and the call's temporary directory; /dev/null, /dev/zero, /dev/full;
 //   - readOnly tools: the working and temporary directories are read-only
 //     too: no write anywhere but the null devices and their own output;
 //   - nothing else: the home directory (other than a working directory
 //     inside it) and the rest of the filesystem are unreadable;
-//   - signals and abstract Unix sockets are scoped to the sandbox (ABI 6);
-//   - no_new_privs is set, and when toolsrv runs as root the tool keeps
-//     only the file-ownership capabilities (CHOWN, DAC_OVERRIDE,
-//     DAC_READ_SEARCH, FOWNER, FSETID, bounded by Landlock's paths): the
-//     rest (SYS_MODULE, SYS_ADMIN, SYS_RAWIO, NET_ADMIN, NET_RAW, SYS_PTRACE,
-//     MKNOD, SETUID, ...) is dropped from the bounding set.
+//   - signals and abstract Unix sockets are scoped to the sandbox (ABI 6).
 //
-// Network: tools without "network": true get no TCP connect or bind
-// (Landlock ABI 4+; below that such tools are refused unless they get the
-// private network namespace), and the MPTCP gap (Landlock's TCP rules
-// do not cover IPPROTO_MPTCP sockets) is closed twice: a seccomp filter
-// makes socket(..., IPPROTO_MPTCP) fail with EPROTONOSUPPORT (programs fall
-// back to TCP, which Landlock denies), and, when toolsrv runs as root, the
-// tool also gets a fresh, empty network namespace (CLONE_NEWNET) with MPTCP
-// disabled in it, so nothing, UDP included, is reachable. Tools with
-// network keep the host's network.
+// A seccomp filter (package exec/sandbox: seccomp.go) adds what Landlock
+// ABI 7 lacks: without "network", no socket of any family but Unix and
+// netlink (no TCP, UDP, raw or packet socket); with it, no MPTCP socket
+// (Landlock's TCP rules do not cover MPTCP); no setuid or setgid bit on
+// any file (chmod and file creation with those bits fail with EPERM); no
+// io_uring (its operations bypass seccomp); system calls of a foreign ABI
+// kill the process. no_new_privs is set. A root toolsrv's tools keep only
+// CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH and CAP_FOWNER (bounded
+// by Landlock's paths); CAP_FSETID goes, so writing a setuid file clears
+// the bit.
 //
 // Failure to apply any of this makes the call fail with ErrSandbox (the
-// helper exits 126 and reports the reason on a status pipe); nothing runs
+// helper exits 126 and reports the reason on the status pipe); nothing runs
 // unconfined by accident. On a kernel without Landlock calls fail with
 // ErrNoSandbox unless Options.AllowUnsandboxed (toolsrv's
-// --allow-unsandboxed flag); then every Result has Unsandboxed set.
+// --allow-unsandboxed flag); then every Result has Unsandboxed set. An
+// approved bypass tool runs without Landlock and seccomp, but with the
+// limits, the lifetime and the descriptor hygiene.
 //
 // Not covered (Landlock ABI 7 limits): stat, chmod, chown and utime of
 // files outside the allowed paths, and connecting to pathname Unix sockets
-// (Landlock restricts those from ABI 9): a tool that knows the path of the
-// 9P socket or of the broker's socket can connect to it. Run toolsrv as an
-// ordinary user, not root, so that ordinary permissions still apply there.
-// A symlink planted in the working directory does not widen access:
-// Landlock checks the file it resolves to.
+// (Landlock restricts those from ABI 9). The 9P socket is guarded by
+// Identify instead; other sockets (a desktop's, a database's) are reachable
+// by any tool that knows their path, as ordinary permissions allow: run
+// toolsrv as an ordinary user. A symlink planted in the working directory
+// does not widen access: Landlock checks the file it resolves to.
+//
+// # Who is connecting
+//
+// Every process a helper starts, sandboxed or not, and every process those
+// start, carries a mark it cannot remove: a finite hard RLIMIT_LOCKS (a
+// limit without effect since Linux 2.4.25, which no process can raise again
+// without CAP_SYS_RESOURCE in the initial user namespace). Runner.Identify
+// reads the mark of the process at the other end of a Unix socket (through
+// a pidfd, so that a process that exits cannot be replaced by another with
+// its PID), and finds the live call it belongs to by its PID namespace (or,
+// without namespaces, its parents up to the call's helper). toolsrv serve
+// gives such a connection its own agent's files only (see package ninep).
+//
+// WorkDirGuard decides which directories may be a session's working
+// directory (the one place tools write): not /, not the home directory or
+// above it, not a hidden directory of home, not a directory holding
+// toolsrv's own tools, profiles, sockets, cache or settings.
 //
 // # Bypass
 //
