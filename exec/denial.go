@@ -13,7 +13,7 @@ import (
 // error, in the forms of the usual tools: "cat: /x: Permission denied",
 // "cannot open '/x': Permission denied", "open /x: permission denied",
 // "/x: Operation not permitted".
-var denialRE = regexp.MustCompile(`['"‘]?(/[^\s'"’:]*)['"’]?\s*:?\s*(?:[^:\n]*:\s*)?(?i:permission denied|operation not permitted)`)
+var denialRE = regexp.MustCompile(`(?:^|[\s'"‘(])(/[^\s'"’:)]*)['"’)]?\s*:?\s*(?:[^:\n]*:\s*)?(?i:permission denied|operation not permitted)`)
 
 // denialHint explains a tool's permission error that the sandbox (not the
 // file's own permissions) most likely caused: the first path the tool

@@ -24,6 +24,7 @@ func TestDenialHint(t *testing.T) {
 		{"readOnly write", ro, "sh: 1: cannot create /home/u/project/out: Permission denied", "the tool is readOnly"},
 		{"inside: the file's own permissions", pol, "cat: /home/u/project/locked: Permission denied", ""},
 		{"no path", pol, "fatal: something else went wrong", ""},
+		{"relative path", pol, "chmod: changing permissions of './x': Operation not permitted", ""},
 		{"unconfined", sandbox.Policy{Unconfined: true, WorkDir: "/w"}, "cat: /root/x: Permission denied", ""},
 	} {
 		got := denialHint([]byte(c.stderr), c.pol)

@@ -663,8 +663,15 @@ type toolRun struct {
 // buildToolsrv builds this command into a temporary directory. The sandbox
 // helper re-executes the running binary, so calls must go through a real
 // toolsrv binary rather than the test binary.
+//
+// TOOLSRV_TEST_BIN, when set, names a binary to use instead (to run these
+// tests against another build, such as an older release, and see which
+// fail).
 func buildToolsrv(t *testing.T) string {
 	t.Helper()
+	if bin := os.Getenv("TOOLSRV_TEST_BIN"); bin != "" {
+		return bin
+	}
 	goBin, err := osexec.LookPath("go")
 	if err != nil {
 		t.Fatalf("building toolsrv for the sandboxed calls needs go on PATH: %v", err)
