@@ -111,7 +111,18 @@ func HelperMain(args []string) int {
 	} else if err := confine(p); err != nil {
 		return fail(err)
 	}
-	pid, err := syscall.ForkExec(argv[0], argv, &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}})
+	// With a memory limit the tool starts traced, so that it stops right
+	// after its execve, before it runs anything, and limitMemory sets the
+	// limit on it alone.
+	attr := &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2},
+		Sys: &syscall.SysProcAttr{Ptrace: p.Memory > 0}}
+	pid, err := syscall.ForkExec(argv[0], argv, attr)
+	if err == nil && p.Memory > 0 {
+		if lerr := limitMemory(pid, p.Memory); lerr != nil {
+			syscall.Kill(pid, syscall.SIGKILL)
+			return fail(lerr)
+		}
+	}
 	if err != nil {
 		hint := ""
 		if errors.Is(err, syscall.EACCES) && !p.Unconfined {

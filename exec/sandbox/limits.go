@@ -53,11 +53,6 @@ func applyLimits(p Policy) error {
 	if err := set("RLIMIT_CORE", unix.RLIMIT_CORE, 0); err != nil {
 		return err
 	}
-	if p.Memory > 0 {
-		if err := set("RLIMIT_DATA (memory)", unix.RLIMIT_DATA, uint64(p.Memory)); err != nil {
-			return err
-		}
-	}
 	if p.Processes > 0 {
 		switch {
 		case p.PidNS && os.Geteuid() == 0 && !p.UserNS:
@@ -117,4 +112,36 @@ func userTasks(uid int) int {
 		n += len(tasks)
 	}
 	return n
+}
+
+// limitMemory gives the tool (pid, stopped right after its execve by
+// PTRACE_TRACEME: HelperMain starts it traced when there is a memory
+// limit) its memory limit, then lets it run. The limit is set on the tool
+// only, never on the helper: the helper's own memory (the Go runtime, and
+// a race detector's shadow memory in tests) must not count against a
+// limit that may be smaller than it, and the tool runs no instruction
+// before the limit is in place.
+func limitMemory(pid int, memory int64) error {
+	var ws unix.WaitStatus
+	for {
+		_, err := unix.Wait4(pid, &ws, unix.WALL, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("waiting for the tool to start: %w", err)
+		}
+		break
+	}
+	if !ws.Stopped() {
+		return fmt.Errorf("the tool did not stop after it started (wait status %#x)", uint32(ws))
+	}
+	lim := unix.Rlimit{Cur: uint64(memory), Max: uint64(memory)}
+	if err := unix.Prlimit(pid, unix.RLIMIT_DATA, &lim, nil); err != nil {
+		return fmt.Errorf("setting the tool's RLIMIT_DATA (memory) to %d: %w", memory, err)
+	}
+	if err := unix.PtraceDetach(pid); err != nil {
+		return fmt.Errorf("letting the tool run: %w", err)
+	}
+	return nil
 }
