@@ -50,7 +50,9 @@ func RankForTuning(ctx context.Context, emb embed.Embedder, corpora []*Corpus, o
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
 			}
-			tq := TuneQuery{Corpus: c.Name, ID: q.ID, Relevant: q.Relevant, Abstain: split.IsAbstain(q.ID), HeldOut: split.IsHeldOut(q.ID)}
+			// A request no tool serves ("relevant": []) is a natural
+			// abstention query; others become one by the split's hash.
+			tq := TuneQuery{Corpus: c.Name, ID: q.ID, Relevant: q.Relevant, Abstain: len(q.Relevant) == 0 || split.IsAbstain(q.ID), HeldOut: split.IsHeldOut(q.ID)}
 			iq := index.Query{Text: q.Text, K: TopHits}
 			if tq.Abstain {
 				rel := make(map[string]bool, len(q.Relevant))
@@ -70,6 +72,7 @@ func RankForTuning(ctx context.Context, emb embed.Embedder, corpora []*Corpus, o
 				}
 				t := tq
 				t.Hits = thresholds.FromRanking(r)
+				t.Answerable = r.Answerable
 				if m == index.Hybrid {
 					hybrid = append(hybrid, t)
 				} else {
