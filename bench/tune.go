@@ -421,13 +421,69 @@ func Table(per map[string]thresholds.Figures) string {
 	}
 	sort.Strings(names)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-16s %7s %7s %7s %9s %8s %9s %9s\n", "corpus", "queries", "abstain", "recall", "precision", "offered", "abst.rec", "abst.prec")
+	fmt.Fprintf(&b, "%-16s %7s %7s %7s %7s %9s %8s %9s %9s %8s\n", "corpus", "queries", "abstain", "hit", "recall", "precision", "offered", "abst.rec", "abst.prec", "accuracy")
 	row := func(name string, f thresholds.Figures) {
-		fmt.Fprintf(&b, "%-16s %7d %7d %7.3f %9.3f %8.2f %9.3f %9.3f\n", name, f.Queries, f.Abstain, f.Recall, f.Precision, f.Offered, f.AbstainRecall, f.AbstainPrecision)
+		fmt.Fprintf(&b, "%-16s %7d %7d %7.3f %7.3f %9.3f %8.2f %9.3f %9.3f %8.3f\n", name, f.Queries, f.Abstain, f.Hit, f.Recall, f.Precision, f.Offered, f.AbstainRecall, f.AbstainPrecision, f.Accuracy)
 	}
 	for _, c := range names {
 		row(c, per[c])
 	}
 	row("macro", Macro(per))
 	return b.String()
+}
+
+// ColdShare is the share of tools TuneColdMin treats as cold (by a fixed
+// hash of the name): the corpora mark none.
+const ColdShare = 0.2
+
+// IsCold says whether TuneColdMin treats tool name of corpus as cold.
+func IsCold(corpus, name string) bool { return hashShare(corpus+"/"+name, "cold") < ColdShare }
+
+// TuneColdMin chooses the score a cold tool needs: a fixed fifth of each
+// corpus's tools are treated as cold, and ColdMin is the lowest score (at
+// least l.Min, in steps of 0.01) at which the cold tools l offers on the
+// tuning part (answerable queries) are relevant at least half the time:
+// a cold tool is dropped after one unused turn, so offering one is only
+// worth it when it is more likely used than not. 1 when no score gets
+// there. It also returns how many cold offers it saw.
+func TuneColdMin(qs []TuneQuery, l thresholds.Levels) (float64, int) {
+	type offer struct {
+		score float64
+		rel   bool
+	}
+	var offers []offer
+	for i := range qs {
+		q := &qs[i]
+		if q.HeldOut || q.Abstain {
+			continue
+		}
+		n := fastSelect(q.Hits, l, q.Answerable)
+		rel := map[string]bool{}
+		for _, r := range q.Relevant {
+			rel[r] = true
+		}
+		for _, h := range q.Hits[:min(n, len(q.Hits))] {
+			if IsCold(q.Corpus, h.Name) {
+				offers = append(offers, offer{h.Score, rel[h.Name]})
+			}
+		}
+	}
+	for c := math.Round(l.Min*100) / 100; c <= 1; c = math.Round((c+0.01)*100) / 100 {
+		n, good := 0, 0
+		for _, o := range offers {
+			if o.score >= c {
+				n++
+				if o.rel {
+					good++
+				}
+			}
+		}
+		if n == 0 {
+			break
+		}
+		if 2*good >= n {
+			return math.Max(c, l.Min), len(offers)
+		}
+	}
+	return 1, len(offers)
 }
