@@ -85,7 +85,16 @@ func (st *shortTerms) mask(s int, id int32) uint32 {
 
 // lastStep returns the model that applies to rankings of v, or nil.
 func (ix *Index) lastStep(v *view, q Query, qvec []float32) *learn.Model {
-	if ix.opts.NoLastStep || q.NoLastStep || qvec == nil || v.dim != len(qvec) || q.Mode != Hybrid {
+	if q.poolOnly || qvec == nil || v.dim != len(qvec) {
+		return nil
+	}
+	return ix.model(q)
+}
+
+// model is the learned model for hybrid rankings of this index's embedder
+// (nil: none, or turned off).
+func (ix *Index) model(q Query) *learn.Model {
+	if ix.opts.NoLastStep || q.NoLastStep || q.Mode != Hybrid && q.Mode != "" {
 		return nil
 	}
 	m := ix.opts.LastStep
@@ -251,7 +260,7 @@ func (v *view) poolFeatures(lexQ map[string]float64, qvec []float32, pool []Hit,
 	// Coverage anywhere in the document: walk the postings of the query's
 	// words, marking the pool's slots.
 	mp := markPool.Get().(*[]int16)
-	mark := growZero((*mp)[:0], len(v.slots))
+	mark := growZero(*mp, len(v.slots)) // zero outside the pool: reset after use
 	for i, s := range slots {
 		mark[s] = int16(i + 1)
 	}
@@ -449,7 +458,7 @@ type Candidates struct {
 // fits the model on. It needs the embedder; a degraded ranking returns
 // the hits with Degraded set in the ranking and no features.
 func (ix *Index) Candidates(ctx context.Context, q Query, pool int) (Candidates, Ranking, error) {
-	q.K, q.Mode, q.NoLastStep = pool, Hybrid, true
+	q.K, q.Mode, q.poolOnly = pool, Hybrid, true
 	r, err := ix.Rank(ctx, q)
 	if err != nil || r.Degraded {
 		return Candidates{}, r, err

@@ -51,6 +51,9 @@ type Query struct {
 	// NoLastStep ranks with the fixed fusion even when the learned last
 	// step applies (laststep.go).
 	NoLastStep bool
+	// poolOnly ranks without the re-scoring (Candidates: the pool the
+	// last step sees).
+	poolOnly bool
 }
 
 // Ranking is the answer to a Query: hits best first.

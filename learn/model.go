@@ -141,6 +141,8 @@ type Model struct {
 	Pool int    `json:"pool"`
 	Cand Linear `json:"candidate"`
 	Ans  Linear `json:"answerable"`
+	// AnsTrees, if set, replaces Ans: boosted trees over the same features.
+	AnsTrees *Forest `json:"answerableTrees,omitempty"`
 	// Training records how the model was made (free-form, for people).
 	Training json.RawMessage `json:"training,omitempty"`
 }
@@ -159,6 +161,11 @@ func (m *Model) Check() error {
 	}
 	if err := m.Ans.check(AnsNames[:]); err != nil {
 		errs = append(errs, fmt.Errorf("answerability model: %w", err))
+	}
+	if m.AnsTrees != nil {
+		if err := m.AnsTrees.check(NumAns); err != nil {
+			errs = append(errs, fmt.Errorf("answerability trees: %w", err))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -262,6 +269,9 @@ func (m *Model) Scores(cand [][NumCand]float64, logits, shares []float64, qf *[N
 // Answerable is the probability that some tool of the catalog serves the
 // request, from the query-level features.
 func (m *Model) Answerable(qf *[NumAns]float64) float64 {
+	if m.AnsTrees != nil {
+		return Sigmoid(m.AnsTrees.Eval(qf[:]))
+	}
 	return Sigmoid(m.Ans.Eval(qf[:]))
 }
 

@@ -108,7 +108,8 @@ func linkCatalog(dir, src string, keep func(string) bool) error {
 // and computes the last step's features for every request, pool tools per
 // request. progress (may be nil) is called per catalog and every 500
 // requests.
-func Extract(ctx context.Context, emb embed.Embedder, cats []*Catalog, pool int, tmp string, progress func(cat string, done, total int)) ([]Sample, error) {
+// m (nil: learn.Default()) supplies the term weights the pool is ranked with.
+func Extract(ctx context.Context, emb embed.Embedder, m *learn.Model, cats []*Catalog, pool int, tmp string, progress func(cat string, done, total int)) ([]Sample, error) {
 	var out []Sample
 	for ci, c := range cats {
 		dir := filepath.Join(tmp, fmt.Sprintf("cat%03d", ci))
@@ -130,7 +131,7 @@ func Extract(ctx context.Context, emb embed.Embedder, cats []*Catalog, pool int,
 		if len(cat.Problems) > 0 {
 			return nil, fmt.Errorf("catalog %s: %d invalid tools, first %v", c.Name, len(cat.Problems), cat.Problems[0])
 		}
-		ix := index.New(emb, index.Options{NoCache: true, Logger: log})
+		ix := index.New(emb, index.Options{NoCache: true, Logger: log, LastStep: m})
 		if err := ix.Sync(ctx, cat); err != nil {
 			return nil, fmt.Errorf("catalog %s: %w", c.Name, err)
 		}

@@ -90,8 +90,8 @@ type Figures struct {
 	Abstain               int // unanswerable requests
 	// Accuracy is the share of requests decided right: a hit on an
 	// answerable one, "no tool fits" on an unanswerable one.
-	Accuracy float64
-	MaxOfferedQuery       int
+	Accuracy        float64
+	MaxOfferedQuery int
 }
 
 func recallAt(rel []bool, order []int, nrel, k int) float64 {

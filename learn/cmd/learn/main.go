@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -37,8 +38,11 @@ func main() {
 		err = extract(ctx, os.Args[2:])
 	case "fit":
 		err = fit(os.Args[2:])
+	case "export":
+		err = export(os.Args[2:])
+
 	default:
-		err = fmt.Errorf("unknown command %q: use extract or fit", os.Args[1])
+		err = fmt.Errorf("unknown command %q: use extract, fit or export", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "learn:", err)
@@ -97,7 +101,7 @@ func extract(ctx context.Context, args []string) error {
 	}
 	defer os.RemoveAll(tmp)
 	start := time.Now()
-	samples, err := train.Extract(ctx, emb, cats, *pool, tmp, func(cat string, done, total int) {
+	samples, err := train.Extract(ctx, emb, nil, cats, *pool, tmp, func(cat string, done, total int) {
 		fmt.Fprintf(os.Stderr, "\r%-28s %6d/%-6d %v   ", cat, done, total, time.Since(start).Round(time.Second))
 		if done == total {
 			fmt.Fprintln(os.Stderr)
@@ -120,6 +124,9 @@ func fit(args []string) error {
 	negW := fs.Float64("negweight", 1, "loss weight of unanswerable requests")
 	minPrec := fs.Float64("minprec", 0.5, "decision objective: macro abstention precision at least this")
 	minRec := fs.Float64("minrec", 0.5, "decision objective: macro abstention recall at least this")
+	trees := fs.Int("trees", 0, "answerability by this many boosted trees (0: logistic regression)")
+	depth := fs.Int("depth", 3, "depth of the boosted trees")
+	minLeaf := fs.Int("minleaf", 100, "fewest requests in a leaf of the boosted trees")
 	tuneOn := fs.String("tuneon", "train val ", "group prefix the decision is chosen on")
 	exclude := fs.String("exclude", "", "comma-separated candidate features to leave out (weight 0)")
 	sources := fs.String("sources", "", "comma-separated training sources (default all)")
@@ -149,6 +156,7 @@ func fit(args []string) error {
 	o.L2, o.Iters = *l2, *iters
 	o.Logger = func(it int, loss float64) { fmt.Fprintf(os.Stderr, "iter %d loss %.4f\n", it, loss) }
 	m := &learn.Model{ID: "learn/v1", Embedder: "builtin/v1", Pool: len(samples[0].Cand)}
+
 	for _, s := range samples {
 		m.Pool = max(m.Pool, len(s.Cand))
 	}
@@ -163,6 +171,11 @@ func fit(args []string) error {
 		}
 	}
 	m.Ans = train.FitAnswerable(m, trainS, o, *negW)
+	if *trees > 0 {
+		bo := train.DefaultBoost()
+		bo.Trees, bo.Depth, bo.MinLeaf = *trees, *depth, *minLeaf
+		m.AnsTrees = train.FitAnswerableTrees(m, trainS, bo, *negW)
+	}
 	printWeights(m)
 
 	scored := train.ScoreAll(m, samples)
@@ -216,7 +229,7 @@ func fit(args []string) error {
 		report(p, train.Decision{}, base)
 	}
 	if *out != "" {
-		wb, _ := json.Marshal([]any{m.Pool, m.Cand, m.Ans})
+		wb, _ := json.Marshal([]any{m.Pool, m.Cand, m.Ans, m.AnsTrees})
 		sum := sha256.Sum256(wb)
 		m.ID = fmt.Sprintf("learn/v1-%x", sum[:4])
 		tr, _ := json.Marshal(map[string]any{"command": "go run ./learn/cmd/learn fit " + strings.Join(args, " "),
@@ -356,4 +369,54 @@ func builtinID() string {
 		return ""
 	}
 	return e.ID()
+}
+
+// export writes corpora in the shared/eval layout: the training catalogs'
+// held-out requests (what the shipped thresholds are tuned on) and each
+// eval corpus with a fixed fifth of its tools removed (their requests
+// become "relevant": []): what toolsrv eval measures the offered set on.
+func export(args []string) error {
+	fs := flag.NewFlagSet("export", flag.ExitOnError)
+	data := fs.String("data", "learn/data", "request → tool data (learn/data layout)")
+	evalDir := fs.String("eval", "", "labelled corpora (shared/eval layout) to export with a fifth of their tools removed")
+	out := fs.String("out", "", "directory to write the corpora into (train/<catalog>, eval-drop/<corpus>)")
+	maxQ := fs.Int("maxq", 3000, "requests per training catalog")
+	fs.Parse(args)
+	if *out == "" {
+		return fmt.Errorf("give -out DIR")
+	}
+	srcs, err := train.LoadSources(*data)
+	if err != nil {
+		return err
+	}
+	for _, c := range train.TrainingCatalogs(srcs, *maxQ) {
+		dir := filepath.Join(*out, "train", strings.ReplaceAll(c.Name, "/", "-"))
+		if err := train.ExportCorpus(dir, c, func(q train.LQuery) bool { return q.Val }); err != nil {
+			return err
+		}
+	}
+	if *evalDir != "" {
+		dirs, err := bench.FindCorpora([]string{*evalDir})
+		if err != nil {
+			return err
+		}
+		var cs []*bench.Corpus
+		for _, d := range dirs {
+			c, err := bench.LoadCorpus(d)
+			if err != nil {
+				return err
+			}
+			cs = append(cs, c)
+		}
+		for _, c := range train.EvalCatalogs(cs) {
+			if !strings.HasSuffix(c.Name, "/drop") {
+				continue
+			}
+			dir := filepath.Join(*out, "eval-drop", c.Source)
+			if err := train.ExportCorpus(dir, c, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
