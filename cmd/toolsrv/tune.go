@@ -43,6 +43,7 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 	ef := addEmbedderFlags(fs)
 	maxOffered := fs.Float64("max-offered", 3, "objective: at most this many tools offered per answerable query (macro average)")
 	minAbstain := fs.Float64("min-abstain", 0, "objective: at least this share of abstention queries answered \"no tool fits\"")
+	hardCap := fs.Bool("hard-cap", true, "with learned scores: no single answer offers more than --max-offered tools (so the average holds on any catalog, not only the tuning ones)")
 	objective := fs.String("objective", "accuracy", "accuracy: the most queries decided right (a relevant tool offered, or \"no tool fits\" when none serves them); recall: the most relevant tools offered (the version 1 objective)")
 	abstain := fs.Float64("abstain", 0.2, "share of queries turned into abstention queries")
 	holdout := fs.Float64("holdout", 0.3, "share of each corpus's queries kept out of the sweep")
@@ -103,6 +104,17 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 	learnedScores := len(hybrid) > 0 && hybrid[0].Answerable != nil
 	if learnedScores {
 		grid = bench.LearnedGrid()
+		if *hardCap {
+			var mts []int
+			for _, mt := range grid.MaxTools {
+				if float64(mt) <= *maxOffered {
+					mts = append(mts, mt)
+				}
+			}
+			if len(mts) > 0 {
+				grid.MaxTools = mts
+			}
+		}
 	}
 	bar := newBar(env, len(grid.Min)*len(grid.Relative)*len(grid.MaxTools)*max(1, len(grid.MinAnswerable))*max(1, len(grid.Mass)), "sweeping")
 	res := bench.Sweep(hybrid, grid, obj, bar.step)
