@@ -38,6 +38,9 @@ type LQuery struct {
 	Text     string
 	Relevant []string // names in the catalog that serve it; empty: none
 	Val      bool     // held out (training sources) or test half (eval corpora)
+	// OffTopic marks a request of another data set that no tool of any
+	// serves (added to the catalogs of the other sources).
+	OffTopic bool
 }
 
 // Sample is one request's last-step inputs and labels.
@@ -204,23 +207,54 @@ func LoadSamples(path string) ([]Sample, error) {
 // At most maxQ requests per catalog (a fixed hash picks them).
 func TrainingCatalogs(srcs []*Source, maxQ int) []*Catalog {
 	var out []*Catalog
+	// Requests no data set serves (CLINC150's out-of-scope, HWU64's
+	// chit-chat): off-topic negatives for every catalog, not only their own.
+	var offTopic []Query
+	for _, s := range srcs {
+		for _, q := range s.Queries {
+			if len(q.Tools) == 0 {
+				offTopic = append(offTopic, q)
+			}
+		}
+	}
 	for _, s := range srcs {
 		seeds := []string{"drop1", "drop2"}
 		if len(s.Tools) > 1000 {
 			seeds = []string{"drop1"}
 		}
+		var cs []*Catalog
 		for _, seed := range seeds {
-			out = append(out, dropCatalog(s, seed, 0.2, nil, maxQ))
+			cs = append(cs, dropCatalog(s, seed, 0.2, nil, maxQ))
 		}
 		if s.Name == "tldr" {
 			for _, seed := range []string{"sub1", "sub2"} {
 				in := func(id string) bool { return Share(seed, id) < 600.0/float64(len(s.Tools)) }
-				out = append(out, dropCatalog(s, seed, 0, in, maxQ))
+				cs = append(cs, dropCatalog(s, seed, 0, in, maxQ))
 			}
+		}
+		for _, c := range cs {
+			if s.Name != "clinc150" && s.Name != "hwu64" { // those have their own
+				n := min(OffTopicShare*len(c.Queries)/100, len(offTopic))
+				seen := map[string]bool{}
+				qs := append([]Query(nil), offTopic...)
+				sort.SliceStable(qs, func(i, j int) bool { return Share(c.Name+"/off", qs[i].ID) < Share(c.Name+"/off", qs[j].ID) })
+				for _, q := range qs[:n] {
+					if seen[q.Text] {
+						continue
+					}
+					seen[q.Text] = true
+					c.Queries = append(c.Queries, LQuery{ID: q.ID, Text: q.Text, Val: Share("heldout-none", q.Text) < 0.2, OffTopic: true})
+				}
+			}
+			out = append(out, c)
 		}
 	}
 	return out
 }
+
+// OffTopicShare is how many off-topic requests (percent of a catalog's
+// requests) TrainingCatalogs adds to the catalogs of the other sources.
+const OffTopicShare = 10
 
 // dropCatalog is source s restricted to the tools in (nil: all) minus a
 // share drop of them chosen by seed; requests of tools outside the catalog

@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -119,11 +120,13 @@ func fit(args []string) error {
 	in := fs.String("samples", "/tmp/learn-samples.gob", "samples file (learn extract)")
 	out := fs.String("out", "", "model file to write (default: print figures only)")
 	l2 := fs.Float64("l2", 1e-3, "L2 penalty")
-	l2c := fs.Float64("l2cand", 1e-3, "L2 penalty of the candidate model (not on the hybrid score)")
+	l2c := fs.Float64("l2cand", 0.1, "L2 penalty of the candidate model (not on the hybrid score)")
 	iters := fs.Int("iters", 400, "Adam iterations")
 	negW := fs.Float64("negweight", 1, "loss weight of unanswerable requests")
-	minPrec := fs.Float64("minprec", 0.5, "decision objective: macro abstention precision at least this")
-	minRec := fs.Float64("minrec", 0.5, "decision objective: macro abstention recall at least this")
+	minPrec := fs.Float64("minprec", 0, "decision objective: macro abstention precision at least this")
+	minRec := fs.Float64("minrec", 0, "decision objective: macro abstention recall at least this")
+	maxTools := fs.Int("maxtools", 3, "largest maxTools the decision sweep tries")
+	keepCatalog := fs.Bool("catalog", true, "let the answerability model use the catalog size")
 	trees := fs.Int("trees", 0, "answerability by this many boosted trees (0: logistic regression)")
 	depth := fs.Int("depth", 3, "depth of the boosted trees")
 	minLeaf := fs.Int("minleaf", 100, "fewest requests in a leaf of the boosted trees")
@@ -170,6 +173,9 @@ func fit(args []string) error {
 			}
 		}
 	}
+	if !*keepCatalog {
+		train.AnsExcluded[learn.AnsCatalog] = true
+	}
 	m.Ans = train.FitAnswerable(m, trainS, o, *negW)
 	if *trees > 0 {
 		bo := train.DefaultBoost()
@@ -200,7 +206,7 @@ func fit(args []string) error {
 
 	aucReport(m, groups, names)
 	// the decision rule: swept on the training sources' held-out tools
-	grid := decisionGrid()
+	grid := decisionGrid(*maxTools)
 	var valGroups []string
 	for _, g := range names {
 		if strings.HasPrefix(g, *tuneOn) {
@@ -229,6 +235,10 @@ func fit(args []string) error {
 		report(p, train.Decision{}, base)
 	}
 	if *out != "" {
+		// Features are sums over map-ordered words, equal to about 1e-15
+		// between runs: 8 significant digits make the file reproducible.
+		roundLinear(&m.Cand)
+		roundLinear(&m.Ans)
 		wb, _ := json.Marshal([]any{m.Pool, m.Cand, m.Ans, m.AnsTrees})
 		sum := sha256.Sum256(wb)
 		m.ID = fmt.Sprintf("learn/v1-%x", sum[:4])
@@ -263,12 +273,15 @@ func printWeights(m *learn.Model) {
 	fmt.Printf("  %-12s %+.3f\n", "bias", m.Ans.B)
 }
 
-func decisionGrid() []train.Decision {
+func decisionGrid(maxTools int) []train.Decision {
 	var out []train.Decision
 	for a := 0; a <= 50; a++ {
 		for _, mass := range []float64{0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1} {
 			for _, rel := range []float64{0, 0.1, 0.2, 0.3, 0.5} {
 				for _, mt := range []int{1, 2, 3, 4, 5, 6, 8} {
+					if mt > maxTools {
+						continue
+					}
 					out = append(out, train.Decision{MinAnswerable: float64(a) / 50, Mass: mass, Relative: rel, MaxTools: mt})
 				}
 			}
@@ -381,6 +394,7 @@ func export(args []string) error {
 	evalDir := fs.String("eval", "", "labelled corpora (shared/eval layout) to export with a fifth of their tools removed")
 	out := fs.String("out", "", "directory to write the corpora into (train/<catalog>, eval-drop/<corpus>)")
 	maxQ := fs.Int("maxq", 3000, "requests per training catalog")
+	offTopic := fs.Bool("offtopic", false, "also export the off-topic requests added to other sources' catalogs (the checking protocol has none: its \"no tool fits\" requests are those of removed tools)")
 	fs.Parse(args)
 	if *out == "" {
 		return fmt.Errorf("give -out DIR")
@@ -391,7 +405,7 @@ func export(args []string) error {
 	}
 	for _, c := range train.TrainingCatalogs(srcs, *maxQ) {
 		dir := filepath.Join(*out, "train", strings.ReplaceAll(c.Name, "/", "-"))
-		if err := train.ExportCorpus(dir, c, func(q train.LQuery) bool { return q.Val }); err != nil {
+		if err := train.ExportCorpus(dir, c, func(q train.LQuery) bool { return q.Val && (*offTopic || !q.OffTopic) }); err != nil {
 			return err
 		}
 	}
@@ -419,4 +433,17 @@ func export(args []string) error {
 		}
 	}
 	return nil
+}
+
+func roundLinear(l *learn.Linear) {
+	r := func(x float64) float64 {
+		v, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 8, 64), 64)
+		return v
+	}
+	for _, xs := range [][]float64{l.Mean, l.Scale, l.W} {
+		for i := range xs {
+			xs[i] = r(xs[i])
+		}
+	}
+	l.B = r(l.B)
 }
