@@ -422,13 +422,21 @@ func export(args []string) error {
 			}
 			cs = append(cs, c)
 		}
+		// eval-drop: all requests; eval-{full,drop}-{dev,test}: the halves
+		// (dev: FNV-32a(id) mod 3 ≠ 0, the "tuning" part of embed/MODEL.md).
 		for _, c := range train.EvalCatalogs(cs) {
-			if !strings.HasSuffix(c.Name, "/drop") {
-				continue
+			kind := c.Name[strings.LastIndexByte(c.Name, '/')+1:]
+			if kind == "drop" {
+				if err := train.ExportCorpus(filepath.Join(*out, "eval-drop", c.Source), c, nil); err != nil {
+					return err
+				}
 			}
-			dir := filepath.Join(*out, "eval-drop", c.Source)
-			if err := train.ExportCorpus(dir, c, nil); err != nil {
-				return err
+			for _, half := range []string{"dev", "test"} {
+				test := half == "test"
+				dir := filepath.Join(*out, "eval-"+kind+"-"+half, c.Source)
+				if err := train.ExportCorpus(dir, c, func(q train.LQuery) bool { return q.Val == test }); err != nil {
+					return err
+				}
 			}
 		}
 	}
