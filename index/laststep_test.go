@@ -59,7 +59,11 @@ func TestLastStep(t *testing.T) {
 		{"fixed fusion", stepModel(map[string]float64{"nameHit": 20}), true, "forecast_tool", false},
 		{"name-hit model", stepModel(map[string]float64{"nameHit": 20}), false, "weather", true},
 		{"score model", stepModel(map[string]float64{"score": 20}), false, "forecast_tool", true},
-		{"other embedder family", func() *learn.Model { m := stepModel(map[string]float64{"nameHit": 20}); m.Embedder = "builtin/v1"; return m }(), false, "forecast_tool", false},
+		{"other embedder family", func() *learn.Model {
+			m := stepModel(map[string]float64{"nameHit": 20})
+			m.Embedder = "builtin/v1"
+			return m
+		}(), false, "forecast_tool", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ix := New(newHashEmbedder(64), Options{NoCache: true, Logger: quiet(), LastStep: tc.model})
