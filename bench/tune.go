@@ -100,6 +100,11 @@ type Objective struct {
 	// MaxOffered caps the macro-average number of tools offered per
 	// answerable query.
 	MaxOffered float64
+	// Tolerance (accuracy objective): the setting chosen is the one that
+	// offers the fewest tools among those within Tolerance of the best
+	// accuracy (differences that small are noise on a few thousand
+	// queries, and fewer tools are cheaper).
+	Tolerance float64
 	// MinAbstain is the macro-average share of abstention queries that must
 	// be answered "no tool fits".
 	MinAbstain float64
@@ -112,8 +117,8 @@ type Objective struct {
 
 func (o Objective) String() string {
 	if o.Accuracy {
-		return fmt.Sprintf("maximise the macro accuracy of the decision (share of queries whose offered set holds a relevant tool, or answered \"no tool fits\" when no tool serves them), subject to at most %.2f tools offered per answerable query on average in every corpus and macro abstention recall ≥ %.2f; ties: fewer tools offered",
-			o.MaxOffered, o.MinAbstain)
+		return fmt.Sprintf("maximise the macro accuracy of the decision (share of queries whose offered set holds a relevant tool, or answered \"no tool fits\" when no tool serves them), subject to at most %.2f tools offered per answerable query on average in every corpus and macro abstention recall ≥ %.2f; of the settings within %.3f of the best accuracy, the one offering fewest tools",
+			o.MaxOffered, o.MinAbstain, o.Tolerance)
 	}
 	return fmt.Sprintf("maximise macro recall of offered tools over answerable queries, subject to macro tools offered ≤ %.2f and macro abstention recall ≥ %.2f (abstention queries: relevant tools removed, right answer is \"no tool fits\"); ties: fewer tools offered, then higher abstention precision. If no setting meets both, maximise recall + abstention recall under the tools-offered cap",
 		o.MaxOffered, o.MinAbstain)
@@ -358,6 +363,17 @@ func Sweep(qs []TuneQuery, g Grid, obj Objective, progress func(done, total int)
 	}
 	if p, ok := pick(true); ok {
 		res.Chosen, res.Feasible = p, true
+		if obj.Accuracy && obj.Tolerance > 0 {
+			// Within Tolerance of the best accuracy, the fewest tools.
+			for _, q := range res.Points {
+				if q.Macro.Offered > obj.MaxOffered || q.MaxOffered > obj.MaxOffered || q.Macro.AbstainRecall < obj.MinAbstain {
+					continue
+				}
+				if q.Macro.Accuracy >= p.Macro.Accuracy-obj.Tolerance && q.Macro.Offered < res.Chosen.Macro.Offered {
+					res.Chosen = q
+				}
+			}
+		}
 	} else if p, ok := pick(false); ok {
 		res.Chosen = p
 	} else {
