@@ -18,6 +18,8 @@ type TuneRanking struct {
 	Lexical bool
 	// LexicalWeight is the index's hybrid weight (0: the index default).
 	LexicalWeight float64
+	// NoLastStep ranks with the fixed fusion (no learned last step).
+	NoLastStep bool
 	Logger        *slog.Logger
 	// Step, if set, is called once per query.
 	Step func()
@@ -53,7 +55,7 @@ func RankForTuning(ctx context.Context, emb embed.Embedder, corpora []*Corpus, o
 			// A request no tool serves ("relevant": []) is a natural
 			// abstention query; others become one by the split's hash.
 			tq := TuneQuery{Corpus: c.Name, ID: q.ID, Relevant: q.Relevant, Abstain: len(q.Relevant) == 0 || split.IsAbstain(q.ID), HeldOut: split.IsHeldOut(q.ID)}
-			iq := index.Query{Text: q.Text, K: TopHits}
+			iq := index.Query{Text: q.Text, K: TopHits, NoLastStep: o.NoLastStep}
 			if tq.Abstain {
 				rel := make(map[string]bool, len(q.Relevant))
 				for _, r := range q.Relevant {

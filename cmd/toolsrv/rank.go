@@ -217,7 +217,7 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 			if err != nil {
 				return fail(err)
 			}
-			for _, w := range []string{src.Warning, src.LexicalWeightWarning(ef.alpha)} {
+			for _, w := range []string{src.Warning, src.LexicalWeightWarning(ef.alpha), src.ScoresWarning(learnedID(ix.Stats().Embedder, *noLearned || mode != index.Hybrid))} {
 				if w != "" {
 					fmt.Fprintln(env.stderr, "warning:", w)
 				}
@@ -245,7 +245,7 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	for _, w := range []string{src.Warning, src.LexicalWeightWarning(ef.alpha)} {
+	for _, w := range []string{src.Warning, src.LexicalWeightWarning(ef.alpha), src.ScoresWarning(learnedID(ix.Stats().Embedder, *noLearned || mode != index.Hybrid))} {
 		if w != "" {
 			fmt.Fprintln(env.stderr, "warning:", w)
 		}

@@ -44,6 +44,7 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 	maxOffered := fs.Float64("max-offered", 3, "objective: at most this many tools offered per answerable query (macro average)")
 	minAbstain := fs.Float64("min-abstain", 0, "objective: at least this share of abstention queries answered \"no tool fits\"")
 	tolerance := fs.Float64("tolerance", 0, "accuracy objective: of the settings within this of the best accuracy, take the one offering fewest tools (0.005: minAnswerable 0.70, mass 0.90, 1.8 tools instead of 2.4 on the training catalogs, but lower accuracy on the eval dev half)")
+	noLearned := fs.Bool("no-learned", false, "tune for rankings without the learned last step (the fixed fusion)")
 	hardCap := fs.Bool("hard-cap", true, "with learned scores: no single answer offers more than --max-offered tools (so the average holds on any catalog, not only the tuning ones)")
 	objective := fs.String("objective", "accuracy", "accuracy: the most queries decided right (a relevant tool offered, or \"no tool fits\" when none serves them); recall: the most relevant tools offered (the version 1 objective)")
 	abstain := fs.Float64("abstain", 0.2, "share of queries turned into abstention queries")
@@ -96,7 +97,7 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	start := time.Now()
 
-	hybrid, lexical, err := rankCorpora(ctx, env, emb, dirs, bench.TuneRanking{Split: split, Lexical: !*noDegraded, LexicalWeight: ef.alpha})
+	hybrid, lexical, err := rankCorpora(ctx, env, emb, dirs, bench.TuneRanking{Split: split, Lexical: !*noDegraded, LexicalWeight: ef.alpha, NoLastStep: *noLearned})
 	if err != nil {
 		fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
 		return 1
@@ -141,7 +142,7 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 		Version:  thresholds.Version,
 		Embedder: emb.ID(),
 		Policy:   thresholds.Policy{Levels: res.Chosen.Levels},
-		Scores:   learnedID(learnedScores),
+		Scores:   tunedScores(learnedScores),
 		Tuning: &thresholds.Tuning{
 			Date:          time.Now().UTC().Truncate(time.Second),
 			Command:       "toolsrv tune " + strings.Join(args, " "),
@@ -208,7 +209,7 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 	l := res.Chosen.Levels
 	fmt.Fprintf(w, "\nchosen: min %.2f, coldMin %.2f, relative %.2f, maxTools %d", l.Min, l.ColdMin, l.Relative, l.MaxTools)
 	if learnedScores {
-		fmt.Fprintf(w, ", minAnswerable %.2f, mass %.2f (learned scores, %s)", l.MinAnswerable, l.Mass, learnedID(true))
+		fmt.Fprintf(w, ", minAnswerable %.2f, mass %.2f (learned scores, %s)", l.MinAnswerable, l.Mass, tunedScores(true))
 	}
 	fmt.Fprintf(w, "\ncoldMin: the lowest score at which the offered tools of a fixed %.0f%% of each corpus, treated as cold, are relevant at least half the time (%d such offers on the tuning part)\n", 100*bench.ColdShare, coldOffers)
 	fmt.Fprintf(w, "\nheld-out part (%.0f%% of each corpus), chosen thresholds:\n%s", 100*split.HeldOut, bench.Table(res.HeldOut))
@@ -333,9 +334,9 @@ func (b *bar) done() {
 	}
 }
 
-// learnedID is the ID of the learned last step the rankings used ("" when
+// tunedScores is the ID of the learned last step the rankings used ("" when
 // they used the fixed fusion).
-func learnedID(used bool) string {
+func tunedScores(used bool) string {
 	if !used {
 		return ""
 	}
