@@ -20,7 +20,7 @@ type TuneRanking struct {
 	LexicalWeight float64
 	// NoLastStep ranks with the fixed fusion (no learned last step).
 	NoLastStep bool
-	Logger        *slog.Logger
+	Logger     *slog.Logger
 	// Step, if set, is called once per query.
 	Step func()
 }
