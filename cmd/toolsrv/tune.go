@@ -277,7 +277,11 @@ func showThresholds(env *cliEnv, ef *embedderFlags, asJSON bool) int {
 		fmt.Fprintf(env.stdout, "warning  %s\n", src.Warning)
 	}
 	show := func(name string, l thresholds.Levels) {
-		fmt.Fprintf(env.stdout, "%-8s min %.2f, coldMin %.2f, relative %.2f, maxTools %d\n", name, l.Min, l.ColdMin, l.Relative, l.MaxTools)
+		fmt.Fprintf(env.stdout, "%-8s min %.2f, coldMin %.2f, relative %.2f, maxTools %d", name, l.Min, l.ColdMin, l.Relative, l.MaxTools)
+		if l.MinAnswerable > 0 || l.Mass > 0 {
+			fmt.Fprintf(env.stdout, ", minAnswerable %.2f, mass %.2f", l.MinAnswerable, l.Mass)
+		}
+		fmt.Fprintln(env.stdout)
 	}
 	show("policy", pol.Levels)
 	if pol.Degraded != nil {
@@ -285,6 +289,13 @@ func showThresholds(env *cliEnv, ef *embedderFlags, asJSON bool) int {
 	}
 	if src.File != nil && src.File.Tuning != nil {
 		fmt.Fprintf(env.stdout, "tuned    %s on %s\n", src.File.Tuning.Date.Format(time.RFC3339), strings.Join(src.File.Tuning.Corpora, ", "))
+	}
+	if src.File != nil {
+		scores := src.File.Scores
+		if scores == "" {
+			scores = "fixed fusion"
+		}
+		fmt.Fprintf(env.stdout, "scores   %s (rankings use %s)\n", scores, map[bool]string{true: learnedID(emb.ID(), false), false: "fixed fusion"}[learnedID(emb.ID(), false) != ""])
 	}
 	return 0
 }

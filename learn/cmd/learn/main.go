@@ -125,6 +125,7 @@ func fit(args []string) error {
 	negW := fs.Float64("negweight", 1, "loss weight of unanswerable requests")
 	minPrec := fs.Float64("minprec", 0, "decision objective: macro abstention precision at least this")
 	minRec := fs.Float64("minrec", 0, "decision objective: macro abstention recall at least this")
+	oracle := fs.Bool("oracle", false, "print each group's best answerability cut-off (an upper bound for a per-catalog cut-off)")
 	maxTools := fs.Int("maxtools", 3, "largest maxTools the decision sweep tries")
 	keepCatalog := fs.Bool("catalog", true, "let the answerability model use the catalog size")
 	trees := fs.Int("trees", 0, "answerability by this many boosted trees (0: logistic regression)")
@@ -225,6 +226,23 @@ func fit(args []string) error {
 		}
 		fs = append(fs, train.Macro("macro "+prefix, fs))
 		fmt.Print(train.Table(fs))
+	}
+	if *oracle {
+		// per group, the best minAnswerable (mass 1, max 3) against the chosen one
+		for _, g := range names {
+			if !strings.HasPrefix(g, "offer") && !strings.HasPrefix(g, "train val") {
+				continue
+			}
+			cf := train.Measure(g, groups[g], best, nil)
+			bd, bf := best, cf
+			for a := 0; a <= 50; a++ {
+				d := train.Decision{MinAnswerable: float64(a) / 50, Mass: 1, MaxTools: 3}
+				if f := train.Measure(g, groups[g], d, nil); f.Accuracy > bf.Accuracy {
+					bd, bf = d, f
+				}
+			}
+			fmt.Printf("oracle %-26s chosen acc %.3f hit %.3f | best minAns %.2f acc %.3f hit %.3f ntf %.3f/%.3f\n", g, cf.Accuracy, cf.Hit, bd.MinAnswerable, bf.Accuracy, bf.Hit, bf.AbstainRec, bf.AbstainPr)
+		}
 	}
 	for _, p := range []string{"train fit", "train val", "rank dev", "rank test", "offer dev", "offer test"} {
 		fmt.Printf("\n== %s (learned decision)\n", p)
