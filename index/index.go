@@ -678,7 +678,7 @@ func (v *view) upsert(d *document, vec []float32, why error) {
 	}
 	v.byName[d.name] = s
 	v.lex.add(s, d.fields)
-	v.short.set(s, d, v.lex)
+	v.short.set(s, v.lex)
 	sl := slot{name: d.name, hash: d.hash, live: true}
 	if v.dim == 0 && vec != nil {
 		v.dim = len(vec)

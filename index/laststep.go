@@ -32,24 +32,16 @@ const (
 // matched. Guarded like the rest of the view.
 type shortTerms struct {
 	bySlot [][]uint32
+	buf    []uint32 // scratch (updates are serialised)
 }
 
-// set records the short-field terms of d in slot s (after lex.add, so every
-// term has an id).
-func (st *shortTerms) set(s int, d *document, lex *lexicon) {
+// set records the short-field terms lex.add just saw (lex.short) for
+// slot s.
+func (st *shortTerms) set(s int, lex *lexicon) {
 	for len(st.bySlot) <= s {
 		st.bySlot = append(st.bySlot, nil)
 	}
-	var out []uint32
-	for f := 0; f < numShortFields && f < len(d.fields); f++ {
-		for _, t := range tokens(d.fields[f].text) {
-			id, ok := lex.dict[t]
-			if !ok || id < 0 {
-				continue
-			}
-			out = append(out, uint32(id)<<4|1<<f)
-		}
-	}
+	out := append(st.buf[:0], lex.short...)
 	slices.Sort(out)
 	// merge entries of the same term (their masks OR together)
 	w := 0
@@ -61,7 +53,8 @@ func (st *shortTerms) set(s int, d *document, lex *lexicon) {
 		out[w] = x
 		w++
 	}
-	st.bySlot[s] = slices.Clip(out[:w])
+	st.buf = out
+	st.bySlot[s] = slices.Clone(out[:w])
 }
 
 func (st *shortTerms) clear(s int) {

@@ -26,7 +26,7 @@ func TestShortTermsMergeFields(t *testing.T) {
 	d := &document{fields: []field{{"weather now", weightName}, {"the weather forecast", weightDescription}, {"", weightKeywords}, {"city", weightArgs}, {"long prompt text", weightPrompt}}}
 	lex.add(0, d.fields)
 	var st shortTerms
-	st.set(0, d, lex)
+	st.set(0, lex)
 	for term, want := range map[string]uint32{"weather": 1<<fieldName | 1<<fieldDescription, "now": 1 << fieldName, "forecast": 1 << fieldDescription, "city": 1 << fieldArgs, "prompt": 0} {
 		if got := st.mask(0, lex.dict[term]); got != want {
 			t.Errorf("%s: mask %b, want %b", term, got, want)
