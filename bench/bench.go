@@ -90,6 +90,7 @@ type SizeResult struct {
 	ChromemBuild   time.Duration `json:"chromemBuild"`
 	Rank           Latency       `json:"rank"`           // index.Rank, hybrid, text in, K=10
 	RankLexical    Latency       `json:"rankLexical"`    // index.Rank, BM25 only
+	RankFixed      Latency       `json:"rankFixed"`      // index.Rank, hybrid without the learned last step
 	ChromemText    Latency       `json:"chromemText"`    // EmbedQuery + chromem QueryEmbedding, K=10
 	ChromemVector  Latency       `json:"chromemVector"`  // chromem QueryEmbedding alone
 	QueryEmbedding Latency       `json:"queryEmbedding"` // EmbedQuery alone
@@ -415,10 +416,11 @@ func runSize(ctx context.Context, cfg Config, n int, pool *textPool, queries []s
 	}
 	progress(fmt.Sprintf("%d tools: rank latency", n))
 	for _, m := range []struct {
-		mode index.Mode
-		out  *Latency
-	}{{index.Hybrid, &sr.Rank}, {index.Lexical, &sr.RankLexical}} {
-		lat, err := timeRank(ctx, ix, qs, m.mode)
+		mode  index.Mode
+		fixed bool
+		out   *Latency
+	}{{index.Hybrid, false, &sr.Rank}, {index.Lexical, false, &sr.RankLexical}, {index.Hybrid, true, &sr.RankFixed}} {
+		lat, err := timeRank(ctx, ix, qs, m.mode, m.fixed)
 		if err != nil {
 			return nil, err
 		}
@@ -483,12 +485,12 @@ func firstProblem(cat *registry.Catalog) string {
 	return cat.Problems[0].Error()
 }
 
-func timeRank(ctx context.Context, ix *index.Index, qs []string, mode index.Mode) (Latency, error) {
+func timeRank(ctx context.Context, ix *index.Index, qs []string, mode index.Mode, fixed bool) (Latency, error) {
 	var out []time.Duration
 	runtime.GC()
 	for i, q := range append(qs[:5:5], qs...) {
 		s := time.Now()
-		r, err := ix.Rank(ctx, index.Query{Text: q, K: 10, Mode: mode})
+		r, err := ix.Rank(ctx, index.Query{Text: q, K: 10, Mode: mode, NoLastStep: fixed})
 		d := time.Since(s)
 		if err != nil {
 			return Latency{}, err

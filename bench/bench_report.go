@@ -80,13 +80,17 @@ func (r *Report) Markdown(m Machine, command string) string {
 		fmt.Fprintf(&b, "| %d | %d | %s | %s | %s (%d) | %s (%d) | %s |\n", s.Tools, s.Dim, ms(s.WriteFiles), ms(s.RegistryLoad), ms(s.ColdBuild), s.ColdEmbedded, ms(s.WarmBuild), s.WarmEmbedded, ms(s.ChromemBuild))
 	}
 	b.WriteString("\nRank latency, p50 / p99 in ms (text in, top 10 out; same queries for every column):\n\n")
-	b.WriteString("| tools | toolsrv hybrid (index.Rank) | BM25 alone (index.Rank, bm25) | chromem text in (EmbedQuery + QueryEmbedding) | chromem QueryEmbedding alone | EmbedQuery alone | 9P rank transaction |\n|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| tools | toolsrv hybrid (index.Rank) | without the learned last step | ratio of p50s | BM25 alone (index.Rank, bm25) | chromem text in (EmbedQuery + QueryEmbedding) | chromem QueryEmbedding alone | EmbedQuery alone | 9P rank transaction |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range r.Sizes {
 		np := s.NinePNote
 		if s.NineP != nil {
 			np = lat(*s.NineP)
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s |\n", s.Tools, lat(s.Rank), lat(s.RankLexical), lat(s.ChromemText), lat(s.ChromemVector), lat(s.QueryEmbedding), np)
+		ratio := "–"
+		if s.RankFixed.P50 > 0 {
+			ratio = fmt.Sprintf("%.2f", float64(s.Rank.P50)/float64(s.RankFixed.P50))
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Tools, lat(s.Rank), lat(s.RankFixed), ratio, lat(s.RankLexical), lat(s.ChromemText), lat(s.ChromemVector), lat(s.QueryEmbedding), np)
 	}
 	if l := r.Live; l != nil {
 		fmt.Fprintf(&b, "\nLive update at %d tools (%d writes; write-then-rename of a new .meta → top hit for its unique word, through the registry watcher and index.Follow), ms:\n\n", l.Tools, l.Rankable.N+l.Misses)

@@ -61,7 +61,9 @@ func FindCorpora(dirs []string) ([]string, error) {
 }
 
 // LoadCorpus reads dir/queries.jsonl. Every line must have an id, a query
-// and at least one relevant tool; errors name the line.
+// and a relevant list; an empty list ("relevant": []) marks a request no
+// tool of the catalog serves (the right answer is "no tool fits"). Errors
+// name the line.
 func LoadCorpus(dir string) (*Corpus, error) {
 	qf := filepath.Join(dir, "queries.jsonl")
 	f, err := os.Open(qf)
@@ -92,8 +94,8 @@ func LoadCorpus(dir string) (*Corpus, error) {
 			return nil, fmt.Errorf("%s:%d: duplicate id %q", qf, line, q.ID)
 		case strings.TrimSpace(q.Text) == "":
 			return nil, fmt.Errorf("%s:%d: empty query", qf, line)
-		case len(q.Relevant) == 0:
-			return nil, fmt.Errorf("%s:%d: no relevant tools", qf, line)
+		case q.Relevant == nil:
+			return nil, fmt.Errorf("%s:%d: no \"relevant\" list (use [] for a request no tool serves)", qf, line)
 		}
 		seen[q.ID] = true
 		c.Queries = append(c.Queries, q)

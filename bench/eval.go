@@ -67,10 +67,14 @@ func Score(ranked, relevant []string) Metrics {
 // an answer made without dense scores.
 type Ranker func(ctx context.Context, query string) (ranked []string, degraded bool, err error)
 
-// EvalCorpus runs every query of c through rank and averages the metrics.
+// EvalCorpus runs every query of c that has relevant tools through rank and
+// averages the metrics.
 func EvalCorpus(ctx context.Context, c *Corpus, rank Ranker) (Metrics, error) {
 	sum := Metrics{Corpus: c.Name}
 	for _, q := range c.Queries {
+		if len(q.Relevant) == 0 { // a "no tool fits" request: see EvalOffers
+			continue
+		}
 		ranked, degraded, err := rank(ctx, q.Text)
 		if err != nil {
 			return Metrics{}, fmt.Errorf("corpus %s, query %s: %w", c.Name, q.ID, err)

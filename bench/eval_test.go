@@ -82,13 +82,46 @@ func TestCorpusLoadingAndEval(t *testing.T) {
 	}
 }
 
+func TestEmptyRelevantIsANoToolFitsRequest(t *testing.T) {
+	dir := writeCorpus(t, t.TempDir(), "c", "{\"id\":\"1\",\"query\":\"q\",\"relevant\":[]}\n{\"id\":\"2\",\"query\":\"r\",\"relevant\":[\"t\"]}")
+	c, err := LoadCorpus(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Queries) != 2 || len(c.Queries[0].Relevant) != 0 {
+		t.Fatalf("queries %+v", c.Queries)
+	}
+	// ranking metrics skip it; the offered-set figures count it
+	m, _ := EvalCorpus(context.Background(), c, func(context.Context, string) ([]string, bool, error) { return []string{"t"}, false, nil })
+	if m.Queries != 1 || m.R1 != 1 {
+		t.Fatalf("ranking metrics %+v: want 1 query, R@1 1", m)
+	}
+	for _, tc := range []struct {
+		offer          []string
+		none           bool
+		hit, rec, prec float64
+	}{
+		{[]string{"t"}, false, 1, 0, 0},
+		{nil, true, 0, 1, 0.5},
+		{[]string{"u"}, false, 0, 0, 0},
+	} {
+		o, err := EvalOffers(context.Background(), c, func(context.Context, string) ([]string, bool, error) { return tc.offer, tc.none, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Hit != tc.hit || o.AbstainRecall != tc.rec || o.AbstainPrecision != tc.prec || o.Abstain != 1 || o.Answerable != 1 {
+			t.Errorf("offer %v none %v: %+v, want hit %v recall %v precision %v", tc.offer, tc.none, o, tc.hit, tc.rec, tc.prec)
+		}
+	}
+}
+
 func TestCorpusErrorsNameTheLine(t *testing.T) {
 	root := t.TempDir()
 	bad := map[string]string{
 		"syntax":    "{\"id\":\"1\",\"query\":\"q\",\"relevant\":[\"t\"]}\n{oops\n",
 		"no id":     `{"query":"q","relevant":["t"]}`,
 		"duplicate": "{\"id\":\"1\",\"query\":\"q\",\"relevant\":[\"t\"]}\n{\"id\":\"1\",\"query\":\"r\",\"relevant\":[\"t\"]}",
-		"no labels": `{"id":"1","query":"q","relevant":[]}`,
+		"no labels": `{"id":"1","query":"q"}`,
 		"empty":     "",
 	}
 	for name, content := range bad {

@@ -36,6 +36,16 @@ func PlotTune(w io.Writer, r TuneResult, title string) error {
 	xRel := func(p Point) float64 { return p.Levels.Relative }
 	sub := fmt.Sprintf("relative %.2f, max %d", c.Relative, c.MaxTools)
 	subRel := fmt.Sprintf("min %.2f, max %d", c.Min, c.MaxTools)
+	nameMin, nameRel, chosenMin, chosenRel := "minimum score", "relative cut", c.Min, c.Relative
+	learned := len(r.Curve("answerable")) > 1
+	if learned { // version 2 levels: answerability cut-off and mass
+		byMin, byRel = r.Curve("answerable"), r.Curve("mass")
+		xMin = func(p Point) float64 { return p.Levels.MinAnswerable }
+		xRel = func(p Point) float64 { return p.Levels.Mass }
+		sub = fmt.Sprintf("mass %.2f, max %d", c.Mass, c.MaxTools)
+		subRel = fmt.Sprintf("answerability ≥ %.2f, max %d", c.MinAnswerable, c.MaxTools)
+		nameMin, nameRel, chosenMin, chosenRel = "minimum answerability", "mass", c.MinAnswerable, c.Mass
+	}
 
 	quality := func(pts []Point, x func(Point) float64, xlabel, fixed string, chosen float64) (*plot.Plot, error) {
 		p := plot.New()
@@ -53,6 +63,13 @@ func PlotTune(w io.Writer, r TuneResult, title string) error {
 			{"precision", colPrecision, func(f thresholds.Figures) float64 { return f.Precision }},
 			{"abstention recall", colAbstain, func(f thresholds.Figures) float64 { return f.AbstainRecall }},
 			{"abstention precision", colAbstPrec, func(f thresholds.Figures) float64 { return f.AbstainPrecision }},
+		}
+		if learned {
+			series = append(series, struct {
+				name string
+				col  color.Color
+				y    func(thresholds.Figures) float64
+			}{"hit rate", color.RGBA{R: 120, G: 120, B: 120, A: 255}, func(f thresholds.Figures) float64 { return f.Hit }})
 		}
 		for _, s := range series {
 			xy := make(plotter.XYs, len(pts))
@@ -122,19 +139,19 @@ func PlotTune(w io.Writer, r TuneResult, title string) error {
 	if len(byMin) < 2 || len(byRel) < 2 {
 		return fmt.Errorf("plotting the sweep: too few points (%d by min, %d by relative)", len(byMin), len(byRel))
 	}
-	q1, err := quality(byMin, xMin, "minimum score", sub, c.Min)
+	q1, err := quality(byMin, xMin, nameMin, sub, chosenMin)
 	if err != nil {
 		return err
 	}
-	o1, err := offered(byMin, xMin, "minimum score", sub, c.Min)
+	o1, err := offered(byMin, xMin, nameMin, sub, chosenMin)
 	if err != nil {
 		return err
 	}
-	q2, err := quality(byRel, xRel, "relative cut", subRel, c.Relative)
+	q2, err := quality(byRel, xRel, nameRel, subRel, chosenRel)
 	if err != nil {
 		return err
 	}
-	o2, err := offered(byRel, xRel, "relative cut", subRel, c.Relative)
+	o2, err := offered(byRel, xRel, nameRel, subRel, chosenRel)
 	if err != nil {
 		return err
 	}

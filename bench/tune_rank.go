@@ -18,7 +18,9 @@ type TuneRanking struct {
 	Lexical bool
 	// LexicalWeight is the index's hybrid weight (0: the index default).
 	LexicalWeight float64
-	Logger        *slog.Logger
+	// NoLastStep ranks with the fixed fusion (no learned last step).
+	NoLastStep bool
+	Logger     *slog.Logger
 	// Step, if set, is called once per query.
 	Step func()
 }
@@ -50,8 +52,10 @@ func RankForTuning(ctx context.Context, emb embed.Embedder, corpora []*Corpus, o
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
 			}
-			tq := TuneQuery{Corpus: c.Name, ID: q.ID, Relevant: q.Relevant, Abstain: split.IsAbstain(q.ID), HeldOut: split.IsHeldOut(q.ID)}
-			iq := index.Query{Text: q.Text, K: TopHits}
+			// A request no tool serves ("relevant": []) is a natural
+			// abstention query; others become one by the split's hash.
+			tq := TuneQuery{Corpus: c.Name, ID: q.ID, Relevant: q.Relevant, Abstain: len(q.Relevant) == 0 || split.IsAbstain(q.ID), HeldOut: split.IsHeldOut(q.ID)}
+			iq := index.Query{Text: q.Text, K: TopHits, NoLastStep: o.NoLastStep}
 			if tq.Abstain {
 				rel := make(map[string]bool, len(q.Relevant))
 				for _, r := range q.Relevant {
@@ -70,6 +74,7 @@ func RankForTuning(ctx context.Context, emb embed.Embedder, corpora []*Corpus, o
 				}
 				t := tq
 				t.Hits = thresholds.FromRanking(r)
+				t.Answerable = r.Answerable
 				if m == index.Hybrid {
 					hybrid = append(hybrid, t)
 				} else {

@@ -25,7 +25,7 @@ func TestFastSelectMatchesPolicy(t *testing.T) {
 		min := float64(rng.IntN(100)) / 100
 		l := thresholds.Levels{Min: min, ColdMin: min, Relative: float64(rng.IntN(11)) / 10, MaxTools: 1 + rng.IntN(8)}
 		sel := thresholds.Policy{Levels: l}.Select(hits, thresholds.Context{})
-		n := fastSelect(hits, l)
+		n := fastSelect(hits, l, nil)
 		want := make([]string, n)
 		for j := range want {
 			want[j] = hits[j].Name
@@ -75,7 +75,8 @@ func TestEvaluateFigures(t *testing.T) {
 	// q1 offers a,b (recall 1, precision .5); q2 offers b,a (recall .5,
 	// precision .5); q3 offers nothing (recall 0, said none wrongly);
 	// q4 says none (right); q5 offers b (wrong).
-	want := thresholds.Figures{Queries: 3, Abstain: 2, Recall: 0.5, Precision: 0.5, Offered: 4.0 / 3, AbstainRecall: 0.5, AbstainPrecision: 0.5}
+	want := thresholds.Figures{Queries: 3, Abstain: 2, Recall: 0.5, Precision: 0.5, Offered: 4.0 / 3, AbstainRecall: 0.5, AbstainPrecision: 0.5,
+		Hit: 2.0 / 3, Accuracy: 3.0 / 5}
 	if !reflect.DeepEqual(f, want) {
 		t.Fatalf("figures %+v\nwant    %+v", f, want)
 	}

@@ -30,6 +30,10 @@ type lexicon struct {
 	toks []string
 	pos  []int32 // by term id: 1 + index in cur while a document is added
 	cur  []termTF
+	// short holds, after add, id<<4 | 1<<field for every term of the
+	// document's first numShortFields fields (the learned last step's
+	// per-field matches, laststep.go), unsorted and with repeats.
+	short []uint32
 }
 
 type termTF struct {
@@ -73,13 +77,17 @@ func (l *lexicon) add(slot int, fields []field) {
 		l.docPos = append(l.docPos, nil)
 	}
 	cur := l.cur[:0]
+	l.short = l.short[:0]
 	var length float32
-	for _, f := range fields {
+	for fi, f := range fields {
 		l.toks = appendTokens(l.toks[:0], f.text)
 		for _, t := range l.toks {
 			id := l.termID(t)
 			if id < 0 { // stopword
 				continue
+			}
+			if fi < numShortFields {
+				l.short = append(l.short, uint32(id)<<4|1<<fi)
 			}
 			if p := l.pos[id]; p > 0 {
 				cur[p-1].tf += f.weight

@@ -24,6 +24,13 @@
 // rescaled so that a cosine of 1 scores 1. Hybrid = α·lexical + (1−α)·dense.
 // A tool named verbatim in the message scores 1 and ranks first.
 //
+// With an embedder of the family the learned last step was trained on (the
+// built-in one), a hybrid ranking then re-scores its best candidates with
+// that model (package learn, laststep.go): each candidate's score becomes
+// the probability that it is the tool the message needs, and
+// Ranking.Answerable the probability that any tool serves it.
+// Query.NoLastStep and Options.NoLastStep give the fixed fusion.
+//
 // Updates are incremental: vectors are keyed by the embedder's ID and a hash
 // of the document text, so a restart with nothing changed embeds nothing and
 // one edited tool costs one embedding. Reads keep being served while an

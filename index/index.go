@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"toolsrv/embed"
+	"toolsrv/learn"
 	"toolsrv/registry"
 )
 
@@ -42,6 +43,10 @@ type Options struct {
 	// RetryEvery is how often Follow retries documents left without a
 	// vector because the embedder failed (30 s).
 	RetryEvery time.Duration
+	// LastStep is the learned last step (nil: learn.Default()); NoLastStep
+	// turns it off (rankings are the fixed fusion). See laststep.go.
+	LastStep   *learn.Model
+	NoLastStep bool
 }
 
 // Index ranks the tools of a catalog. It is safe for concurrent use: Rank
@@ -87,6 +92,7 @@ type view struct {
 	// exactOnly disables the int8 scan (tests compare both paths).
 	exactOnly bool
 	lex       *lexicon
+	short     shortTerms // per-field terms for the learned last step
 	rev       uint64
 	gen       uint64 // bumped by every in-place change (slot scores go stale)
 	missing   int    // live documents without a vector
@@ -672,6 +678,7 @@ func (v *view) upsert(d *document, vec []float32, why error) {
 	}
 	v.byName[d.name] = s
 	v.lex.add(s, d.fields)
+	v.short.set(s, v.lex)
 	sl := slot{name: d.name, hash: d.hash, live: true}
 	if v.dim == 0 && vec != nil {
 		v.dim = len(vec)
@@ -705,6 +712,7 @@ func (v *view) remove(name string) {
 		v.missing--
 	}
 	v.lex.remove(s)
+	v.short.clear(s)
 	delete(v.byName, name)
 	v.slots[s] = slot{}
 	v.setRow(s, nil, hadVec)

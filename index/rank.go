@@ -48,6 +48,12 @@ type Query struct {
 	Allow func(name string) bool
 	// Mode is Hybrid when empty.
 	Mode Mode
+	// NoLastStep ranks with the fixed fusion even when the learned last
+	// step applies (laststep.go).
+	NoLastStep bool
+	// poolOnly ranks without the re-scoring (Candidates: the pool the
+	// last step sees).
+	poolOnly bool
 }
 
 // Ranking is the answer to a Query: hits best first.
@@ -60,6 +66,10 @@ type Ranking struct {
 	Reason   string `json:"reason,omitempty"`
 	// Revision is the catalog revision the index reflected.
 	Revision uint64 `json:"revision"`
+	// Answerable is the learned last step's probability that some tool of
+	// the catalog serves the message (nil when the last step did not apply;
+	// then the scores are the fixed fusion's).
+	Answerable *float64 `json:"answerable,omitempty"`
 }
 
 // Hit is one ranked tool. Score is calibrated to [0,1] and comparable
@@ -159,7 +169,7 @@ func (ix *Index) Rank(ctx context.Context, q Query) (Ranking, error) {
 	} else if v.gen != gen { // updated in place meanwhile
 		lex, norm = v.lexScores(lexQ, sc)
 	}
-	r := v.rank(q, lex, norm, qvec, ix.opts.LexicalWeight, sc)
+	r := ix.rankLearned(v, q, lexQ, lex, norm, qvec, sc)
 	if degraded != "" {
 		r.Degraded, r.Reason = true, degraded
 		if q.Mode == Dense {

@@ -9,7 +9,21 @@
 //   - Relative × the best score of the ranking (a cut relative to the best
 //     match, so a clear winner does not drag weak companions along),
 //
-// and at most MaxTools ranked tools are offered, best first. The hot tools of
+// and at most MaxTools ranked tools are offered, best first.
+//
+// Version 2 adds two levels for rankings made with the learned last step
+// (package learn; index.Ranking.Answerable set), whose scores are
+// probabilities (answerability × the tool's share of the candidates):
+//
+//   - MinAnswerable: "no tool fits" when the ranking's answerability is
+//     below it;
+//   - Mass: the best tools are offered until their scores cover Mass × the
+//     answerability (one tool when one clearly wins, more when the ranking
+//     is flat), still at most MaxTools.
+//
+// Rankings without an answerability (another embedder, degraded, or
+// --no-learned) ignore both. A version 2 file records the learned model it
+// was tuned on (File.Scores); version 1 files still load. The hot tools of
 // the agent's profile (hot-tier tools it names in autoLoad or allowTools) are
 // always offered, after the ranked ones and on top of MaxTools; without a
 // profile none is. When no ranked tool clears, the selection says so
@@ -27,7 +41,7 @@
 // scored candidates.
 //
 // Cut-offs are calibrated per embedder by `toolsrv tune` and stored as JSON
-// in a File (format "toolsrv-thresholds", Version 1) named after the
+// in a File (format "toolsrv-thresholds", Version 2) named after the
 // embedder: os.UserConfigDir()/toolsrv/thresholds/<key>.json, where key is the
 // embedder ID with characters outside [A-Za-z0-9._-] replaced by '_'. Load
 // looks, in order, at an explicit path (the --thresholds flag), at

@@ -20,7 +20,7 @@ import (
 // version was written by a newer toolsrv and is refused, not guessed at.
 const (
 	Format  = "toolsrv-thresholds"
-	Version = 1
+	Version = 2
 )
 
 // EnvPath is the environment variable naming a thresholds file to use
@@ -33,6 +33,10 @@ type File struct {
 	Version  int    `json:"version"`
 	Embedder string `json:"embedder"` // embed.Embedder.ID() of the unfitted embedder
 	Policy   Policy `json:"policy"`
+	// Scores (version 2) is the learned last step the levels were tuned on
+	// (learn.Model.ID, "learn/v1-…"); empty: the fixed fusion's scores.
+	// Version 1 files have neither scores nor MinAnswerable/Mass.
+	Scores string `json:"scores,omitempty"`
 	// Tuning records how the thresholds were chosen (absent when hand-written).
 	Tuning *Tuning `json:"tuning,omitempty"`
 }
@@ -66,6 +70,11 @@ type Figures struct {
 	// AbstainPrecision is the share of "no tool fits" answers that were
 	// right (given on an abstain query); 1 when never said.
 	AbstainPrecision float64 `json:"abstainPrecision"`
+	// Hit (version 2) is the share of answerable queries whose offered set
+	// holds a relevant tool; Accuracy the share of all queries decided
+	// right (a hit, or "no tool fits" on an abstain query).
+	Hit      float64 `json:"hit,omitempty"`
+	Accuracy float64 `json:"accuracy,omitempty"`
 }
 
 // Check says what is wrong with f, if anything.

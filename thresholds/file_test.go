@@ -46,7 +46,7 @@ func TestParseRefuses(t *testing.T) {
 	tests := []struct {
 		name, data, want string
 	}{
-		{"newer version", strings.Replace(good, `"version":1`, `"version":2`, 1), "newer than this toolsrv"},
+		{"newer version", strings.Replace(good, `"version":1`, `"version":3`, 1), "newer than this toolsrv"},
 		{"version zero", strings.Replace(good, `"version":1`, `"version":0`, 1), "at least 1"},
 		{"other format", strings.Replace(good, `toolsrv-thresholds`, `x`, 1), "not a toolsrv thresholds file"},
 		{"unknown field", strings.Replace(good, `"min":0.3`, `"minimum":0.3`, 1), "unknown field"},

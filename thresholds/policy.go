@@ -22,6 +22,17 @@ type Levels struct {
 	Relative float64 `json:"relative"`
 	// MaxTools is the most ranked tools offered (hot tools come on top).
 	MaxTools int `json:"maxTools"`
+	// MinAnswerable (version 2): the answer is "no tool fits" when the
+	// ranking's answerability (the learned last step's probability that
+	// some tool serves the message, index.Ranking.Answerable) is below it.
+	// 0 disables; rankings without an answerability ignore it.
+	MinAnswerable float64 `json:"minAnswerable,omitempty"`
+	// Mass (version 2): the best tools are offered until their scores add
+	// up to Mass × the answerability (with learned scores, a tool's score is
+	// answerability × its share of the candidates: Mass is the share of the
+	// probability the offered set covers). A clear winner is offered alone,
+	// a flat ranking gets more tools (up to MaxTools). 0 disables.
+	Mass float64 `json:"mass,omitempty"`
 }
 
 // Validate says what is wrong with l, if anything.
@@ -35,6 +46,8 @@ func (l Levels) Validate() error {
 	in01("min", l.Min)
 	in01("coldMin", l.ColdMin)
 	in01("relative", l.Relative)
+	in01("minAnswerable", l.MinAnswerable)
+	in01("mass", l.Mass)
 	if l.ColdMin < l.Min {
 		errs = append(errs, fmt.Errorf("coldMin = %v is below min = %v: cold tools need the stricter score", l.ColdMin, l.Min))
 	}
@@ -90,6 +103,9 @@ type Context struct {
 	Hot []string
 	// Degraded selects the Degraded levels (set it from index.Ranking.Degraded).
 	Degraded bool
+	// Answerable is the ranking's answerability (index.Ranking.Answerable;
+	// nil: the ranking has none, MinAnswerable and Mass do not apply).
+	Answerable *float64
 }
 
 // Why says why a tool is offered.
@@ -119,6 +135,8 @@ type Selection struct {
 	NoToolFits bool `json:"noToolFits"`
 	// Best is the best ranked score seen (0 for an empty ranking).
 	Best float64 `json:"best"`
+	// Answerable repeats Context.Answerable.
+	Answerable *float64 `json:"answerable,omitempty"`
 	// Levels are the cut-offs that were applied.
 	Levels Levels `json:"levels"`
 	// Degraded repeats Context.Degraded.
@@ -163,7 +181,7 @@ func (p Policy) Select(hits []Candidate, c Context) Selection {
 		}
 		sort.SliceStable(sorted, func(i, j int) bool { return before(sorted[i], sorted[j]) })
 	}
-	sel := Selection{Levels: lv, Degraded: c.Degraded, Tools: make([]Offer, 0, min(lv.MaxTools, len(sorted))+len(c.Hot))}
+	sel := Selection{Levels: lv, Degraded: c.Degraded, Answerable: c.Answerable, Tools: make([]Offer, 0, min(lv.MaxTools, len(sorted))+len(c.Hot))}
 	if len(sorted) > 0 {
 		sel.Best = sorted[0].Score
 	}
@@ -176,8 +194,19 @@ func (p Policy) Select(hits []Candidate, c Context) Selection {
 		}
 		return false
 	}
+	// Learned scores (version 2): the answerability and the probability
+	// mass the offered set covers.
+	unanswerable := c.Answerable != nil && *c.Answerable < lv.MinAnswerable
+	mass := math.Inf(1)
+	if c.Answerable != nil && lv.Mass > 0 {
+		mass = lv.Mass * *c.Answerable
+	}
+	covered := 0.0
 	for _, h := range sorted {
-		if len(sel.Tools) >= lv.MaxTools || h.Score < lv.Min || h.Score < cut {
+		if unanswerable {
+			break
+		}
+		if len(sel.Tools) >= lv.MaxTools || h.Score < lv.Min || h.Score < cut || covered >= mass {
 			// Sorted by score: nothing later can clear Min or the relative cut.
 			break
 		}
@@ -188,6 +217,7 @@ func (p Policy) Select(hits []Candidate, c Context) Selection {
 			continue
 		}
 		sel.Tools = append(sel.Tools, Offer{Name: h.Name, Score: h.Score, Why: ByScore})
+		covered += h.Score
 	}
 	ranked := len(sel.Tools)
 	sel.NoToolFits = ranked == 0
@@ -234,11 +264,23 @@ func reason(sel Selection, lv Levels, ranked, n int) string {
 		return "no tool fits: nothing was ranked"
 	case n == 0:
 		return fmt.Sprintf("no tool fits: nothing was ranked; %d hot tool(s) offered", hot)
+	case ranked == 0 && sel.Answerable != nil && *sel.Answerable < lv.MinAnswerable:
+		s := fmt.Sprintf("no tool fits: answerability %.3f < %.3f", *sel.Answerable, lv.MinAnswerable)
+		if hot > 0 {
+			s += fmt.Sprintf("; %d hot tool(s) offered", hot)
+		}
+		return s
 	case ranked == 0:
 		s := fmt.Sprintf("no tool fits: best score %.3f < min %.3f", sel.Best, lv.Min)
 		if sel.Best >= lv.Min {
 			s = fmt.Sprintf("no tool fits: best score %.3f clears min %.3f but not the cold-tool min %.3f", sel.Best, lv.Min, lv.ColdMin)
 		}
+		if hot > 0 {
+			s += fmt.Sprintf("; %d hot tool(s) offered", hot)
+		}
+		return s
+	case sel.Answerable != nil:
+		s := fmt.Sprintf("%d tool(s): answerability %.3f ≥ %.3f; offered until %.0f%% of it is covered (max %d)", ranked, *sel.Answerable, lv.MinAnswerable, 100*lv.Mass, lv.MaxTools)
 		if hot > 0 {
 			s += fmt.Sprintf("; %d hot tool(s) offered", hot)
 		}

@@ -2,6 +2,7 @@ package thresholds
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -213,5 +214,51 @@ func BenchmarkSelect(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		p.Select(hits, c)
+	}
+}
+
+// TestSelectLearned: version 2 levels on learned scores (answerability ×
+// share): the answerability cut says "no tool fits", the mass decides how
+// many tools, a ranking without answerability ignores both.
+func TestSelectLearned(t *testing.T) {
+	f := func(x float64) *float64 { return &x }
+	hits := []Candidate{{"a", 0.5}, {"b", 0.3}, {"c", 0.1}, {"d", 0.05}}
+	cold := func(n string) registry.Tier {
+		if n == "b" {
+			return registry.Cold
+		}
+		return registry.Warm
+	}
+	for _, tc := range []struct {
+		name   string
+		lv     Levels
+		ans    *float64
+		tier   func(string) registry.Tier
+		want   []string
+		none   bool
+		reason string
+	}{
+		{"answerable below the cut", Levels{MinAnswerable: 0.7, Mass: 1, MaxTools: 3, ColdMin: 0}, f(0.6), nil, nil, true, "answerability 0.600 < 0.700"},
+		{"a clear winner is offered alone", Levels{MinAnswerable: 0.5, Mass: 0.5, MaxTools: 3}, f(0.95), nil, []string{"a"}, false, "answerability 0.950"},
+		{"more mass, more tools", Levels{MinAnswerable: 0.5, Mass: 0.9, MaxTools: 3}, f(0.95), nil, []string{"a", "b", "c"}, false, ""},
+		{"max tools caps the mass", Levels{MinAnswerable: 0.5, Mass: 1, MaxTools: 2}, f(0.95), nil, []string{"a", "b"}, false, ""},
+		{"cold tool below coldMin", Levels{MinAnswerable: 0.5, Mass: 0.9, MaxTools: 3, ColdMin: 0.4}, f(0.95), cold, []string{"a", "c", "d"}, false, ""},
+		{"no answerability: mass and cut ignored", Levels{Min: 0.2, ColdMin: 0.2, MinAnswerable: 0.99, Mass: 0.1, MaxTools: 3}, nil, nil, []string{"a", "b"}, false, "cleared min"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.lv.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			s := Policy{Levels: tc.lv}.Select(hits, Context{Answerable: tc.ans, Tier: tc.tier})
+			if !slices.Equal(s.Names(), tc.want) || s.NoToolFits != tc.none {
+				t.Fatalf("offered %v (none %v), want %v (none %v): %s", s.Names(), s.NoToolFits, tc.want, tc.none, s.Reason)
+			}
+			if !strings.Contains(s.Reason, tc.reason) {
+				t.Fatalf("reason %q lacks %q", s.Reason, tc.reason)
+			}
+		})
+	}
+	if err := (Levels{MinAnswerable: 1.5, MaxTools: 1}).Validate(); err == nil {
+		t.Error("minAnswerable 1.5 validated")
 	}
 }

@@ -22,7 +22,7 @@ func FromRanking(r index.Ranking) []Candidate {
 // TierOf(catalog); hot is usually ProfileHot(catalog, profile, nil) (nil
 // when there is no agent). The ranking's Degraded flag picks the levels.
 func (p Policy) Apply(r index.Ranking, tier func(string) registry.Tier, hot []string) Selection {
-	return p.Select(FromRanking(r), Context{Tier: tier, Hot: hot, Degraded: r.Degraded})
+	return p.Select(FromRanking(r), Context{Tier: tier, Hot: hot, Degraded: r.Degraded, Answerable: r.Answerable})
 }
 
 // Ranker is what Offer ranks with; *index.Index satisfies it.
@@ -51,7 +51,7 @@ func (p Policy) Offer(ctx context.Context, r Ranker, cat *registry.Catalog, q in
 	}
 	// Lexical-only scores get the degraded levels, whether the embedder
 	// failed or the caller asked for BM25.
-	c := Context{Tier: TierOf(cat), Hot: ProfileHot(cat, profile, q.Allow), Degraded: rk.Degraded || q.Mode == index.Lexical}
+	c := Context{Tier: TierOf(cat), Hot: ProfileHot(cat, profile, q.Allow), Degraded: rk.Degraded || q.Mode == index.Lexical, Answerable: rk.Answerable}
 	return p.Select(FromRanking(rk), c), rk, nil
 }
 

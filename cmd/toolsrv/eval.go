@@ -11,13 +11,20 @@ import (
 	"toolsrv/embed"
 	"toolsrv/index"
 	"toolsrv/registry"
+	"toolsrv/thresholds"
 )
 
 const evalAbout = `Measures ranking quality on labelled corpora: Recall@1/5/10, NDCG@10 and
 MRR per corpus and their macro average (equal weight per corpus), for each
 --mode. A corpus is a directory C with C/tools/*.meta and C/queries.jsonl
 lines {"id","query","relevant":[names]}; --corpus may also name a directory
-of corpora. The whole catalog is ranked for each query, without deadline.`
+of corpora. The whole catalog is ranked for each query, without deadline.
+A request with "relevant": [] is one no tool of the catalog serves: it
+counts only in the offered-set figures, printed for the hybrid mode: the
+thresholds in effect (see "toolsrv tune --show") applied as "toolsrv rank"
+applies them: hit (share of answerable requests whose offered set holds a
+relevant tool), tools offered, and how often "no tool fits" was said to the
+requests with "relevant": [] (recall) and rightly (precision).`
 
 // evalResult is one mode's figures (the --json output is a list of them).
 type evalResult struct {
@@ -25,6 +32,10 @@ type evalResult struct {
 	Embedder string          `json:"embedder"`
 	Corpora  []bench.Metrics `json:"corpora"`
 	Macro    bench.Metrics   `json:"macro"`
+	// Offers are the offered-set figures (hybrid mode, thresholds applied).
+	Offers      []bench.OfferMetrics `json:"offers,omitempty"`
+	OffersMacro *bench.OfferMetrics  `json:"offersMacro,omitempty"`
+	Thresholds  string               `json:"thresholds,omitempty"`
 }
 
 func runEval(ctx context.Context, env *cliEnv, args []string) int {
@@ -33,6 +44,9 @@ func runEval(ctx context.Context, env *cliEnv, args []string) int {
 	var corpora repeated
 	fs.Var(&corpora, "corpus", "a corpus directory, or a directory of corpora (repeatable)")
 	modes := fs.String("mode", "hybrid", "comma-separated modes: bm25, dense, hybrid (or all)")
+	noOffer := fs.Bool("no-offer", false, "skip the offered-set figures")
+	noLearned := fs.Bool("no-learned", false, "rank with the fixed fusion, without the learned last step")
+	thrFile := fs.String("thresholds", "", "thresholds file for the offered-set figures (default: as toolsrv rank)")
 	asJSON := fs.Bool("json", false, "print the figures as JSON")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -76,16 +90,24 @@ func runEval(ctx context.Context, env *cliEnv, args []string) int {
 		if err != nil {
 			return fail(err)
 		}
-		per, err := evalCorpus(ctx, env, ef, emb, c, ms)
+		per, offers, src, err := evalCorpus(ctx, env, ef, emb, c, ms, evalOpts{offer: !*noOffer, noLearned: *noLearned, thresholds: *thrFile})
 		if err != nil {
 			return fail(err)
 		}
 		for i := range ms {
 			results[i].Corpora = append(results[i].Corpora, per[i])
+			if offers[i] != nil {
+				results[i].Offers = append(results[i].Offers, *offers[i])
+				results[i].Thresholds = src
+			}
 		}
 	}
 	for i := range results {
 		results[i].Macro = bench.MacroAverage(results[i].Corpora)
+		if len(results[i].Offers) > 0 {
+			m := bench.MacroOffers(results[i].Offers)
+			results[i].OffersMacro = &m
+		}
 	}
 	if *asJSON {
 		if err := writeJSON(env.stdout, results); err != nil {
@@ -99,27 +121,35 @@ func runEval(ctx context.Context, env *cliEnv, args []string) int {
 	return 0
 }
 
-// evalCorpus indexes one corpus and measures each mode on it.
-func evalCorpus(ctx context.Context, env *cliEnv, ef *embedderFlags, emb embed.Embedder, c *bench.Corpus, ms []index.Mode) ([]bench.Metrics, error) {
+type evalOpts struct {
+	offer, noLearned bool
+	thresholds       string
+}
+
+// evalCorpus indexes one corpus and measures each mode on it (and, for the
+// hybrid mode, the offered set).
+func evalCorpus(ctx context.Context, env *cliEnv, ef *embedderFlags, emb embed.Embedder, c *bench.Corpus, ms []index.Mode, o evalOpts) ([]bench.Metrics, []*bench.OfferMetrics, string, error) {
 	reg := registry.New(registry.Options{Dirs: []string{c.ToolsDir}, Logger: logger(env)})
 	if err := reg.Load(ctx); err != nil {
-		return nil, fmt.Errorf("corpus %s: %w", c.Name, err)
+		return nil, nil, "", fmt.Errorf("corpus %s: %w", c.Name, err)
 	}
 	cat := reg.Catalog()
 	if len(cat.Tools) == 0 {
-		return nil, fmt.Errorf("corpus %s: no valid tools in %s", c.Name, c.ToolsDir)
+		return nil, nil, "", fmt.Errorf("corpus %s: no valid tools in %s", c.Name, c.ToolsDir)
 	}
 	if n := len(cat.InvalidFiles()); n > 0 {
 		fmt.Fprintf(env.stderr, "warning: corpus %s: %d invalid tool files left out (first: %v)\n", c.Name, n, cat.Problems[0])
 	}
 	ix, err := ef.buildIndex(ctx, env, emb, cat)
 	if err != nil {
-		return nil, fmt.Errorf("corpus %s: %w", c.Name, err)
+		return nil, nil, "", fmt.Errorf("corpus %s: %w", c.Name, err)
 	}
 	out := make([]bench.Metrics, len(ms))
+	offers := make([]*bench.OfferMetrics, len(ms))
+	var srcName string
 	for i, mode := range ms {
 		m, err := bench.EvalCorpus(ctx, c, func(ctx context.Context, q string) ([]string, bool, error) {
-			r, err := ix.Rank(ctx, index.Query{Text: q, Mode: mode})
+			r, err := ix.Rank(ctx, index.Query{Text: q, Mode: mode, NoLastStep: o.noLearned})
 			if err != nil {
 				return nil, false, err
 			}
@@ -130,14 +160,33 @@ func evalCorpus(ctx context.Context, env *cliEnv, ef *embedderFlags, emb embed.E
 			return names, r.Degraded && mode != index.Lexical, nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, "", err
 		}
 		if m.Degraded > 0 {
 			fmt.Fprintf(env.stderr, "warning: corpus %s, mode %s: %d queries ranked without dense scores\n", c.Name, mode, m.Degraded)
 		}
 		out[i] = m
+		if !o.offer || mode != index.Hybrid {
+			continue
+		}
+		pol, src, err := thresholds.Load(ix.Stats().Embedder, thresholds.LoadOptions{Path: o.thresholds, Getenv: env.getenv})
+		if err != nil {
+			return nil, nil, "", err
+		}
+		srcName = src.String()
+		om, err := bench.EvalOffers(ctx, c, func(ctx context.Context, q string) ([]string, bool, error) {
+			sel, _, err := pol.Offer(ctx, ix, cat, index.Query{Text: q, K: 10, NoLastStep: o.noLearned}, nil)
+			if err != nil {
+				return nil, false, err
+			}
+			return sel.Names(), sel.NoToolFits, nil
+		})
+		if err != nil {
+			return nil, nil, "", err
+		}
+		offers[i] = &om
 	}
-	return out, nil
+	return out, offers, srcName, nil
 }
 
 func writeEvalTable(w io.Writer, r evalResult) {
@@ -151,6 +200,21 @@ func writeEvalTable(w io.Writer, r evalResult) {
 		row(m)
 	}
 	row(r.Macro)
+	tw.Flush()
+	fmt.Fprintln(w)
+	if len(r.Offers) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "offered set, mode %s, thresholds %s\n", r.Mode, r.Thresholds)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "corpus\tanswerable\tabstain\thit\toffered\tntf recall\tntf precision\taccuracy\t")
+	orow := func(m bench.OfferMetrics) {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%.2f\t%.3f\t%.3f\t%.3f\t\n", m.Corpus, m.Answerable, m.Abstain, m.Hit, m.Offered, m.AbstainRecall, m.AbstainPrecision, m.Accuracy)
+	}
+	for _, m := range r.Offers {
+		orow(m)
+	}
+	orow(*r.OffersMacro)
 	tw.Flush()
 	fmt.Fprintln(w)
 }

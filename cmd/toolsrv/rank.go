@@ -152,7 +152,9 @@ tools are offered: when none clears them the answer is "no tool fits";
 --all prints the plain top --k instead. With --agent, the profile's hot
 tools are always offered. With --batch FILE ("-" for stdin), reads JSON lines {"id","query"}
 and writes {"id","ranked":[{"name","score"},...]} lines in the same order,
-the whole catalog ranked (no cut unless --k is given). --format prints the
+the whole catalog ranked (no cut unless --k is given); --select adds the
+offered set and the decision: "offered":[names],"noToolFits":bool.
+Rankings use the learned last step (learn/MODEL.md) unless --no-learned. --format prints the
 ranked tools as the tool definitions of the Ollama, OpenAI or Anthropic
 chat APIs. If the embedder fails or misses --timeout, the ranking is
 lexical and a warning on stderr says so. MESSAGE "-" reads the message
@@ -169,6 +171,8 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	batch := fs.String("batch", "", "rank every {\"id\",\"query\"} line of FILE (- for stdin)")
 	agent := fs.String("agent", "", "rank only the tools agent NAME's profile allows (~/.config/ollie/agents/NAME.json); its hot tools are always offered")
 	all := fs.Bool("all", false, "print the top --k tools without applying the thresholds")
+	selectFlag := fs.Bool("select", false, "with --batch: also apply the thresholds and print each line's offered set and noToolFits")
+	noLearned := fs.Bool("no-learned", false, "rank with the fixed fusion, without the learned last step")
 	thrFile := fs.String("thresholds", "", "thresholds file (default: $TOOLSRV_THRESHOLDS, the user config dir, then the shipped defaults)")
 	var convo repeated
 	fs.Var(&convo, "context", "an earlier conversation message (repeatable, oldest first)")
@@ -253,7 +257,20 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 		if kSet {
 			bk = *k
 		}
-		if err := rankBatch(ctx, env, ix, *batch, index.Query{K: bk, Mode: mode, Allow: allow}, *timeout); err != nil {
+		var bsel *batchSelect
+		if *selectFlag {
+			pol, src, err := thresholds.Load(ix.Stats().Embedder, thresholds.LoadOptions{Path: *thrFile, Getenv: env.getenv})
+			if err != nil {
+				return fail(err)
+			}
+			for _, w := range []string{src.Warning, src.LexicalWeightWarning(ef.alpha), src.ScoresWarning(learnedID(ix.Stats().Embedder, *noLearned || mode != index.Hybrid))} {
+				if w != "" {
+					fmt.Fprintln(env.stderr, "warning:", w)
+				}
+			}
+			bsel = &batchSelect{pol: pol, cat: cat, profile: profile}
+		}
+		if err := rankBatch(ctx, env, ix, *batch, index.Query{K: bk, Mode: mode, Allow: allow, NoLastStep: *noLearned}, *timeout, bsel); err != nil {
 			return fail(err)
 		}
 		return 0
@@ -261,7 +278,7 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 
 	rctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	q := index.Query{Text: message, Context: convo, K: *k, Mode: mode, Allow: allow}
+	q := index.Query{Text: message, Context: convo, K: *k, Mode: mode, Allow: allow, NoLastStep: *noLearned}
 	if *all {
 		r, err := ix.Rank(rctx, q)
 		if err != nil {
@@ -274,7 +291,7 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	for _, w := range []string{src.Warning, src.LexicalWeightWarning(ef.alpha)} {
+	for _, w := range []string{src.Warning, src.LexicalWeightWarning(ef.alpha), src.ScoresWarning(learnedID(ix.Stats().Embedder, *noLearned || mode != index.Hybrid))} {
 		if w != "" {
 			fmt.Fprintln(env.stderr, "warning:", w)
 		}
@@ -371,6 +388,19 @@ type batchLine struct {
 type batchOut struct {
 	ID     json.RawMessage `json:"id"`
 	Ranked []scored        `json:"ranked"`
+	// With --select: the offered set (the thresholds applied to the same
+	// ranking), whether the answer is "no tool fits", and the learned
+	// answerability when the last step applied.
+	Offered    *[]string `json:"offered,omitempty"`
+	NoToolFits *bool     `json:"noToolFits,omitempty"`
+	Answerable *float64  `json:"answerable,omitempty"`
+}
+
+// batchSelect applies the thresholds in --batch --select mode.
+type batchSelect struct {
+	pol     thresholds.Policy
+	cat     *registry.Catalog
+	profile *registry.Profile
 }
 
 type scored struct {
@@ -380,7 +410,7 @@ type scored struct {
 
 // rankBatch ranks each query line of path and writes one result line per
 // input line, in order. A degraded ranking is reported on stderr.
-func rankBatch(ctx context.Context, env *cliEnv, ix *index.Index, path string, base index.Query, timeout time.Duration) error {
+func rankBatch(ctx context.Context, env *cliEnv, ix *index.Index, path string, base index.Query, timeout time.Duration, bsel *batchSelect) error {
 	var in io.Reader = env.stdin
 	if path != "-" {
 		f, err := os.Open(path)
@@ -424,6 +454,15 @@ func rankBatch(ctx context.Context, env *cliEnv, ix *index.Index, path string, b
 		out := batchOut{ID: q.ID, Ranked: make([]scored, len(r.Hits))}
 		for i, h := range r.Hits {
 			out.Ranked[i] = scored{h.Name, h.Score}
+		}
+		if bsel != nil {
+			// The same ranking the line prints, cut by the thresholds (as
+			// Policy.Offer would: hot tools of the agent, degraded levels).
+			c := thresholds.Context{Tier: thresholds.TierOf(bsel.cat), Hot: thresholds.ProfileHot(bsel.cat, bsel.profile, base.Allow),
+				Degraded: r.Degraded || base.Mode == index.Lexical, Answerable: r.Answerable}
+			s := bsel.pol.Select(thresholds.FromRanking(r), c)
+			names, none := s.Names(), s.NoToolFits
+			out.Offered, out.NoToolFits, out.Answerable = &names, &none, r.Answerable
 		}
 		if err := enc.Encode(out); err != nil {
 			return err

@@ -204,6 +204,59 @@ func TestRankBatch(t *testing.T) {
 	}
 }
 
+// --batch --select adds each line's offered set and decision, the
+// thresholds applied to the very ranking the line prints; the learned last
+// step is on by default (answerability), off with --no-learned.
+func TestRankBatchSelect(t *testing.T) {
+	dir := rankFixture(t)
+	emb, err := builtin.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	strict := filepath.Join(t.TempDir(), "strict.json")
+	os.WriteFile(strict, []byte(fmt.Sprintf(`{"format":"toolsrv-thresholds","version":2,"embedder":%q,"policy":{"min":0,"coldMin":0,"relative":0,"maxTools":2,"minAnswerable":0.999,"mass":1}}`, emb.ID())), 0o644)
+	in := "{\"id\":1,\"query\":\"send a mail to Bob\"}\n{\"id\":2,\"query\":\"is my git repo clean\"}\n"
+	type line struct {
+		Ranked     []struct{ Name string } `json:"ranked"`
+		Offered    *[]string               `json:"offered"`
+		NoToolFits *bool                   `json:"noToolFits"`
+		Answerable *float64                `json:"answerable"`
+	}
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		none    bool
+		learned bool
+	}{
+		{"shipped thresholds", nil, false, true},
+		{"strict answerability", []string{"--thresholds", strict}, true, true},
+		{"fixed fusion", []string{"--no-learned"}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"rank", "--tools", dir, "--no-cache", "--batch", "-", "--select"}, tc.args...)
+			code, out, errs := runCLIWith(t, in, nil, args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			for i, l := range strings.Split(strings.TrimSpace(out), "\n") {
+				var o line
+				if err := json.Unmarshal([]byte(l), &o); err != nil {
+					t.Fatal(err)
+				}
+				if o.Offered == nil || o.NoToolFits == nil || *o.NoToolFits != tc.none || (len(*o.Offered) == 0) != tc.none {
+					t.Fatalf("line %d: %s", i, l)
+				}
+				if (o.Answerable != nil) != tc.learned {
+					t.Fatalf("line %d: answerable present %v, want %v: %s", i, o.Answerable != nil, tc.learned, l)
+				}
+				if !tc.none && (*o.Offered)[0] != o.Ranked[0].Name {
+					t.Fatalf("line %d: offered %v, ranked first %s", i, *o.Offered, o.Ranked[0].Name)
+				}
+			}
+		})
+	}
+}
+
 // With Ollama selected but no server, rank still answers, lexically, and
 // says so.
 func TestRankOllamaDownDegrades(t *testing.T) {

@@ -149,7 +149,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 		if err != nil {
 			return fail("thresholds: %v (pass --no-thresholds to serve plain rankings)", err)
 		}
-		for _, w := range []string{src.Warning, src.LexicalWeightWarning(ef.alpha)} {
+		for _, w := range []string{src.Warning, src.LexicalWeightWarning(ef.alpha), src.ScoresWarning(learnedID(emb.ID(), false))} {
 			if w != "" {
 				fmt.Fprintln(env.stderr, "toolsrv serve: warning:", w)
 			}

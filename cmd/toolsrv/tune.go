@@ -13,6 +13,7 @@ import (
 
 	"toolsrv/bench"
 	"toolsrv/embed"
+	"toolsrv/learn"
 	"toolsrv/thresholds"
 )
 
@@ -41,7 +42,11 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 	fs.Var(&corpora, "corpus", "labelled corpus directory, or a directory of corpora (repeatable)")
 	ef := addEmbedderFlags(fs)
 	maxOffered := fs.Float64("max-offered", 3, "objective: at most this many tools offered per answerable query (macro average)")
-	minAbstain := fs.Float64("min-abstain", 0.5, "objective: at least this share of abstention queries answered \"no tool fits\"")
+	minAbstain := fs.Float64("min-abstain", 0, "objective: at least this share of abstention queries answered \"no tool fits\"")
+	tolerance := fs.Float64("tolerance", 0, "accuracy objective: of the settings within this of the best accuracy, take the one offering fewest tools (0.005: minAnswerable 0.70, mass 0.90, 1.8 tools instead of 2.4 on the training catalogs, but lower accuracy on the eval dev half)")
+	noLearned := fs.Bool("no-learned", false, "tune for rankings without the learned last step (the fixed fusion)")
+	hardCap := fs.Bool("hard-cap", true, "with learned scores: no single answer offers more than --max-offered tools (so the average holds on any catalog, not only the tuning ones)")
+	objective := fs.String("objective", "accuracy", "accuracy: the most queries decided right (a relevant tool offered, or \"no tool fits\" when none serves them); recall: the most relevant tools offered (the version 1 objective)")
 	abstain := fs.Float64("abstain", 0.2, "share of queries turned into abstention queries")
 	holdout := fs.Float64("holdout", 0.3, "share of each corpus's queries kept out of the sweep")
 	out := fs.String("out", "", "thresholds file to write (default: the per-embedder file in the user config dir)")
@@ -88,23 +93,46 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 		return 1
 	}
 	split := bench.Split{HeldOut: *holdout, Abstain: *abstain}
-	obj := bench.Objective{MaxOffered: *maxOffered, MinAbstain: *minAbstain}
+	obj := bench.Objective{MaxOffered: *maxOffered, MinAbstain: *minAbstain, Accuracy: *objective == "accuracy", Tolerance: *tolerance}
+	if *objective != "accuracy" && *objective != "recall" {
+		fmt.Fprintf(env.stderr, "toolsrv tune: --objective %q: use accuracy or recall\n", *objective)
+		return 2
+	}
 	start := time.Now()
 
-	hybrid, lexical, err := rankCorpora(ctx, env, emb, dirs, bench.TuneRanking{Split: split, Lexical: !*noDegraded, LexicalWeight: ef.alpha})
+	hybrid, lexical, err := rankCorpora(ctx, env, emb, dirs, bench.TuneRanking{Split: split, Lexical: !*noDegraded, LexicalWeight: ef.alpha, NoLastStep: *noLearned})
 	if err != nil {
 		fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
 		return 1
 	}
 	grid := bench.DefaultGrid()
-	bar := newBar(env, len(grid.Min)*len(grid.Relative)*len(grid.MaxTools), "sweeping")
+	learnedScores := len(hybrid) > 0 && hybrid[0].Answerable != nil
+	if learnedScores {
+		grid = bench.LearnedGrid()
+		if *hardCap {
+			var mts []int
+			for _, mt := range grid.MaxTools {
+				if float64(mt) <= *maxOffered {
+					mts = append(mts, mt)
+				}
+			}
+			if len(mts) > 0 {
+				grid.MaxTools = mts
+			}
+		}
+	}
+	bar := newBar(env, len(grid.Min)*len(grid.Relative)*len(grid.MaxTools)*max(1, len(grid.MinAnswerable))*max(1, len(grid.Mass)), "sweeping")
 	res := bench.Sweep(hybrid, grid, obj, bar.step)
 	bar.done()
+	coldMin, coldOffers := bench.TuneColdMin(hybrid, res.Chosen.Levels)
+	res.Chosen.Levels.ColdMin = coldMin
 	var deg *bench.TuneResult
 	if !*noDegraded {
-		bar := newBar(env, len(grid.Min)*len(grid.Relative)*len(grid.MaxTools), "sweeping (lexical only)")
-		r := bench.Sweep(lexical, grid, obj, bar.step)
+		dg := bench.DefaultGrid()
+		bar := newBar(env, len(dg.Min)*len(dg.Relative)*len(dg.MaxTools), "sweeping (lexical only)")
+		r := bench.Sweep(lexical, dg, obj, bar.step)
 		bar.done()
+		r.Chosen.Levels.ColdMin, _ = bench.TuneColdMin(lexical, r.Chosen.Levels)
 		deg = &r
 	}
 
@@ -117,6 +145,7 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 		Version:  thresholds.Version,
 		Embedder: emb.ID(),
 		Policy:   thresholds.Policy{Levels: res.Chosen.Levels},
+		Scores:   tunedScores(learnedScores),
 		Tuning: &thresholds.Tuning{
 			Date:          time.Now().UTC().Truncate(time.Second),
 			Command:       "toolsrv tune " + strings.Join(args, " "),
@@ -181,10 +210,14 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintf(w, "NOTE: no setting met both constraints; the fallback objective was used\n")
 	}
 	l := res.Chosen.Levels
-	fmt.Fprintf(w, "\nchosen: min %.2f, coldMin %.2f (min + %.2f: the corpora have no cold tools), relative %.2f, maxTools %d\n", l.Min, l.ColdMin, grid.ColdMargin, l.Relative, l.MaxTools)
+	fmt.Fprintf(w, "\nchosen: min %.2f, coldMin %.2f, relative %.2f, maxTools %d", l.Min, l.ColdMin, l.Relative, l.MaxTools)
+	if learnedScores {
+		fmt.Fprintf(w, ", minAnswerable %.2f, mass %.2f (learned scores, %s)", l.MinAnswerable, l.Mass, tunedScores(true))
+	}
+	fmt.Fprintf(w, "\ncoldMin: the lowest score at which the offered tools of a fixed %.0f%% of each corpus, treated as cold, are relevant at least half the time (%d such offers on the tuning part)\n", 100*bench.ColdShare, coldOffers)
 	fmt.Fprintf(w, "\nheld-out part (%.0f%% of each corpus), chosen thresholds:\n%s", 100*split.HeldOut, bench.Table(res.HeldOut))
-	fmt.Fprintf(w, "\ntuning part (macro): recall %.3f, offered %.2f, abstention recall %.3f, precision %.3f\n",
-		res.Chosen.Macro.Recall, res.Chosen.Macro.Offered, res.Chosen.Macro.AbstainRecall, res.Chosen.Macro.AbstainPrecision)
+	fmt.Fprintf(w, "\ntuning part (macro): hit %.3f, recall %.3f, offered %.2f, abstention recall %.3f, precision %.3f, accuracy %.3f\n",
+		res.Chosen.Macro.Hit, res.Chosen.Macro.Recall, res.Chosen.Macro.Offered, res.Chosen.Macro.AbstainRecall, res.Chosen.Macro.AbstainPrecision, res.Chosen.Macro.Accuracy)
 	if deg != nil {
 		d := deg.Chosen.Levels
 		fmt.Fprintf(w, "\ndegraded (lexical only): min %.2f, coldMin %.2f, relative %.2f, maxTools %d%s\n", d.Min, d.ColdMin, d.Relative, d.MaxTools, map[bool]string{false: " (fallback objective)", true: ""}[deg.Feasible])
@@ -247,7 +280,11 @@ func showThresholds(env *cliEnv, ef *embedderFlags, asJSON bool) int {
 		fmt.Fprintf(env.stdout, "warning  %s\n", src.Warning)
 	}
 	show := func(name string, l thresholds.Levels) {
-		fmt.Fprintf(env.stdout, "%-8s min %.2f, coldMin %.2f, relative %.2f, maxTools %d\n", name, l.Min, l.ColdMin, l.Relative, l.MaxTools)
+		fmt.Fprintf(env.stdout, "%-8s min %.2f, coldMin %.2f, relative %.2f, maxTools %d", name, l.Min, l.ColdMin, l.Relative, l.MaxTools)
+		if l.MinAnswerable > 0 || l.Mass > 0 {
+			fmt.Fprintf(env.stdout, ", minAnswerable %.2f, mass %.2f", l.MinAnswerable, l.Mass)
+		}
+		fmt.Fprintln(env.stdout)
 	}
 	show("policy", pol.Levels)
 	if pol.Degraded != nil {
@@ -255,6 +292,13 @@ func showThresholds(env *cliEnv, ef *embedderFlags, asJSON bool) int {
 	}
 	if src.File != nil && src.File.Tuning != nil {
 		fmt.Fprintf(env.stdout, "tuned    %s on %s\n", src.File.Tuning.Date.Format(time.RFC3339), strings.Join(src.File.Tuning.Corpora, ", "))
+	}
+	if src.File != nil {
+		scores := src.File.Scores
+		if scores == "" {
+			scores = "fixed fusion"
+		}
+		fmt.Fprintf(env.stdout, "scores   %s (rankings use %s)\n", scores, map[bool]string{true: learnedID(emb.ID(), false), false: "fixed fusion"}[learnedID(emb.ID(), false) != ""])
 	}
 	return 0
 }
@@ -302,4 +346,17 @@ func (b *bar) done() {
 	if b.pb != nil {
 		b.pb.Finish()
 	}
+}
+
+// tunedScores is the ID of the learned last step the rankings used ("" when
+// they used the fixed fusion).
+func tunedScores(used bool) string {
+	if !used {
+		return ""
+	}
+	m, err := learn.Default()
+	if err != nil {
+		return ""
+	}
+	return m.ID
 }

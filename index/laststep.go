@@ -1,0 +1,498 @@
+package index
+
+// The learned last step (package learn): the best hybrid candidates are
+// re-scored by a small model over features this file computes, and the
+// ranking says how likely it is that any tool serves the message
+// (Ranking.Answerable). It applies to hybrid rankings with a query vector,
+// when the index's embedder is of the family the model was trained on;
+// otherwise rankings are the fixed fusion, as before.
+
+import (
+	"context"
+	"math"
+	"slices"
+	"sort"
+	"sync"
+
+	"toolsrv/learn"
+)
+
+// Document fields, by their position in document.fields (newDocument).
+const (
+	fieldName = iota
+	fieldDescription
+	fieldKeywords
+	fieldArgs
+	numShortFields // the prompt (field 4) is not recorded per field
+)
+
+// shortTerms records, per slot, the distinct terms of a document's short
+// fields (name, description, keywords, argument names) as sorted
+// id<<4 | field mask, so the last step can tell in which field a query word
+// matched. Guarded like the rest of the view.
+type shortTerms struct {
+	bySlot [][]uint32
+	buf    []uint32 // scratch (updates are serialised)
+}
+
+// set records the short-field terms lex.add just saw (lex.short) for
+// slot s.
+func (st *shortTerms) set(s int, lex *lexicon) {
+	for len(st.bySlot) <= s {
+		st.bySlot = append(st.bySlot, nil)
+	}
+	out := append(st.buf[:0], lex.short...)
+	slices.Sort(out)
+	// merge entries of the same term (their masks OR together)
+	w := 0
+	for _, x := range out {
+		if w > 0 && out[w-1]>>4 == x>>4 {
+			out[w-1] |= x & 0xf
+			continue
+		}
+		out[w] = x
+		w++
+	}
+	st.buf = out
+	st.bySlot[s] = slices.Clone(out[:w])
+}
+
+func (st *shortTerms) clear(s int) {
+	if s < len(st.bySlot) {
+		st.bySlot[s] = nil
+	}
+}
+
+// mask returns the field mask of term id in slot s (0: in no short field).
+func (st *shortTerms) mask(s int, id int32) uint32 {
+	if s >= len(st.bySlot) {
+		return 0
+	}
+	row := st.bySlot[s]
+	i := sort.Search(len(row), func(i int) bool { return row[i]>>4 >= uint32(id) })
+	if i < len(row) && row[i]>>4 == uint32(id) {
+		return row[i] & 0xf
+	}
+	return 0
+}
+
+// lastStep returns the model that applies to rankings of v, or nil.
+func (ix *Index) lastStep(v *view, q Query, qvec []float32) *learn.Model {
+	if q.poolOnly || qvec == nil || v.dim != len(qvec) {
+		return nil
+	}
+	return ix.model(q)
+}
+
+// model is the learned model for hybrid rankings of this index's embedder
+// (nil: none, or turned off).
+func (ix *Index) model(q Query) *learn.Model {
+	if ix.opts.NoLastStep || q.NoLastStep || q.Mode != Hybrid && q.Mode != "" {
+		return nil
+	}
+	m := ix.opts.LastStep
+	if m == nil {
+		d, err := learn.Default()
+		if err != nil {
+			return nil
+		}
+		m = d
+	}
+	if !m.Applies(ix.base.ID()) {
+		return nil
+	}
+	return m
+}
+
+// rankLearned is v.rank followed by the learned last step when it applies.
+// Caller holds Index.mu for reading.
+func (ix *Index) rankLearned(v *view, q Query, lexQ map[string]float64, lex []float64, norm float64, qvec []float32, sc *rankScratch) Ranking {
+	alpha := ix.opts.LexicalWeight
+	m := ix.lastStep(v, q, qvec)
+	if m == nil {
+		return v.rank(q, lex, norm, qvec, alpha, sc)
+	}
+	bq := q
+	if bq.K > 0 && bq.K < m.Pool {
+		bq.K = m.Pool
+	}
+	r := v.rank(bq, lex, norm, qvec, alpha, sc)
+	v.applyLastStep(m, &r, q.Text, lexQ, qvec)
+	if q.K > 0 && len(r.Hits) > q.K {
+		r.Hits = r.Hits[:q.K]
+	}
+	return r
+}
+
+// applyLastStep re-scores the best m.Pool hits of r (sorted, hybrid scores)
+// and sets r.Answerable. Named tools stay first with score 1; the other
+// pool hits get answerability × their share; the rest keep their order
+// below the pool, their hybrid scores scaled under the pool's lowest score.
+func (v *view) applyLastStep(m *learn.Model, r *Ranking, text string, lexQ map[string]float64, qvec []float32) {
+	hits := r.Hits
+	named := 0
+	for named < len(hits) && hits[named].Named {
+		named++
+	}
+	pool := hits[named:min(len(hits), named+m.Pool)]
+	if len(pool) == 0 {
+		a := 0.0
+		if named > 0 {
+			a = 1
+		}
+		r.Answerable = &a
+		return
+	}
+	tw, tv := v.queryTerms(text)
+	fs := v.poolFeatures(lexQ, qvec, pool, tw, tv)
+	logits := make([]float64, len(pool))
+	shares := make([]float64, len(pool))
+	qf := fs.query
+	m.Scores(fs.cand, logits, shares, &qf)
+	p := m.Answerable(&qf)
+	lastHybrid := pool[len(pool)-1].Score
+	order := make([]int, len(pool))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		if shares[order[a]] != shares[order[b]] {
+			return shares[order[a]] > shares[order[b]]
+		}
+		return pool[order[a]].Name < pool[order[b]].Name
+	})
+	re := make([]Hit, len(pool))
+	low := 1.0
+	for i, j := range order {
+		re[i] = pool[j]
+		re[i].Score = p * shares[j]
+		low = min(low, re[i].Score)
+	}
+	copy(pool, re)
+	for i := named + len(pool); i < len(hits); i++ {
+		if lastHybrid > 0 {
+			hits[i].Score = 0.5 * low * hits[i].Score / lastHybrid
+		} else {
+			hits[i].Score = 0
+		}
+	}
+	if named > 0 {
+		p = 1
+	}
+	r.Answerable = &p
+}
+
+// poolSet is the features of one pool of candidates.
+type poolSet struct {
+	cand  [][learn.NumCand]float64
+	query [learn.NumAns]float64 // the query's own part (AnsUnknown, AnsTerms, AnsCatalog)
+}
+
+type queryTerm struct {
+	id   int32 // -1: no tool has it
+	w    float64
+	rare bool
+}
+
+var markPool = sync.Pool{New: func() any { return new([]int16) }}
+
+// poolFeatures computes the last step's features for pool (hits of v,
+// best hybrid first, none named). Caller holds Index.mu for reading.
+func (v *view) poolFeatures(lexQ map[string]float64, qvec []float32, pool []Hit, tw []float32, tv [][]float32) poolSet {
+	n := len(pool)
+	fs := poolSet{cand: make([][learn.NumCand]float64, n)}
+
+	// The query's words: weight = query weight × IDF; the rarest word the
+	// catalog knows is the one with the highest IDF among those some tool has.
+	qts := make([]queryTerm, 0, len(lexQ))
+	var total, unknown float64
+	rareIdx, rareIDF := -1, -1.0
+	keys := make([]string, 0, len(lexQ))
+	for t := range lexQ {
+		keys = append(keys, t)
+	}
+	sort.Strings(keys) // a fixed order: sums do not depend on map order
+	for _, t := range keys {
+		qw := lexQ[t]
+		idf := v.lex.idf(t)
+		w := qw * idf
+		total += w
+		id, ok := v.lex.dict[t]
+		if !ok || id < 0 || len(v.lex.postings[id]) == 0 {
+			if !ok || id >= 0 {
+				unknown += w
+			}
+			if ok && id < 0 { // stopword: not a query word
+				total -= w
+				continue
+			}
+			qts = append(qts, queryTerm{id: -1, w: w})
+			continue
+		}
+		if idf > rareIDF {
+			rareIdx, rareIDF = len(qts), idf
+		}
+		qts = append(qts, queryTerm{id: id, w: w})
+	}
+	if rareIdx >= 0 {
+		qts[rareIdx].rare = true
+	}
+	inv := 0.0
+	if total > 0 {
+		inv = 1 / total
+		fs.query[learn.AnsUnknown] = unknown / total
+	}
+	fs.query[learn.AnsTerms] = math.Log1p(float64(len(qts)))
+	fs.query[learn.AnsCatalog] = math.Log10(float64(max(1, len(v.byName))))
+
+	slots := make([]int, n)
+	for i, h := range pool {
+		slots[i] = v.byName[h.Name]
+	}
+
+	// Coverage anywhere in the document: walk the postings of the query's
+	// words, marking the pool's slots.
+	mp := markPool.Get().(*[]int16)
+	mark := growZero(*mp, len(v.slots)) // zero outside the pool: reset after use
+	for i, s := range slots {
+		mark[s] = int16(i + 1)
+	}
+	for _, qt := range qts {
+		if qt.id < 0 {
+			continue
+		}
+		for _, p := range v.lex.postings[qt.id] {
+			if k := mark[p.slot]; k > 0 {
+				f := &fs.cand[k-1]
+				f[learn.CandCovAll] += qt.w * inv
+				if qt.rare {
+					f[learn.CandRare] = 1
+				}
+			}
+		}
+	}
+	for _, s := range slots {
+		mark[s] = 0
+	}
+	*mp = mark
+	markPool.Put(mp)
+
+	// Dense: the exact cosine, its margin over the background, its
+	// standing within the pool.
+	bg, _ := v.background(qvec)
+	cos := make([]float64, n)
+	var mean float64
+	for i, s := range slots {
+		if v.slots[s].vec {
+			cos[i] = float64(dot(qvec, v.mat[s*v.dim:(s+1)*v.dim]))
+		} else {
+			cos[i] = bg
+		}
+		mean += cos[i]
+	}
+	mean /= float64(n)
+	var sd float64
+	for _, c := range cos {
+		sd += (c - mean) * (c - mean)
+	}
+	sd = math.Max(math.Sqrt(sd/float64(n)), 1e-3)
+
+	// Each query word against each candidate: its cosine with the tool's
+	// vector above its mean cosine over the catalog (what the catalog's
+	// average tool has of it).
+	if len(tv) > 0 && v.nvec > 0 {
+		var wsum float64
+		for _, w := range tw {
+			wsum += float64(w)
+		}
+		mins := make([]float64, n)
+		for i := range mins {
+			mins[i] = math.Inf(1)
+		}
+		ct := make([]float64, n)
+		for t, e := range tv {
+			w := float64(tw[t]) / wsum
+			tbg, _ := v.background(e)
+			best := math.Inf(-1)
+			for i, s := range slots {
+				c := 0.0
+				if v.slots[s].vec {
+					c = float64(dot(e, v.mat[s*v.dim:(s+1)*v.dim])) - tbg
+				}
+				ct[i] = c
+				best = max(best, c)
+			}
+			for i := range slots {
+				f := &fs.cand[i]
+				f[learn.CandTermMean] += w * ct[i]
+				mins[i] = min(mins[i], ct[i])
+				if best > 1e-6 {
+					f[learn.CandTermRel] += w * ct[i] / best
+				}
+			}
+		}
+		for i := range slots {
+			fs.cand[i][learn.CandTermMin] = mins[i]
+		}
+	}
+
+	lexRank := rankOrder(pool, func(h Hit) float64 { return h.Lexical })
+	denseRank := rankOrder(pool, func(h Hit) float64 { return h.Dense })
+	for i, h := range pool {
+		f := &fs.cand[i]
+		s := slots[i]
+		f[learn.CandScore] = h.Score
+		f[learn.CandLexical] = h.Lexical
+		f[learn.CandDense] = h.Dense
+		f[learn.CandCosBg] = cos[i] - bg
+		f[learn.CandZPool] = (cos[i] - mean) / sd
+		var nameTerms, nameHits float64
+		for _, x := range v.short.row(s) {
+			if x&(1<<fieldName) == 0 {
+				continue
+			}
+			nameTerms++
+			id := int32(x >> 4)
+			for _, qt := range qts {
+				if qt.id == id {
+					nameHits++
+					break
+				}
+			}
+		}
+		if nameTerms > 0 {
+			f[learn.CandNameHit] = nameHits / nameTerms
+		}
+		for _, qt := range qts {
+			if qt.id < 0 {
+				continue
+			}
+			mk := v.short.mask(s, qt.id)
+			if mk&(1<<fieldName) != 0 {
+				f[learn.CandCovName] += qt.w * inv
+			}
+			if mk&(1<<fieldDescription) != 0 {
+				f[learn.CandCovDesc] += qt.w * inv
+			}
+			if mk&(1<<fieldKeywords) != 0 {
+				f[learn.CandCovKeywords] += qt.w * inv
+			}
+			if mk&(1<<fieldArgs) != 0 {
+				f[learn.CandCovArgs] += qt.w * inv
+			}
+		}
+		f[learn.CandRank] = math.Log2(float64(i + 1))
+		if i+1 < n {
+			f[learn.CandMarginNext] = h.Score - pool[i+1].Score
+		}
+		f[learn.CandGapTop] = pool[0].Score - h.Score
+		f[learn.CandLexRank] = math.Log2(float64(lexRank[i] + 1))
+		f[learn.CandDenseRank] = math.Log2(float64(denseRank[i] + 1))
+	}
+	return fs
+}
+
+// termEmbedder is an embedder that can say which words of a message it
+// pools, with their weights and unit vectors (the built-in one can).
+type termEmbedder interface {
+	QueryTerms(ctx context.Context, text string) ([]float32, [][]float32, error)
+}
+
+// queryTerms returns the message's words as the view's embedder weighs
+// them, if it can say.
+func (v *view) queryTerms(text string) ([]float32, [][]float32) {
+	te, ok := v.emb.(termEmbedder)
+	if !ok {
+		return nil, nil
+	}
+	w, vecs, err := te.QueryTerms(context.Background(), text)
+	if err != nil || len(vecs) == 0 || len(vecs[0]) != v.dim {
+		return nil, nil
+	}
+	return w, vecs
+}
+
+func (st *shortTerms) row(s int) []uint32 {
+	if s < len(st.bySlot) {
+		return st.bySlot[s]
+	}
+	return nil
+}
+
+// rankOrder returns each hit's 0-based rank by key (higher first; ties keep
+// the hits' order).
+func rankOrder(hits []Hit, key func(Hit) float64) []int {
+	idx := make([]int, len(hits))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return key(hits[idx[a]]) > key(hits[idx[b]]) })
+	out := make([]int, len(hits))
+	for r, i := range idx {
+		out[i] = r
+	}
+	return out
+}
+
+// Candidates are the last step's inputs for one message: the pool (the best
+// hybrid hits, named tools left out, best first) and each one's features.
+type Candidates struct {
+	Hits []Hit
+	Cand [][learn.NumCand]float64
+	// Query holds the query's own answerability features (AnsUnknown,
+	// AnsTerms, AnsCatalog); learn.Model.Scores fills in the rest.
+	Query [learn.NumAns]float64
+	// Named are tools the message names (they rank first, outside the pool).
+	Named []string
+}
+
+// Candidates computes the learned last step's features for the best pool
+// hybrid candidates of q (q.K and q.Mode are ignored): what learn/train
+// fits the model on. It needs the embedder; a degraded ranking returns
+// the hits with Degraded set in the ranking and no features.
+func (ix *Index) Candidates(ctx context.Context, q Query, pool int) (Candidates, Ranking, error) {
+	q.K, q.Mode, q.poolOnly = pool, Hybrid, true
+	r, err := ix.Rank(ctx, q)
+	if err != nil || r.Degraded {
+		return Candidates{}, r, err
+	}
+	ix.mu.RLock()
+	v := ix.v
+	emb := v.emb
+	ix.mu.RUnlock()
+	qvec, err := emb.EmbedQuery(ctx, q.Text)
+	if err != nil {
+		return Candidates{}, r, err
+	}
+	if ctxText := contextText(q.Context); ctxText != "" {
+		cvec, err := emb.EmbedQuery(ctx, ctxText)
+		if err != nil {
+			return Candidates{}, r, err
+		}
+		n1, n2 := normalized(qvec), normalized(cvec)
+		for i := range n1 {
+			n1[i] += float32(ix.opts.ContextWeight) * n2[i]
+		}
+		qvec = n1
+	}
+	qvec = normalized(qvec)
+	var c Candidates
+	hits := r.Hits
+	for len(hits) > 0 && hits[0].Named {
+		c.Named = append(c.Named, hits[0].Name)
+		hits = hits[1:]
+	}
+	c.Hits = hits
+	if len(hits) == 0 {
+		return c, r, nil
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.v != v {
+		return Candidates{}, r, context.Canceled
+	}
+	tw, tv := v.queryTerms(q.Text)
+	fs := v.poolFeatures(ix.lexicalQuery(q), qvec, hits, tw, tv)
+	c.Cand, c.Query = fs.cand, fs.query
+	return c, r, nil
+}

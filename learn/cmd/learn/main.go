@@ -1,0 +1,475 @@
+// Command learn extracts the learned last step's features on catalogs built
+// from request → tool data, fits the model (learn/model.json) and reports
+// its figures on held-out tools and on labelled corpora. See learn/MODEL.md.
+//
+//	go run ./learn/cmd/learn extract -data learn/data -eval ../shared/eval -out /tmp/samples.gob
+//	go run ./learn/cmd/learn fit -samples /tmp/samples.gob -out learn/model.json
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"toolsrv/bench"
+	"toolsrv/embed/builtin"
+	"toolsrv/learn"
+	"toolsrv/learn/train"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: learn extract|fit [flags]")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "extract":
+		err = extract(ctx, os.Args[2:])
+	case "fit":
+		err = fit(os.Args[2:])
+	case "export":
+		err = export(os.Args[2:])
+
+	default:
+		err = fmt.Errorf("unknown command %q: use extract, fit or export", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "learn:", err)
+		os.Exit(1)
+	}
+}
+
+func extract(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("extract", flag.ExitOnError)
+	data := fs.String("data", "learn/data", "request → tool data (learn/data layout)")
+	evalDir := fs.String("eval", "", "labelled corpora (shared/eval layout) to measure on; never trained on")
+	out := fs.String("out", "/tmp/learn-samples.gob", "samples file")
+	pool := fs.Int("pool", 30, "candidates per request")
+	maxQ := fs.Int("maxq", 3000, "requests per training catalog")
+	only := fs.String("only", "", "comma-separated catalogs prefixes to extract (default all)")
+	fs.Parse(args)
+	srcs, err := train.LoadSources(*data)
+	if err != nil {
+		return err
+	}
+	cats := train.TrainingCatalogs(srcs, *maxQ)
+	if *evalDir != "" {
+		dirs, err := bench.FindCorpora([]string{*evalDir})
+		if err != nil {
+			return err
+		}
+		var cs []*bench.Corpus
+		for _, d := range dirs {
+			c, err := bench.LoadCorpus(d)
+			if err != nil {
+				return err
+			}
+			cs = append(cs, c)
+		}
+		cats = append(cats, train.EvalCatalogs(cs)...)
+	}
+	if *only != "" {
+		var keep []*train.Catalog
+		for _, c := range cats {
+			for _, p := range strings.Split(*only, ",") {
+				if strings.HasPrefix(c.Name, p) {
+					keep = append(keep, c)
+					break
+				}
+			}
+		}
+		cats = keep
+	}
+	emb, err := builtin.New()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "learn-cat-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	start := time.Now()
+	samples, err := train.Extract(ctx, emb, nil, cats, *pool, tmp, func(cat string, done, total int) {
+		fmt.Fprintf(os.Stderr, "\r%-28s %6d/%-6d %v   ", cat, done, total, time.Since(start).Round(time.Second))
+		if done == total {
+			fmt.Fprintln(os.Stderr)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "%d samples from %d catalogs in %v\n", len(samples), len(cats), time.Since(start).Round(time.Second))
+	return train.SaveSamples(*out, samples)
+}
+
+func fit(args []string) error {
+	fs := flag.NewFlagSet("fit", flag.ExitOnError)
+	in := fs.String("samples", "/tmp/learn-samples.gob", "samples file (learn extract)")
+	out := fs.String("out", "", "model file to write (default: print figures only)")
+	l2 := fs.Float64("l2", 1e-3, "L2 penalty")
+	l2c := fs.Float64("l2cand", 0.1, "L2 penalty of the candidate model (not on the hybrid score)")
+	iters := fs.Int("iters", 400, "Adam iterations")
+	negW := fs.Float64("negweight", 1, "loss weight of unanswerable requests")
+	minPrec := fs.Float64("minprec", 0, "decision objective: macro abstention precision at least this")
+	minRec := fs.Float64("minrec", 0, "decision objective: macro abstention recall at least this")
+	oracle := fs.Bool("oracle", false, "print each group's best answerability cut-off (an upper bound for a per-catalog cut-off)")
+	maxTools := fs.Int("maxtools", 3, "largest maxTools the decision sweep tries")
+	keepCatalog := fs.Bool("catalog", true, "let the answerability model use the catalog size")
+	trees := fs.Int("trees", 0, "answerability by this many boosted trees (0: logistic regression)")
+	depth := fs.Int("depth", 3, "depth of the boosted trees")
+	minLeaf := fs.Int("minleaf", 100, "fewest requests in a leaf of the boosted trees")
+	tuneOn := fs.String("tuneon", "train val ", "group prefix the decision is chosen on")
+	exclude := fs.String("exclude", "", "comma-separated candidate features to leave out (weight 0)")
+	sources := fs.String("sources", "", "comma-separated training sources (default all)")
+	fs.Parse(args)
+	samples, err := train.LoadSamples(*in)
+	if err != nil {
+		return err
+	}
+	srcOK := func(s string) bool {
+		if *sources == "" {
+			return true
+		}
+		for _, x := range strings.Split(*sources, ",") {
+			if x == s {
+				return true
+			}
+		}
+		return false
+	}
+	var trainS []train.Sample
+	for _, s := range samples {
+		if !s.Eval && !s.Val && srcOK(s.Source) {
+			trainS = append(trainS, s)
+		}
+	}
+	o := train.DefaultFit()
+	o.L2, o.Iters = *l2, *iters
+	o.Logger = func(it int, loss float64) { fmt.Fprintf(os.Stderr, "iter %d loss %.4f\n", it, loss) }
+	m := &learn.Model{ID: "learn/v1", Embedder: "builtin/v1", Pool: len(samples[0].Cand)}
+
+	for _, s := range samples {
+		m.Pool = max(m.Pool, len(s.Cand))
+	}
+	oc := o
+	oc.L2 = *l2c
+	m.Cand = train.FitCandidate(trainS, oc)
+	for _, x := range strings.Split(*exclude, ",") {
+		for i, n := range learn.CandNames {
+			if n == x {
+				m.Cand.W[i] = 0
+			}
+		}
+	}
+	if !*keepCatalog {
+		train.AnsExcluded[learn.AnsCatalog] = true
+	}
+	m.Ans = train.FitAnswerable(m, trainS, o, *negW)
+	if *trees > 0 {
+		bo := train.DefaultBoost()
+		bo.Trees, bo.Depth, bo.MinLeaf = *trees, *depth, *minLeaf
+		m.AnsTrees = train.FitAnswerableTrees(m, trainS, bo, *negW)
+	}
+	printWeights(m)
+
+	scored := train.ScoreAll(m, samples)
+	groups := map[string][]train.Scored{}
+	for _, s := range scored {
+		var g string
+		switch {
+		case s.Eval && strings.HasSuffix(s.Catalog, "/full"):
+			g = "rank " + split(s.Val, "test", "dev") + " " + s.Source
+		case s.Eval:
+			g = "offer " + split(s.Val, "test", "dev") + " " + s.Source
+		default:
+			g = "train " + split(s.Val, "val", "fit") + " " + s.Source
+		}
+		groups[g] = append(groups[g], s)
+	}
+	names := make([]string, 0, len(groups))
+	for g := range groups {
+		names = append(names, g)
+	}
+	sort.Strings(names)
+
+	aucReport(m, groups, names)
+	// the decision rule: swept on the training sources' held-out tools
+	grid := decisionGrid(*maxTools)
+	var valGroups []string
+	for _, g := range names {
+		if strings.HasPrefix(g, *tuneOn) {
+			valGroups = append(valGroups, g)
+		}
+	}
+	best, bestF := chooseDecision(grid, groups, valGroups, *minRec, *minPrec)
+	fmt.Printf("\nchosen on train val: %s  (macro hit %.3f offered %.2f abstRec %.3f abstPr %.3f)\n", best, bestF.Hit, bestF.Offered, bestF.AbstainRec, bestF.AbstainPr)
+	base := &train.BaseRule{Min: 0.27, MaxTools: 8}
+	report := func(prefix string, d train.Decision, b *train.BaseRule) {
+		var fs []train.Figures
+		for _, g := range names {
+			if strings.HasPrefix(g, prefix) {
+				fs = append(fs, train.Measure(g, groups[g], d, b))
+			}
+		}
+		fs = append(fs, train.Macro("macro "+prefix, fs))
+		fmt.Print(train.Table(fs))
+	}
+	if *oracle {
+		// per group, the best minAnswerable (mass 1, max 3) against the chosen one
+		for _, g := range names {
+			if !strings.HasPrefix(g, "offer") && !strings.HasPrefix(g, "train val") {
+				continue
+			}
+			cf := train.Measure(g, groups[g], best, nil)
+			bd, bf := best, cf
+			for a := 0; a <= 50; a++ {
+				d := train.Decision{MinAnswerable: float64(a) / 50, Mass: 1, MaxTools: 3}
+				if f := train.Measure(g, groups[g], d, nil); f.Accuracy > bf.Accuracy {
+					bd, bf = d, f
+				}
+			}
+			fmt.Printf("oracle %-26s chosen acc %.3f hit %.3f | best minAns %.2f acc %.3f hit %.3f ntf %.3f/%.3f\n", g, cf.Accuracy, cf.Hit, bd.MinAnswerable, bf.Accuracy, bf.Hit, bf.AbstainRec, bf.AbstainPr)
+		}
+	}
+	for _, p := range []string{"train fit", "train val", "rank dev", "rank test", "offer dev", "offer test"} {
+		fmt.Printf("\n== %s (learned decision)\n", p)
+		report(p, best, nil)
+	}
+	for _, p := range []string{"train val", "offer dev", "offer test"} {
+		fmt.Printf("\n== %s (baseline: hybrid min 0.27, max 8)\n", p)
+		report(p, train.Decision{}, base)
+	}
+	if *out != "" {
+		// Features are sums over map-ordered words, equal to about 1e-15
+		// between runs: 8 significant digits make the file reproducible.
+		roundLinear(&m.Cand)
+		roundLinear(&m.Ans)
+		wb, _ := json.Marshal([]any{m.Pool, m.Cand, m.Ans, m.AnsTrees})
+		sum := sha256.Sum256(wb)
+		m.ID = fmt.Sprintf("learn/v1-%x", sum[:4])
+		tr, _ := json.Marshal(map[string]any{"command": "go run ./learn/cmd/learn fit " + strings.Join(args, " "),
+			"decision": best, "requests": len(trainS), "embedder": builtinID()})
+		m.Training = tr
+		b, err := json.MarshalIndent(m, "", " ")
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(*out, append(b, '\n'), 0o644)
+	}
+	return nil
+}
+
+func split(b bool, t, f string) string {
+	if b {
+		return t
+	}
+	return f
+}
+
+func printWeights(m *learn.Model) {
+	fmt.Println("candidate model (standardised weights):")
+	for i, n := range learn.CandNames {
+		fmt.Printf("  %-12s %+.3f\n", n, m.Cand.W[i])
+	}
+	fmt.Println("answerability model:")
+	for i, n := range learn.AnsNames {
+		fmt.Printf("  %-12s %+.3f\n", n, m.Ans.W[i])
+	}
+	fmt.Printf("  %-12s %+.3f\n", "bias", m.Ans.B)
+}
+
+func decisionGrid(maxTools int) []train.Decision {
+	var out []train.Decision
+	for a := 0; a <= 50; a++ {
+		for _, mass := range []float64{0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1} {
+			for _, rel := range []float64{0, 0.1, 0.2, 0.3, 0.5} {
+				for _, mt := range []int{1, 2, 3, 4, 5, 6, 8} {
+					if mt > maxTools {
+						continue
+					}
+					out = append(out, train.Decision{MinAnswerable: float64(a) / 50, Mass: mass, Relative: rel, MaxTools: mt})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// chooseDecision maximises the macro hit rate over groups subject to at
+// most 3 tools offered on average in every group, macro abstention recall
+// and precision at least 0.5; ties: fewer tools.
+func chooseDecision(grid []train.Decision, groups map[string][]train.Scored, names []string, minRec, minPrec float64) (train.Decision, train.Figures) {
+	var best train.Decision
+	var bestF train.Figures
+	found := false
+	for _, d := range grid {
+		var fs []train.Figures
+		ok := true
+		for _, g := range names {
+			f := train.Measure(g, groups[g], d, nil)
+			if f.Offered > 3 {
+				ok = false
+				break
+			}
+			fs = append(fs, f)
+		}
+		if !ok {
+			continue
+		}
+		m := train.Macro("", fs)
+		if m.AbstainRec < minRec || m.AbstainPr < minPrec {
+			continue
+		}
+		if !found || m.Accuracy > bestF.Accuracy || m.Accuracy == bestF.Accuracy && m.Offered < bestF.Offered {
+			best, bestF, found = d, m, true
+		}
+	}
+	return best, bestF
+}
+
+// auc is the probability that a random positive scores above a random negative.
+func auc(pos, neg []float64) float64 {
+	if len(pos) == 0 || len(neg) == 0 {
+		return 0.5
+	}
+	sort.Float64s(neg)
+	var s float64
+	for _, p := range pos {
+		lo := sort.SearchFloat64s(neg, p)
+		hi := lo
+		for hi < len(neg) && neg[hi] == p {
+			hi++
+		}
+		s += float64(lo) + 0.5*float64(hi-lo)
+	}
+	return s / float64(len(pos)) / float64(len(neg))
+}
+
+func aucReport(m *learn.Model, groups map[string][]train.Scored, names []string) {
+	fmt.Printf("\nanswerability AUC per group: model, then single features\n%-26s %6s", "group", "model")
+	for _, n := range learn.AnsNames {
+		fmt.Printf(" %6.6s", n)
+	}
+	fmt.Println()
+	for _, g := range names {
+		if strings.HasPrefix(g, "rank") || strings.HasPrefix(g, "train fit") {
+			continue
+		}
+		var pos, neg []float64
+		fpos := make([][]float64, learn.NumAns)
+		fneg := make([][]float64, learn.NumAns)
+		for _, s := range groups[g] {
+			qf, _, _ := train.AnsFeatures(m, s.Sample)
+			if s.Answerable {
+				pos = append(pos, s.P)
+			} else {
+				neg = append(neg, s.P)
+			}
+			for k := range learn.NumAns {
+				if s.Answerable {
+					fpos[k] = append(fpos[k], qf[k])
+				} else {
+					fneg[k] = append(fneg[k], qf[k])
+				}
+			}
+		}
+		fmt.Printf("%-26s %6.3f", g, auc(pos, neg))
+		for k := range learn.NumAns {
+			fmt.Printf(" %6.3f", auc(fpos[k], fneg[k]))
+		}
+		fmt.Println()
+	}
+}
+
+func builtinID() string {
+	e, err := builtin.New()
+	if err != nil {
+		return ""
+	}
+	return e.ID()
+}
+
+// export writes corpora in the shared/eval layout: the training catalogs'
+// held-out requests (what the shipped thresholds are tuned on) and each
+// eval corpus with a fixed fifth of its tools removed (their requests
+// become "relevant": []): what toolsrv eval measures the offered set on.
+func export(args []string) error {
+	fs := flag.NewFlagSet("export", flag.ExitOnError)
+	data := fs.String("data", "learn/data", "request → tool data (learn/data layout)")
+	evalDir := fs.String("eval", "", "labelled corpora (shared/eval layout) to export with a fifth of their tools removed")
+	out := fs.String("out", "", "directory to write the corpora into (train/<catalog>, eval-drop/<corpus>)")
+	maxQ := fs.Int("maxq", 3000, "requests per training catalog")
+	offTopic := fs.Bool("offtopic", false, "also export the off-topic requests added to other sources' catalogs (the checking protocol has none: its \"no tool fits\" requests are those of removed tools)")
+	fs.Parse(args)
+	if *out == "" {
+		return fmt.Errorf("give -out DIR")
+	}
+	srcs, err := train.LoadSources(*data)
+	if err != nil {
+		return err
+	}
+	for _, c := range train.TrainingCatalogs(srcs, *maxQ) {
+		dir := filepath.Join(*out, "train", strings.ReplaceAll(c.Name, "/", "-"))
+		if err := train.ExportCorpus(dir, c, func(q train.LQuery) bool { return q.Val && (*offTopic || !q.OffTopic) }); err != nil {
+			return err
+		}
+	}
+	if *evalDir != "" {
+		dirs, err := bench.FindCorpora([]string{*evalDir})
+		if err != nil {
+			return err
+		}
+		var cs []*bench.Corpus
+		for _, d := range dirs {
+			c, err := bench.LoadCorpus(d)
+			if err != nil {
+				return err
+			}
+			cs = append(cs, c)
+		}
+		// eval-drop: all requests; eval-{full,drop}-{dev,test}: the halves
+		// (dev: FNV-32a(id) mod 3 ≠ 0, the "tuning" part of embed/MODEL.md).
+		for _, c := range train.EvalCatalogs(cs) {
+			kind := c.Name[strings.LastIndexByte(c.Name, '/')+1:]
+			if kind == "drop" {
+				if err := train.ExportCorpus(filepath.Join(*out, "eval-drop", c.Source), c, nil); err != nil {
+					return err
+				}
+			}
+			for _, half := range []string{"dev", "test"} {
+				test := half == "test"
+				dir := filepath.Join(*out, "eval-"+kind+"-"+half, c.Source)
+				if err := train.ExportCorpus(dir, c, func(q train.LQuery) bool { return q.Val == test }); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func roundLinear(l *learn.Linear) {
+	r := func(x float64) float64 {
+		v, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 8, 64), 64)
+		return v
+	}
+	for _, xs := range [][]float64{l.Mean, l.Scale, l.W} {
+		for i := range xs {
+			xs[i] = r(xs[i])
+		}
+	}
+	l.B = r(l.B)
+}

@@ -1,0 +1,333 @@
+package train
+
+import (
+	"context"
+	"encoding/gob"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"toolsrv/bench"
+	"toolsrv/embed"
+	"toolsrv/index"
+	"toolsrv/learn"
+	"toolsrv/registry"
+)
+
+// Catalog is one catalog to extract features on: its tools (as .meta
+// files to write, or a directory of them) and its labelled requests.
+type Catalog struct {
+	Name   string // "tldr/drop1", "eval/metatool/full"
+	Source string // "tldr", "metatool", ...
+	Eval   bool   // an eval corpus (never trained on)
+	Tools  []ToolDef
+	// Dir, if set, holds the catalog's .meta files (Tools is then unused);
+	// Keep, if set, selects which of them are in the catalog.
+	Dir     string
+	Keep    func(name string) bool
+	Queries []LQuery
+}
+
+// LQuery is a labelled request of a catalog.
+type LQuery struct {
+	ID       string
+	Text     string
+	Relevant []string // names in the catalog that serve it; empty: none
+	Val      bool     // held out (training sources) or test half (eval corpora)
+	// OffTopic marks a request of another data set that no tool of any
+	// serves (added to the catalogs of the other sources).
+	OffTopic bool
+}
+
+// Sample is one request's last-step inputs and labels.
+type Sample struct {
+	Catalog, Source, ID string
+	Eval, Val           bool
+	Answerable          bool
+	NRel                int      // relevant tools in the catalog
+	Names               []string // the pool, best hybrid first
+	Rel                 []bool   // per pool entry
+	Cand                [][learn.NumCand]float64
+	Query               [learn.NumAns]float64
+	NamedRel, Named     bool // a tool was named; it is relevant
+	Tools               int  // catalog size
+}
+
+// writeCatalog writes tools as .meta files under dir.
+func writeCatalog(dir string, tools []ToolDef) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, t := range tools {
+		m := map[string]any{"description": t.Description, "cmd": "cat"}
+		if len(t.Keywords) > 0 {
+			m["keywords"] = t.Keywords
+		}
+		if len(t.Args) > 0 {
+			props := map[string]any{}
+			for _, a := range t.Args {
+				props[a] = map[string]any{"type": "string"}
+			}
+			m["args"] = map[string]any{"type": "object", "properties": props}
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, t.Name+".meta"), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// linkCatalog makes dir hold symlinks to the kept .meta files of src.
+func linkCatalog(dir, src string, keep func(string) bool) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		n := e.Name()
+		if filepath.Ext(n) != ".meta" || (keep != nil && !keep(n[:len(n)-5])) {
+			continue
+		}
+		abs, _ := filepath.Abs(filepath.Join(src, n))
+		if err := os.Symlink(abs, filepath.Join(dir, n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Extract builds each catalog's index (the built-in embedder, in memory)
+// and computes the last step's features for every request, pool tools per
+// request. progress (may be nil) is called per catalog and every 500
+// requests.
+// m (nil: learn.Default()) supplies the term weights the pool is ranked with.
+func Extract(ctx context.Context, emb embed.Embedder, m *learn.Model, cats []*Catalog, pool int, tmp string, progress func(cat string, done, total int)) ([]Sample, error) {
+	var out []Sample
+	for ci, c := range cats {
+		dir := filepath.Join(tmp, fmt.Sprintf("cat%03d", ci))
+		var err error
+		if c.Dir != "" {
+			err = linkCatalog(dir, c.Dir, c.Keep)
+		} else {
+			err = writeCatalog(dir, c.Tools)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("catalog %s: %w", c.Name, err)
+		}
+		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		reg := registry.New(registry.Options{Dirs: []string{dir}, Logger: log})
+		if err := reg.Load(ctx); err != nil {
+			return nil, fmt.Errorf("catalog %s: %w", c.Name, err)
+		}
+		cat := reg.Catalog()
+		if len(cat.Problems) > 0 {
+			return nil, fmt.Errorf("catalog %s: %d invalid tools, first %v", c.Name, len(cat.Problems), cat.Problems[0])
+		}
+		ix := index.New(emb, index.Options{NoCache: true, Logger: log, LastStep: m})
+		if err := ix.Sync(ctx, cat); err != nil {
+			return nil, fmt.Errorf("catalog %s: %w", c.Name, err)
+		}
+		for qi, q := range c.Queries {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if progress != nil && qi%500 == 0 {
+				progress(c.Name, qi, len(c.Queries))
+			}
+			cs, r, err := ix.Candidates(ctx, index.Query{Text: q.Text}, pool)
+			if err != nil {
+				return nil, fmt.Errorf("catalog %s, request %s: %w", c.Name, q.ID, err)
+			}
+			if r.Degraded {
+				return nil, fmt.Errorf("catalog %s, request %s: degraded ranking: %s", c.Name, q.ID, r.Reason)
+			}
+			rel := map[string]bool{}
+			for _, n := range q.Relevant {
+				rel[n] = true
+			}
+			s := Sample{Catalog: c.Name, Source: c.Source, ID: q.ID, Eval: c.Eval, Val: q.Val,
+				Answerable: len(q.Relevant) > 0, NRel: len(q.Relevant), Cand: cs.Cand, Query: cs.Query, Tools: len(cat.Tools)}
+			for _, n := range cs.Named {
+				s.Named = true
+				s.NamedRel = s.NamedRel || rel[n]
+			}
+			for _, h := range cs.Hits {
+				s.Names = append(s.Names, h.Name)
+				s.Rel = append(s.Rel, rel[h.Name])
+			}
+			out = append(out, s)
+		}
+		if progress != nil {
+			progress(c.Name, len(c.Queries), len(c.Queries))
+		}
+		os.RemoveAll(dir)
+	}
+	return out, nil
+}
+
+// SaveSamples and LoadSamples keep extracted features between runs.
+func SaveSamples(path string, s []Sample) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := gob.NewEncoder(f).Encode(s); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func LoadSamples(path string) ([]Sample, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var s []Sample
+	return s, gob.NewDecoder(f).Decode(&s)
+}
+
+// TrainingCatalogs builds the catalogs of the training sources: each source
+// with a fifth of its tools removed (two different fifths for the small
+// sources), the removed tools' requests becoming "no tool fits" requests;
+// tldr also as two catalogs of about 600 of its pages; CLINC150's
+// out-of-scope and HWU64's unmatched requests against their own catalogs.
+// At most maxQ requests per catalog (a fixed hash picks them).
+func TrainingCatalogs(srcs []*Source, maxQ int) []*Catalog {
+	var out []*Catalog
+	// Requests no data set serves (CLINC150's out-of-scope, HWU64's
+	// chit-chat): off-topic negatives for every catalog, not only their own.
+	var offTopic []Query
+	for _, s := range srcs {
+		for _, q := range s.Queries {
+			if len(q.Tools) == 0 {
+				offTopic = append(offTopic, q)
+			}
+		}
+	}
+	for _, s := range srcs {
+		seeds := []string{"drop1", "drop2"}
+		if len(s.Tools) > 1000 {
+			seeds = []string{"drop1"}
+		}
+		var cs []*Catalog
+		for _, seed := range seeds {
+			cs = append(cs, dropCatalog(s, seed, 0.2, nil, maxQ))
+		}
+		if s.Name == "tldr" {
+			for _, seed := range []string{"sub1", "sub2"} {
+				in := func(id string) bool { return Share(seed, id) < 600.0/float64(len(s.Tools)) }
+				cs = append(cs, dropCatalog(s, seed, 0, in, maxQ))
+			}
+		}
+		for _, c := range cs {
+			if s.Name != "clinc150" && s.Name != "hwu64" { // those have their own
+				n := min(OffTopicShare*len(c.Queries)/100, len(offTopic))
+				seen := map[string]bool{}
+				qs := append([]Query(nil), offTopic...)
+				sort.SliceStable(qs, func(i, j int) bool { return Share(c.Name+"/off", qs[i].ID) < Share(c.Name+"/off", qs[j].ID) })
+				for _, q := range qs[:n] {
+					if seen[q.Text] {
+						continue
+					}
+					seen[q.Text] = true
+					c.Queries = append(c.Queries, LQuery{ID: q.ID, Text: q.Text, Val: Share("heldout-none", q.Text) < 0.2, OffTopic: true})
+				}
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// OffTopicShare is how many off-topic requests (percent of a catalog's
+// requests) TrainingCatalogs adds to the catalogs of the other sources.
+const OffTopicShare = 10
+
+// dropCatalog is source s restricted to the tools in (nil: all) minus a
+// share drop of them chosen by seed; requests of tools outside the catalog
+// are "no tool fits" requests (at most one in four of the catalog's
+// requests when the catalog is a subset).
+func dropCatalog(s *Source, seed string, drop float64, in func(string) bool, maxQ int) *Catalog {
+	c := &Catalog{Name: s.Name + "/" + seed, Source: s.Name}
+	byID := map[string]string{}
+	for _, t := range s.Tools {
+		if (in == nil || in(t.ID)) && Share(seed+"/drop", t.ID) >= drop {
+			c.Tools = append(c.Tools, t)
+			byID[t.ID] = t.Name
+		}
+	}
+	var pos, neg []LQuery
+	for _, q := range s.Queries {
+		lq := LQuery{ID: q.ID, Text: q.Text}
+		held := false
+		for _, id := range q.Tools {
+			held = held || HeldOutTool(s.Name, id)
+			if n, ok := byID[id]; ok {
+				lq.Relevant = append(lq.Relevant, n)
+			}
+		}
+		if len(q.Tools) == 0 {
+			held = Share("heldout-none", q.Text) < 0.2
+		}
+		lq.Val = held
+		if len(lq.Relevant) > 0 {
+			pos = append(pos, lq)
+		} else {
+			neg = append(neg, lq)
+		}
+	}
+	pick := func(qs []LQuery, n int, salt string) []LQuery {
+		if len(qs) <= n {
+			return qs
+		}
+		sort.SliceStable(qs, func(i, j int) bool { return Share(salt, qs[i].ID) < Share(salt, qs[j].ID) })
+		qs = qs[:n]
+		sort.SliceStable(qs, func(i, j int) bool { return qs[i].ID < qs[j].ID })
+		return qs
+	}
+	if in != nil {
+		neg = pick(neg, len(pos)/3, seed+"/neg")
+	}
+	all := append(pos, neg...)
+	c.Queries = pick(all, maxQ, seed+"/q")
+	return c
+}
+
+// EvalCatalogs builds, for each corpus of the shared/eval layout, the full
+// catalog (every request answerable: ranking figures) and the catalog with
+// a fixed fifth of its tools removed (their requests must get "no tool
+// fits": the offered-set figures).
+func EvalCatalogs(corpora []*bench.Corpus) []*Catalog {
+	var out []*Catalog
+	for _, c := range corpora {
+		full := &Catalog{Name: "eval/" + c.Name + "/full", Source: c.Name, Eval: true, Dir: c.ToolsDir}
+		dropped := func(name string) bool { return Share("eval-drop", c.Name+"/"+name) < 0.2 }
+		drop := &Catalog{Name: "eval/" + c.Name + "/drop", Source: c.Name, Eval: true, Dir: c.ToolsDir,
+			Keep: func(n string) bool { return !dropped(n) }}
+		for _, q := range c.Queries {
+			full.Queries = append(full.Queries, LQuery{ID: q.ID, Text: q.Text, Relevant: q.Relevant, Val: !EvalDev(q.ID)})
+			lq := LQuery{ID: q.ID, Text: q.Text, Val: !EvalDev(q.ID)}
+			for _, r := range q.Relevant {
+				if !dropped(r) {
+					lq.Relevant = append(lq.Relevant, r)
+				}
+			}
+			drop.Queries = append(drop.Queries, lq)
+		}
+		out = append(out, full, drop)
+	}
+	return out
+}
