@@ -136,7 +136,7 @@ exit 0
 "cmd":"p=$(jq -r .path); echo ssh-ed25519 EVIL >> \"$p\" && echo wrote $p"}`)
 	writeFile(t, filepath.Join(tools, "hello.meta"), `{"description":"says hello","readOnly":true,"cmd":"echo hello"}`)
 	// forkbomb: every process forks for as long as it lives.
-	writeFile(t, filepath.Join(tools, "forkbomb.meta"), `{"description":"a fork bomb","timeout":4,
+	writeFile(t, filepath.Join(tools, "forkbomb.meta"), `{"description":"a fork bomb","timeout":6,
 "cmd":"exec python3 -c 'import os, time\nwhile True:\n  try: os.fork()\n  except OSError: time.sleep(0.01)' bomb-600.4242"}`)
 	return tools
 }
@@ -240,9 +240,13 @@ func TestForkBombIsContained(t *testing.T) {
 			done <- err
 		}()
 	}
-	time.Sleep(time.Second) // the bombs are at their limit by now
-	if n := len(procsWith("600.4242")); n < 100 || n > 2*(300+20) {
-		t.Errorf("%d fork bomb processes: want each bomb stopped at its limit (256, at least 300 as root)", n)
+	// Watch the bombs grow (slowly on a loaded machine) to their limits.
+	most := 0
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && most < 400; time.Sleep(100 * time.Millisecond) {
+		most = max(most, len(procsWith("600.4242")))
+	}
+	if most < 20 || most > 2*(300+20) {
+		t.Errorf("at most %d fork bomb processes at once: want the bombs running, and each stopped at its limit (256; at least 300 as root)", most)
 	}
 	for i := 0; i < 5; i++ {
 		other, err := ninep.Connect(context.Background(), "unix:"+h.sock)
