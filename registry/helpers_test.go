@@ -33,12 +33,12 @@ func compileSchemas(m *Meta) (map[int]*jsonschema.Schema, error) {
 		out[idx] = s
 		return nil
 	}
-	if err := one(-1, m.Args); err != nil {
+	if err := one(-1, m.args()); err != nil {
 		return nil, err
 	}
 	for i, v := range m.Variants {
-		if v.Args != nil {
-			if err := one(i, v.Args); err != nil {
+		if a := v.args(); a != nil {
+			if err := one(i, a); err != nil {
 				return nil, err
 			}
 		}

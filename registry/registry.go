@@ -481,10 +481,10 @@ func (r *Registry) readFile(p string) *fileEntry {
 	fe.meta, fe.errs = parseMeta(raw)
 	if fe.meta != nil {
 		fe.jobs = map[int]*compileJob{}
-		r.addJob(fe, -1, fe.meta.Args)
+		r.addJob(fe, -1, fe.meta.args())
 		for i, v := range fe.meta.Variants {
-			if v.Args != nil {
-				r.addJob(fe, i, v.Args)
+			if a := v.args(); a != nil {
+				r.addJob(fe, i, a)
 			}
 		}
 	}
