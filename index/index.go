@@ -16,6 +16,10 @@ import (
 	"toolsrv/registry"
 )
 
+// DefaultLexicalWeight is the hybrid's lexical weight unless
+// Options.LexicalWeight says otherwise.
+const DefaultLexicalWeight = 0.5
+
 // Options configure an Index. The zero value is usable.
 type Options struct {
 	// CacheDir holds the persisted index files of this embedder; ""
@@ -119,7 +123,7 @@ func New(emb embed.Embedder, opts Options) *Index {
 		opts.Logger = slog.Default()
 	}
 	if opts.LexicalWeight <= 0 || opts.LexicalWeight > 1 {
-		opts.LexicalWeight = 0.5
+		opts.LexicalWeight = DefaultLexicalWeight
 	}
 	if opts.ContextWeight <= 0 {
 		opts.ContextWeight = 0.3

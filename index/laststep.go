@@ -104,6 +104,16 @@ func (ix *Index) model(q Query) *learn.Model {
 	return m
 }
 
+// LearnedID is the ID of the learned last step this index's hybrid
+// rankings use ("" when none applies or it is turned off): what a
+// thresholds file tuned on these scores names.
+func (ix *Index) LearnedID() string {
+	if m := ix.model(Query{}); m != nil {
+		return m.ID
+	}
+	return ""
+}
+
 // rankLearned is v.rank followed by the learned last step when it applies.
 // Caller holds Index.mu for reading.
 func (ix *Index) rankLearned(v *view, q Query, lexQ map[string]float64, lex []float64, norm float64, qvec []float32, sc *rankScratch) Ranking {

@@ -15,10 +15,8 @@ import (
 
 	"toolsrv/bench"
 	"toolsrv/embed"
-	"toolsrv/index"
 	"toolsrv/ninep"
-	"toolsrv/registry"
-	"toolsrv/thresholds"
+	"toolsrv/engine"
 )
 
 const benchAbout = `Measures, on synthetic catalogs made from the corpora's tool texts: cold and
@@ -38,7 +36,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) int {
 	queries := fs.Int("queries", 200, "rank queries timed per size and method")
 	liveSize := fs.Int("live-size", 1000, "catalog size of the live-update test (0 skips it)")
 	liveUpdates := fs.Int("live-updates", 50, ".meta files written in the live-update test")
-	ef := addEmbedderFlags(fs)
+	ef := addEngineFlags(fs)
 	work := fs.String("workdir", "", "scratch directory for synthetic tools and caches (default: a new temp dir, removed after)")
 	out := fs.String("out", "", "also write the results (Markdown) to this file")
 	jsonOut := fs.Bool("json", false, "print the results as JSON")
@@ -145,14 +143,11 @@ func parseCount(s string) int {
 // benchNineP times rank transactions (walk, open, write the message, read
 // the answer, clunk) against a real 9P server on a Unix socket, wired to
 // the index and the thresholds policy the way `toolsrv serve` wires them.
-func benchNineP(ctx context.Context, reg *registry.Registry, ix *index.Index, queries []string) ([]time.Duration, error) {
+func benchNineP(ctx context.Context, eng *engine.Engine, queries []string) ([]time.Duration, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	pol, _, err := thresholds.Load(ix.Stats().Embedder, thresholds.LoadOptions{})
-	if err != nil {
-		pol = thresholds.Fallback()
-	}
-	ranker := &serveRanker{ix: ix, reg: reg, pol: &pol, timeout: time.Minute}
+	ranker := serveRanker{eng: eng}
+	reg := eng.Registry()
 	dir, err := os.MkdirTemp("", "toolsrv-bench-9p-")
 	if err != nil {
 		return nil, err

@@ -6,12 +6,12 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"toolsrv/bench"
 	"toolsrv/embed"
+	"toolsrv/engine"
 	"toolsrv/index"
-	"toolsrv/registry"
-	"toolsrv/thresholds"
 )
 
 const evalAbout = `Measures ranking quality on labelled corpora: Recall@1/5/10, NDCG@10 and
@@ -40,7 +40,7 @@ type evalResult struct {
 
 func runEval(ctx context.Context, env *cliEnv, args []string) int {
 	fs, _ := newFlags(env, "eval", "eval --corpus DIR [--corpus DIR ...] [DIR...] [--embedder builtin|ollama] [--mode bm25,dense,hybrid] [--json]", evalAbout)
-	ef := addEmbedderFlags(fs)
+	ef := addEngineFlags(fs)
 	var corpora repeated
 	fs.Var(&corpora, "corpus", "a corpus directory, or a directory of corpora (repeatable)")
 	modes := fs.String("mode", "hybrid", "comma-separated modes: bm25, dense, hybrid (or all)")
@@ -126,33 +126,36 @@ type evalOpts struct {
 	thresholds       string
 }
 
-// evalCorpus indexes one corpus and measures each mode on it (and, for the
-// hybrid mode, the offered set).
-func evalCorpus(ctx context.Context, env *cliEnv, ef *embedderFlags, emb embed.Embedder, c *bench.Corpus, ms []index.Mode, o evalOpts) ([]bench.Metrics, []*bench.OfferMetrics, string, error) {
-	reg := registry.New(registry.Options{Dirs: []string{c.ToolsDir}, Logger: logger(env)})
-	if err := reg.Load(ctx); err != nil {
+// evalCorpus indexes one corpus (an engine over its tools, sharing emb)
+// and measures each mode on it (and, for the hybrid mode, the offered set).
+func evalCorpus(ctx context.Context, env *cliEnv, ef *engineFlags, emb embed.Embedder, c *bench.Corpus, ms []index.Mode, o evalOpts) ([]bench.Metrics, []*bench.OfferMetrics, string, error) {
+	opts := ef.options(env, []string{c.ToolsDir}, nil)
+	opts.Embedder, opts.Thresholds, opts.NoThresholds = emb, o.thresholds, !o.offer
+	p := newIndexProgress(env)
+	opts.Progress = p.update
+	eng, err := engine.New(ctx, opts)
+	p.finish()
+	if err != nil {
 		return nil, nil, "", fmt.Errorf("corpus %s: %w", c.Name, err)
 	}
-	cat := reg.Catalog()
+	defer eng.Close()
+	cat := eng.Catalog()
 	if len(cat.Tools) == 0 {
 		return nil, nil, "", fmt.Errorf("corpus %s: no valid tools in %s", c.Name, c.ToolsDir)
 	}
 	if n := len(cat.InvalidFiles()); n > 0 {
 		fmt.Fprintf(env.stderr, "warning: corpus %s: %d invalid tool files left out (first: %v)\n", c.Name, n, cat.Problems[0])
 	}
-	ix, err := ef.buildIndex(ctx, env, emb, cat)
-	if err != nil {
-		return nil, nil, "", fmt.Errorf("corpus %s: %w", c.Name, err)
-	}
 	out := make([]bench.Metrics, len(ms))
 	offers := make([]*bench.OfferMetrics, len(ms))
 	var srcName string
 	for i, mode := range ms {
 		m, err := bench.EvalCorpus(ctx, c, func(ctx context.Context, q string) ([]string, bool, error) {
-			r, err := ix.Rank(ctx, index.Query{Text: q, Mode: mode, NoLastStep: o.noLearned})
+			ans, err := eng.Rank(ctx, engine.Query{Text: q, Mode: mode, Full: true, All: true, NoLearned: o.noLearned, Timeout: time.Hour})
 			if err != nil {
 				return nil, false, err
 			}
+			r := ans.Ranking
 			names := make([]string, len(r.Hits))
 			for j, h := range r.Hits {
 				names[j] = h.Name
@@ -169,17 +172,14 @@ func evalCorpus(ctx context.Context, env *cliEnv, ef *embedderFlags, emb embed.E
 		if !o.offer || mode != index.Hybrid {
 			continue
 		}
-		pol, src, err := thresholds.Load(ix.Stats().Embedder, thresholds.LoadOptions{Path: o.thresholds, Getenv: env.getenv})
-		if err != nil {
-			return nil, nil, "", err
-		}
+		_, src := eng.Policy()
 		srcName = src.String()
 		om, err := bench.EvalOffers(ctx, c, func(ctx context.Context, q string) ([]string, bool, error) {
-			sel, _, err := pol.Offer(ctx, ix, cat, index.Query{Text: q, K: 10, NoLastStep: o.noLearned}, nil)
+			ans, err := eng.Rank(ctx, engine.Query{Text: q, K: 10, NoLearned: o.noLearned, Timeout: time.Hour})
 			if err != nil {
 				return nil, false, err
 			}
-			return sel.Names(), sel.NoToolFits, nil
+			return ans.Selection.Names(), ans.NoToolFits, nil
 		})
 		if err != nil {
 			return nil, nil, "", err

@@ -40,7 +40,7 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 	fs, _ := newFlags(env, "tune", "tune --corpus DIR [--corpus DIR ...] [DIR...] [flags]\n       toolsrv tune --show [--embedder builtin|ollama] [--json]", tuneAbout)
 	var corpora dirList
 	fs.Var(&corpora, "corpus", "labelled corpus directory, or a directory of corpora (repeatable)")
-	ef := addEmbedderFlags(fs)
+	ef := addEngineFlags(fs)
 	maxOffered := fs.Float64("max-offered", 3, "objective: at most this many tools offered per answerable query (macro average)")
 	minAbstain := fs.Float64("min-abstain", 0, "objective: at least this share of abstention queries answered \"no tool fits\"")
 	tolerance := fs.Float64("tolerance", 0, "accuracy objective: of the settings within this of the best accuracy, take the one offering fewest tools (0.005: minAnswerable 0.70, mass 0.90, 1.8 tools instead of 2.4 on the training catalogs, but lower accuracy on the eval dev half)")
@@ -258,7 +258,7 @@ func writePlot(path string, res bench.TuneResult, title string) error {
 }
 
 // showThresholds prints the policy thresholds.Load picks for the embedder.
-func showThresholds(env *cliEnv, ef *embedderFlags, asJSON bool) int {
+func showThresholds(env *cliEnv, ef *engineFlags, asJSON bool) int {
 	emb, err := ef.open(env)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"sync"
 
-	"toolsrv/embed"
+	"toolsrv/embed/embedder"
 )
 
 // modelFile is the shipped table (see embed/MODEL.md); modelSHA256 is its
@@ -96,8 +96,8 @@ type Embedder struct {
 }
 
 var (
-	_ embed.CatalogAware = (*Embedder)(nil)
-	_ embed.Fitted       = (*Fitted)(nil)
+	_ embedder.CatalogAware = (*Embedder)(nil)
+	_ embedder.Fitted       = (*Fitted)(nil)
 )
 
 // New loads the table shipped in the binary.
@@ -147,13 +147,13 @@ func FromTable(t *Table, o Options) (*Embedder, error) {
 // Table returns the embedder's table (read-only).
 func (e *Embedder) Table() *Table { return e.t }
 
-// ID implements embed.Embedder.
+// ID implements embedder.Embedder.
 func (e *Embedder) ID() string { return e.opts.ID }
 
-// Dim implements embed.Embedder.
+// Dim implements embedder.Embedder.
 func (e *Embedder) Dim() int { return e.t.Dim }
 
-// EmbedQuery implements embed.Embedder with prior weights.
+// EmbedQuery implements embedder.Embedder with prior weights.
 func (e *Embedder) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -161,7 +161,7 @@ func (e *Embedder) EmbedQuery(ctx context.Context, text string) ([]float32, erro
 	return e.embed(text, e.priorWeight, false, nil), nil
 }
 
-// EmbedDocuments implements embed.Embedder with prior weights.
+// EmbedDocuments implements embedder.Embedder with prior weights.
 func (e *Embedder) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
 	return e.embedAll(ctx, texts, e.priorWeight, nil)
 }

@@ -1,4 +1,4 @@
-package embed
+package ollama
 
 // The tests in this file are CONTRACT tests: no Ollama server exists where
 // they run, so fakeOllama implements the documented /api/embed endpoint
@@ -131,12 +131,12 @@ func (f *fakeOllama) reqs() []map[string]any {
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func (f *fakeOllama) embedder(t *testing.T, o OllamaOptions) *Ollama {
+func (f *fakeOllama) embedder(t *testing.T, o Options) *Embedder {
 	t.Helper()
 	o.Host = f.srv.URL
 	o.Backoff = time.Millisecond
 	o.Logger = quietLog()
-	e, err := NewOllama(o)
+	e, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func (f *fakeOllama) embedder(t *testing.T, o OllamaOptions) *Ollama {
 
 func TestOllamaContractBatchesDocumentsInOrder(t *testing.T) {
 	f := newFakeOllama(t)
-	e := f.embedder(t, OllamaOptions{BatchSize: 32})
+	e := f.embedder(t, Options{BatchSize: 32})
 	texts := make([]string, 70)
 	for i := range texts {
 		texts[i] = "tool " + strings.Repeat("x", i)
@@ -200,7 +200,7 @@ func TestOllamaContractErrorsSayWhatToDo(t *testing.T) {
 	ctx := context.Background()
 
 	// A model that is not pulled: no retry, and the fix in the message.
-	e := f.embedder(t, OllamaOptions{Model: "mxbai-embed-large"})
+	e := f.embedder(t, Options{Model: "mxbai-embed-large"})
 	_, err := e.EmbedQuery(ctx, "x")
 	if err == nil || !strings.Contains(err.Error(), "ollama pull mxbai-embed-large") {
 		t.Fatalf("missing model: %v", err)
@@ -213,7 +213,7 @@ func TestOllamaContractErrorsSayWhatToDo(t *testing.T) {
 	f.mu.Lock()
 	f.failures, f.requests = 2, nil
 	f.mu.Unlock()
-	e = f.embedder(t, OllamaOptions{})
+	e = f.embedder(t, Options{})
 	if _, err := e.EmbedQuery(ctx, "x"); err != nil {
 		t.Fatalf("two 500s then success: %v", err)
 	}
@@ -223,7 +223,7 @@ func TestOllamaContractErrorsSayWhatToDo(t *testing.T) {
 	f.mu.Lock()
 	f.failures, f.requests = 10, nil
 	f.mu.Unlock()
-	_, err = f.embedder(t, OllamaOptions{Retries: 2}).EmbedQuery(ctx, "x")
+	_, err = f.embedder(t, Options{Retries: 2}).EmbedQuery(ctx, "x")
 	if err == nil || !strings.Contains(err.Error(), "status 500") || len(f.reqs()) != 3 {
 		t.Fatalf("persistent 500: %v after %d requests", err, len(f.reqs()))
 	}
@@ -240,7 +240,7 @@ func TestOllamaContractErrorsSayWhatToDo(t *testing.T) {
 		f.mu.Lock()
 		f.mangle = mangle
 		f.mu.Unlock()
-		if _, err := f.embedder(t, OllamaOptions{}).EmbedDocuments(ctx, []string{"a", "b"}); err == nil {
+		if _, err := f.embedder(t, Options{}).EmbedDocuments(ctx, []string{"a", "b"}); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
@@ -252,7 +252,7 @@ func TestOllamaContractErrorsSayWhatToDo(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	url := dead.URL
 	dead.Close()
-	e, _ = NewOllama(OllamaOptions{Host: url, Retries: 1, Backoff: time.Millisecond, Logger: quietLog()})
+	e, _ = New(Options{Host: url, Retries: 1, Backoff: time.Millisecond, Logger: quietLog()})
 	_, err = e.EmbedQuery(ctx, "x")
 	if err == nil || !strings.Contains(err.Error(), "no ollama server at") || !strings.Contains(err.Error(), "ollama serve") {
 		t.Fatalf("no server: %v", err)
@@ -264,7 +264,7 @@ func TestOllamaContractTimeout(t *testing.T) {
 	f.hang = 5 * time.Second
 
 	// The HTTP timeout bounds each request (the default client would wait forever).
-	e := f.embedder(t, OllamaOptions{Timeout: 100 * time.Millisecond, Retries: -1})
+	e := f.embedder(t, Options{Timeout: 100 * time.Millisecond, Retries: -1})
 	start := time.Now()
 	_, err := e.EmbedQuery(context.Background(), "x")
 	if err == nil || !strings.Contains(err.Error(), "did not answer within 100ms") {
@@ -276,7 +276,7 @@ func TestOllamaContractTimeout(t *testing.T) {
 
 	// Timeouts are retried once, not Retries times (each try costs the timeout).
 	n0 := len(f.reqs())
-	e = f.embedder(t, OllamaOptions{Timeout: 100 * time.Millisecond, Retries: 5})
+	e = f.embedder(t, Options{Timeout: 100 * time.Millisecond, Retries: 5})
 	if _, err := e.EmbedQuery(context.Background(), "x"); err == nil {
 		t.Fatal("no error from a hanging server")
 	}
@@ -285,7 +285,7 @@ func TestOllamaContractTimeout(t *testing.T) {
 	}
 
 	// A caller's deadline wins over a longer HTTP timeout, and is not retried.
-	e = f.embedder(t, OllamaOptions{Timeout: time.Minute})
+	e = f.embedder(t, Options{Timeout: time.Minute})
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	n := len(f.reqs())
@@ -321,7 +321,7 @@ func TestOllamaURL(t *testing.T) {
 			t.Errorf("OllamaURL(%q) accepted", bad)
 		}
 	}
-	e, err := NewOllama(OllamaOptions{Getenv: func(k string) string {
+	e, err := New(Options{Getenv: func(k string) string {
 		if k == "OLLAMA_HOST" {
 			return "gpu-box:7000"
 		}

@@ -1,4 +1,4 @@
-package embed
+package ollama
 
 import (
 	"context"
@@ -19,13 +19,13 @@ import (
 	"github.com/ollama/ollama/api"
 )
 
-// DefaultOllamaModel is the Ollama embedding model used when none is named.
-const DefaultOllamaModel = "nomic-embed-text"
+// DefaultModel is the Ollama embedding model used when none is named.
+const DefaultModel = "nomic-embed-text"
 
-// OllamaOptions configure an Ollama embedder. The zero value uses
+// Options configure an Ollama embedder. The zero value uses
 // $OLLAMA_HOST, nomic-embed-text, a 60 s HTTP timeout, batches of 32 and
 // 3 retries.
-type OllamaOptions struct {
+type Options struct {
 	// Host is the server address in OLLAMA_HOST syntax; "" reads
 	// $OLLAMA_HOST through Getenv (os.Getenv when nil).
 	Host   string
@@ -53,11 +53,11 @@ type OllamaOptions struct {
 	Logger    *slog.Logger
 }
 
-// Ollama embeds through an Ollama server's /api/embed endpoint.
-type Ollama struct {
+// Embedder embeds through an Ollama server's /api/embed endpoint.
+type Embedder struct {
 	c                *api.Client
 	base             *url.URL
-	opts             OllamaOptions
+	opts             Options
 	qPrefix, dPrefix string
 	dim              atomic.Int64
 	log              *slog.Logger
@@ -70,8 +70,8 @@ var knownPrefixes = map[string][2]string{
 	"mxbai-embed-large": {"Represent this sentence for searching relevant passages: ", ""},
 }
 
-// NewOllama makes an Ollama embedder. It does not contact the server.
-func NewOllama(o OllamaOptions) (*Ollama, error) {
+// New makes an Ollama embedder. It does not contact the server.
+func New(o Options) (*Embedder, error) {
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}
@@ -79,7 +79,7 @@ func NewOllama(o OllamaOptions) (*Ollama, error) {
 		o.Host = o.Getenv("OLLAMA_HOST")
 	}
 	if o.Model == "" {
-		o.Model = DefaultOllamaModel
+		o.Model = DefaultModel
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 60 * time.Second
@@ -106,7 +106,7 @@ func NewOllama(o OllamaOptions) (*Ollama, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Ollama{c: api.NewClient(u, &http.Client{Timeout: o.Timeout}), base: u, opts: o, log: o.Logger}
+	e := &Embedder{c: api.NewClient(u, &http.Client{Timeout: o.Timeout}), base: u, opts: o, log: o.Logger}
 	family, _, _ := strings.Cut(o.Model, ":")
 	family = family[strings.LastIndex(family, "/")+1:]
 	p := knownPrefixes[family]
@@ -166,7 +166,7 @@ func OllamaURL(host string) (*url.URL, error) {
 }
 
 // ID is "ollama/<model>" (plus "@<dimensions>" when cut).
-func (e *Ollama) ID() string {
+func (e *Embedder) ID() string {
 	id := "ollama/" + e.opts.Model
 	if e.opts.Dimensions > 0 {
 		id += "@" + strconv.Itoa(e.opts.Dimensions)
@@ -176,13 +176,13 @@ func (e *Ollama) ID() string {
 
 // Dim is the vector size, known after the first successful call (or from
 // Options.Dimensions).
-func (e *Ollama) Dim() int { return int(e.dim.Load()) }
+func (e *Embedder) Dim() int { return int(e.dim.Load()) }
 
 // URL is the server address in use.
-func (e *Ollama) URL() string { return e.base.String() }
+func (e *Embedder) URL() string { return e.base.String() }
 
 // EmbedQuery embeds one message (with the model's query prefix).
-func (e *Ollama) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
+func (e *Embedder) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
 	v, err := e.embed(ctx, []string{e.qPrefix + text})
 	if err != nil {
 		return nil, err
@@ -192,7 +192,7 @@ func (e *Ollama) EmbedQuery(ctx context.Context, text string) ([]float32, error)
 
 // EmbedDocuments embeds tool documents (with the model's document prefix)
 // in batches of Options.BatchSize.
-func (e *Ollama) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
+func (e *Embedder) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, 0, len(texts))
 	for i := 0; i < len(texts); i += e.opts.BatchSize {
 		batch := texts[i:min(i+e.opts.BatchSize, len(texts))]
@@ -210,7 +210,7 @@ func (e *Ollama) EmbedDocuments(ctx context.Context, texts []string) ([][]float3
 }
 
 // embed sends one /api/embed request, retrying transient failures.
-func (e *Ollama) embed(ctx context.Context, input []string) ([][]float32, error) {
+func (e *Embedder) embed(ctx context.Context, input []string) ([][]float32, error) {
 	truncate := true
 	req := &api.EmbedRequest{Model: e.opts.Model, Input: input, Truncate: &truncate,
 		Dimensions: e.opts.Dimensions, KeepAlive: &api.Duration{Duration: e.opts.KeepAlive}}
@@ -245,7 +245,7 @@ func (e *Ollama) embed(ctx context.Context, input []string) ([][]float32, error)
 
 // check validates a response: one finite, non-zero vector per input, all
 // of one dimension; vectors are L2-normalised (the server does it already).
-func (e *Ollama) check(resp *api.EmbedResponse, n int) ([][]float32, error) {
+func (e *Embedder) check(resp *api.EmbedResponse, n int) ([][]float32, error) {
 	if len(resp.Embeddings) != n {
 		return nil, fmt.Errorf("ollama at %s returned %d embeddings for %d inputs: is %q an embedding model?",
 			e.base, len(resp.Embeddings), n, e.opts.Model)
@@ -279,7 +279,7 @@ func (e *Ollama) check(resp *api.EmbedResponse, n int) ([][]float32, error) {
 
 // explain turns a client error into one that says what to do, and whether
 // retrying may help.
-func (e *Ollama) explain(ctx context.Context, err error) (error, bool) {
+func (e *Embedder) explain(ctx context.Context, err error) (error, bool) {
 	var se api.StatusError
 	var ae api.AuthorizationError
 	var ue *url.Error
@@ -295,7 +295,7 @@ func (e *Ollama) explain(ctx context.Context, err error) (error, bool) {
 		case se.StatusCode == http.StatusTooManyRequests || se.StatusCode >= 500:
 			return fmt.Errorf("ollama at %s failed with status %d: %s", e.base, se.StatusCode, msg), true
 		case strings.Contains(msg, "does not support embeddings"):
-			return fmt.Errorf("ollama model %q cannot embed: choose an embedding model such as %s", e.opts.Model, DefaultOllamaModel), false
+			return fmt.Errorf("ollama model %q cannot embed: choose an embedding model such as %s", e.opts.Model, DefaultModel), false
 		}
 		return fmt.Errorf("ollama at %s rejected the request (status %d): %s", e.base, se.StatusCode, msg), false
 	case errors.As(err, &ae):
