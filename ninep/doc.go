@@ -123,7 +123,10 @@
 // socket's owner has full access. TCP connections cannot be identified:
 // they get full access, which is why TCP is loopback-only unless
 // --allow-remote, and why tools with "network": true can reach a TCP
-// address; give tools the Unix socket.
+// address; give tools the Unix socket. Each entry of the tree declares which
+// of the three kinds of connection may see it (tree.go): a name a
+// connection may not see is neither listed nor opened (EACCES, and the
+// reason in err), at the root whether it exists or not.
 //
 // # Limits
 //

@@ -13,21 +13,23 @@ import (
 // The tree (SPEC §8), declared once per directory (see dirspec.go): each
 // table below gives both what the directory lists and what it opens.
 //
-//	/                     rootDir      (T: nothing)
-//	session/              sessionsDir  (T: nothing)
-//	session/S/            sessionDir   (T: the session)
-//	session/S/agent/      agentsDir    (T: the session)
-//	session/S/agent/A/    agentDir     (T: the agent)
-//	session/S/agent/A/call/ callDir    (T: the agent)
+//	/                        rootDir      T: nothing
+//	session/                 sessionsDir  T: nothing
+//	session/S/               sessionDir   T: the session
+//	session/S/agent/         agentsDir    T: the session
+//	session/S/agent/A/       agentDir     T: the agent
+//	session/S/agent/A/call/  callDir      T: the agent
 //
 // These are declarations: nothing ever writes to them.
 
 type none = struct{}
 
+// root is a connection's root directory.
 func (c *conn) root() p9.File {
 	return newDir(place{c: c, fresh: c.root}, none{}, &rootDir)
 }
 
+// rootDir is /.
 var rootDir = dirSpec[none]{
 	fixed: []fixedChild[none]{
 		{"tools", false, needFull, catalogFile(func(t *catalogText) []byte { return t.tools })},
