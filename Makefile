@@ -40,7 +40,8 @@ learn:
 	$(GO) run ./learn/cmd/learn fit -samples $(LEARN_TMP)/samples.gob -out learn/model.json
 	$(GO) run ./learn/cmd/learn export -data learn/data -out $(LEARN_TMP)/corpora
 	$(GO) run ./cmd/toolsrv tune --corpus $(LEARN_TMP)/corpora/train --abstain 0 \
-		--out thresholds/defaults/builtin_v1-abbe22c2.json --plot bench/tune-builtin.png
+		--out thresholds/defaults/builtin_v1-abbe22c2.json --plot bench/tune-builtin.svg --curves $(LEARN_TMP)/curves.json
+	$(GO) run ./bench/cmd/tuneplot $(LEARN_TMP)/curves.json bench/tune-builtin.png
 
 # Fuzz the .meta parser for FUZZTIME (default 10m).
 FUZZTIME ?= 10m

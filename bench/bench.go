@@ -17,6 +17,7 @@ import (
 
 	chromem "github.com/philippgille/chromem-go"
 
+	"toolsrv/bench/eval"
 	"toolsrv/embed"
 	"toolsrv/engine"
 	"toolsrv/index"
@@ -152,7 +153,7 @@ func loadPool(corpora []string) (*textPool, []string, error) {
 			p.prompts = append(p.prompts, t.Prompt)
 			p.keywords = append(p.keywords, t.Keywords)
 		}
-		corpus, err := LoadCorpus(c)
+		corpus, err := eval.LoadCorpus(c)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -14,9 +14,10 @@ import (
 	"golang.org/x/term"
 
 	"toolsrv/bench"
+	"toolsrv/bench/eval"
 	"toolsrv/embed"
-	"toolsrv/ninep"
 	"toolsrv/engine"
+	"toolsrv/ninep"
 )
 
 const benchAbout = `Measures, on synthetic catalogs made from the corpora's tool texts: cold and
@@ -67,7 +68,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) int {
 	if len(ns) == 0 {
 		return usageError(fs, "--sizes: give at least one catalog size (1000, 1k, 100k)")
 	}
-	dirs, err := bench.FindCorpora(corpora)
+	dirs, err := eval.FindCorpora(corpora)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "toolsrv bench: %v\n", err)
 		return 1

@@ -115,4 +115,3 @@ func (p *indexProgress) finish() {
 		p.pb = nil
 	}
 }
-

@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"toolsrv/bench"
+	"toolsrv/bench/eval"
 	"toolsrv/embed"
 	"toolsrv/engine"
 	"toolsrv/index"
@@ -28,14 +28,14 @@ requests with "relevant": [] (recall) and rightly (precision).`
 
 // evalResult is one mode's figures (the --json output is a list of them).
 type evalResult struct {
-	Mode     index.Mode      `json:"mode"`
-	Embedder string          `json:"embedder"`
-	Corpora  []bench.Metrics `json:"corpora"`
-	Macro    bench.Metrics   `json:"macro"`
+	Mode     index.Mode     `json:"mode"`
+	Embedder string         `json:"embedder"`
+	Corpora  []eval.Metrics `json:"corpora"`
+	Macro    eval.Metrics   `json:"macro"`
 	// Offers are the offered-set figures (hybrid mode, thresholds applied).
-	Offers      []bench.OfferMetrics `json:"offers,omitempty"`
-	OffersMacro *bench.OfferMetrics  `json:"offersMacro,omitempty"`
-	Thresholds  string               `json:"thresholds,omitempty"`
+	Offers      []eval.OfferMetrics `json:"offers,omitempty"`
+	OffersMacro *eval.OfferMetrics  `json:"offersMacro,omitempty"`
+	Thresholds  string              `json:"thresholds,omitempty"`
 }
 
 func runEval(ctx context.Context, env *cliEnv, args []string) int {
@@ -73,7 +73,7 @@ func runEval(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		ms = append(ms, mode)
 	}
-	dirs, err := bench.FindCorpora(corpora)
+	dirs, err := eval.FindCorpora(corpora)
 	if err != nil {
 		return fail(err)
 	}
@@ -86,7 +86,7 @@ func runEval(ctx context.Context, env *cliEnv, args []string) int {
 		results[i] = evalResult{Mode: m, Embedder: emb.ID()}
 	}
 	for _, dir := range dirs {
-		c, err := bench.LoadCorpus(dir)
+		c, err := eval.LoadCorpus(dir)
 		if err != nil {
 			return fail(err)
 		}
@@ -103,9 +103,9 @@ func runEval(ctx context.Context, env *cliEnv, args []string) int {
 		}
 	}
 	for i := range results {
-		results[i].Macro = bench.MacroAverage(results[i].Corpora)
+		results[i].Macro = eval.Macro(results[i].Corpora)
 		if len(results[i].Offers) > 0 {
-			m := bench.MacroOffers(results[i].Offers)
+			m := eval.MacroOffers(results[i].Offers)
 			results[i].OffersMacro = &m
 		}
 	}
@@ -128,7 +128,7 @@ type evalOpts struct {
 
 // evalCorpus indexes one corpus (an engine over its tools, sharing emb)
 // and measures each mode on it (and, for the hybrid mode, the offered set).
-func evalCorpus(ctx context.Context, env *cliEnv, ef *engineFlags, emb embed.Embedder, c *bench.Corpus, ms []index.Mode, o evalOpts) ([]bench.Metrics, []*bench.OfferMetrics, string, error) {
+func evalCorpus(ctx context.Context, env *cliEnv, ef *engineFlags, emb embed.Embedder, c *eval.Corpus, ms []index.Mode, o evalOpts) ([]eval.Metrics, []*eval.OfferMetrics, string, error) {
 	opts := ef.options(env, []string{c.ToolsDir}, nil)
 	opts.Embedder, opts.Thresholds, opts.NoThresholds = emb, o.thresholds, !o.offer
 	p := newIndexProgress(env)
@@ -146,11 +146,11 @@ func evalCorpus(ctx context.Context, env *cliEnv, ef *engineFlags, emb embed.Emb
 	if n := len(cat.InvalidFiles()); n > 0 {
 		fmt.Fprintf(env.stderr, "warning: corpus %s: %d invalid tool files left out (first: %v)\n", c.Name, n, cat.Problems[0])
 	}
-	out := make([]bench.Metrics, len(ms))
-	offers := make([]*bench.OfferMetrics, len(ms))
+	out := make([]eval.Metrics, len(ms))
+	offers := make([]*eval.OfferMetrics, len(ms))
 	var srcName string
 	for i, mode := range ms {
-		m, err := bench.EvalCorpus(ctx, c, func(ctx context.Context, q string) ([]string, bool, error) {
+		m, err := eval.Measure(ctx, c, func(ctx context.Context, q string) ([]string, bool, error) {
 			ans, err := eng.Rank(ctx, engine.Query{Text: q, Mode: mode, Full: true, All: true, NoLearned: o.noLearned, Timeout: time.Hour})
 			if err != nil {
 				return nil, false, err
@@ -174,7 +174,7 @@ func evalCorpus(ctx context.Context, env *cliEnv, ef *engineFlags, emb embed.Emb
 		}
 		_, src := eng.Policy()
 		srcName = src.String()
-		om, err := bench.EvalOffers(ctx, c, func(ctx context.Context, q string) ([]string, bool, error) {
+		om, err := eval.MeasureOffers(ctx, c, func(ctx context.Context, q string) ([]string, bool, error) {
 			ans, err := eng.Rank(ctx, engine.Query{Text: q, K: 10, NoLearned: o.noLearned, Timeout: time.Hour})
 			if err != nil {
 				return nil, false, err
@@ -193,7 +193,7 @@ func writeEvalTable(w io.Writer, r evalResult) {
 	fmt.Fprintf(w, "mode %s, embedder %s\n", r.Mode, r.Embedder)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "corpus\tqueries\tR@1\tR@5\tR@10\tNDCG@10\tMRR\t")
-	row := func(m bench.Metrics) {
+	row := func(m eval.Metrics) {
 		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", m.Corpus, m.Queries, m.R1, m.R5, m.R10, m.NDCG10, m.MRR)
 	}
 	for _, m := range r.Corpora {
@@ -208,7 +208,7 @@ func writeEvalTable(w io.Writer, r evalResult) {
 	fmt.Fprintf(w, "offered set, mode %s, thresholds %s\n", r.Mode, r.Thresholds)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "corpus\tanswerable\tabstain\thit\toffered\tntf recall\tntf precision\taccuracy\t")
-	orow := func(m bench.OfferMetrics) {
+	orow := func(m eval.OfferMetrics) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%.2f\t%.3f\t%.3f\t%.3f\t\n", m.Corpus, m.Answerable, m.Abstain, m.Hit, m.Offered, m.AbstainRecall, m.AbstainPrecision, m.Accuracy)
 	}
 	for _, m := range r.Offers {

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"toolsrv/bench"
+	"toolsrv/bench/eval"
 	"toolsrv/embed/builtin"
 	"toolsrv/registry"
 )
@@ -92,7 +92,7 @@ func TestEvaluateExpandedModes(t *testing.T) {
 	c := &Corpus{Name: "toy", Tools: []*registry.Tool{
 		{Name: "rent", Description: "Automobile rental in any city"},
 		{Name: "sky", Description: "Weather forecast for a city"},
-	}, Queries: []bench.Query{{ID: "1", Text: "car hire", Relevant: []string{"rent"}}}}
+	}, Queries: []eval.Query{{ID: "1", Text: "car hire", Relevant: []string{"rent"}}}}
 	o := Expansion{K: 1, Weight: 0.5}
 	r, err := EvaluateExpanded(context.Background(), c, e, map[string]Fusion{"hybrid": MinMax(0.5)}, []Expansion{o})
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"toolsrv/bench"
+	"toolsrv/bench/eval"
 	"toolsrv/embed"
 	"toolsrv/index"
 	"toolsrv/learn"
@@ -310,7 +310,7 @@ func dropCatalog(s *Source, seed string, drop float64, in func(string) bool, max
 // catalog (every request answerable: ranking figures) and the catalog with
 // a fixed fifth of its tools removed (their requests must get "no tool
 // fits": the offered-set figures).
-func EvalCatalogs(corpora []*bench.Corpus) []*Catalog {
+func EvalCatalogs(corpora []*eval.Corpus) []*Catalog {
 	var out []*Catalog
 	for _, c := range corpora {
 		full := &Catalog{Name: "eval/" + c.Name + "/full", Source: c.Name, Eval: true, Dir: c.ToolsDir}

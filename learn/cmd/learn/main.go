@@ -20,7 +20,7 @@ import (
 	"strings"
 	"time"
 
-	"toolsrv/bench"
+	"toolsrv/bench/eval"
 	"toolsrv/embed/builtin"
 	"toolsrv/learn"
 	"toolsrv/learn/train"
@@ -66,13 +66,13 @@ func extract(ctx context.Context, args []string) error {
 	}
 	cats := train.TrainingCatalogs(srcs, *maxQ)
 	if *evalDir != "" {
-		dirs, err := bench.FindCorpora([]string{*evalDir})
+		dirs, err := eval.FindCorpora([]string{*evalDir})
 		if err != nil {
 			return err
 		}
-		var cs []*bench.Corpus
+		var cs []*eval.Corpus
 		for _, d := range dirs {
-			c, err := bench.LoadCorpus(d)
+			c, err := eval.LoadCorpus(d)
 			if err != nil {
 				return err
 			}
@@ -428,13 +428,13 @@ func export(args []string) error {
 		}
 	}
 	if *evalDir != "" {
-		dirs, err := bench.FindCorpora([]string{*evalDir})
+		dirs, err := eval.FindCorpora([]string{*evalDir})
 		if err != nil {
 			return err
 		}
-		var cs []*bench.Corpus
+		var cs []*eval.Corpus
 		for _, d := range dirs {
-			c, err := bench.LoadCorpus(d)
+			c, err := eval.LoadCorpus(d)
 			if err != nil {
 				return err
 			}

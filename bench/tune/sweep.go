@@ -1,4 +1,4 @@
-package bench
+package tune
 
 import (
 	"fmt"
@@ -42,8 +42,8 @@ func hashShare(id, salt string) float64 {
 	return float64(x>>11) / float64(1<<53)
 }
 
-// TuneQuery is one labelled query with its ranking, ready to sweep.
-type TuneQuery struct {
+// Query is one labelled query with its ranking, ready to sweep.
+type Query struct {
 	Corpus   string
 	ID       string
 	Relevant []string
@@ -58,7 +58,7 @@ type TuneQuery struct {
 	Answerable *float64
 }
 
-// TopHits is how many ranked tools a TuneQuery keeps: more than any
+// TopHits is how many ranked tools a Query keeps: more than any
 // MaxTools the sweep tries.
 const TopHits = 12
 
@@ -158,7 +158,7 @@ type acc struct {
 	hits                   int
 }
 
-func (a *acc) add(q *TuneQuery, l thresholds.Levels) {
+func (a *acc) add(q *Query, l thresholds.Levels) {
 	n := fastSelect(q.Hits, l, q.Answerable)
 	if q.Abstain {
 		a.abstain++
@@ -218,7 +218,7 @@ func (a *acc) figures() thresholds.Figures {
 }
 
 // Evaluate measures l on the queries, per corpus.
-func Evaluate(qs []TuneQuery, l thresholds.Levels) map[string]thresholds.Figures {
+func Evaluate(qs []Query, l thresholds.Levels) map[string]thresholds.Figures {
 	accs := map[string]*acc{}
 	for i := range qs {
 		a := accs[qs[i].Corpus]
@@ -235,8 +235,8 @@ func Evaluate(qs []TuneQuery, l thresholds.Levels) map[string]thresholds.Figures
 	return out
 }
 
-// Macro averages figures over corpora, each corpus weighing the same.
-func Macro(per map[string]thresholds.Figures) thresholds.Figures {
+// MacroFigures averages figures over corpora, each corpus weighing the same.
+func MacroFigures(per map[string]thresholds.Figures) thresholds.Figures {
 	var m thresholds.Figures
 	if len(per) == 0 {
 		return m
@@ -271,8 +271,8 @@ type Point struct {
 	MaxOffered float64
 }
 
-// TuneResult is the outcome of a sweep.
-type TuneResult struct {
+// Result is the outcome of a sweep.
+type Result struct {
 	Objective Objective
 	Chosen    Point
 	// Feasible is false when no setting met both constraints (the fallback
@@ -288,8 +288,8 @@ type TuneResult struct {
 // Sweep tries every setting of the grid on the tuning part of qs, picks one
 // by the objective, and measures it on the held-out part. progress (may be
 // nil) is called after each setting.
-func Sweep(qs []TuneQuery, g Grid, obj Objective, progress func(done, total int)) TuneResult {
-	var tune, held []TuneQuery
+func Sweep(qs []Query, g Grid, obj Objective, progress func(done, total int)) Result {
+	var tune, held []Query
 	for _, q := range qs {
 		if q.HeldOut {
 			held = append(held, q)
@@ -305,7 +305,7 @@ func Sweep(qs []TuneQuery, g Grid, obj Objective, progress func(done, total int)
 		masses = []float64{0}
 	}
 	total := len(g.Min) * len(g.Relative) * len(g.MaxTools) * len(mas) * len(masses)
-	res := TuneResult{Objective: obj, Points: make([]Point, 0, total)}
+	res := Result{Objective: obj, Points: make([]Point, 0, total)}
 	done := 0
 	for _, mt := range g.MaxTools {
 		for _, rel := range g.Relative {
@@ -314,7 +314,7 @@ func Sweep(qs []TuneQuery, g Grid, obj Objective, progress func(done, total int)
 					for _, ms := range masses {
 						l := thresholds.Levels{Min: mn, ColdMin: math.Min(1, math.Round((mn+g.ColdMargin)*1e6)/1e6), Relative: rel, MaxTools: mt, MinAnswerable: ma, Mass: ms}
 						per := Evaluate(tune, l)
-						p := Point{Levels: l, Macro: Macro(per)}
+						p := Point{Levels: l, Macro: MacroFigures(per)}
 						for _, f := range per {
 							p.MaxOffered = max(p.MaxOffered, f.Offered)
 						}
@@ -394,7 +394,7 @@ func Sweep(qs []TuneQuery, g Grid, obj Objective, progress func(done, total int)
 // Curve returns the points that vary one level with the others fixed at
 // the chosen ones, sorted by that level: vary is "min", "relative",
 // "answerable" (MinAnswerable) or "mass".
-func (r TuneResult) Curve(vary string) []Point {
+func (r Result) Curve(vary string) []Point {
 	var out []Point
 	c := r.Chosen.Levels
 	for _, p := range r.Points {
@@ -444,25 +444,25 @@ func Table(per map[string]thresholds.Figures) string {
 	for _, c := range names {
 		row(c, per[c])
 	}
-	row("macro", Macro(per))
+	row("macro", MacroFigures(per))
 	return b.String()
 }
 
-// ColdShare is the share of tools TuneColdMin treats as cold (by a fixed
+// ColdShare is the share of tools ColdMin treats as cold (by a fixed
 // hash of the name): the corpora mark none.
 const ColdShare = 0.2
 
-// IsCold says whether TuneColdMin treats tool name of corpus as cold.
+// IsCold says whether ColdMin treats tool name of corpus as cold.
 func IsCold(corpus, name string) bool { return hashShare(corpus+"/"+name, "cold") < ColdShare }
 
-// TuneColdMin chooses the score a cold tool needs: a fixed fifth of each
+// ColdMin chooses the score a cold tool needs: a fixed fifth of each
 // corpus's tools are treated as cold, and ColdMin is the lowest score (at
 // least l.Min, in steps of 0.01) at which the cold tools l offers on the
 // tuning part (answerable queries) are relevant at least half the time:
 // a cold tool is dropped after one unused turn, so offering one is only
 // worth it when it is more likely used than not. 1 when no score gets
 // there. It also returns how many cold offers it saw.
-func TuneColdMin(qs []TuneQuery, l thresholds.Levels) (float64, int) {
+func ColdMin(qs []Query, l thresholds.Levels) (float64, int) {
 	type offer struct {
 		score float64
 		rel   bool

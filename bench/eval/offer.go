@@ -1,4 +1,4 @@
-package bench
+package eval
 
 import (
 	"context"
@@ -32,8 +32,8 @@ type OfferMetrics struct {
 // Offerer returns the tools offered for a request, or noToolFits.
 type Offerer func(ctx context.Context, query string) (offered []string, noToolFits bool, err error)
 
-// EvalOffers runs every request of c through offer.
-func EvalOffers(ctx context.Context, c *Corpus, offer Offerer) (OfferMetrics, error) {
+// MeasureOffers runs every request of c through offer.
+func MeasureOffers(ctx context.Context, c *Corpus, offer Offerer) (OfferMetrics, error) {
 	m := OfferMetrics{Corpus: c.Name}
 	right := 0
 	for _, q := range c.Queries {

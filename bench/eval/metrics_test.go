@@ -1,4 +1,4 @@
-package bench
+package eval
 
 import (
 	"context"
@@ -69,14 +69,14 @@ func TestCorpusLoadingAndEval(t *testing.T) {
 	rank := func(_ context.Context, q string) ([]string, bool, error) {
 		return []string{"x", "y", "w"}, q == "find y", nil
 	}
-	m, err := EvalCorpus(context.Background(), c, rank)
+	m, err := Measure(context.Background(), c, rank)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m.Queries != 2 || m.R1 != 0.5 || m.R5 != 0.75 || m.MRR != 0.75 || m.Degraded != 1 {
 		t.Fatalf("metrics %+v", m)
 	}
-	macro := MacroAverage([]Metrics{m, {R1: 1, R5: 1, R10: 1, NDCG10: 1, MRR: 1, Queries: 1}})
+	macro := Macro([]Metrics{m, {R1: 1, R5: 1, R10: 1, NDCG10: 1, MRR: 1, Queries: 1}})
 	if macro.R1 != 0.75 || macro.Queries != 3 {
 		t.Fatalf("macro %+v", macro)
 	}
@@ -92,7 +92,7 @@ func TestEmptyRelevantIsANoToolFitsRequest(t *testing.T) {
 		t.Fatalf("queries %+v", c.Queries)
 	}
 	// ranking metrics skip it; the offered-set figures count it
-	m, _ := EvalCorpus(context.Background(), c, func(context.Context, string) ([]string, bool, error) { return []string{"t"}, false, nil })
+	m, _ := Measure(context.Background(), c, func(context.Context, string) ([]string, bool, error) { return []string{"t"}, false, nil })
 	if m.Queries != 1 || m.R1 != 1 {
 		t.Fatalf("ranking metrics %+v: want 1 query, R@1 1", m)
 	}
@@ -105,7 +105,7 @@ func TestEmptyRelevantIsANoToolFitsRequest(t *testing.T) {
 		{nil, true, 0, 1, 0.5},
 		{[]string{"u"}, false, 0, 0, 0},
 	} {
-		o, err := EvalOffers(context.Background(), c, func(context.Context, string) ([]string, bool, error) { return tc.offer, tc.none, nil })
+		o, err := MeasureOffers(context.Background(), c, func(context.Context, string) ([]string, bool, error) { return tc.offer, tc.none, nil })
 		if err != nil {
 			t.Fatal(err)
 		}

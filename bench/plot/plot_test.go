@@ -1,4 +1,4 @@
-package bench
+package plot
 
 import (
 	"bytes"
@@ -6,19 +6,20 @@ import (
 	"image/png"
 	"testing"
 
+	"toolsrv/bench/tune"
 	"toolsrv/thresholds"
 )
 
 func TestPlotTuneWritesAPNG(t *testing.T) {
-	var qs []TuneQuery
+	var qs []tune.Query
 	for i := 0; i < 50; i++ {
-		qs = append(qs, TuneQuery{Corpus: "x", ID: fmt.Sprint(i), Relevant: []string{"a"}, Abstain: i%5 == 0,
+		qs = append(qs, tune.Query{Corpus: "x", ID: fmt.Sprint(i), Relevant: []string{"a"}, Abstain: i%5 == 0,
 			Hits: []thresholds.Candidate{{Name: "a", Score: float64(i%10) / 10}, {Name: "b", Score: 0.05}}})
 	}
-	g := DefaultGrid()
-	res := Sweep(qs, g, Objective{MaxOffered: 3, MinAbstain: 0.5}, nil)
+	g := tune.DefaultGrid()
+	res := tune.Sweep(qs, g, tune.Objective{MaxOffered: 3, MinAbstain: 0.5}, nil)
 	var buf bytes.Buffer
-	if err := PlotTune(&buf, res, "test sweep"); err != nil {
+	if err := Tune(&buf, res, "test sweep"); err != nil {
 		t.Fatal(err)
 	}
 	img, err := png.Decode(&buf)

@@ -1,4 +1,4 @@
-package bench
+package eval
 
 import (
 	"context"
@@ -67,12 +67,12 @@ func Score(ranked, relevant []string) Metrics {
 // an answer made without dense scores.
 type Ranker func(ctx context.Context, query string) (ranked []string, degraded bool, err error)
 
-// EvalCorpus runs every query of c that has relevant tools through rank and
+// Measure runs every query of c that has relevant tools through rank and
 // averages the metrics.
-func EvalCorpus(ctx context.Context, c *Corpus, rank Ranker) (Metrics, error) {
+func Measure(ctx context.Context, c *Corpus, rank Ranker) (Metrics, error) {
 	sum := Metrics{Corpus: c.Name}
 	for _, q := range c.Queries {
-		if len(q.Relevant) == 0 { // a "no tool fits" request: see EvalOffers
+		if len(q.Relevant) == 0 { // a "no tool fits" request: see MeasureOffers
 			continue
 		}
 		ranked, degraded, err := rank(ctx, q.Text)
@@ -95,8 +95,8 @@ func EvalCorpus(ctx context.Context, c *Corpus, rank Ranker) (Metrics, error) {
 	return sum, nil
 }
 
-// MacroAverage averages per-corpus metrics with equal weight per corpus.
-func MacroAverage(ms []Metrics) Metrics {
+// Macro averages per-corpus metrics with equal weight per corpus.
+func Macro(ms []Metrics) Metrics {
 	out := Metrics{Corpus: "macro"}
 	for _, m := range ms {
 		out.R1 += m.R1

@@ -1,21 +1,20 @@
-package bench
+package tune
 
 import (
 	"context"
 	"log/slog"
 	"testing"
 
+	"toolsrv/bench/eval"
 	"toolsrv/embed/builtin"
 	"toolsrv/thresholds"
 )
 
-// RankForTuning over a real registry, index and the built-in embedder:
+// Rank over a real registry, index and the built-in embedder:
 // abstention queries never see their relevant tools, answerable ones do,
 // and both modes rank every query.
 func TestRankForTuning(t *testing.T) {
-	dir := t.TempDir()
-	writeBenchCorpus(t, dir)
-	c, err := LoadCorpus(dir)
+	c, err := eval.LoadCorpus("../testdata/topics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +24,7 @@ func TestRankForTuning(t *testing.T) {
 	}
 	split := Split{HeldOut: 0.3, Abstain: 0.4}
 	steps := 0
-	hyb, lex, err := RankForTuning(context.Background(), emb, []*Corpus{c}, TuneRanking{Split: split, Lexical: true, Logger: slog.New(slog.DiscardHandler), Step: func() { steps++ }})
+	hyb, lex, err := Rank(context.Background(), emb, []*eval.Corpus{c}, RankOptions{Split: split, Lexical: true, Logger: slog.New(slog.DiscardHandler), Step: func() { steps++ }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,18 +1,19 @@
-package bench
+package tune
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
 
+	"toolsrv/bench/eval"
 	"toolsrv/embed"
 	"toolsrv/index"
 	"toolsrv/registry"
 	"toolsrv/thresholds"
 )
 
-// TuneRanking configures RankForTuning.
-type TuneRanking struct {
+// RankOptions configures Rank.
+type RankOptions struct {
 	Split Split
 	// Lexical also ranks every query by BM25 alone (the degraded path).
 	Lexical bool
@@ -25,12 +26,12 @@ type TuneRanking struct {
 	Step func()
 }
 
-// RankForTuning ranks every labelled query of every corpus with an index
+// Rank ranks every labelled query of every corpus with an index
 // over the corpus's own catalog (built in memory with emb), keeping the top
 // TopHits. Abstention queries (Split.IsAbstain) are ranked without their
 // relevant tools, through index.Query.Allow, as if those were removed from
 // the catalog.
-func RankForTuning(ctx context.Context, emb embed.Embedder, corpora []*Corpus, o TuneRanking) (hybrid, lex []TuneQuery, err error) {
+func Rank(ctx context.Context, emb embed.Embedder, corpora []*eval.Corpus, o RankOptions) (hybrid, lex []Query, err error) {
 	log, split, lexical, step := o.Logger, o.Split, o.Lexical, o.Step
 	if log == nil {
 		log = slog.Default()
@@ -54,7 +55,7 @@ func RankForTuning(ctx context.Context, emb embed.Embedder, corpora []*Corpus, o
 			}
 			// A request no tool serves ("relevant": []) is a natural
 			// abstention query; others become one by the split's hash.
-			tq := TuneQuery{Corpus: c.Name, ID: q.ID, Relevant: q.Relevant, Abstain: len(q.Relevant) == 0 || split.IsAbstain(q.ID), HeldOut: split.IsHeldOut(q.ID)}
+			tq := Query{Corpus: c.Name, ID: q.ID, Relevant: q.Relevant, Abstain: len(q.Relevant) == 0 || split.IsAbstain(q.ID), HeldOut: split.IsHeldOut(q.ID)}
 			iq := index.Query{Text: q.Text, K: TopHits, NoLastStep: o.NoLastStep}
 			if tq.Abstain {
 				rel := make(map[string]bool, len(q.Relevant))

@@ -1,4 +1,4 @@
-package bench
+package plot
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 
+	"toolsrv/bench/tune"
 	"toolsrv/thresholds"
 )
 
@@ -24,30 +25,30 @@ var (
 	colChosen    = color.Gray{Y: 0x60}
 )
 
-// PlotTune draws the sweep as a PNG of 2×2 panels: precision, recall and
+// Tune draws the sweep as a PNG of 2×2 panels: precision, recall and
 // abstention against the minimum score (top left) and against the relative
 // cut (bottom left), and tools offered against each (right), the other
 // levels held at the chosen ones; a dashed line marks the chosen value.
 // title goes on top (the embedder, for instance).
-func PlotTune(w io.Writer, r TuneResult, title string) error {
+func Tune(w io.Writer, r tune.Result, title string) error {
 	c := r.Chosen.Levels
 	byMin, byRel := r.Curve("min"), r.Curve("relative")
-	xMin := func(p Point) float64 { return p.Levels.Min }
-	xRel := func(p Point) float64 { return p.Levels.Relative }
+	xMin := func(p tune.Point) float64 { return p.Levels.Min }
+	xRel := func(p tune.Point) float64 { return p.Levels.Relative }
 	sub := fmt.Sprintf("relative %.2f, max %d", c.Relative, c.MaxTools)
 	subRel := fmt.Sprintf("min %.2f, max %d", c.Min, c.MaxTools)
 	nameMin, nameRel, chosenMin, chosenRel := "minimum score", "relative cut", c.Min, c.Relative
 	learned := len(r.Curve("answerable")) > 1
 	if learned { // version 2 levels: answerability cut-off and mass
 		byMin, byRel = r.Curve("answerable"), r.Curve("mass")
-		xMin = func(p Point) float64 { return p.Levels.MinAnswerable }
-		xRel = func(p Point) float64 { return p.Levels.Mass }
+		xMin = func(p tune.Point) float64 { return p.Levels.MinAnswerable }
+		xRel = func(p tune.Point) float64 { return p.Levels.Mass }
 		sub = fmt.Sprintf("mass %.2f, max %d", c.Mass, c.MaxTools)
 		subRel = fmt.Sprintf("answerability ≥ %.2f, max %d", c.MinAnswerable, c.MaxTools)
 		nameMin, nameRel, chosenMin, chosenRel = "minimum answerability", "mass", c.MinAnswerable, c.Mass
 	}
 
-	quality := func(pts []Point, x func(Point) float64, xlabel, fixed string, chosen float64) (*plot.Plot, error) {
+	quality := func(pts []tune.Point, x func(tune.Point) float64, xlabel, fixed string, chosen float64) (*plot.Plot, error) {
 		p := plot.New()
 		p.Title.Text = "quality vs " + xlabel + " (" + fixed + ")"
 		p.X.Label.Text = xlabel
@@ -95,7 +96,7 @@ func PlotTune(w io.Writer, r TuneResult, title string) error {
 		p.Legend.Left = false
 		return p, nil
 	}
-	offered := func(pts []Point, x func(Point) float64, xlabel, fixed string, chosen float64) (*plot.Plot, error) {
+	offered := func(pts []tune.Point, x func(tune.Point) float64, xlabel, fixed string, chosen float64) (*plot.Plot, error) {
 		p := plot.New()
 		p.Title.Text = "tools offered vs " + xlabel + " (" + fixed + ")"
 		p.X.Label.Text = xlabel

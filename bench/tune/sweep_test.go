@@ -1,4 +1,4 @@
-package bench
+package tune
 
 import (
 	"fmt"
@@ -64,7 +64,7 @@ func TestSplitIsStableAndProportional(t *testing.T) {
 
 func TestEvaluateFigures(t *testing.T) {
 	c := func(n string, s float64) thresholds.Candidate { return thresholds.Candidate{Name: n, Score: s} }
-	qs := []TuneQuery{
+	qs := []Query{
 		{Corpus: "x", ID: "1", Relevant: []string{"a"}, Hits: []thresholds.Candidate{c("a", 0.9), c("b", 0.8), c("c", 0.2)}},
 		{Corpus: "x", ID: "2", Relevant: []string{"a", "c"}, Hits: []thresholds.Candidate{c("b", 0.7), c("a", 0.6), c("c", 0.1)}},
 		{Corpus: "x", ID: "3", Relevant: []string{"z"}, Hits: []thresholds.Candidate{c("b", 0.3)}},
@@ -87,11 +87,11 @@ func TestSweepMeetsObjective(t *testing.T) {
 	// queries' best remaining tool is low: the sweep must find a minimum
 	// between the two that keeps recall and abstains.
 	rng := rand.New(rand.NewPCG(3, 4))
-	var qs []TuneQuery
+	var qs []Query
 	split := Split{HeldOut: 0.3, Abstain: 0.25}
 	for i := 0; i < 600; i++ {
 		id := fmt.Sprintf("q%d", i)
-		q := TuneQuery{Corpus: []string{"x", "y"}[i%2], ID: id, Relevant: []string{"good"}, HeldOut: split.IsHeldOut(id), Abstain: split.IsAbstain(id)}
+		q := Query{Corpus: []string{"x", "y"}[i%2], ID: id, Relevant: []string{"good"}, HeldOut: split.IsHeldOut(id), Abstain: split.IsAbstain(id)}
 		if !q.Abstain {
 			q.Hits = append(q.Hits, thresholds.Candidate{Name: "good", Score: 0.65 + 0.1*rng.Float64()})
 		}
@@ -110,7 +110,7 @@ func TestSweepMeetsObjective(t *testing.T) {
 	if !res.Feasible {
 		t.Fatalf("no feasible setting found; chosen %+v", res.Chosen)
 	}
-	m := Macro(res.HeldOut)
+	m := MacroFigures(res.HeldOut)
 	if m.Recall < 0.99 || m.AbstainRecall < 0.8 || m.Offered > 2 {
 		t.Fatalf("held-out figures %+v with levels %+v", m, res.Chosen.Levels)
 	}
