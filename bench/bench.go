@@ -17,11 +17,11 @@ import (
 
 	chromem "github.com/philippgille/chromem-go"
 
-	"toolsrv/bench/eval"
-	"toolsrv/embed"
-	"toolsrv/engine"
-	"toolsrv/index"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/bench/eval"
+	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/engine"
+	"github.com/toolsrv/toolsrv/index"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // Config says what `toolsrv bench` measures.

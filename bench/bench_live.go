@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"toolsrv/engine"
-	"toolsrv/index"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/engine"
+	"github.com/toolsrv/toolsrv/index"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // runLive measures a .meta file written → rankable, through the real

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"toolsrv/embed"
-	"toolsrv/embed/builtin"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // topicsCorpus is a small labelled corpus (testdata/topics): ten tools on

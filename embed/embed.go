@@ -5,9 +5,9 @@ import (
 	"log/slog"
 	"time"
 
-	"toolsrv/embed/builtin"
-	"toolsrv/embed/embedder"
-	"toolsrv/embed/ollama"
+	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/embed/embedder"
+	"github.com/toolsrv/toolsrv/embed/ollama"
 )
 
 // The embedder contract (package embedder), under the names the rest of

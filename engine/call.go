@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"toolsrv/exec"
+	"github.com/toolsrv/toolsrv/exec"
 )
 
 // ErrNoRunner is returned by Call on an engine made without Options.Runner.

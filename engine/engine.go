@@ -10,11 +10,11 @@ import (
 	"sync"
 	"time"
 
-	"toolsrv/embed"
-	"toolsrv/exec"
-	"toolsrv/index"
-	"toolsrv/registry"
-	"toolsrv/thresholds"
+	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/exec"
+	"github.com/toolsrv/toolsrv/index"
+	"github.com/toolsrv/toolsrv/registry"
+	"github.com/toolsrv/toolsrv/thresholds"
 )
 
 // Options configure an Engine. The zero value serves $OLLIE_TOOLS_PATH with

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"toolsrv/embed"
+	"github.com/toolsrv/toolsrv/embed"
 
 	"golang.org/x/sync/errgroup"
 )

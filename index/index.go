@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"toolsrv/embed"
-	"toolsrv/learn"
+	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/learn"
 )
 
 // DefaultLexicalWeight is the hybrid's lexical weight unless

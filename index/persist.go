@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"toolsrv/embed"
+	"github.com/toolsrv/toolsrv/embed"
 )
 
 // loadLocked reads the cache file for these tool directories, if any, and

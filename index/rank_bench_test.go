@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"toolsrv/embed/builtin"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // benchWords is a vocabulary for synthetic tool documents and queries.

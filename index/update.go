@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"toolsrv/embed"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // Sync brings the index in line with a catalog snapshot: documents whose

@@ -1,7 +1,7 @@
 package index
 
 import (
-	"toolsrv/embed"
+	"github.com/toolsrv/toolsrv/embed"
 )
 
 // view is what Rank reads: the documents, their vectors and the lexicon.

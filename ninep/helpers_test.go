@@ -16,7 +16,7 @@ import (
 
 	"github.com/hugelgupf/p9/linux"
 
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // wordRanker is a deterministic stand-in for the index: a tool scores the
@@ -276,8 +276,8 @@ func connGoroutines() []string {
 		if i == 0 {
 			continue // the caller's
 		}
-		ours := strings.Contains(g, "github.com/hugelgupf/p9/") || strings.Contains(g, "toolsrv/ninep.")
-		accepting := strings.Contains(g, "toolsrv/ninep.(*Server).Serve(") && !strings.Contains(g, "toolsrv/ninep.(*Server).Serve.func")
+		ours := strings.Contains(g, "github.com/hugelgupf/p9/") || strings.Contains(g, "github.com/toolsrv/toolsrv/ninep.")
+		accepting := strings.Contains(g, "github.com/toolsrv/toolsrv/ninep.(*Server).Serve(") && !strings.Contains(g, "github.com/toolsrv/toolsrv/ninep.(*Server).Serve.func")
 		if ours && !accepting {
 			out = append(out, g)
 		}

@@ -12,8 +12,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 
-	"toolsrv/bench/tune"
-	"toolsrv/thresholds"
+	"github.com/toolsrv/toolsrv/bench/tune"
+	"github.com/toolsrv/toolsrv/thresholds"
 )
 
 var (

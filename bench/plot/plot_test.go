@@ -6,8 +6,8 @@ import (
 	"image/png"
 	"testing"
 
-	"toolsrv/bench/tune"
-	"toolsrv/thresholds"
+	"github.com/toolsrv/toolsrv/bench/tune"
+	"github.com/toolsrv/toolsrv/thresholds"
 )
 
 func TestPlotTuneWritesAPNG(t *testing.T) {

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 
-	"toolsrv/bench/eval"
-	"toolsrv/embed"
-	"toolsrv/index"
-	"toolsrv/registry"
-	"toolsrv/thresholds"
+	"github.com/toolsrv/toolsrv/bench/eval"
+	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/index"
+	"github.com/toolsrv/toolsrv/registry"
+	"github.com/toolsrv/toolsrv/thresholds"
 )
 
 // RankOptions configures Rank.

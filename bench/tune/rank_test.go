@@ -5,9 +5,9 @@ import (
 	"log/slog"
 	"testing"
 
-	"toolsrv/bench/eval"
-	"toolsrv/embed/builtin"
-	"toolsrv/thresholds"
+	"github.com/toolsrv/toolsrv/bench/eval"
+	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/thresholds"
 )
 
 // Rank over a real registry, index and the built-in embedder:

@@ -7,7 +7,7 @@ import (
 	"math"
 	"strings"
 
-	"toolsrv/thresholds"
+	"github.com/toolsrv/toolsrv/thresholds"
 )
 
 // WriteSVG draws the sweep as an SVG picture of 2×2 panels: the quality

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"toolsrv/thresholds"
+	"github.com/toolsrv/toolsrv/thresholds"
 )
 
 func TestWriteSVG(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"fmt"
 	"os"
 
-	"toolsrv/exec/sandbox"
+	"github.com/toolsrv/toolsrv/exec/sandbox"
 )
 
 func main() {

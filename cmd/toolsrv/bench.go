@@ -13,11 +13,11 @@ import (
 
 	"golang.org/x/term"
 
-	"toolsrv/bench"
-	"toolsrv/bench/eval"
-	"toolsrv/embed"
-	"toolsrv/engine"
-	"toolsrv/ninep"
+	"github.com/toolsrv/toolsrv/bench"
+	"github.com/toolsrv/toolsrv/bench/eval"
+	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/engine"
+	"github.com/toolsrv/toolsrv/ninep"
 )
 
 const benchAbout = `Measures, on synthetic catalogs made from the corpora's tool texts: cold and

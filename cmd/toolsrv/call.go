@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"toolsrv/engine"
-	"toolsrv/exec"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/engine"
+	"github.com/toolsrv/toolsrv/exec"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // runCall calls one tool the way an agent would: arguments validated, JSON

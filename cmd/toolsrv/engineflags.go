@@ -9,9 +9,9 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"toolsrv/embed"
-	"toolsrv/embed/ollama"
-	"toolsrv/engine"
+	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/embed/ollama"
+	"github.com/toolsrv/toolsrv/engine"
 )
 
 // engineFlags are the flags that configure the engine's embedder and index

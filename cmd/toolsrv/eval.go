@@ -8,10 +8,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"toolsrv/bench/eval"
-	"toolsrv/embed"
-	"toolsrv/engine"
-	"toolsrv/index"
+	"github.com/toolsrv/toolsrv/bench/eval"
+	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/engine"
+	"github.com/toolsrv/toolsrv/index"
 )
 
 const evalAbout = `Measures ranking quality on labelled corpora: Recall@1/5/10, NDCG@10 and

@@ -12,10 +12,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"toolsrv/engine"
-	"toolsrv/index"
-	"toolsrv/registry"
-	"toolsrv/thresholds"
+	"github.com/toolsrv/toolsrv/engine"
+	"github.com/toolsrv/toolsrv/index"
+	"github.com/toolsrv/toolsrv/registry"
+	"github.com/toolsrv/toolsrv/thresholds"
 )
 
 // repeated is a repeatable string flag.

@@ -14,10 +14,10 @@ import (
 
 	"github.com/hugelgupf/p9/linux"
 
-	"toolsrv/engine"
-	"toolsrv/exec"
-	"toolsrv/ninep"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/engine"
+	"github.com/toolsrv/toolsrv/exec"
+	"github.com/toolsrv/toolsrv/ninep"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // listenList is the repeatable --listen flag.

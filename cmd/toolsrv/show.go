@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 func runShow(ctx context.Context, env *cliEnv, args []string) int {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // showSamples has a value for every .meta definition field that is not its

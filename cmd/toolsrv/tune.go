@@ -11,11 +11,11 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"toolsrv/bench/eval"
-	"toolsrv/bench/tune"
-	"toolsrv/embed"
-	"toolsrv/learn"
-	"toolsrv/thresholds"
+	"github.com/toolsrv/toolsrv/bench/eval"
+	"github.com/toolsrv/toolsrv/bench/tune"
+	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/learn"
+	"github.com/toolsrv/toolsrv/thresholds"
 )
 
 const tuneAbout = `Sweeps the inclusion thresholds (minimum score, relative cut, maximum

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"sync"
 
-	"toolsrv/embed/embedder"
+	"github.com/toolsrv/toolsrv/embed/embedder"
 )
 
 // modelFile is the shipped table (see embed/MODEL.md); modelSHA256 is its

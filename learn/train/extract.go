@@ -11,11 +11,11 @@ import (
 	"path/filepath"
 	"sort"
 
-	"toolsrv/bench/eval"
-	"toolsrv/embed"
-	"toolsrv/index"
-	"toolsrv/learn"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/bench/eval"
+	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/index"
+	"github.com/toolsrv/toolsrv/learn"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // Catalog is one catalog to extract features on: its tools (as .meta

@@ -11,8 +11,8 @@ import (
 	"fmt"
 	"os"
 
-	"toolsrv/bench/plot"
-	"toolsrv/bench/tune"
+	"github.com/toolsrv/toolsrv/bench/plot"
+	"github.com/toolsrv/toolsrv/bench/tune"
 )
 
 func main() {

@@ -20,10 +20,10 @@ import (
 	"strings"
 	"time"
 
-	"toolsrv/bench/eval"
-	"toolsrv/embed/builtin"
-	"toolsrv/learn"
-	"toolsrv/learn/train"
+	"github.com/toolsrv/toolsrv/bench/eval"
+	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/learn"
+	"github.com/toolsrv/toolsrv/learn/train"
 )
 
 func main() {
