@@ -57,6 +57,12 @@ type Options struct {
 	// Runner, when set, makes calls possible with these options.
 	Runner *exec.Options
 
+	// Providers add tools defined elsewhere (MCP servers, remote
+	// toolsrvs) to the catalog; New waits up to ProviderWait
+	// (DefaultProviderWait) for their first tools.
+	Providers    []Provider
+	ProviderWait time.Duration
+
 	// Getenv reads the environment (os.Getenv); Logger gets events
 	// (slog.Default()).
 	Getenv func(string) string
@@ -74,9 +80,12 @@ type Engine struct {
 	runner   *exec.Runner
 	warnings []string
 
+	providers map[string]Provider
+	provWG    sync.WaitGroup // the providers' Run
+
 	mu      sync.Mutex
 	changes <-chan registry.Change // subscribed in New, so Run misses nothing
-	cancel  context.CancelFunc
+	cancel  context.CancelFunc     // ends the subscription and the providers
 }
 
 // New loads the catalog and, unless NoIndex, the embedder, the index and
@@ -106,16 +115,20 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 		cancel()
 		return nil, fmt.Errorf("loading tools: %w", err)
 	}
+	if err := e.startProviders(ctx, sctx); err != nil {
+		e.Close()
+		return nil, err
+	}
 	if !o.NoIndex {
 		if err := e.openIndex(ctx); err != nil {
-			cancel()
+			e.Close()
 			return nil, err
 		}
 	}
 	if o.Runner != nil {
 		r, err := exec.NewRunner(*o.Runner)
 		if err != nil {
-			cancel()
+			e.Close()
 			return nil, err
 		}
 		e.runner = r
@@ -207,9 +220,13 @@ func (e *Engine) Run(ctx context.Context) error {
 	return err
 }
 
-// Close releases what New subscribed to. An engine that is Run is closed
-// by cancelling Run's context and then calling Close.
-func (e *Engine) Close() { e.cancel() }
+// Close releases what New subscribed to and stops the providers (waiting
+// for them). An engine that is Run is closed by cancelling Run's context
+// and then calling Close.
+func (e *Engine) Close() {
+	e.cancel()
+	e.provWG.Wait()
+}
 
 // Registry is the live catalog.
 func (e *Engine) Registry() *registry.Registry { return e.reg }

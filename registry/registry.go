@@ -60,6 +60,8 @@ type Registry struct {
 	dirty   map[string]bool         // names changed since the last publish
 	rev     uint64                  // revision of the last published catalog
 	cur     atomic.Pointer[Catalog] // readable without mu
+	// provided holds each provider's tools (see Provide).
+	provided map[string]*provision
 
 	subMu sync.Mutex
 	subs  map[*subscriber]struct{}
@@ -542,6 +544,11 @@ func (r *Registry) publishLocked() {
 		}
 		problems = append(problems, res.problems...)
 		shadows = append(shadows, res.shadows...)
+	}
+	for _, p := range r.provided {
+		tools = append(tools, p.tools...)
+		hidden = append(hidden, p.hidden...)
+		problems = append(problems, p.problems...)
 	}
 	r.rev++
 	cat := newCatalog(r.rev, r.opts.Dirs, tools, hidden, problems, shadows)
