@@ -22,7 +22,7 @@ func TestValidateArgsRefusesDuplicateKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tool, _, err := resolve("x", "/t/x.meta", sha256.Sum256([]byte(meta)), m, sch, testHost())
+	tool, _, err := resolve("x", "/t/x.meta", "/t", sha256.Sum256([]byte(meta)), m, sch, testHost())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,7 @@ func resolveJSON(t *testing.T, name string, top map[string]string, variants ...m
 	if err != nil {
 		t.Fatalf("%s: %v", data, err)
 	}
-	tool, why, err := resolve("x", "/tools/x.meta", sha256.Sum256(data), m, sch, overlayHost())
+	tool, why, err := resolve("x", "/tools/x.meta", "/tools", sha256.Sum256(data), m, sch, overlayHost())
 	if err != nil || tool == nil {
 		t.Fatalf("%s: resolve: %v %s", data, err, why)
 	}

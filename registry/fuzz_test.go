@@ -40,7 +40,7 @@ func FuzzParseMeta(f *testing.F) {
 			}
 			return
 		}
-		tool, why, err := resolve("fuzz", "/tools/fuzz.meta", sha256.Sum256(data), m, schemas, h)
+		tool, why, err := resolve("fuzz", "/tools/fuzz.meta", "/tools", sha256.Sum256(data), m, schemas, h)
 		if err == nil && tool == nil && why == "" {
 			t.Fatal("hidden without a reason")
 		}

@@ -119,17 +119,8 @@ func (r *Registry) Provide(ctx context.Context, provider string, p Provision) er
 		}
 	}
 	r.mu.Unlock()
-	if len(fresh) > 0 {
-		done := make(chan struct{})
-		go func() {
-			runJobs(fresh, r.compile, r.opts.CompileTimeout)
-			close(done)
-		}()
-		select {
-		case <-done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if err := r.compileOwn(ctx, fresh); err != nil {
+		return err
 	}
 	for _, j := range jobs {
 		if j != nil {

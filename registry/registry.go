@@ -389,7 +389,7 @@ func (r *Registry) resolveName(name string, h Host) (*result, []*compileJob) {
 			fmt.Fprintf(&fp, "P%s\x00%s\x00", p, errs)
 			continue
 		}
-		t, hiddenWhy, err := resolve(name, p, fe.sum, fe.meta, schemas, h)
+		t, hiddenWhy, err := resolve(name, p, dir, fe.sum, fe.meta, schemas, h)
 		switch {
 		case err != nil:
 			res.problems = append(res.problems, problemsOf(name, p, err, fe.meta)...)

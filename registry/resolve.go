@@ -80,8 +80,9 @@ func describeAlts(key string, alts []string) string {
 
 // resolve picks the variant for h and the command, producing a Tool. It
 // returns (nil, reason, nil) when the tool is hidden on h and an error when the
-// tool is invalid.
-func resolve(name, file string, digest [32]byte, m *Meta, schemas map[int]*jsonschema.Schema, h Host) (*Tool, string, error) {
+// tool is invalid. dir is the tool's directory; "" for a definition that has
+// none (one sent to a session: see ResolveSent).
+func resolve(name, file, dir string, digest [32]byte, m *Meta, schemas map[int]*jsonschema.Schema, h Host) (*Tool, string, error) {
 	f := m.fields
 	idx := -1
 	if len(m.Variants) > 0 {
@@ -105,7 +106,7 @@ func resolve(name, file string, digest [32]byte, m *Meta, schemas map[int]*jsons
 	t := &Tool{
 		Name:     name,
 		File:     file,
-		Dir:      filepath.Dir(file),
+		Dir:      dir,
 		Variant:  idx,
 		Extra:    m.Extra,
 		Warnings: m.Warnings,
@@ -139,10 +140,13 @@ func resolve(name, file string, digest [32]byte, m *Meta, schemas map[int]*jsons
 //
 // A bare cmd name is looked up in the tool's own directory before $PATH, so a
 // variant can name a helper script shipped beside the .meta (as the seeds'
-// system_logs example does).
+// system_logs example does). A definition without a directory (dir "", one
+// sent to a session) has neither: its command must be on the host.
 func resolveCommand(name, dir, cmd string, h Host) (Command, error) {
-	if p := filepath.Join(dir, name); h.Executable(p) {
-		return Command{Kind: CoLocated, Argv: []string{p}}, nil
+	if dir != "" {
+		if p := filepath.Join(dir, name); h.Executable(p) {
+			return Command{Kind: CoLocated, Argv: []string{p}}, nil
+		}
 	}
 	if cmd != "" {
 		c := strings.TrimSpace(cmd)
@@ -153,11 +157,16 @@ func resolveCommand(name, dir, cmd string, h Host) (Command, error) {
 			}
 			return Command{Kind: Direct, Argv: []string{c}, Cmd: cmd}, nil
 		case bareNameRE.MatchString(c):
-			if p := filepath.Join(dir, c); h.Executable(p) {
-				return Command{Kind: Direct, Argv: []string{p}, Cmd: cmd}, nil
+			if dir != "" {
+				if p := filepath.Join(dir, c); h.Executable(p) {
+					return Command{Kind: Direct, Argv: []string{p}, Cmd: cmd}, nil
+				}
 			}
 			if p, ok := h.LookPath(c); ok {
 				return Command{Kind: Direct, Argv: []string{p}, Cmd: cmd}, nil
+			}
+			if dir == "" {
+				return Command{}, &FieldError{Field: "cmd", Msg: fmt.Sprintf("%q is not on this host's $PATH, and a sent definition cannot bring an executable with it; install %s on this host, or write a shell command", c, c)}
 			}
 			return Command{}, &FieldError{Field: "cmd", Msg: fmt.Sprintf("%q is neither an executable in %s nor on $PATH; install it, or write a shell command", c, dir)}
 		default:
@@ -166,6 +175,11 @@ func resolveCommand(name, dir, cmd string, h Host) (Command, error) {
 	}
 	if p, ok := h.LookPath(name); ok {
 		return Command{Kind: OnPath, Argv: []string{p}}, nil
+	}
+	if dir == "" {
+		return Command{}, &FieldError{Field: "cmd", Msg: fmt.Sprintf(
+			"no command: there is no \"cmd\", %q is not on this host's $PATH, and a sent definition cannot bring an executable beside it (executables are not sent); add \"cmd\" naming a program of this host",
+			name)}
 	}
 	return Command{}, &FieldError{Field: "cmd", Msg: fmt.Sprintf(
 		"no command: there is no executable %s, no \"cmd\", and %q is not on $PATH; add \"cmd\" or an executable named %s beside the .meta",

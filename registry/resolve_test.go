@@ -59,7 +59,7 @@ func TestVariants(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tool, why, err := resolve("x", "/tools/x.meta", sha256.Sum256([]byte(tc.meta)), m, sch, testHost())
+			tool, why, err := resolve("x", "/tools/x.meta", "/tools", sha256.Sum256([]byte(tc.meta)), m, sch, testHost())
 			if err != nil {
 				t.Fatalf("resolve: %v", err)
 			}
@@ -92,7 +92,7 @@ func TestVariantFieldsOverrideAndInherit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tool, _, err := resolve("x", "/tools/x.meta", sha256.Sum256([]byte(meta)), m, sch, testHost())
+	tool, _, err := resolve("x", "/tools/x.meta", "/tools", sha256.Sum256([]byte(meta)), m, sch, testHost())
 	if err != nil || tool == nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestValidateArgsListsEveryViolation(t *testing.T) {
 		"properties":{"mode":{"enum":["fast","slow"]},"count":{"type":"integer","maximum":100}},"required":["mode"]}}`
 	m, _ := ParseMeta([]byte(meta))
 	sch, _ := compileSchemas(m)
-	tool, _, _ := resolve("x", "/t/x.meta", sha256.Sum256([]byte(meta)), m, sch, testHost())
+	tool, _, _ := resolve("x", "/t/x.meta", "/t", sha256.Sum256([]byte(meta)), m, sch, testHost())
 	err := tool.ValidateArgs([]byte(`{"mode":"medium","count":500,"colour":1}`))
 	if err == nil {
 		t.Fatal("want error")
