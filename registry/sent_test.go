@@ -14,7 +14,7 @@ import (
 // file would, and can bring nothing with it.
 func TestResolveSent(t *testing.T) {
 	host := StaticHost{GOOS: "linux", GOARCH: "amd64", Path: []string{"/srv/bin", "/usr/bin"},
-		Exec: map[string]bool{"/srv/bin/journalctl": true, "/usr/bin/tail": true, "/usr/bin/logs": true},
+		Exec:  map[string]bool{"/srv/bin/journalctl": true, "/usr/bin/tail": true, "/usr/bin/logs": true},
 		Files: map[string]bool{"/var/log/syslog": true}}
 	twoVariants := `{"description": "Recent system logs",
   "variants": [
