@@ -21,6 +21,11 @@ type Options struct {
 	// means DefaultCacheDir(emb.ID()). NoCache keeps everything in memory.
 	CacheDir string
 	NoCache  bool
+	// ReadOnlyCache reads the cache file but never writes it: an index
+	// over another catalog's tools plus a few of its own (a session's
+	// tools, engine.Overlay) starts from the vectors that catalog's index
+	// saved, and leaves its file alone.
+	ReadOnlyCache bool
 	// Logger receives rebuild, cache and embedder events (slog.Default()).
 	Logger *slog.Logger
 	// LexicalWeight is α in hybrid = α·lexical + (1−α)·dense; 0 means 0.5.

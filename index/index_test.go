@@ -479,3 +479,58 @@ func TestFollowRetriesMissingVectors(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// An index over a catalog plus a few tools of its own (a session's) starts
+// from the vectors the catalog's index saved, embeds only its own tools,
+// takes changes synchronously with Update, and never writes the cache.
+func TestReadOnlyCacheAndUpdate(t *testing.T) {
+	ctx := context.Background()
+	dir, cache := copyTools(t), t.TempDir()
+	reg := loadReg(t, dir)
+	if err := New(newHashEmbedder(64), Options{CacheDir: cache, Logger: quiet()}).Sync(ctx, reg.Catalog()); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(cache, "index-*.gob"))
+	if len(files) != 1 {
+		t.Fatalf("cache files %v", files)
+	}
+	before, _ := os.Stat(files[0])
+
+	emb := newHashEmbedder(64)
+	ix := New(emb, Options{CacheDir: cache, ReadOnlyCache: true, Logger: quiet()})
+	if err := ix.Sync(ctx, reg.Catalog()); err != nil {
+		t.Fatal(err)
+	}
+	if c := emb.st.docCalls.Load(); c != 0 {
+		t.Fatalf("the overlay index embedded %d batches; the cache has every vector", c)
+	}
+	writeMeta(t, dir, "lunar_phase", `{"description":"Phase of the moon tonight, waxing or waning.","cmd":"cat"}`)
+	if err := reg.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Update(ctx, registry.Change{Catalog: reg.Catalog(), Upserted: []string{"lunar_phase"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := emb.st.docTexts.Load(); n != 1 {
+		t.Fatalf("Update embedded %d texts, want 1", n)
+	}
+	r, err := ix.Rank(ctx, Query{Text: "is the moon waxing", K: 1})
+	if err != nil || r.Hits[0].Name != "lunar_phase" {
+		t.Fatalf("after Update: %+v, %v", r, err)
+	}
+	if err := ix.Update(ctx, registry.Change{Catalog: reg.Catalog(), Removed: []string{"lunar_phase"}}); err != nil {
+		t.Fatal(err)
+	}
+	if st := ix.Stats(); st.Tools != len(reg.Catalog().Tools)-1 {
+		t.Errorf("after removal the index has %d tools", st.Tools)
+	}
+	ix.upd.Lock()
+	if err := ix.saveLocked(); err != nil {
+		t.Fatal(err)
+	}
+	ix.upd.Unlock()
+	after, _ := os.Stat(files[0])
+	if !after.ModTime().Equal(before.ModTime()) || after.Size() != before.Size() {
+		t.Error("a read-only cache was written")
+	}
+}

@@ -80,7 +80,7 @@ func (ix *Index) loadLocked(dirs []string) {
 
 // saveLocked writes the cache file if the index changed since the last save.
 func (ix *Index) saveLocked() error {
-	if ix.opts.NoCache || ix.path == "" || !ix.dirty {
+	if ix.opts.NoCache || ix.opts.ReadOnlyCache || ix.path == "" || !ix.dirty {
 		return nil
 	}
 	ix.mu.RLock()

@@ -79,6 +79,18 @@ func (ix *Index) Follow(ctx context.Context, changes <-chan registry.Change) {
 	}
 }
 
+// Update applies one change now, as Follow does for each change it
+// receives: the tools ch names are looked up in ch.Catalog (embedded when
+// their text changed, removed when they are not there). It returns once
+// the index shows them; an error means some could not be embedded (they
+// rank lexically until a later update embeds them). It does not save the
+// cache.
+func (ix *Index) Update(ctx context.Context, ch registry.Change) error {
+	ix.upd.Lock()
+	defer ix.upd.Unlock()
+	return ix.updateLocked(ctx, catalogSource(ch.Catalog), ch.Upserted, ch.Removed, false)
+}
+
 // source is what an update reads: a catalog snapshot's documents.
 type source struct {
 	rev  uint64
