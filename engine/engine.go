@@ -75,6 +75,8 @@ type Engine struct {
 	log      *slog.Logger
 	reg      *registry.Registry
 	ix       *index.Index
+	emb      embed.Embedder // the index's embedder (shared by sessions' indexes)
+	cacheDir string         // the index cache directory ("" with NoCache)
 	pol      *thresholds.Policy
 	src      thresholds.Source
 	runner   *exec.Runner
@@ -163,8 +165,10 @@ func (e *Engine) openIndex(ctx context.Context) error {
 		}
 		dir = index.CacheDirUnder(root, emb.ID())
 	}
-	e.ix = index.New(emb, index.Options{CacheDir: dir, NoCache: o.NoCache, Logger: o.Logger,
-		Progress: o.Progress, LexicalWeight: o.LexicalWeight, NoLastStep: o.NoLearned})
+	e.emb, e.cacheDir = emb, dir
+	io := e.indexOptions()
+	io.Progress = o.Progress
+	e.ix = index.New(emb, io)
 	if err := e.ix.Sync(ctx, e.reg.Catalog()); err != nil {
 		if e.ix.Stats().Tools == 0 && len(e.reg.Catalog().Tools) > 0 {
 			return fmt.Errorf("building the index: %w", err)
@@ -190,6 +194,14 @@ func (e *Engine) openIndex(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// indexOptions are the options of the engine's index, and of a session's
+// (Overlay).
+func (e *Engine) indexOptions() index.Options {
+	o := e.opts
+	return index.Options{CacheDir: e.cacheDir, NoCache: o.NoCache, Logger: o.Logger,
+		LexicalWeight: o.LexicalWeight, NoLastStep: o.NoLearned}
 }
 
 // Run keeps the engine live until ctx ends: it watches the tool

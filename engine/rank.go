@@ -64,7 +64,13 @@ var ErrNoIndex = errors.New("this engine has no index (Options.NoIndex)")
 
 // Rank ranks the catalog for q and decides what to offer.
 func (e *Engine) Rank(ctx context.Context, q Query) (Answer, error) {
-	if e.ix == nil {
+	return e.rank(ctx, e.ix, e.reg.Catalog(), q)
+}
+
+// rank ranks with ix, the index of cat (the engine's, or a session's:
+// see Overlay).
+func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalog, q Query) (Answer, error) {
+	if ix == nil {
 		return Answer{}, ErrNoIndex
 	}
 	timeout := q.Timeout
@@ -78,7 +84,7 @@ func (e *Engine) Rank(ctx context.Context, q Query) (Answer, error) {
 		if iq.K == 0 && !q.Full {
 			iq.K = 10
 		}
-		r, err := e.ix.Rank(ctx, iq)
+		r, err := ix.Rank(ctx, iq)
 		if err != nil {
 			return Answer{}, err
 		}
@@ -88,7 +94,7 @@ func (e *Engine) Rank(ctx context.Context, q Query) (Answer, error) {
 		}
 		return a, nil
 	}
-	sel, r, err := e.pol.Offer(ctx, e.ix, e.reg.Catalog(), iq, q.Profile)
+	sel, r, err := e.pol.Offer(ctx, ix, cat, iq, q.Profile)
 	if err != nil {
 		return Answer{}, err
 	}
