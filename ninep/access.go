@@ -19,6 +19,14 @@ type Access struct {
 	// Denied, when set, refuses everything; the reason is readable in the
 	// root err file.
 	Denied string
+	// Unauthenticated, when set, says why the operating system cannot
+	// vouch for the peer (a TCP connection): it may do everything else,
+	// but not send tool definitions to a session (session/S/meta/), which
+	// would make this host run what they name; the reason is part of the
+	// refusal. Connections the OS authenticated are the Unix socket's
+	// (peer credentials of the server's own user) and toolsrv serve
+	// --stdio's, which reach it under ssh through that socket.
+	Unauthenticated string
 }
 
 // scoped reports whether the connection is confined to one agent.
@@ -77,6 +85,8 @@ func (a Access) String() string {
 		return "denied"
 	case a.scoped():
 		return fmt.Sprintf("agent %s/%s only", a.Session, a.Agent)
+	case a.Unauthenticated != "":
+		return "full, no definitions"
 	}
 	return "full"
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"path"
 	"strings"
 
@@ -18,7 +17,7 @@ import (
 // client. A refused request comes back as a *RefusedError carrying the errno
 // and the reason read from the connection's err file.
 type Client struct {
-	conn net.Conn
+	conn io.ReadWriteCloser
 	c    *p9.Client
 	root p9.File
 	// ctx is Connect's context (Background for NewClient); stop ends its
@@ -71,9 +70,9 @@ func Connect(ctx context.Context, addr string) (*Client, error) {
 	return cl, nil
 }
 
-// NewClient speaks 9P over an established connection (closing it is the
-// caller's way to interrupt a blocked call).
-func NewClient(nc net.Conn) (*Client, error) {
+// NewClient speaks 9P over an established connection, a socket or a pipe
+// to one (closing it is the caller's way to interrupt a blocked call).
+func NewClient(nc io.ReadWriteCloser) (*Client, error) {
 	c, err := p9.NewClient(nc)
 	if err != nil {
 		return nil, err
@@ -192,6 +191,84 @@ func (cl *Client) Transact(p string, req []byte) ([]byte, error) {
 	}
 	return ans, nil
 }
+
+// Send writes a .meta definition to p, a session's meta/NAME, creating the
+// file if the session has no definition of that name yet. A definition
+// with problems is refused (EINVAL) with them, and kept by the server,
+// listed in the session's errors until replaced or removed.
+func (cl *Client) Send(p string, data []byte) error {
+	parts := split(p)
+	if len(parts) == 0 {
+		return cl.refused("write", p, linux.EISDIR)
+	}
+	dir, name := path.Join(parts[:len(parts)-1]...), parts[len(parts)-1]
+	f, err := cl.walk(p)
+	if err == nil {
+		if _, _, err = f.Open(p9.WriteOnly); err != nil {
+			f.Close()
+			return cl.refused("write", p, err)
+		}
+	} else {
+		if !errors.Is(err, linux.ENOENT) {
+			return cl.refused("write", p, err)
+		}
+		d, err := cl.walk(dir)
+		if err != nil {
+			return cl.refused("write", p, err)
+		}
+		f, _, _, err = d.Create(name, p9.WriteOnly, 0o644, p9.NoUID, p9.NoGID)
+		if err != nil {
+			d.Close()
+			return cl.refused("write", p, err)
+		}
+		// Tlcreate turned d's fid into the new file's.
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(data, 0); err != nil {
+		return cl.refused("write", p, err)
+	}
+	return nil
+}
+
+// IsSent reports whether p is a definition sent to a session:
+// session/S/meta/NAME.
+func IsSent(p string) bool {
+	parts := split(p)
+	return len(parts) == 4 && parts[0] == "session" && parts[2] == "meta"
+}
+
+// A Reader reads one file again and again on one open fid (a revision to
+// follow): each Read renders it afresh.
+type Reader struct {
+	cl *Client
+	p  string
+	f  p9.File
+}
+
+// Open opens p for reading with Reader.Read; Close it when done.
+func (cl *Client) Open(p string) (*Reader, error) {
+	f, err := cl.walk(p)
+	if err != nil {
+		return nil, cl.refused("read", p, err)
+	}
+	if _, _, err := f.Open(p9.ReadOnly); err != nil {
+		f.Close()
+		return nil, cl.refused("read", p, err)
+	}
+	return &Reader{cl: cl, p: p, f: f}, nil
+}
+
+// Read returns the file's current contents.
+func (r *Reader) Read() ([]byte, error) {
+	b, err := readAll(r.f)
+	if err != nil {
+		return nil, r.cl.refused("read", r.p, err)
+	}
+	return b, nil
+}
+
+// Close releases the open file.
+func (r *Reader) Close() error { return r.f.Close() }
 
 // IsTransaction reports whether p is a transaction file: rank, or a file
 // under an agent's call directory.

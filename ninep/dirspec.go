@@ -27,6 +27,10 @@ type dirSpec[T any] struct {
 	// mkdir and rm, when set, let a connection with their access make and
 	// remove entries here (otherwise EPERM).
 	mkdir, rm *dirChange[T]
+	// create, when set, makes a file here (open for writing) for a
+	// connection that could walk to the directory; it checks the rest
+	// itself. Otherwise creating a file is EPERM.
+	create func(pl place, t T, name string) (p9.File, error)
 }
 
 // fixedChild is one entry that is always there.
@@ -66,6 +70,18 @@ func newDir[T any](pl place, t T, spec *dirSpec[T]) *dir {
 	}
 	if spec.rm != nil {
 		d.unlink = func(name string) error { return spec.rm.run(pl, t, "rm", name) }
+	}
+	if spec.create != nil {
+		d.create = func(name string) (p9.File, error) {
+			f, err := spec.create(pl, t, name)
+			if err != nil {
+				return nil, pl.c.fail(pl.sink, err)
+			}
+			if err := pl.c.fileOpened(); err != nil {
+				return nil, err
+			}
+			return f, nil
+		}
 	}
 	return d
 }
@@ -118,10 +134,10 @@ func (sp *dirSpec[T]) walk(pl place, t T, name string) (p9.File, error) {
 // in err.
 func (ch *dirChange[T]) run(pl place, t T, op, name string) error {
 	if !pl.c.acc.has(ch.need) {
-		return pl.c.fail(pl.ag, pl.c.acc.refuse(op+" /"+path.Join(pl.path, name)))
+		return pl.c.fail(pl.sink, pl.c.acc.refuse(op+" /"+path.Join(pl.path, name)))
 	}
 	if err := ch.do(pl, t, name); err != nil {
-		return pl.c.fail(pl.ag, err)
+		return pl.c.fail(pl.sink, err)
 	}
 	return nil
 }

@@ -27,7 +27,7 @@ func TestListingMatchesWalk(t *testing.T) {
 	// every name the owner sees anywhere, a tool that is not loaded, and
 	// names that are nowhere.
 	candidates := map[string]bool{"weather": true, "nope": true, "tools.jso": true}
-	for _, n := range []string{"tools", "tools.json", "revision", "errors", "err", "rank", "ctl", "session", "agent", "schemas", "call"} {
+	for _, n := range []string{"tools", "tools.json", "revision", "errors", "err", "rank", "ctl", "session", "agent", "schemas", "call", "meta", "version"} {
 		candidates[n] = true
 	}
 	for _, d := range walkTree(t, owner) {
@@ -36,15 +36,17 @@ func TestListingMatchesWalk(t *testing.T) {
 		}
 	}
 
+	fullDirs := []string{"", "session", "session/s1", "session/s1/agent", "session/s1/agent/a",
+		"session/s1/agent/a/call", "session/s1/agent/b", "session/s1/agent/b/call", "session/s1/meta", "session/s2", "session/s2/agent",
+		"session/s2/agent/a", "session/s2/agent/a/call", "session/s2/meta"}
 	for _, k := range []struct {
 		name string
 		acc  Access
 		// dirs are the directories this connection must reach.
 		dirs []string
 	}{
-		{"full", Access{}, []string{"", "session", "session/s1", "session/s1/agent", "session/s1/agent/a",
-			"session/s1/agent/a/call", "session/s1/agent/b", "session/s1/agent/b/call", "session/s2", "session/s2/agent",
-			"session/s2/agent/a", "session/s2/agent/a/call"}},
+		{"full", Access{}, fullDirs},
+		{"unauthenticated", Access{Unauthenticated: "a TCP peer"}, fullDirs},
 		{"confined", Access{Session: "s1", Agent: "a"}, []string{"", "session", "session/s1", "session/s1/agent", "session/s1/agent/a"}},
 		{"denied", Access{Denied: "this connection comes from a sandboxed tool that is not a call of this server"}, []string{""}},
 	} {

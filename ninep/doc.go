@@ -15,8 +15,17 @@
 //	err                          r   why the last refused request on this connection failed
 //	rank                         rw  transaction: write a message, read the ranking
 //	ctl                          w   "reload": rescan the tool directories now
+//	version                      r   "toolsrv-9p 1" (Protocol: what this tree is) and "build ..."
 //	session/                     d   mkdir session/S starts a session, rmdir (rm) ends it
 //	session/S/ctl                rw  "cwd /ABS/PATH": the session's working directory; read: "cwd PATH"
+//	session/S/meta/              d   .meta definitions sent to the session, one file each
+//	session/S/meta/NAME          rw  write (create) the JSON: send tool NAME; read: it as sent; rm: withdraw it
+//	session/S/tools              r   the session's catalog (the server's plus its sent tools), as /tools
+//	session/S/tools.json         r   the same as JSON, as /tools.json (shadowed host tools listed)
+//	session/S/revision           r   the session catalog's revision: moves with the server's and with every send
+//	session/S/errors             r   what the sent definitions amount to here: their problems (as /errors),
+//	                                 hidden on this host, the host's tool served instead, shadowing the host's
+//	session/S/err                r   why the last refused request in this session failed
 //	session/S/agent/             d   mkdir session/S/agent/A starts agent A (profile A applies), rmdir ends it
 //	session/S/agent/A/tools      rw  read: the loaded tools (same format as /tools); write names, one per line: load them
 //	session/S/agent/A/ctl        rw  write "tool_load NAME", "tool_unload NAME", "turn" (one per line);
@@ -110,6 +119,26 @@
 //     default. Tools find the server through $TOOLSRV_ADDR (see AddrEnv)
 //     and their session and agent through $OLLIE_SESSION_ID and $OLLIE_UNAME.
 //
+// # Sent definitions
+//
+// A session can be sent .meta definitions (from another machine: a
+// federation, see package remote): writing session/S/meta/NAME sends tool
+// NAME, resolved against this server's host as a file in a tools
+// directory would be (its variants matched here, its command looked up on
+// this host's $PATH, the same validation and messages); it has no
+// directory, so an executable beside a .meta cannot come with it. The
+// definition is sent when the written JSON is complete (it parses), at the
+// end of the write(2), or at close; a write at offset 0 starts a new one.
+// A definition with problems is kept (listed, read back, its problems in
+// session/S/errors) and its write refused with EINVAL and the problems; a
+// definition over registry.MaxSentSize (256 KiB) is refused with EFBIG and
+// not kept. The session's catalog (its tools, rank, loads and calls) is the
+// server's plus its sent tools: a sent tool wins over the server's tool of
+// the same name in that session, and session/S/errors says so; a hidden or
+// invalid sent definition shadows nothing. Other sessions and the root
+// files never see sent tools. Options.Overlays makes the session's catalog
+// at the first send (without it, ENOSYS).
+//
 // # Who may do what
 //
 // Options.Access decides, per connection, what it may do (see Access).
@@ -123,7 +152,11 @@
 // socket's owner has full access. TCP connections cannot be identified:
 // they get full access, which is why TCP is loopback-only unless
 // --allow-remote, and why tools with "network": true can reach a TCP
-// address; give tools the Unix socket. Each entry of the tree declares which
+// address; give tools the Unix socket. They cannot send definitions
+// (Access.Unauthenticated): only connections the operating system
+// authenticated can, the Unix socket's (its owner's processes that are not
+// tools) and toolsrv serve --stdio's (under ssh, relayed to the socket).
+// Each entry of the tree declares which
 // of the three kinds of connection may see it (tree.go): a name a
 // connection may not see is neither listed nor opened (EACCES, and the
 // reason in err), at the root whether it exists or not.
@@ -134,7 +167,8 @@
 // connections at once (one more gets Rlerror EUSERS to its Tversion and is
 // closed), 4096 open files per connection (fids and the directories they
 // hang from; one more walk gets EMFILE), 1024 sessions and 64 agents per
-// session (ENOSPC). The reason is in err.
+// session (ENOSPC), 256 definitions sent per session (ENOSPC). The reason
+// is in err.
 //
 // # Connections
 //

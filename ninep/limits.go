@@ -22,6 +22,9 @@ type Limits struct {
 	MaxSessions int
 	// MaxAgents is the most agents in one session (64).
 	MaxAgents int
+	// MaxSent is the most definitions one session may be sent (256);
+	// each is at most registry.MaxSentSize bytes.
+	MaxSent int
 }
 
 func (l *Limits) setDefaults() {
@@ -36,6 +39,9 @@ func (l *Limits) setDefaults() {
 	}
 	if l.MaxAgents <= 0 {
 		l.MaxAgents = 64
+	}
+	if l.MaxSent <= 0 {
+		l.MaxSent = 256
 	}
 }
 

@@ -35,25 +35,26 @@ const splitMin = 4096 - 24
 const maxRequest = 4 << 20
 
 // place is where a node is: the connection, the path from the root ("" is
-// the root), the agent it belongs to (nil outside an agent) and how to make
-// another File for it (Walk with no names).
+// the root), the session or agent whose err also records its refusals (nil
+// outside a session) and how to make another File for it (Walk with no
+// names).
 type place struct {
 	c     *conn
 	path  string
-	ag    *agent
+	sink  errSink
 	fresh func() p9.File
 }
 
 // child makes the node called name under pl with mk, which also makes every
 // later File for it (a cloned fid).
 func (pl place) child(name string, mk func(place) p9.File) p9.File {
-	ch := place{c: pl.c, path: path.Join(pl.path, name), ag: pl.ag}
+	ch := place{c: pl.c, path: path.Join(pl.path, name), sink: pl.sink}
 	ch.fresh = func() p9.File { return mk(ch) }
 	return mk(ch)
 }
 
 func (pl place) node(mode p9.FileMode) node {
-	return node{c: pl.c, ag: pl.ag, path: pl.path, mode: mode, fresh: pl.fresh}
+	return node{c: pl.c, sink: pl.sink, path: pl.path, mode: mode, fresh: pl.fresh}
 }
 
 // node is what every file and directory shares.
@@ -61,8 +62,8 @@ type node struct {
 	p9.DefaultWalkGetAttr
 
 	c     *conn
-	ag    *agent // the agent this node belongs to (its err also records refusals), or nil
-	path  string // slash-separated from the root; "" is the root
+	sink  errSink // the session or agent this node belongs to (its err also records refusals), or nil
+	path  string  // slash-separated from the root; "" is the root
 	mode  p9.FileMode
 	fresh func() p9.File                     // a new File for the same node (Walk(nil))
 	child func(name string) (p9.File, error) // nil for files
@@ -101,7 +102,7 @@ func (n *node) Walk(names []string) ([]p9.QID, p9.File, error) {
 			e := ErrnoOf(err)
 			err = Refuse(e, "/%s: %v", path.Join(n.path, names[0]), e)
 		}
-		return nil, nil, n.c.fail(n.ag, err)
+		return nil, nil, n.c.fail(n.sink, err)
 	}
 	if err := n.c.fileOpened(); err != nil {
 		return nil, nil, err
@@ -145,14 +146,14 @@ func (n *node) Open(mode p9.OpenFlags) (p9.QID, uint32, error) {
 	switch mode.Mode() {
 	case p9.ReadOnly:
 		if perm&0o444 == 0 {
-			return p9.QID{}, 0, n.c.fail(n.ag, Refuse(linux.EACCES, "%s is write-only", name))
+			return p9.QID{}, 0, n.c.fail(n.sink, Refuse(linux.EACCES, "%s is write-only", name))
 		}
 	case p9.WriteOnly, p9.ReadWrite:
 		if perm&0o222 == 0 {
-			return p9.QID{}, 0, n.c.fail(n.ag, Refuse(linux.EACCES, "%s is read-only", name))
+			return p9.QID{}, 0, n.c.fail(n.sink, Refuse(linux.EACCES, "%s is read-only", name))
 		}
 		if mode.Mode() == p9.ReadWrite && perm&0o444 == 0 {
-			return p9.QID{}, 0, n.c.fail(n.ag, Refuse(linux.EACCES, "%s is write-only; open it for writing only", name))
+			return p9.QID{}, 0, n.c.fail(n.sink, Refuse(linux.EACCES, "%s is write-only; open it for writing only", name))
 		}
 	default:
 		return p9.QID{}, 0, linux.EINVAL
@@ -195,10 +196,11 @@ type entry struct {
 type dir struct {
 	dirBase
 	entries func() []entry
-	// mkdir and unlink, when set, make the directory writable; they
-	// record their own refusals.
+	// mkdir, unlink and create, when set, make the directory writable;
+	// they record their own refusals.
 	mkdir  func(name string) error
 	unlink func(name string) error
+	create func(name string) (p9.File, error)
 }
 
 // Readdir implements p9.File.Readdir. Offsets are entry indexes.
@@ -223,7 +225,7 @@ func (d *dir) Readdir(offset uint64, count uint32) (p9.Dirents, error) {
 // Mkdir implements p9.File.Mkdir.
 func (d *dir) Mkdir(name string, _ p9.FileMode, _ p9.UID, _ p9.GID) (p9.QID, error) {
 	if d.mkdir == nil {
-		return p9.QID{}, d.c.fail(d.ag, Refuse(linux.EPERM, "cannot create directories in /%s", d.path))
+		return p9.QID{}, d.c.fail(d.sink, Refuse(linux.EPERM, "cannot create directories in /%s", d.path))
 	}
 	if err := d.mkdir(name); err != nil {
 		return p9.QID{}, err
@@ -231,15 +233,27 @@ func (d *dir) Mkdir(name string, _ p9.FileMode, _ p9.UID, _ p9.GID) (p9.QID, err
 	return p9.QID{Type: p9.TypeDir, Path: pathID(path.Join(d.path, name))}, nil
 }
 
-// Create implements p9.File.Create: no plain files can be made anywhere.
-func (d *dir) Create(name string, _ p9.OpenFlags, _ p9.FileMode, _ p9.UID, _ p9.GID) (p9.File, p9.QID, uint32, error) {
-	return nil, p9.QID{}, 0, d.c.fail(d.ag, Refuse(linux.EPERM, "cannot create files in /%s: the tree is fixed; write to an existing file", d.path))
+// Create implements p9.File.Create: files can be made only where the
+// directory's declaration says (a session's meta/); elsewhere the tree is
+// fixed.
+func (d *dir) Create(name string, flags p9.OpenFlags, _ p9.FileMode, _ p9.UID, _ p9.GID) (p9.File, p9.QID, uint32, error) {
+	if d.create == nil {
+		return nil, p9.QID{}, 0, d.c.fail(d.sink, Refuse(linux.EPERM, "cannot create files in /%s: the tree is fixed; write to an existing file", d.path))
+	}
+	if flags.Mode() == p9.ReadOnly {
+		return nil, p9.QID{}, 0, d.c.fail(d.sink, Refuse(linux.EACCES, "create /%s: open it for writing", path.Join(d.path, name)))
+	}
+	f, err := d.create(name)
+	if err != nil {
+		return nil, p9.QID{}, 0, err
+	}
+	return f, f.(interface{ qid() p9.QID }).qid(), 0, nil
 }
 
 // UnlinkAt implements p9.File.UnlinkAt (rm, rmdir and Tremove alike).
 func (d *dir) UnlinkAt(name string, _ uint32) error {
 	if d.unlink == nil {
-		return d.c.fail(d.ag, Refuse(linux.EPERM, "cannot remove /%s", path.Join(d.path, name)))
+		return d.c.fail(d.sink, Refuse(linux.EPERM, "cannot remove /%s", path.Join(d.path, name)))
 	}
 	return d.unlink(name)
 }
@@ -308,7 +322,7 @@ func newROFile(pl place, render func() ([]byte, error)) *roFile {
 func (f *roFile) ReadAt(p []byte, off int64) (int, error) {
 	n, err := f.ct.readAt(p, off)
 	if err != nil {
-		return 0, f.c.fail(f.ag, err)
+		return 0, f.c.fail(f.sink, err)
 	}
 	return n, nil
 }
@@ -339,7 +353,7 @@ func newCmdFile(pl place, render func() ([]byte, error), exec func(string) error
 func (f *cmdFile) ReadAt(p []byte, off int64) (int, error) {
 	n, err := f.ct.readAt(p, off)
 	if err != nil {
-		return 0, f.c.fail(f.ag, err)
+		return 0, f.c.fail(f.sink, err)
 	}
 	return n, nil
 }
@@ -352,7 +366,7 @@ func (f *cmdFile) WriteAt(p []byte, _ int64) (int, error) {
 	defer f.ct.invalidate()
 	if len(f.pend)+len(p) > maxRequest {
 		f.pend = nil
-		return 0, f.c.fail(f.ag, Refuse(linux.EFBIG, "command longer than %d bytes", maxRequest))
+		return 0, f.c.fail(f.sink, Refuse(linux.EFBIG, "command longer than %d bytes", maxRequest))
 	}
 	f.pend = append(f.pend, p...)
 	for {
@@ -386,7 +400,7 @@ func (f *cmdFile) run(line string) error {
 		return nil
 	}
 	if err := f.exec(line); err != nil {
-		return f.c.fail(f.ag, err)
+		return f.c.fail(f.sink, err)
 	}
 	return nil
 }
@@ -456,7 +470,7 @@ func (f *txFile) WriteAt(p []byte, off int64) (int, error) {
 	}
 	if len(f.req)+len(p) > maxRequest {
 		f.req, f.pending = nil, false
-		return 0, f.c.fail(f.ag, Refuse(linux.EFBIG, "request longer than %d bytes", maxRequest))
+		return 0, f.c.fail(f.sink, Refuse(linux.EFBIG, "request longer than %d bytes", maxRequest))
 	}
 	f.req = append(f.req, p...)
 	f.pending = true
@@ -474,7 +488,7 @@ func (f *txFile) runLocked() error {
 	ans, err := f.runReq(req)
 	if err != nil {
 		f.ans = nil
-		return f.c.fail(f.ag, err)
+		return f.c.fail(f.sink, err)
 	}
 	f.ans = ans
 	return nil

@@ -25,6 +25,13 @@ func (s *Server) texts() *catalogText {
 	if t := s.text.Load(); t != nil && t.cat == cat {
 		return t
 	}
+	t := renderCatalog(cat)
+	s.text.Store(t)
+	return t
+}
+
+// renderCatalog renders the catalog files of cat.
+func renderCatalog(cat *registry.Catalog) *catalogText {
 	t := &catalogText{cat: cat, tools: toolLines(cat.Tools), revision: []byte(strconv.FormatUint(cat.Revision, 10) + "\n")}
 	if b, err := json.MarshalIndent(cat, "", "  "); err == nil {
 		t.json = append(b, '\n')
@@ -37,7 +44,6 @@ func (s *Server) texts() *catalogText {
 		eb.WriteByte('\n')
 	}
 	t.errors = eb.Bytes()
-	s.text.Store(t)
 	return t
 }
 

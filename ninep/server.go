@@ -139,8 +139,16 @@ type Options struct {
 	// CheckWorkDir vets a session's "cwd PATH" (after the path is made
 	// absolute and found to be a directory); nil accepts any directory.
 	CheckWorkDir func(dir string) error
-	// Limits bound connections, open files, sessions and agents.
+	// Limits bound connections, open files, sessions, agents and sent
+	// definitions.
 	Limits Limits
+	// Overlays makes a session's own catalog when the first .meta
+	// definition is sent to it (session/S/meta/NAME); nil: sessions take
+	// no definitions (ENOSYS).
+	Overlays func(session string) Overlay
+	// Build says which build of the server this is (the second line of
+	// /version, after Protocol).
+	Build string
 }
 
 // Server serves the toolsrv 9P tree. Sessions and agents live in the Server
@@ -302,15 +310,20 @@ type conn struct {
 	err string
 }
 
+// errSink is a session or an agent: its err file shows why the last
+// refused request made in it failed.
+type errSink interface{ setErr(msg string) }
+
 // fail records why a request was refused (in this connection's err file and,
-// for an agent's request, in the agent's) and returns the errno to send.
-func (c *conn) fail(ag *agent, err error) error {
+// for a request in a session or an agent, in its err) and returns the errno
+// to send.
+func (c *conn) fail(sink errSink, err error) error {
 	msg := err.Error()
 	c.mu.Lock()
 	c.err = msg
 	c.mu.Unlock()
-	if ag != nil {
-		ag.setErr(msg)
+	if sink != nil {
+		sink.setErr(msg)
 	}
 	return ErrnoOf(err)
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hugelgupf/p9/linux"
 
@@ -17,14 +18,23 @@ import (
 // maxNotices is how many ctl notices an agent keeps.
 const maxNotices = 64
 
-// session is session/S: a working directory and its agents.
+// session is session/S: a working directory, its agents, and the
+// definitions it was sent (its overlay).
 type session struct {
+	srv  *Server
 	name string
 
 	mu      sync.Mutex
 	agents  map[string]*agent
 	workDir string
 	ended   bool
+	// ov is the session's own catalog (Options.Overlays), made when the
+	// first definition is sent; nil until then: the session's catalog is
+	// the server's.
+	ov  Overlay
+	err string
+	// text is the rendering of the session's catalog (see texts).
+	text atomic.Pointer[catalogText]
 }
 
 // agent is session/S/agent/A: its profile, turn counter and loaded tools.
@@ -64,7 +74,7 @@ func (s *Server) newSession(name string) error {
 	if len(s.sessions) >= s.opts.Limits.MaxSessions {
 		return tooMany("mkdir session/"+name+": too many sessions", s.opts.Limits.MaxSessions)
 	}
-	s.sessions[name] = &session{name: name, agents: map[string]*agent{}, workDir: s.opts.WorkDir}
+	s.sessions[name] = &session{srv: s, name: name, agents: map[string]*agent{}, workDir: s.opts.WorkDir}
 	s.log.Debug("session created", "session", name)
 	return nil
 }
@@ -84,7 +94,12 @@ func (s *Server) endSession(name string) error {
 		ag.end()
 	}
 	se.agents = nil
+	ov := se.ov
+	se.ov = nil
 	se.mu.Unlock()
+	if ov != nil {
+		ov.Close()
+	}
 	s.log.Debug("session ended", "session", name)
 	return nil
 }
@@ -121,6 +136,34 @@ func (se *session) agentNames() []string {
 		out = append(out, n)
 	}
 	return out
+}
+
+// catalog is the session's catalog: the server's, with the definitions
+// sent to the session.
+func (se *session) catalog() *registry.Catalog {
+	if ov := se.overlay(); ov != nil {
+		return ov.Catalog()
+	}
+	return se.srv.catalog()
+}
+
+// overlay is the session's overlay, nil when nothing was sent to it.
+func (se *session) overlay() Overlay {
+	se.mu.Lock()
+	defer se.mu.Unlock()
+	return se.ov
+}
+
+func (se *session) setErr(msg string) {
+	se.mu.Lock()
+	se.err = msg
+	se.mu.Unlock()
+}
+
+func (se *session) errText() string {
+	se.mu.Lock()
+	defer se.mu.Unlock()
+	return se.err
 }
 
 func (se *session) dir() string {
@@ -175,7 +218,7 @@ func (s *Server) newAgent(se *session, name string) error {
 		}
 	}
 	ag := &agent{sess: se, name: name, profile: prof, loaded: map[string]*loadedTool{}}
-	cat := s.catalog()
+	cat := se.catalog()
 	ag.rev = cat.Revision
 	for _, t := range prof.AutoLoad {
 		if err := ag.loadLocked(cat, t); err != nil {
@@ -278,7 +321,9 @@ func (ag *agent) reconcileLocked(cat *registry.Catalog) {
 
 // available returns the tool name if this agent may load or call it.
 func (ag *agent) available(cat *registry.Catalog, name string) (*registry.Tool, error) {
-	if err := registry.ValidName(name); err != nil {
+	// A provider's tool is PROVIDER:TOOL (a remote toolsrv's, an MCP
+	// server's).
+	if err := registry.ValidProvidedName(name); err != nil {
 		return nil, Refuse(linux.EINVAL, "bad tool name %q: %v", name, err)
 	}
 	t, err := cat.Lookup(name)
@@ -358,7 +403,7 @@ func (ag *agent) turnLocked(cat *registry.Catalog, warm int) {
 func (s *Server) agentCtl(ag *agent, line string) error {
 	verb, arg, _ := strings.Cut(line, " ")
 	arg = strings.TrimSpace(arg)
-	cat := s.catalog()
+	cat := ag.sess.catalog()
 	if err := ag.lock(cat); err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 //	/                        rootDir      T: nothing
 //	session/                 sessionsDir  T: nothing
 //	session/S/               sessionDir   T: the session
+//	session/S/meta/          metaDir      T: the session (sent.go)
 //	session/S/agent/         agentsDir    T: the session
 //	session/S/agent/A/       agentDir     T: the agent
 //	session/S/agent/A/call/  callDir      T: the agent
@@ -46,6 +47,9 @@ var rootDir = dirSpec[none]{
 			return newCmdFile(pl, nil, func(line string) error { return pl.c.srv.rootCtl(pl.c, line) })
 		}},
 		{"session", true, needAgent, func(pl place, _ none) p9.File { return newDir(pl, none{}, &sessionsDir) }},
+		{"version", false, needFull, func(pl place, _ none) p9.File {
+			return newROFile(pl, func() ([]byte, error) { return pl.c.srv.versionText(), nil })
+		}},
 	},
 	// A denied or confined connection learns nothing at the root: any
 	// other name is refused with the reason, not reported missing.
@@ -63,20 +67,39 @@ var sessionsDir = dirSpec[none]{
 			if !ok {
 				return nil, linux.ENOENT
 			}
-			return pl.child(name, func(p place) p9.File { return newDir(p, se, &sessionDir) }), nil
+			return pl.child(name, func(p place) p9.File {
+				p.sink = se // its files record refusals in the session's err too
+				return newDir(p, se, &sessionDir)
+			}), nil
 		},
 	},
 	mkdir: &dirChange[none]{needFull, func(pl place, _ none, name string) error { return pl.c.srv.newSession(name) }},
 	rm:    &dirChange[none]{needFull, func(pl place, _ none, name string) error { return pl.c.srv.endSession(name) }},
 }
 
-// sessionDir is /session/S: its ctl (working directory) and agent/.
+// sessionDir is /session/S: its ctl (working directory), agent/, the
+// definitions sent to it (meta/) and its catalog (the server's with them).
 var sessionDir = dirSpec[*session]{
 	fixed: []fixedChild[*session]{
 		{"agent", true, needAgent, func(pl place, se *session) p9.File { return newDir(pl, se, &agentsDir) }},
 		{"ctl", false, needFull, sessionCtlFile},
+		{"meta", true, needFull, func(pl place, se *session) p9.File { return newDir(pl, se, &metaDir) }},
+		{"tools", false, needFull, sessionCatalogFile(func(t *catalogText) []byte { return t.tools })},
+		{"tools.json", false, needFull, sessionCatalogFile(func(t *catalogText) []byte { return t.json })},
+		{"revision", false, needFull, sessionCatalogFile(func(t *catalogText) []byte { return t.revision })},
+		{"errors", false, needFull, sessionCatalogFile(func(t *catalogText) []byte { return t.errors })},
+		{"err", false, needFull, func(pl place, se *session) p9.File {
+			return newROFile(pl, func() ([]byte, error) { return withNewline(se.errText()), nil })
+		}},
 	},
 	rm: ignoreRm[*session](),
+}
+
+// sessionCatalogFile is a session file rendered from its catalog.
+func sessionCatalogFile(pick func(*catalogText) []byte) func(place, *session) p9.File {
+	return func(pl place, se *session) p9.File {
+		return newROFile(pl, func() ([]byte, error) { return pick(se.texts()), nil })
+	}
 }
 
 // agentsDir is /session/S/agent: mkdir makes an agent, rmdir ends one.
@@ -91,7 +114,7 @@ var agentsDir = dirSpec[*session]{
 				return nil, linux.ENOENT
 			}
 			return pl.child(name, func(p place) p9.File {
-				p.ag = ag // its files record refusals in the agent's err too
+				p.sink = ag // its files record refusals in the agent's err too
 				return newDir(p, ag, &agentDir)
 			}), nil
 		},
@@ -123,7 +146,7 @@ var agentDir = dirSpec[*agent]{
 var callDir = dirSpec[*agent]{
 	each: &varChildren[*agent]{
 		names: func(pl place, ag *agent) []string {
-			cat := pl.c.srv.catalog()
+			cat := ag.sess.catalog()
 			if err := ag.lock(cat); err != nil {
 				return nil
 			}
@@ -136,7 +159,7 @@ var callDir = dirSpec[*agent]{
 		},
 		sees: func(Access, *agent, string) bool { return true }, // call/ itself needs full access
 		open: func(pl place, ag *agent, name string) (p9.File, error) {
-			if _, err := pl.c.srv.catalog().Lookup(name); err != nil {
+			if _, err := ag.sess.catalog().Lookup(name); err != nil {
 				return nil, refuseLookup(err)
 			}
 			return pl.child(name, func(p place) p9.File {
@@ -191,7 +214,7 @@ func sessionCtlFile(pl place, se *session) p9.File {
 func agentToolsFile(pl place, ag *agent) p9.File {
 	s := pl.c.srv
 	return newCmdFile(pl, func() ([]byte, error) {
-		cat := s.catalog()
+		cat := ag.sess.catalog()
 		if err := ag.lock(cat); err != nil {
 			return nil, err
 		}
@@ -204,7 +227,7 @@ func agentToolsFile(pl place, ag *agent) p9.File {
 func agentCtlFile(pl place, ag *agent) p9.File {
 	s := pl.c.srv
 	return newCmdFile(pl, func() ([]byte, error) {
-		if err := ag.lock(s.catalog()); err != nil {
+		if err := ag.lock(ag.sess.catalog()); err != nil {
 			return nil, err
 		}
 		defer ag.mu.Unlock()
@@ -214,9 +237,8 @@ func agentCtlFile(pl place, ag *agent) p9.File {
 
 // agentSchemasFile is session/S/agent/A/schemas.
 func agentSchemasFile(pl place, ag *agent) p9.File {
-	s := pl.c.srv
 	return newROFile(pl, func() ([]byte, error) {
-		cat := s.catalog()
+		cat := ag.sess.catalog()
 		if err := ag.lock(cat); err != nil {
 			return nil, err
 		}
@@ -275,8 +297,9 @@ func (s *Server) rank(c *conn, ag *agent, req []byte) ([]byte, error) {
 	if q.Text == "" {
 		return nil, Refuse(linux.EINVAL, "empty message: write the user's message to rank tools for it")
 	}
+	ranker, cat := s.opts.Ranker, s.catalog
 	if ag != nil {
-		if err := ag.lock(s.catalog()); err != nil {
+		if err := ag.lock(ag.sess.catalog()); err != nil {
 			return nil, err
 		}
 		prof := ag.profile
@@ -285,17 +308,20 @@ func (s *Server) rank(c *conn, ag *agent, req []byte) ([]byte, error) {
 		if prof.AllowTools != nil {
 			q.Allow = prof.Allows
 		}
+		if ov := ag.sess.overlay(); ov != nil {
+			ranker, cat = ov, ov.Catalog
+		}
 	}
-	r, err := s.opts.Ranker.Rank(c.ctx, q)
+	r, err := ranker.Rank(c.ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("ranking failed: %w", err)
 	}
-	return rankAnswer(r, s.catalog(), q.Allow), nil
+	return rankAnswer(r, cat(), q.Allow), nil
 }
 
 // call answers a call/NAME transaction.
 func (s *Server) call(c *conn, ag *agent, name string, req []byte) ([]byte, error) {
-	cat := s.catalog()
+	cat := ag.sess.catalog()
 	if err := ag.lock(cat); err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ func TestRootListing(t *testing.T) {
 		}
 		got = append(got, n)
 	}
-	want := []string{"ctl", "err", "errors", "rank", "revision", "session/", "tools", "tools.json"}
+	want := []string{"ctl", "err", "errors", "rank", "revision", "session/", "tools", "tools.json", "version"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("root = %v, want %v", got, want)
 	}
@@ -215,8 +215,12 @@ func TestSessionsAndAgents(t *testing.T) {
 		t.Fatalf("session/ = %+v, %v", ents, err)
 	}
 	ents, err = cl.List("session/s1")
-	if err != nil || len(ents) != 2 || ents[0].Name != "agent" || ents[1].Name != "ctl" {
-		t.Fatalf("session/s1 = %+v, %v", ents, err)
+	var names []string
+	for _, en := range ents {
+		names = append(names, en.Name)
+	}
+	if want := []string{"agent", "ctl", "err", "errors", "meta", "revision", "tools", "tools.json"}; err != nil || !reflect.DeepEqual(names, want) {
+		t.Fatalf("session/s1 = %v, %v; want %v", names, err, want)
 	}
 
 	mustMkdir(t, cl, "session/s1/agent/plain")
