@@ -53,11 +53,18 @@ func Connect(ctx context.Context, addr string) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	stop := context.AfterFunc(ctx, func() { nc.Close() })
-	cl, err := NewClient(nc)
+	return ConnectOver(ctx, nc, addr)
+}
+
+// ConnectOver is Connect over a connection already made (a pipe to ssh,
+// say); addr names the server in errors. rwc is closed when ctx ends, and
+// on failure.
+func ConnectOver(ctx context.Context, rwc io.ReadWriteCloser, addr string) (*Client, error) {
+	stop := context.AfterFunc(ctx, func() { rwc.Close() })
+	cl, err := NewClient(rwc)
 	if err != nil {
 		stop()
-		nc.Close()
+		rwc.Close()
 		if ctx.Err() != nil {
 			err = context.Cause(ctx)
 		}

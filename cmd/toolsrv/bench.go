@@ -147,7 +147,7 @@ func parseCount(s string) int {
 func benchNineP(ctx context.Context, eng *engine.Engine, queries []string) ([]time.Duration, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ranker := serveRanker{eng: eng}
+	ranker := serveRanker{rank: eng.Rank}
 	reg := eng.Registry()
 	dir, err := os.MkdirTemp("", "toolsrv-bench-9p-")
 	if err != nil {

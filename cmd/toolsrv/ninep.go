@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/toolsrv/toolsrv/ninep"
+	"github.com/toolsrv/toolsrv/remote"
 )
 
 const ninepAbout = `A small 9P client for the toolsrv tree (scripts, tools, people):
@@ -18,19 +19,29 @@ const ninepAbout = `A small 9P client for the toolsrv tree (scripts, tools, peop
   mkdir PATH         make a session (session/S) or an agent (session/S/agent/A)
   rm PATH            end a session or an agent
 The server is --addr, else $TOOLSRV_ADDR, else the default Unix socket of
-"toolsrv serve". A refused request prints the server's reason (its err file)
-and exits 1; usage errors exit 2. SIGINT or SIGTERM stops a request
-the server does not answer (exit 1). DATA that begins with - goes after --.
+"toolsrv serve". --addr ssh:[USER@]HOST[:PORT] runs ssh (your ssh config,
+keys and agent apply; $TOOLSRV_SSH_COMMAND replaces "ssh" as
+$GIT_SSH_COMMAND does for git) with "toolsrv serve --stdio" on HOST
+($TOOLSRV_REMOTE_CMD or --remote-cmd replaces "toolsrv"), which reaches that
+user's server there, starting it if none runs. Writing
+session/S/meta/NAME sends a .meta definition to session S: the server
+resolves it against its own host. A refused request prints
+the server's reason (its err file) and exits 1; usage errors exit 2. SIGINT
+or SIGTERM stops a request the server does not answer (exit 1). DATA that
+begins with - goes after --.
 Examples:
   toolsrv 9p cat tools
   toolsrv 9p mkdir session/s1 && toolsrv 9p mkdir session/s1/agent/coder
   echo file_read | toolsrv 9p write session/s1/agent/coder/tools
   toolsrv 9p write session/s1/agent/coder/rank "find TODO comments"
-  toolsrv 9p write session/s1/agent/coder/call/file_read '{"path":"README.md"}'`
+  toolsrv 9p write session/s1/agent/coder/call/file_read '{"path":"README.md"}'
+  toolsrv 9p --addr ssh:build-server write session/s1/meta/system_logs < system_logs.meta`
 
 func run9P(ctx context.Context, env *cliEnv, args []string) int {
-	fs, _ := newFlags(env, "9p", "9p [--addr unix:PATH|tcp:HOST:PORT] ls|cat|write|mkdir|rm PATH [DATA]", ninepAbout)
+	fs, _ := newFlags(env, "9p", "9p [--addr unix:PATH|tcp:HOST:PORT|ssh:[USER@]HOST[:PORT]] ls|cat|write|mkdir|rm PATH [DATA]", ninepAbout)
 	addr := fs.String("addr", "", "server address (default $"+ninep.AddrEnv+", else the default socket)")
+	remoteCmd := fs.String("remote-cmd", "", "with --addr ssh:..., the command that runs toolsrv there (default $"+remote.RemoteCmdEnv+", else toolsrv)")
+	timeout := fs.Duration("connect-timeout", remote.DefaultDialTimeout, "with --addr ssh:..., how long ssh may take until the server there answers")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -65,12 +76,25 @@ func run9P(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	// The client closes the connection when ctx ends (SIGINT, SIGTERM), so
 	// a server that does not answer cannot hold this command.
-	cl, err := ninep.Connect(ctx, *addr)
-	if err != nil {
-		fmt.Fprintf(env.stderr, "toolsrv 9p: %v%s\n", err, interrupted(ctx, *addr))
-		return 1
+	var cl *ninep.Client
+	if remote.IsSSH(*addr) {
+		c, err := remote.Dial(ctx, *addr, remote.DialOptions{Getenv: env.getenv, RemoteCmd: *remoteCmd, Timeout: *timeout, Logger: logger(env)})
+		if err != nil {
+			fmt.Fprintf(env.stderr, "toolsrv 9p: %v%s\n", err, interrupted(ctx, *addr))
+			return 1
+		}
+		defer c.Close()
+		cl = c.Client
+	} else {
+		c, err := ninep.Connect(ctx, *addr)
+		if err != nil {
+			fmt.Fprintf(env.stderr, "toolsrv 9p: %v%s\n", err, interrupted(ctx, *addr))
+			return 1
+		}
+		defer c.Close()
+		cl = c
 	}
-	defer cl.Close()
+	var err error
 
 	switch op {
 	case "ls":
@@ -90,7 +114,9 @@ func run9P(ctx context.Context, env *cliEnv, args []string) int {
 			env.stdout.Write(b)
 		}
 	case "write":
-		if ninep.IsTransaction(p) {
+		if ninep.IsSent(p) {
+			err = cl.Send(p, data)
+		} else if ninep.IsTransaction(p) {
 			var ans []byte
 			if ans, err = cl.Transact(p, data); err == nil {
 				env.stdout.Write(ans)

@@ -56,11 +56,16 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	sf := addSandboxFlags(fs)
 	var verbose verbosity
 	fs.Var(&verbose, "v", "log what the server does on stderr: -v connections, rank requests, calls, agent profiles and catalog changes (Info); -v -v also the packages' Debug records")
+	stdio := fs.Bool("stdio", false, "serve one connection on standard input and output (what ssh runs: toolsrv 9p --addr ssh:HOST), relayed to this user's running server on its Unix socket, which is started (with the other flags) if none runs")
+	rf := addRemoteFlags(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() != 0 {
 		return usageError(fs, "unexpected argument %q (addresses go in --listen)", fs.Arg(0))
+	}
+	if *stdio {
+		return runServeStdio(ctx, env, args, listens, tools)
 	}
 	if err := ef.check(); err != nil {
 		return usageError(fs, "%v", err)
@@ -151,6 +156,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	opts.Logger = log
 	opts.Thresholds, opts.NoThresholds, opts.RankTimeout = *thrFile, *noThr, *rankTimeout
 	opts.Runner = &ropts
+	if opts.Providers, err = rf.providers(env, log); err != nil {
+		return fail("%v", err)
+	}
 	eng, err := engine.New(ctx, opts)
 	p.finish()
 	if err != nil {
@@ -175,7 +183,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 			fmt.Fprintln(env.stderr, "toolsrv serve: this kernel has no Landlock: calls will be refused (pass --allow-unsandboxed to run them unsandboxed)")
 		}
 	}
-	ranker := serveRanker{eng: eng}
+	ranker := serveRanker{rank: eng.Rank}
 
 	srv, err := ninep.New(ninep.Options{
 		Source: loggedSource{reg, log},
@@ -190,6 +198,11 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 		Logger:       log,
 		Access:       func(nc net.Conn) ninep.Access { return peerAccess(runner, nc) },
 		CheckWorkDir: guard.Check,
+		Overlays: func(session string) ninep.Overlay {
+			ov := eng.NewOverlay(session)
+			return sessionOverlay{Overlay: ov, serveRanker: serveRanker{rank: ov.Rank}}
+		},
+		Build: buildText(),
 	})
 	if err != nil {
 		return fail("%v", err)
@@ -247,13 +260,27 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	}
 }
 
-// serveRanker answers the 9P rank files with the engine: the offered set
-// (the hot tools of the asking agent's profile always among it), or the
-// plain ranking when serve runs with --no-thresholds.
-type serveRanker struct{ eng *engine.Engine }
+// serveRanker answers the 9P rank files with the engine (or a session's
+// overlay of it): the offered set (the hot tools of the asking agent's
+// profile always among it), or the plain ranking when serve runs with
+// --no-thresholds.
+type serveRanker struct {
+	rank func(context.Context, engine.Query) (engine.Answer, error)
+}
+
+// sessionOverlay is a session's catalog with definitions sent to it, for
+// the 9P server.
+type sessionOverlay struct {
+	*engine.Overlay
+	serveRanker
+}
+
+func (o sessionOverlay) Rank(ctx context.Context, q ninep.RankQuery) (ninep.Ranking, error) {
+	return o.serveRanker.Rank(ctx, q)
+}
 
 func (s serveRanker) Rank(ctx context.Context, q ninep.RankQuery) (ninep.Ranking, error) {
-	ans, err := s.eng.Rank(ctx, engine.Query{Text: q.Text, Context: q.Context, K: q.K, Allow: q.Allow, Profile: q.Profile})
+	ans, err := s.rank(ctx, engine.Query{Text: q.Text, Context: q.Context, K: q.K, Allow: q.Allow, Profile: q.Profile})
 	if err != nil {
 		return ninep.Ranking{}, err
 	}
@@ -307,13 +334,13 @@ func callErrno(err error) linux.Errno {
 // a tool call of this server (or a process it started) gets its own agent
 // only; a tool of another toolsrv, or of a call that ended, nothing; a
 // process of another user nothing; the socket owner's other processes
-// everything. TCP connections cannot be identified and get everything
-// (TCP is loopback-only unless --allow-remote).
+// everything. TCP connections cannot be identified and get everything but
+// sending tool definitions (TCP is loopback-only unless --allow-remote).
 func peerAccess(r *exec.Runner, nc net.Conn) ninep.Access {
 	p, err := r.Identify(nc)
 	switch {
 	case errors.Is(err, exec.ErrNotUnix):
-		return ninep.Access{}
+		return ninep.Access{Unauthenticated: "this is a TCP connection, whose peer the operating system cannot identify"}
 	case err != nil:
 		return ninep.Access{Denied: "refused: the connecting process could not be identified: " + err.Error()}
 	case p.UID != os.Getuid() && p.UID != 0:

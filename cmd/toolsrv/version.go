@@ -61,3 +61,9 @@ func versionLine(bi *debug.BuildInfo, ok bool) string {
 	}
 	return b.String()
 }
+
+// buildText is this binary's version line, for the 9P /version file.
+func buildText() string {
+	bi, ok := debug.ReadBuildInfo()
+	return versionLine(bi, ok)
+}
