@@ -193,7 +193,7 @@ func (s *Server) Log() string {
 type Host struct {
 	// Root holds everything: tools/, bin/ (first on its $PATH), run/
 	// ($XDG_RUNTIME_DIR: the socket), cache/, state/ (the server's log),
-	// home/, config/.
+	// home/, config/, tmp/ ($TMPDIR: the server's working directory).
 	Root string
 	// Cmd is the TOOLSRV_REMOTE_CMD that runs toolsrv there.
 	Cmd string
@@ -212,7 +212,7 @@ func NewHost(t testing.TB, bin string, env map[string]string) *Host {
 		t.Fatal(err)
 	}
 	h := &Host{Root: root, Down: filepath.Join(root, "down")}
-	for _, d := range []string{"tools", "bin", "run", "cache", "state", "home", "config"} {
+	for _, d := range []string{"tools", "bin", "run", "cache", "state", "home", "config", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -225,6 +225,7 @@ func NewHost(t testing.TB, bin string, env map[string]string) *Host {
 		"XDG_STATE_HOME":   filepath.Join(root, "state"),
 		"XDG_CONFIG_HOME":  filepath.Join(root, "config"),
 		"OLLIE_TOOLS_PATH": filepath.Join(root, "tools"),
+		"TMPDIR":           filepath.Join(root, "tmp"),
 	}
 	for k, v := range env {
 		vars[k] = v
