@@ -98,16 +98,27 @@ type Conn struct {
 	Addr string
 	// Build is the remote server's build (its /version).
 	Build string
-	proc  *sshProc // nil for unix: and tcp:
+	proc  *sshProc  // nil for unix: and tcp:
+	raw   io.Closer // the transport: proc, or the socket
 }
 
-// Close ends the connection (and ssh).
+// Close ends the connection (and ssh). The transport goes first, so that
+// closing never waits for a remote that stopped answering.
 func (c *Conn) Close() error {
-	err := c.Client.Close()
-	if c.proc != nil {
-		c.proc.Close()
+	if c.raw != nil {
+		c.raw.Close()
 	}
-	return err
+	c.Client.Close()
+	return nil
+}
+
+// Done is closed when ssh exits (nil for unix: and tcp:, which never
+// say): the connection is then over.
+func (c *Conn) Done() <-chan struct{} {
+	if c.proc == nil {
+		return nil
+	}
+	return c.proc.done
 }
 
 // Gone says why the connection ended (ssh's exit status and last words),
@@ -151,7 +162,7 @@ func Dial(ctx context.Context, addr string, o DialOptions) (*Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		c := &Conn{Client: cl, Addr: addr}
+		c := &Conn{Client: cl, Addr: addr, raw: nc}
 		if err := c.checkVersion(); err != nil {
 			cl.Close()
 			return nil, err
@@ -172,7 +183,7 @@ func Dial(ctx context.Context, addr string, o DialOptions) (*Conn, error) {
 		proc.kill()
 	})
 	cl, err := ninep.ConnectOver(ctx, proc, addr)
-	c := &Conn{Client: cl, Addr: addr, proc: proc}
+	c := &Conn{Client: cl, Addr: addr, proc: proc, raw: proc}
 	if err == nil {
 		err = c.checkVersion()
 	}

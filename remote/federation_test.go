@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -124,7 +125,7 @@ func TestFederation(t *testing.T) {
 	p, err := New(Options{Name: "srv", Addr: s.Addr, Tools: send, Session: "laptop", Poll: 100 * time.Millisecond,
 		MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second,
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})),
-		Dial:   dialOpts(s, host.Cmd)})
+		Dial:   stallOpts(dialOpts(s, host.Cmd))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,6 +241,36 @@ func TestFederation(t *testing.T) {
 	if err != nil || !strings.HasPrefix(string(res.Stdout), "journal entries of the remote host") {
 		t.Fatalf("call after the restart: %+v %v\nserver log:\n%s", res, err, host.ServerLog())
 	}
+
+	// The server there stops answering (stopped, as a hung machine): the
+	// connection is dropped at its deadline, and reconnections time out,
+	// until it answers again.
+	pid := host.ServerPID()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	cat = waitCatalog(t, ctx, eng, "a silent remote's tools hidden", func(c *registry.Catalog) bool {
+		_, ok := c.Get("srv:system_logs")
+		return !ok
+	})
+	why, _ := cat.HiddenReason("srv:system_logs")
+	if !strings.Contains(why, "no answer within 8s") && !strings.Contains(why, "no 9P answer from 127.0.0.1 within 8s") {
+		t.Errorf("hidden reason %q: want the deadline", why)
+	}
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitCatalog(t, ctx, eng, "the remote's tools back after the stall", func(c *registry.Catalog) bool {
+		_, ok := c.Get("srv:system_logs")
+		return ok
+	})
+}
+
+// stallOpts gives a connection 8 s to answer, so that a silent remote is
+// noticed quickly.
+func stallOpts(o DialOptions) DialOptions {
+	o.Timeout = 8 * time.Second
+	return o
 }
 
 // testWriter sends a logger's lines to the test log.

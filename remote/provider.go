@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hugelgupf/p9/linux"
@@ -46,7 +47,7 @@ type Options struct {
 	Poll time.Duration
 	// MinBackoff and MaxBackoff bound the wait between reconnections
 	// (0.5 s doubling to 30 s; back to MinBackoff once a connection has
-	// lived a minute).
+	// lived 5 s).
 	MinBackoff, MaxBackoff time.Duration
 	// Logger gets connections, drops and catalog changes (slog.Default()).
 	Logger *slog.Logger
@@ -163,7 +164,7 @@ func (p *Provider) Run(ctx context.Context, publish func(context.Context, regist
 			if errors.As(err, &pe) {
 				return pe.err
 			}
-			if time.Since(start) > time.Minute {
+			if time.Since(start) >= healthy {
 				backoff = p.o.MinBackoff
 			}
 			why := fmt.Sprintf("remote %s dropped (%v); reconnecting in %s", p.o.Name, err, backoff)
@@ -180,6 +181,12 @@ func (p *Provider) Run(ctx context.Context, publish func(context.Context, regist
 		backoff = min(2*backoff, p.o.MaxBackoff)
 	}
 }
+
+// healthy is how long a connection must have lived for the next
+// reconnection to start again from MinBackoff: a remote that was
+// restarted comes back at once, one that drops every time it is reached
+// is retried less and less often.
+const healthy = 5 * time.Second
 
 // publishError is the registry refusing a provision: Run returns it.
 type publishError struct{ err error }
@@ -244,15 +251,37 @@ func (p *Provider) serve(ctx context.Context, conn *Conn, publish func(context.C
 	last, sentState := "", state
 	tick := time.NewTicker(p.o.Poll)
 	defer tick.Stop()
+	// A remote that stops answering (a network gone quiet, ssh waiting
+	// for TCP to give up) is dropped after the connection deadline.
+	deadline := p.o.Dial.Timeout
+	if deadline <= 0 {
+		deadline = DefaultDialTimeout
+	}
+	var silent atomic.Bool
+	stalled := time.AfterFunc(time.Hour, func() {
+		silent.Store(true)
+		conn.Close()
+	})
+	defer stalled.Stop()
+	lost := func(err error) error {
+		if silent.Load() {
+			err = fmt.Errorf("no answer within %s, the deadline: %w", deadline, err)
+		}
+		return p.lost(conn, err)
+	}
 	for {
+		stalled.Reset(deadline)
 		b, err := rev.Read()
+		stalled.Stop()
 		if err != nil {
-			return p.lost(conn, err)
+			return lost(err)
 		}
 		if cur := strings.TrimSpace(string(b)); cur != last || state != sentState {
+			stalled.Reset(deadline)
 			pv, err := p.provision(conn, local)
+			stalled.Stop()
 			if err != nil {
-				return p.lost(conn, err)
+				return lost(err)
 			}
 			if err := publish(ctx, pv); err != nil {
 				return publishError{err}
@@ -263,6 +292,8 @@ func (p *Provider) serve(ctx context.Context, conn *Conn, publish func(context.C
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-conn.Done():
+			return p.lost(conn, errors.New("the connection ended"))
 		case <-tick.C:
 		}
 		if err := sync(); err != nil {

@@ -36,7 +36,22 @@ TCP only when asked (--listen tcp:HOST:PORT), loopback unless --allow-remote:
 (the first address), $OLLIE_SESSION_ID and $OLLIE_UNAME (and $TOOLSRV_BIN when
 the server has it), so a tool such as tool_load can write back to its own agent:
 "toolsrv 9p write session/$OLLIE_SESSION_ID/agent/$OLLIE_UNAME/ctl ...".
-Tools without "network": true cannot reach TCP, so give them a unix: address first.`
+Tools without "network": true cannot reach TCP, so give them a unix: address first.
+
+Remote hosts (see README, "Remote toolsrv over SSH"):
+  serve --stdio   one connection on standard input and output, what
+                  "toolsrv 9p --addr ssh:HOST" runs there: relayed to this user's
+                  server on its socket, started (with the other flags; its log in
+                  $XDG_STATE_HOME/toolsrv/serve.log) if none runs
+  --remote NAME=ssh:[USER@]HOST[:PORT]
+                  federate that host's toolsrv: its tools join this catalog as
+                  NAME:TOOL, ranked here, run there ($TOOLSRV_SSH_COMMAND replaces
+                  ssh; $TOOLSRV_REMOTE_CMD or --remote-cmd replaces toolsrv there)
+  --remote-tools NAME=DIR
+                  send DIR's .meta files to it first (resolved on its host)
+  --remote-config FILE
+                  {"remotes": [{"name", "addr", "tools", "session", "agent",
+                  "workdir", "remoteCmd"}]}`
 
 func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	fs, tools := newFlags(env, "serve", "serve [--tools DIR] [--listen unix:PATH|tcp:HOST:PORT]... [flags]", serveAbout)
