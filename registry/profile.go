@@ -175,7 +175,8 @@ func (p *metaParser) toolNames(raw json.RawMessage, field string) []string {
 		return nil
 	}
 	for i, n := range names {
-		if err := ValidName(n); err != nil {
+		// A provider's tool is PROVIDER:TOOL (a remote toolsrv's).
+		if err := ValidProvidedName(n); err != nil {
 			p.fail(fmt.Sprintf("%s[%d]", field, i), fmt.Sprintf("%q cannot be a tool name: %v", n, err))
 		}
 	}
@@ -221,6 +222,9 @@ func (p *Profile) Check(cat *Catalog) []ProfileProblem {
 			switch {
 			case known:
 				add(field, fmt.Sprintf("tool %q is not available on this host: %s", n, why), true)
+			case strings.Contains(n, ProviderSep):
+				prov, _, _ := strings.Cut(n, ProviderSep)
+				add(field, fmt.Sprintf("%q is a tool of provider %s (a remote toolsrv, an MCP server), which this catalog does not have now", n, prov), true)
 			default:
 				msg := fmt.Sprintf("%q is not a tool: no .meta defines it in %s", n, strings.Join(cat.Dirs, ":"))
 				if s, ok := nearMiss(n, toolNames(cat)); ok {

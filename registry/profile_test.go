@@ -98,7 +98,11 @@ func TestParseProfileRefuses(t *testing.T) {
 			}
 		})
 	}
-	p, err := ParseProfile("coder", []byte(`{"autoLoad": null, "allowTools": []}`))
+	p, err := ParseProfile("ops", []byte(`{"autoLoad": ["build:system_logs"], "allowTools": ["build:system_logs", "git_log"]}`))
+	if err != nil || !p.Allows("build:system_logs") || p.Allows("build:other") {
+		t.Errorf("a provider's tool in a profile: %+v, %v", p, err)
+	}
+	p, err = ParseProfile("coder", []byte(`{"autoLoad": null, "allowTools": []}`))
 	if err != nil || p.AutoLoad != nil || p.AllowTools == nil || len(*p.AllowTools) != 0 {
 		t.Errorf("null autoLoad, empty allowTools: %+v, %v", p, err)
 	}
