@@ -16,6 +16,13 @@
 // no embedding), loads the thresholds and, when asked, makes the runner.
 // Options.NoIndex skips the index for front ends that only list or call.
 //
+// Providers (Options.Providers) add tools defined elsewhere, named
+// PROVIDER:TOOL: an MCP server's, a remote toolsrv's (package remote). An
+// Overlay is one session's own catalog: the engine's tools plus .meta
+// definitions sent to that session, resolved on this host, with an index
+// of its own made from the engine's index cache (the 9P server's
+// session/S/meta/).
+//
 // Where to change what: a new front end builds an Engine; a new embedder
 // is one case in embed.Open; what a ranking offers is thresholds.Policy;
 // how tools run is package exec.
