@@ -51,15 +51,26 @@ func OpenRegular(path string) (*os.File, fs.FileInfo, error) {
 // wrapping ErrTooLarge if it holds more than limit bytes (limit >= 0). It never
 // reads more than limit+1 bytes, whatever the file claims its size is.
 func ReadRegular(path string, limit int64) ([]byte, error) {
+	data, _, err := ReadRegularInfo(path, limit)
+	return data, err
+}
+
+// ReadRegularInfo is ReadRegular that also returns the file's status as
+// the opened descriptor had it (its size and modification time).
+func ReadRegularInfo(path string, limit int64) ([]byte, fs.FileInfo, error) {
 	f, fi, err := OpenRegular(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	if fi.Size() > limit {
-		return nil, tooLarge(path, limit)
+		return nil, nil, tooLarge(path, limit)
 	}
-	return readBounded(f, path, fi.Size(), limit)
+	data, err := readBounded(f, path, fi.Size(), limit)
+	if err != nil {
+		return nil, nil, err
+	}
+	return data, fi, nil
 }
 
 func readBounded(r io.Reader, name string, hint, limit int64) ([]byte, error) {
