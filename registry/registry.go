@@ -64,9 +64,10 @@ type Registry struct {
 	fresh   map[*compileJob]bool    // jobs created by the update in progress
 	dirty   map[string]bool         // names changed since the last publish
 	fetched map[string]*fileEntry   // files read ahead for the update in progress
+	regular map[string]bool         // .meta paths the rescan in progress listed as regular files
 	rev     uint64                  // revision of the last published catalog
 	cur     atomic.Pointer[Catalog] // readable without mu
-	known *knownSchemas // schemas that compiled before (guarded by mu)
+	known   *knownSchemas           // schemas that compiled before (guarded by mu)
 	// provided holds each provider's tools (see Provide).
 	provided map[string]*provision
 
@@ -278,6 +279,8 @@ func (r *Registry) rescanLocked(ctx context.Context, deferPublish bool) (pending
 	}
 	seenFiles := map[string]bool{}
 	listing := map[string]map[string]bool{}
+	r.regular = map[string]bool{}
+	defer func() { r.regular = nil }()
 	for i, dir := range r.opts.Dirs {
 		if err := ctx.Err(); err != nil {
 			return pending{}, err
@@ -289,6 +292,9 @@ func (r *Registry) rescanLocked(ctx context.Context, deferPublish bool) (pending
 		}
 		listing[dir] = make(map[string]bool, len(ents))
 		for _, e := range ents {
+			if e.Type().IsRegular() {
+				r.regular[filepath.Join(dir, e.Name())] = true
+			}
 			listing[dir][e.Name()] = true
 			n, ok := metaName(e.Name())
 			if !ok || e.IsDir() {
@@ -482,7 +488,7 @@ func (r *Registry) readFile(p string) *fileEntry {
 	if fe, ok := r.fetched[p]; ok {
 		return fe
 	}
-	return r.storeFile(p, loadFile(p, r.files[p]))
+	return r.storeFile(p, loadFile(p, r.files[p], r.regular[p]))
 }
 
 // loaded is what loadFile found at a path.
@@ -499,7 +505,11 @@ type loaded struct {
 // loadFile reads and parses the .meta file at p, unless old (the entry read
 // before, or nil) still describes it. It touches no registry state, so
 // several run at once (see prefetchLocked).
-func loadFile(p string, old *fileEntry) loaded {
+//
+// listedRegular says the directory listing of this update showed p as a
+// regular file (not a symlink): the path is then not checked before it is
+// opened (see fileio.ReadListedRegular).
+func loadFile(p string, old *fileEntry, listedRegular bool) loaded {
 	var raw []byte
 	var fi fs.FileInfo
 	var err error
@@ -508,7 +518,10 @@ func loadFile(p string, old *fileEntry) loaded {
 			return loaded{fe: old, unchanged: true, size: fi.Size(), mtime: fi.ModTime()}
 		}
 	}
-	if err == nil {
+	switch {
+	case err == nil && listedRegular && old == nil:
+		raw, fi, err = fileio.ReadListedRegular(p, MaxMetaSize)
+	case err == nil:
 		raw, fi, err = fileio.ReadRegularInfo(p, MaxMetaSize)
 	}
 	switch {
@@ -587,7 +600,7 @@ func (r *Registry) prefetchLocked(names map[string]bool) {
 				if i >= len(paths) {
 					return
 				}
-				results[i] = loadFile(paths[i], r.files[paths[i]])
+				results[i] = loadFile(paths[i], r.files[paths[i]], r.regular[paths[i]])
 			}
 		}()
 	}
