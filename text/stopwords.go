@@ -64,5 +64,6 @@ func IndexStopwords() *Stopwords { return indexStopwords }
 // TableStopwords are the built-in embedder's stopwords: English function
 // words and request filler ("please", "want", "need", "tell"): 153 words,
 // the 61 of IndexStopwords among them.
-// The shipped table was trained without them.
+// The shipped table was trained with this list: changing it means
+// retraining the table.
 func TableStopwords() *Stopwords { return tableStopwords }
