@@ -62,8 +62,10 @@ func digest(a Analyzer, texts []string, c Cache) string {
 }
 
 // TestFrozen: the three modes give, term for term, what the analysers they
-// replace gave (when the digests were taken, TestSameAsBefore ran the old
-// code on these texts too). Table's terms key the shipped table
+// replace gave. When the digests were taken, TestSameAsBefore (commits
+// f2fc26d and 02000af, with the old code verbatim in text/legacy_test.go)
+// compared the old analysers with these on these texts and on every text of
+// ../shared/eval and learn/data. Table's terms key the shipped table
 // (embed/builtin/model.bin): a change there is a change of model, to be
 // retrained and re-tuned in the same commit (embed/MODEL.md); a change of
 // Index changes every lexical score.
@@ -86,4 +88,53 @@ func TestFrozen(t *testing.T) {
 			t.Errorf("%s() with a cache: digest %s, without %s", m.name, cached, got)
 		}
 	}
+}
+
+// edgeTexts are hand-picked and random texts: case boundaries, digits,
+// punctuation, other scripts, runes whose lowercase changes length or
+// becomes ASCII, invalid UTF-8.
+func edgeTexts() []string {
+	texts := []string{
+		"", " ", "a", "A", "I", "x1", "42", "007", "v2Data", "V2DATA", "v2data", "mp3ToWav", "PDF2Text",
+		"getWeatherForecast", "GetWeatherForecast", "get_weather_forecast", "get-weather-forecast",
+		"HTTPServer parseJSONBody XMLHttpRequest iPhone eBay MyHTTP2Server ABCdef aB Ab AB",
+		"ALLCAPS WORDS", "x86_64 GPU4 UTF8String utf-8", "files processes classes glasses status analysis",
+		"libraries queries ponies cities lies dies ties series species", "theirs whats thats theses thes",
+		"What is the weather in Paris?", "I want to convert 42 MP3 files", "please tell me, thanks!",
+		"running runs ran relational generalization", "C++ & C# / .NET", "a.b.c --flag=value_name; x:y",
+		"Größe ändern: fileSize", "données météo", "Ünïcode Straße naïve", "ÉCOLE École éCole",
+		"İstanbul İ ı I", "\u212Aelvin \u212A", "ẞ STRASSE", "ǅungla ǄUNGLA ǆ", "ΣΊΣΥΦΟΣ σίσυφος ΟΔΟΣ",
+		"Москва МоскваСити HTTPСервер", "東京タワー 日本語テキスト", "١٢٣ ٣٤ abc١٢", "Ａｂｃ ＡＢＣ ｆｕｌｌＷｉｄｔｈ",
+		"e\u0301te\u0301 cafe\u0301", "ﬁle ﬂow", "Ⅻ ⅻ ①②", "emoji 😀 fileName😀Size",
+		"bad\xffutf8\xfe here", "\xc3(", "caf\xc3", "tab\there\nnewline\r\nCRLF",
+		"theCAT TheCat THECat THEcat", "aBC ABc AbC", "ABCDEfgh", "AbcDEF123Ghi",
+	}
+	// Random texts from a generator of our own (xorshift64), so that they
+	// never change with the Go version.
+	x := uint64(88172645463325252)
+	next := func(n int) int {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		return int(x % uint64(n))
+	}
+	alphabets := []string{
+		"aAbBeEiIsSzZ09 _-.,;:/'\"\n\tXYies",
+		"aAsSéÉßẞİıΣσςЖжk\u212A0١ _-.Ǆǅǆ",
+	}
+	for _, alpha := range alphabets {
+		rs := []rune(alpha)
+		for range 5000 {
+			var b strings.Builder
+			for range next(40) {
+				if next(50) == 0 {
+					b.WriteByte(0xff) // an invalid byte
+					continue
+				}
+				b.WriteRune(rs[next(len(rs))])
+			}
+			texts = append(texts, b.String())
+		}
+	}
+	return texts
 }
