@@ -57,6 +57,12 @@ type Options struct {
 	// Runner, when set, makes calls possible with these options.
 	Runner *exec.Options
 
+	// Providers add tools defined elsewhere (MCP servers, remote
+	// toolsrvs) to the catalog; New waits up to ProviderWait
+	// (DefaultProviderWait) for their first tools.
+	Providers    []Provider
+	ProviderWait time.Duration
+
 	// Getenv reads the environment (os.Getenv); Logger gets events
 	// (slog.Default()).
 	Getenv func(string) string
@@ -74,9 +80,12 @@ type Engine struct {
 	runner   *exec.Runner
 	warnings []string
 
+	providers map[string]Provider
+	provWG    sync.WaitGroup // the providers' Run
+
 	mu      sync.Mutex
 	changes <-chan registry.Change // subscribed in New, so Run misses nothing
-	cancel  context.CancelFunc
+	cancel  context.CancelFunc     // ends the subscription and the providers
 }
 
 // New loads the catalog and, unless NoIndex, the embedder, the index and
@@ -97,7 +106,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 		o.RankTimeout = 2 * time.Second
 	}
 	e := &Engine{opts: o, log: o.Logger}
-	e.reg = registry.New(registry.Options{Dirs: o.Dirs, Host: o.Host, Logger: o.Logger})
+	e.reg = registry.New(registry.Options{Dirs: o.Dirs, Host: o.Host, Logger: o.Logger, SchemaCache: e.schemaCache()})
 	// Subscribe before the first load: Run follows from there.
 	sctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
@@ -106,16 +115,20 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 		cancel()
 		return nil, fmt.Errorf("loading tools: %w", err)
 	}
+	if err := e.startProviders(ctx, sctx); err != nil {
+		e.Close()
+		return nil, err
+	}
 	if !o.NoIndex {
 		if err := e.openIndex(ctx); err != nil {
-			cancel()
+			e.Close()
 			return nil, err
 		}
 	}
 	if o.Runner != nil {
 		r, err := exec.NewRunner(*o.Runner)
 		if err != nil {
-			cancel()
+			e.Close()
 			return nil, err
 		}
 		e.runner = r
@@ -141,10 +154,7 @@ func (e *Engine) openIndex(ctx context.Context) error {
 	}
 	dir := o.CacheDir
 	if dir == "" && !o.NoCache {
-		root := o.Getenv("XDG_CACHE_HOME")
-		if root == "" && o.Getenv("HOME") != "" {
-			root = filepath.Join(o.Getenv("HOME"), ".cache")
-		}
+		root := e.cacheRoot()
 		if root == "" {
 			return errors.New("no cache directory: set $XDG_CACHE_HOME or $HOME, or give a cache directory (--cache DIR) or none (--no-cache)")
 		}
@@ -179,6 +189,31 @@ func (e *Engine) openIndex(ctx context.Context) error {
 	return nil
 }
 
+// cacheRoot is the user's cache directory ($XDG_CACHE_HOME, else
+// ~/.cache), or "" when there is none.
+func (e *Engine) cacheRoot() string {
+	root := e.opts.Getenv("XDG_CACHE_HOME")
+	if root == "" && e.opts.Getenv("HOME") != "" {
+		root = filepath.Join(e.opts.Getenv("HOME"), ".cache")
+	}
+	return root
+}
+
+// schemaCache is the registry's known-schemas file: in the index cache
+// directory when one is given, else under the user's cache directory;
+// none with NoCache.
+func (e *Engine) schemaCache() string {
+	switch {
+	case e.opts.NoCache:
+		return ""
+	case e.opts.CacheDir != "":
+		return filepath.Join(e.opts.CacheDir, "schemas.known")
+	case e.cacheRoot() != "":
+		return filepath.Join(e.cacheRoot(), "toolsrv", "schemas.known")
+	}
+	return ""
+}
+
 // Run keeps the engine live until ctx ends: it watches the tool
 // directories and brings the index up to date with every change (the
 // catalog itself is always current). It returns when ctx ends, or with
@@ -207,9 +242,13 @@ func (e *Engine) Run(ctx context.Context) error {
 	return err
 }
 
-// Close releases what New subscribed to. An engine that is Run is closed
-// by cancelling Run's context and then calling Close.
-func (e *Engine) Close() { e.cancel() }
+// Close releases what New subscribed to and stops the providers (waiting
+// for them). An engine that is Run is closed by cancelling Run's context
+// and then calling Close.
+func (e *Engine) Close() {
+	e.cancel()
+	e.provWG.Wait()
+}
 
 // Registry is the live catalog.
 func (e *Engine) Registry() *registry.Registry { return e.reg }

@@ -180,7 +180,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	srv, err := ninep.New(ninep.Options{
 		Source: loggedSource{reg, log},
 		Ranker: loggedRanker{ranker, log},
-		Caller: loggedCaller{execCaller{r: runner, toolsPath: strings.Join(dirs, ":")}, log},
+		Caller: loggedCaller{execCaller{eng: eng, toolsPath: strings.Join(dirs, ":")}, log},
 		Profiles: loggedProfiles(func(name string) (*registry.Profile, error) {
 			return registry.LoadProfile(*agents, name)
 		}, log),
@@ -267,15 +267,16 @@ func (s serveRanker) Rank(ctx context.Context, q ninep.RankQuery) (ninep.Ranking
 	return out, nil
 }
 
-// execCaller runs calls with the exec runner. A tool that ran and failed is
-// a result; every other failure is a refusal with an errno that fits.
+// execCaller runs calls with the engine (the sandboxed runner, or a
+// provided tool's provider). A tool that ran and failed is a result; every
+// other failure is a refusal with an errno that fits.
 type execCaller struct {
-	r         *exec.Runner
+	eng       *engine.Engine
 	toolsPath string
 }
 
 func (c execCaller) Call(ctx context.Context, t *registry.Tool, args []byte, cc ninep.CallContext) (*ninep.CallResult, error) {
-	res, err := c.r.Call(ctx, t, args, exec.CallContext{WorkDir: cc.WorkDir, Session: cc.Session, Agent: cc.Agent,
+	res, err := c.eng.CallTool(ctx, t, args, exec.CallContext{WorkDir: cc.WorkDir, Session: cc.Session, Agent: cc.Agent,
 		Timeout: cc.Timeout, ToolsPath: c.toolsPath})
 	if err != nil && !(errors.Is(err, exec.ErrExit) && res != nil) {
 		return nil, &ninep.Refusal{Errno: callErrno(err), Reason: err.Error()}
