@@ -2,14 +2,14 @@ package index
 
 import (
 	"bufio"
-	"encoding/binary"
-	"maps"
-	"slices"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"sync"
 
 	chromem "github.com/philippgille/chromem-go"
