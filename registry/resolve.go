@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // bareNameRE matches a cmd that names an executable without a shell.
@@ -82,7 +80,7 @@ func describeAlts(key string, alts []string) string {
 // returns (nil, reason, nil) when the tool is hidden on h and an error when the
 // tool is invalid. dir is the tool's directory; "" for a definition that has
 // none (one sent to a session: see ResolveSent).
-func resolve(name, file, dir string, digest [32]byte, m *Meta, schemas map[int]*jsonschema.Schema, h Host) (*Tool, string, error) {
+func resolve(name, file, dir string, digest [32]byte, m *Meta, schemas map[int]*compileJob, h Host) (*Tool, string, error) {
 	f := m.fields
 	idx := -1
 	if len(m.Variants) > 0 {

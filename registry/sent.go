@@ -112,6 +112,7 @@ func (r *Registry) compileOwn(ctx context.Context, jobs []*compileJob) error {
 		runJobs(jobs, r.compile, r.opts.CompileTimeout)
 		close(settled)
 		r.mu.Lock()
+		r.known.add(jobs)
 		names := map[string]bool{}
 		for _, j := range jobs {
 			for n := range j.waiters {
@@ -125,7 +126,9 @@ func (r *Registry) compileOwn(ctx context.Context, jobs []*compileJob) error {
 		}
 		r.mu.Unlock()
 		if len(p.jobs) > 0 {
-			<-r.finish(p)
+			<-r.finish(p) // saves the known schemas
+		} else {
+			r.saveKnown()
 		}
 	}()
 	select {
