@@ -276,6 +276,43 @@ func (r *Reader) Read() ([]byte, error) {
 // Close releases the open file.
 func (r *Reader) Close() error { return r.f.Close() }
 
+// A Tx is a transaction file (rank, call/NAME) kept open for one request
+// after another: each Do costs a write and a read, where Transact also
+// walks, opens and clunks. A Tx is for one request at a time.
+type Tx struct {
+	cl *Client
+	p  string
+	f  p9.File
+}
+
+// OpenTx opens the transaction file p for Do; Close it when done.
+func (cl *Client) OpenTx(p string) (*Tx, error) {
+	f, err := cl.walk(p)
+	if err != nil {
+		return nil, cl.refused("write", p, err)
+	}
+	if _, _, err := f.Open(p9.ReadWrite); err != nil {
+		f.Close()
+		return nil, cl.refused("write", p, err)
+	}
+	return &Tx{cl: cl, p: p, f: f}, nil
+}
+
+// Do writes a request (a new one: at offset 0) and returns its answer.
+func (tx *Tx) Do(req []byte) ([]byte, error) {
+	if _, err := tx.f.WriteAt(req, 0); err != nil {
+		return nil, tx.cl.refused("write", tx.p, err)
+	}
+	ans, err := readAll(tx.f)
+	if err != nil {
+		return nil, tx.cl.refused("read", tx.p, err)
+	}
+	return ans, nil
+}
+
+// Close releases the open file.
+func (tx *Tx) Close() error { return tx.f.Close() }
+
 // IsTransaction reports whether p is a transaction file: rank, or a file
 // under an agent's call directory.
 func IsTransaction(p string) bool {

@@ -315,3 +315,28 @@ func TestProvidedToolsOverNinep(t *testing.T) {
 	}
 	wantRefused(t, cl.Write("session/s1/agent/a/ctl", []byte("tool_load srv:a/b")), linux.EINVAL, "bad tool name")
 }
+
+// A transaction file kept open serves one request after another.
+func TestTxReuse(t *testing.T) {
+	e := newEnv(t, nil)
+	cl := e.client()
+	tx, err := cl.OpenTx("rank")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	for _, c := range []struct{ msg, top string }{{"will it rain", "weather"}, {"echo a text", "echo_text"}, {"rain temperature", "weather"}} {
+		ans, err := tx.Do([]byte(c.msg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := names(string(ans)); len(got) == 0 || got[0] != c.top {
+			t.Errorf("%q: %v, want %s first", c.msg, got, c.top)
+		}
+	}
+	_, err = tx.Do([]byte(""))
+	wantRefused(t, err, linux.EINVAL, "empty message")
+	if ans, err := tx.Do([]byte("will it rain")); err != nil || names(string(ans))[0] != "weather" {
+		t.Errorf("after a refusal: %q %v", ans, err)
+	}
+}

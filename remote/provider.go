@@ -67,6 +67,9 @@ type Provider struct {
 	conn   *Conn           // nil while disconnected
 	down   string          // why, while disconnected
 	loaded map[string]bool // tools loaded for Agent on conn
+	// idle are open call files of conn, by tool, for the next calls
+	// (a call on an open file is a write and a read, not six messages).
+	idle map[string][]*ninep.Tx
 }
 
 // New checks o and returns the provider; Run connects.
@@ -201,7 +204,35 @@ func (p *Provider) unavailable(ctx context.Context, publish func(context.Context
 func (p *Provider) disconnected(why string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.conn, p.down, p.loaded = nil, why, nil
+	p.conn, p.down, p.loaded, p.idle = nil, why, nil, nil
+}
+
+// takeTx returns an open call file of tool on conn, opening one if none
+// is idle.
+func (p *Provider) takeTx(conn *Conn, file, tool string) (*ninep.Tx, error) {
+	p.mu.Lock()
+	if p.conn == conn {
+		if txs := p.idle[tool]; len(txs) > 0 {
+			tx := txs[len(txs)-1]
+			p.idle[tool] = txs[:len(txs)-1]
+			p.mu.Unlock()
+			return tx, nil
+		}
+	}
+	p.mu.Unlock()
+	return conn.OpenTx(file)
+}
+
+// putTx keeps tx for the next call of tool, while conn is the connection
+// (at most a few per tool).
+func (p *Provider) putTx(conn *Conn, tool string, tx *ninep.Tx) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conn != conn || p.idle == nil || len(p.idle[tool]) >= 4 {
+		go tx.Close()
+		return
+	}
+	p.idle[tool] = append(p.idle[tool], tx)
 }
 
 // serve uses one connection until it fails (the error says how) or ctx
@@ -245,7 +276,7 @@ func (p *Provider) serve(ctx context.Context, conn *Conn, publish func(context.C
 	}
 	defer rev.Close()
 	p.mu.Lock()
-	p.conn, p.down, p.loaded = conn, "", map[string]bool{}
+	p.conn, p.down, p.loaded, p.idle = conn, "", map[string]bool{}, map[string][]*ninep.Tx{}
 	p.mu.Unlock()
 
 	last, sentState := "", state
@@ -422,11 +453,24 @@ func (p *Provider) Call(ctx context.Context, name string, args []byte, cc exec.C
 				return
 			}
 		}
-		a.b, a.err = conn.Transact(agent+"/call/"+name, args)
+		call := func() ([]byte, error) {
+			tx, err := p.takeTx(conn, agent+"/call/"+name, name)
+			if err != nil {
+				return nil, err
+			}
+			b, err := tx.Do(args)
+			if err != nil {
+				go tx.Close()
+				return nil, err
+			}
+			p.putTx(conn, name, tx)
+			return b, nil
+		}
+		a.b, a.err = call()
 		if isErrno(a.err, linux.EACCES) && strings.Contains(errReason(a.err), "is not loaded") {
 			// The agent there was made again (a new server): load again.
 			if a.err = load(); a.err == nil {
-				a.b, a.err = conn.Transact(agent+"/call/"+name, args)
+				a.b, a.err = call()
 			}
 		}
 		done <- a
