@@ -233,8 +233,14 @@ func BenchmarkFederation(b *testing.B) {
 	if err := direct.Write("session/direct/agent/a/ctl", []byte("tool_load echo_args")); err != nil {
 		b.Fatal(err)
 	}
+	// As the federation calls: on a call file kept open.
+	tx, err := direct.OpenTx("session/direct/agent/a/call/echo_args")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tx.Close()
 	b.Run("call/remote-socket", call(func() error {
-		_, err := direct.Transact("session/direct/agent/a/call/echo_args", args)
+		_, err := tx.Do(args)
 		return err
 	}))
 	b.Run("call/remote-ssh", call(func() error {
