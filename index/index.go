@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,6 +70,13 @@ type Index struct {
 	v  *view
 
 	cachePath atomic.Pointer[string] // ix.path, readable without upd
+
+	// The answerability's calibration (probes.go): probes is read by Rank;
+	// probeDrift (tools changed since the probes were ranked) and
+	// cachedProbes (what the cache file held) are guarded by upd.
+	probes       atomic.Pointer[probeState]
+	probeDrift   int
+	cachedProbes *probeState
 
 	brk breaker
 
@@ -153,6 +161,9 @@ func (ix *Index) Sync(ctx context.Context, cat *registry.Catalog) error {
 	ix.upd.Lock()
 	defer ix.upd.Unlock()
 	err := ix.updateLocked(ctx, catalogSource(cat), nil, nil, true)
+	if cerr := ix.calibrateLocked(ctx); cerr != nil {
+		ix.log.Warn("index: the answerability is not calibrated to this catalog", "err", cerr)
+	}
 	if serr := ix.saveLocked(); serr != nil {
 		ix.log.Warn("index: could not save the cache; the next start embeds again", "err", serr)
 	}
@@ -186,6 +197,9 @@ func (ix *Index) Follow(ctx context.Context, changes <-chan registry.Change) {
 			last = ch.Catalog
 			ix.upd.Lock()
 			err := ix.updateLocked(ctx, catalogSource(ch.Catalog), ch.Upserted, ch.Removed, false)
+			if cerr := ix.calibrateLocked(ctx); cerr != nil && ctx.Err() == nil {
+				ix.log.Warn("index: the answerability is not calibrated to this catalog", "err", cerr)
+			}
 			ix.upd.Unlock()
 			if err != nil && ctx.Err() == nil {
 				ix.log.Warn("index: update incomplete; affected tools rank lexically until retried", "err", err)
@@ -203,6 +217,11 @@ func (ix *Index) Follow(ctx context.Context, changes <-chan registry.Change) {
 			}
 			ix.upd.Lock()
 			err := ix.updateLocked(ctx, catalogSource(last), nil, nil, true)
+			if err == nil {
+				if cerr := ix.calibrateLocked(ctx); cerr != nil && ctx.Err() == nil {
+					ix.log.Warn("index: the answerability is not calibrated to this catalog", "err", cerr)
+				}
+			}
 			ix.upd.Unlock()
 			if err == nil {
 				ix.log.Info("index: embedded the tools that were missing vectors")
@@ -372,6 +391,7 @@ func (ix *Index) updateLocked(ctx context.Context, cat source, upserted, removed
 	v.rev = cat.rev
 	st := v.st
 	ix.mu.Unlock()
+	ix.probeDrift += len(todo) + len(drop)
 	if fresh > 0 {
 		ix.dirty = true
 	}
@@ -476,6 +496,7 @@ func (ix *Index) rebuildLocked(ctx context.Context, cat source, docs []document)
 	ix.mu.Lock()
 	ix.v = nv
 	ix.mu.Unlock()
+	ix.probeDrift += len(docs)
 	if fresh > 0 {
 		ix.dirty = true
 	}
@@ -787,6 +808,9 @@ func (ix *Index) loadLocked(dirs []string) {
 		return
 	}
 	ix.state, ix.fitDocs, ix.drift = h.State, h.FitDocs, h.Drift
+	if p := h.Probes; p != nil && sort.Float64sAreSorted(p.Logits) && len(p.Logits) > 0 {
+		ix.cachedProbes = &probeState{model: p.Model, digest: p.Digest, logits: p.Logits}
+	}
 	ix.mu.Lock()
 	ix.v = newView(emb, st)
 	ix.mu.Unlock()
@@ -808,6 +832,9 @@ func (ix *Index) saveLocked() error {
 		return fmt.Errorf("exporting vectors: %w", err)
 	}
 	h := cacheHeader{Embedder: ix.base.ID(), Model: v.emb.ID(), Dim: v.st.dim, FitDocs: ix.fitDocs, Drift: ix.drift}
+	if ps := ix.probes.Load(); ps != nil {
+		h.Probes = &cacheProbes{Model: ps.model, Digest: ps.digest, Logits: ps.logits}
+	}
 	if _, ok := v.emb.(embed.Fitted); ok {
 		h.State = ix.state
 	}

@@ -75,7 +75,7 @@ func BenchmarkLastStep(b *testing.B) {
 				r := p.r
 				r.Hits = append([]Hit(nil), p.r.Hits...)
 				ix.mu.RLock()
-				v.applyLastStep(m, &r, p.text, p.lexQ, p.qvec)
+				v.applyLastStep(m, ix.probeLogitsFor(m), &r, p.text, p.lexQ, p.qvec)
 				ix.mu.RUnlock()
 			}
 		})

@@ -13,7 +13,7 @@ var stopwords = func() map[string]bool {
 	for _, w := range strings.Fields(`a an and are as at be but by can could do does for from
 		had has have how i if in into is it its me my of on or our please should so some
 		than that the their them then there these they this to was we were what when where
-		which who why will with would you your`) {
+		which who why will with would you your like`) {
 		m[w] = true
 	}
 	return m

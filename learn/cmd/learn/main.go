@@ -59,7 +59,9 @@ func extract(ctx context.Context, args []string) error {
 	pool := fs.Int("pool", 30, "candidates per request")
 	maxQ := fs.Int("maxq", 3000, "requests per training catalog")
 	only := fs.String("only", "", "comma-separated catalogs prefixes to extract (default all)")
+	more := fs.Bool("more", train.MoreCatalogs, "also the catalogs of other sizes and the mixed catalogs")
 	fs.Parse(args)
+	train.MoreCatalogs = *more
 	srcs, err := train.LoadSources(*data)
 	if err != nil {
 		return err
@@ -102,7 +104,7 @@ func extract(ctx context.Context, args []string) error {
 	}
 	defer os.RemoveAll(tmp)
 	start := time.Now()
-	samples, err := train.Extract(ctx, emb, nil, cats, *pool, tmp, func(cat string, done, total int) {
+	samples, err := train.Extract(ctx, emb, cats, *pool, tmp, func(cat string, done, total int) {
 		fmt.Fprintf(os.Stderr, "\r%-28s %6d/%-6d %v   ", cat, done, total, time.Since(start).Round(time.Second))
 		if done == total {
 			fmt.Fprintln(os.Stderr)
@@ -132,6 +134,7 @@ func fit(args []string) error {
 	depth := fs.Int("depth", 3, "depth of the boosted trees")
 	minLeaf := fs.Int("minleaf", 100, "fewest requests in a leaf of the boosted trees")
 	tuneOn := fs.String("tuneon", "train val ", "group prefix the decision is chosen on")
+	calibrate := fs.Bool("calibrate", true, "calibrate the answerability per catalog with the probes (learn.Calib)")
 	exclude := fs.String("exclude", "", "comma-separated candidate features to leave out (weight 0)")
 	sources := fs.String("sources", "", "comma-separated training sources (default all)")
 	fs.Parse(args)
@@ -152,7 +155,7 @@ func fit(args []string) error {
 	}
 	var trainS []train.Sample
 	for _, s := range samples {
-		if !s.Eval && !s.Val && srcOK(s.Source) {
+		if !s.Eval && !s.Val && !s.Probe && srcOK(s.Source) {
 			trainS = append(trainS, s)
 		}
 	}
@@ -167,6 +170,10 @@ func fit(args []string) error {
 	oc := o
 	oc.L2 = *l2c
 	m.Cand = train.FitCandidate(trainS, oc)
+	// Features are sums over map-ordered words, equal to about 1e-15
+	// between runs: weights rounded to 8 significant digits (before the
+	// next fit uses them) make the model file reproducible.
+	roundLinear(&m.Cand)
 	for _, x := range strings.Split(*exclude, ",") {
 		for i, n := range learn.CandNames {
 			if n == x {
@@ -178,16 +185,36 @@ func fit(args []string) error {
 		train.AnsExcluded[learn.AnsCatalog] = true
 	}
 	m.Ans = train.FitAnswerable(m, trainS, o, *negW)
+	roundLinear(&m.Ans)
 	if *trees > 0 {
 		bo := train.DefaultBoost()
 		bo.Trees, bo.Depth, bo.MinLeaf = *trees, *depth, *minLeaf
 		m.AnsTrees = train.FitAnswerableTrees(m, trainS, bo, *negW)
+	}
+	if *calibrate {
+		probes := probeTexts(samples)
+		if len(probes) == 0 {
+			return fmt.Errorf("%s has no probe samples: extract them again", *in)
+		}
+		// the probes of the training catalogs, with their requests
+		var calS []train.Sample
+		for _, s := range samples {
+			if !s.Eval && srcOK(s.Source) && (s.Probe || !s.Val) {
+				calS = append(calS, s)
+			}
+		}
+		m.Calib = train.FitCalibration(m, calS, probes, o)
+		m.Calib.A, m.Calib.B = round8(m.Calib.A), round8(m.Calib.B)
+		fmt.Printf("calibration: %d probes, answerable = σ(%.3f·logit(u) %+.3f)\n", len(probes), m.Calib.A, m.Calib.B)
 	}
 	printWeights(m)
 
 	scored := train.ScoreAll(m, samples)
 	groups := map[string][]train.Scored{}
 	for _, s := range scored {
+		if s.Probe {
+			continue
+		}
 		var g string
 		switch {
 		case s.Eval && strings.HasSuffix(s.Catalog, "/full"):
@@ -253,13 +280,12 @@ func fit(args []string) error {
 		report(p, train.Decision{}, base)
 	}
 	if *out != "" {
-		// Features are sums over map-ordered words, equal to about 1e-15
-		// between runs: 8 significant digits make the file reproducible.
-		roundLinear(&m.Cand)
-		roundLinear(&m.Ans)
-		wb, _ := json.Marshal([]any{m.Pool, m.Cand, m.Ans, m.AnsTrees})
+		if m.Calib != nil {
+			m.Calib.A, m.Calib.B = round8(m.Calib.A), round8(m.Calib.B)
+		}
+		wb, _ := json.Marshal([]any{m.Pool, m.Cand, m.Ans, m.AnsTrees, m.Calib})
 		sum := sha256.Sum256(wb)
-		m.ID = fmt.Sprintf("learn/v1-%x", sum[:4])
+		m.ID = fmt.Sprintf("learn/v2-%x", sum[:4])
 		tr, _ := json.Marshal(map[string]any{"command": "go run ./learn/cmd/learn fit " + strings.Join(args, " "),
 			"decision": best, "requests": len(trainS), "embedder": builtinID()})
 		m.Training = tr
@@ -461,11 +487,33 @@ func export(args []string) error {
 	return nil
 }
 
-func roundLinear(l *learn.Linear) {
-	r := func(x float64) float64 {
-		v, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 8, 64), 64)
-		return v
+// probeTexts returns the probe requests of the samples, in the order of
+// their IDs ("probe/<i>").
+func probeTexts(samples []train.Sample) []string {
+	byID := map[int]string{}
+	for _, s := range samples {
+		if s.Probe {
+			var i int
+			fmt.Sscanf(s.ID, "probe/%d", &i)
+			byID[i] = s.Text
+		}
 	}
+	out := make([]string, len(byID))
+	for i, t := range byID {
+		if i < len(out) {
+			out[i] = t
+		}
+	}
+	return out
+}
+
+func round8(x float64) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 8, 64), 64)
+	return v
+}
+
+func roundLinear(l *learn.Linear) {
+	r := round8
 	for _, xs := range [][]float64{l.Mean, l.Scale, l.W} {
 		for i := range xs {
 			xs[i] = r(xs[i])
