@@ -178,7 +178,7 @@ func TestCalibrated(t *testing.T) {
 		t.Fatalf("no probe logits: %v, want σ(1)", got)
 	}
 	lenient := []float64{-3, -2.5, -2, -1.5, -1} // the catalog matches off-topic requests with little
-	greedy := []float64{0, 1, 2, 3, 4}          // it matches them with a lot
+	greedy := []float64{0, 1, 2, 3, 4}           // it matches them with a lot
 	a, b := m.Calibrated(0.5, lenient), m.Calibrated(0.5, greedy)
 	if !(a > 0.8 && b < 0.4) {
 		t.Fatalf("logit 0.5: %v among low probes, %v among high ones", a, b)

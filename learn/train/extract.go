@@ -502,7 +502,6 @@ func IsProbe(text string) bool { return Share("probe", text) < ProbeShare }
 // ProbeShare is the share of the off-topic requests used as probes.
 const ProbeShare = 0.13
 
-
 // probeSamples ranks the probes against a catalog (learn.Calib: what the
 // index does when it calibrates the answerability).
 func probeSamples(ctx context.Context, ix *index.Index, c *Catalog, n, pool int) ([]Sample, error) {
