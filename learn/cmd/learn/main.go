@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -269,6 +270,40 @@ func fit(args []string) error {
 				}
 			}
 			fmt.Printf("oracle %-26s chosen acc %.3f hit %.3f | best minAns %.2f acc %.3f hit %.3f ntf %.3f/%.3f\n", g, cf.Accuracy, cf.Hit, bd.MinAnswerable, bf.Accuracy, bf.Hit, bf.AbstainRec, bf.AbstainPr)
+		}
+		// The best "no tool fits" precision a cut on the answerability can
+		// reach in each group at a given recall (the cut chosen per group,
+		// with the labels): an upper bound for any threshold.
+		fmt.Println()
+		for _, g := range names {
+			if !strings.HasPrefix(g, "offer") && !strings.HasPrefix(g, "train val") {
+				continue
+			}
+			var neg []float64
+			for _, s := range groups[g] {
+				if !s.Answerable && !s.Named {
+					neg = append(neg, s.P)
+				}
+			}
+			if len(neg) == 0 {
+				continue
+			}
+			sort.Float64s(neg)
+			fmt.Printf("ntf bound %-26s %4d removed", g, len(neg))
+			for _, r := range []float64{0.3, 0.5} {
+				cut := neg[int(math.Ceil(r*float64(len(neg))))-1]
+				var said, right float64
+				for _, s := range groups[g] {
+					if !s.Named && s.P <= cut {
+						said++
+						if !s.Answerable {
+							right++
+						}
+					}
+				}
+				fmt.Printf(" | recall %.1f: precision %.3f", r, right/said)
+			}
+			fmt.Println()
 		}
 	}
 	for _, p := range []string{"train fit", "train val", "rank dev", "rank test", "offer dev", "offer test"} {
