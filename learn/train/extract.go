@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 
 	"toolsrv/bench"
 	"toolsrv/embed"
@@ -60,6 +61,10 @@ type Sample struct {
 	// catalog; Text is its text.
 	Probe bool
 	Text  string
+	// ToolText marks a request made from a tool's own text (measured, not
+	// shipped: ToolTextPerCatalog): 1 ranked with the tool, 2 without it
+	// (masked); Variant says how the text was made (ToolText).
+	ToolText, Variant int
 }
 
 // writeCatalog writes tools as .meta files under dir.
@@ -149,6 +154,13 @@ func Extract(ctx context.Context, emb embed.Embedder, cats []*Catalog, pool int,
 			return nil, err
 		}
 		out = append(out, ps...)
+		if ToolTextPerCatalog > 0 {
+			ts, err := toolTextSamples(ctx, ix, c, cat, pool)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ts...)
+		}
 		for qi, q := range c.Queries {
 			if err := ctx.Err(); err != nil {
 				return nil, err
@@ -523,4 +535,90 @@ func probeSamples(ctx context.Context, ix *index.Index, c *Catalog, n, pool int)
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// ToolTextPerCatalog is how many of a catalog's tools Extract turns into
+// requests made from their own text (learn extract -tooltext; 0: none).
+// Measured as a label-free calibration and not shipped (learn/MODEL.md):
+// the shift they measure per catalog does not carry over to real requests.
+var ToolTextPerCatalog = 0
+
+// ToolTextVariants is the number of ways ToolText makes a request.
+const ToolTextVariants = 3
+
+// toolTextSamples ranks requests made from the texts of up to
+// ToolTextPerCatalog tools (a fixed hash picks them), once with the tool
+// and once with it masked (leave one out).
+func toolTextSamples(ctx context.Context, ix *index.Index, c *Catalog, cat *registry.Catalog, pool int) ([]Sample, error) {
+	tools := slices.Clone(cat.Tools)
+	sort.Slice(tools, func(i, j int) bool { return Share("pseudo", tools[i].Name) < Share("pseudo", tools[j].Name) })
+	tools = tools[:min(len(tools), ToolTextPerCatalog)]
+	var out []Sample
+	for _, t := range tools {
+		for v := range ToolTextVariants {
+			text := ToolText(t.Name, t.Description, v)
+			if text == "" {
+				continue
+			}
+			for _, absent := range []bool{false, true} {
+				q := index.Query{Text: text}
+				if absent {
+					name := t.Name
+					q.Allow = func(n string) bool { return n != name }
+				}
+				cs, r, err := ix.Candidates(ctx, q, pool)
+				if err != nil {
+					return nil, err
+				}
+				if r.Degraded {
+					return nil, fmt.Errorf("catalog %s: degraded ranking", c.Name)
+				}
+				s := Sample{Catalog: c.Name, Source: c.Source, ID: "tooltext/" + t.Name, Eval: c.Eval, Answerable: !absent,
+					Cand: cs.Cand, Query: cs.Query, Tools: len(cat.Tools), ToolText: 1, Variant: v, Named: len(cs.Named) > 0}
+				if absent {
+					s.ToolText = 2
+				}
+				for _, h := range cs.Hits {
+					s.Names = append(s.Names, h.Name)
+					s.Rel = append(s.Rel, h.Name == t.Name)
+				}
+				out = append(out, s)
+			}
+		}
+	}
+	return out, nil
+}
+
+// ToolText makes a request from a tool's description: 0, its first
+// sentence (at most 16 words); 1, half of its words (a fixed hash picks
+// them, at most 8); 2, the first sentence without the words of the name.
+func ToolText(name, description string, variant int) string {
+	d := strings.TrimSpace(description)
+	if i := strings.IndexAny(d, ".\n"); i > 20 {
+		d = d[:i]
+	}
+	ws := strings.Fields(d)
+	var keep []string
+	switch variant {
+	case 0:
+		keep = ws
+	case 1:
+		for i, w := range ws {
+			if Share("pseudo-word", fmt.Sprintf("%s/%d", name, i)) < 0.5 {
+				keep = append(keep, w)
+			}
+		}
+		keep = keep[:min(len(keep), 8)]
+	case 2:
+		parts := map[string]bool{}
+		for _, p := range strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return r == '_' || r == '-' || r == '.' }) {
+			parts[p] = true
+		}
+		for _, w := range ws {
+			if !parts[strings.ToLower(strings.Trim(w, ",;:()"))] {
+				keep = append(keep, w)
+			}
+		}
+	}
+	return strings.Join(keep[:min(len(keep), 16)], " ")
 }

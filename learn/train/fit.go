@@ -312,7 +312,7 @@ func FitCalibration(m *learn.Model, samples []Sample, probes []string, o FitOpti
 	var ys []float64
 	for i := range samples {
 		s := &samples[i]
-		if s.Probe || s.Named || len(s.Cand) == 0 {
+		if s.Probe || s.ToolText != 0 || s.Named || len(s.Cand) == 0 {
 			continue
 		}
 		z := SampleLogit(m, s)

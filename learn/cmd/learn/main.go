@@ -61,8 +61,10 @@ func extract(ctx context.Context, args []string) error {
 	maxQ := fs.Int("maxq", 3000, "requests per training catalog")
 	only := fs.String("only", "", "comma-separated catalogs prefixes to extract (default all)")
 	more := fs.Bool("more", train.MoreCatalogs, "also the catalogs of other sizes and the mixed catalogs")
+	toolText := fs.Int("tooltext", 0, "also rank requests made from the texts of this many tools of each catalog, with and without the tool (measured, not shipped)")
 	fs.Parse(args)
 	train.MoreCatalogs = *more
+	train.ToolTextPerCatalog = *toolText
 	srcs, err := train.LoadSources(*data)
 	if err != nil {
 		return err
@@ -128,6 +130,7 @@ func fit(args []string) error {
 	negW := fs.Float64("negweight", 1, "loss weight of unanswerable requests")
 	minPrec := fs.Float64("minprec", 0, "decision objective: macro abstention precision at least this")
 	minRec := fs.Float64("minrec", 0, "decision objective: macro abstention recall at least this")
+	frontier := fs.Bool("frontier", false, "print the macro figures of every minAnswerable (mass 1, max 3) on train val and the eval halves: the trade between hits and \"no tool fits\" of one cut for all catalogs")
 	oracle := fs.Bool("oracle", false, "print each group's best answerability cut-off (an upper bound for a per-catalog cut-off)")
 	maxTools := fs.Int("maxtools", 3, "largest maxTools the decision sweep tries")
 	keepCatalog := fs.Bool("catalog", true, "let the answerability model use the catalog size")
@@ -136,6 +139,7 @@ func fit(args []string) error {
 	minLeaf := fs.Int("minleaf", 100, "fewest requests in a leaf of the boosted trees")
 	tuneOn := fs.String("tuneon", "train val ", "group prefix the decision is chosen on")
 	calibrate := fs.Bool("calibrate", true, "calibrate the answerability per catalog with the probes (learn.Calib)")
+	toolShift := fs.String("toolshift", "", "V:λ — measure, instead of the probes, a per-catalog shift of the answerability logit by λ × (the median logit of the catalog's requests made from tool texts of variant V, ranked without their tool − its mean over the training catalogs); needs extract -tooltext")
 	exclude := fs.String("exclude", "", "comma-separated candidate features to leave out (weight 0)")
 	sources := fs.String("sources", "", "comma-separated training sources (default all)")
 	fs.Parse(args)
@@ -156,7 +160,7 @@ func fit(args []string) error {
 	}
 	var trainS []train.Sample
 	for _, s := range samples {
-		if !s.Eval && !s.Val && !s.Probe && srcOK(s.Source) {
+		if !s.Eval && !s.Val && !s.Probe && s.ToolText == 0 && srcOK(s.Source) {
 			trainS = append(trainS, s)
 		}
 	}
@@ -211,9 +215,14 @@ func fit(args []string) error {
 	printWeights(m)
 
 	scored := train.ScoreAll(m, samples)
+	if *toolShift != "" {
+		if err := applyToolShift(m, samples, scored, *toolShift); err != nil {
+			return err
+		}
+	}
 	groups := map[string][]train.Scored{}
 	for _, s := range scored {
-		if s.Probe {
+		if s.Probe || s.ToolText != 0 {
 			continue
 		}
 		var g string
@@ -254,6 +263,28 @@ func fit(args []string) error {
 		}
 		fs = append(fs, train.Macro("macro "+prefix, fs))
 		fmt.Print(train.Table(fs))
+	}
+	if *frontier {
+		for _, p := range []string{"train val", "offer dev", "offer test"} {
+			fmt.Printf("\n== frontier %s: one minAnswerable for every catalog (mass 1, max 3)\n", p)
+			for a := 0; a <= 50; a++ {
+				d := train.Decision{MinAnswerable: float64(a) / 50, Mass: 1, MaxTools: 3}
+				var fs []train.Figures
+				for _, g := range names {
+					if strings.HasPrefix(g, p) {
+						fs = append(fs, train.Measure(g, groups[g], d, nil))
+					}
+				}
+				f := train.Macro("", fs)
+				if f.AbstainRec == 0 && a > 0 {
+					continue
+				}
+				fmt.Printf("frontier %-10s minAns %.2f hit %.3f offered %.2f ntf %.3f/%.3f acc %.3f\n", p, d.MinAnswerable, f.Hit, f.Offered, f.AbstainRec, f.AbstainPr, f.Accuracy)
+				if f.AbstainRec > 0.95 {
+					break
+				}
+			}
+		}
 	}
 	if *oracle {
 		// per group, the best minAnswerable (mass 1, max 3) against the chosen one
@@ -518,6 +549,50 @@ func export(args []string) error {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// applyToolShift replaces the answerability of every scored request by
+// σ(z − λ·(med_c − prior)): med_c is the median logit of catalog c's
+// requests made from tool texts of variant V (ranked without their tool),
+// prior the mean of med over the training catalogs (learn fit -toolshift).
+func applyToolShift(m *learn.Model, samples []train.Sample, scored []train.Scored, spec string) error {
+	var v int
+	var lambda float64
+	if _, err := fmt.Sscanf(spec, "%d:%g", &v, &lambda); err != nil {
+		return fmt.Errorf("-toolshift %q: want V:λ", spec)
+	}
+	byCat := map[string][]float64{}
+	eval := map[string]bool{}
+	for i := range samples {
+		s := &samples[i]
+		if s.ToolText == 2 && s.Variant == v {
+			byCat[s.Catalog] = append(byCat[s.Catalog], train.SampleLogit(m, s))
+			eval[s.Catalog] = s.Eval
+		}
+	}
+	if len(byCat) == 0 {
+		return fmt.Errorf("-toolshift: no tool-text samples of variant %d (learn extract -tooltext N)", v)
+	}
+	med := map[string]float64{}
+	var prior float64
+	n := 0
+	for c, z := range byCat {
+		sort.Float64s(z)
+		med[c] = z[len(z)/2]
+		if !eval[c] {
+			prior += med[c]
+			n++
+		}
+	}
+	prior /= float64(max(n, 1))
+	for i := range scored {
+		s := &scored[i]
+		if s.Probe || s.ToolText != 0 || s.Named || len(s.Cand) == 0 {
+			continue
+		}
+		s.P = learn.Sigmoid(train.SampleLogit(m, s.Sample) - lambda*(med[s.Catalog]-prior))
 	}
 	return nil
 }
