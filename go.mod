@@ -1,4 +1,4 @@
-module toolsrv
+module github.com/toolsrv/toolsrv
 
 go 1.26.8
 

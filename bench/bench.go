@@ -17,9 +17,9 @@ import (
 
 	chromem "github.com/philippgille/chromem-go"
 
-	"toolsrv/embed"
-	"toolsrv/index"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/index"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // Config says what `toolsrv bench` measures.

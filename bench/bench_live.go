@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"toolsrv/index"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/index"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // runLive measures a .meta file written → rankable, through the real

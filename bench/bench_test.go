@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"toolsrv/embed"
-	"toolsrv/embed/builtin"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // writeBenchCorpus makes a small labelled corpus in dir.

@@ -12,7 +12,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 
-	"toolsrv/thresholds"
+	"github.com/toolsrv/toolsrv/thresholds"
 )
 
 var (

@@ -6,7 +6,7 @@ import (
 	"image/png"
 	"testing"
 
-	"toolsrv/thresholds"
+	"github.com/toolsrv/toolsrv/thresholds"
 )
 
 func TestPlotTuneWritesAPNG(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"toolsrv/thresholds"
+	"github.com/toolsrv/toolsrv/thresholds"
 )
 
 // Split assigns queries to the held-out part and to the abstention set by a

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 
-	"toolsrv/embed"
-	"toolsrv/index"
-	"toolsrv/registry"
-	"toolsrv/thresholds"
+	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/index"
+	"github.com/toolsrv/toolsrv/registry"
+	"github.com/toolsrv/toolsrv/thresholds"
 )
 
 // TuneRanking configures RankForTuning.

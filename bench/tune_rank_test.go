@@ -5,8 +5,8 @@ import (
 	"log/slog"
 	"testing"
 
-	"toolsrv/embed/builtin"
-	"toolsrv/thresholds"
+	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/thresholds"
 )
 
 // RankForTuning over a real registry, index and the built-in embedder:

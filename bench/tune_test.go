@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"toolsrv/thresholds"
+	"github.com/toolsrv/toolsrv/thresholds"
 )
 
 // The sweep's fast path must offer exactly what the real policy offers.

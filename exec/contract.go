@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
-	"toolsrv/exec/sandbox"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/exec/sandbox"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // Defaults for Options.

@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"strings"
 
-	"toolsrv/exec/sandbox"
+	"github.com/toolsrv/toolsrv/exec/sandbox"
 )
 
 // denialRE finds a path next to a permission error in a tool's standard

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"toolsrv/exec/sandbox"
+	"github.com/toolsrv/toolsrv/exec/sandbox"
 )
 
 func TestDenialHint(t *testing.T) {

@@ -1,6 +1,6 @@
 package exec
 
-import "toolsrv/registry"
+import "github.com/toolsrv/toolsrv/registry"
 
 // toolPATH is the PATH every tool gets: the system directories the sandbox
 // lets it execute from.

@@ -1,6 +1,6 @@
 package exec
 
-import "toolsrv/exec/sandbox"
+import "github.com/toolsrv/toolsrv/exec/sandbox"
 
 // HelperArg is the hidden first argument that turns the toolsrv binary into
 // the sandbox helper: "toolsrv __sandbox POLICY -- ARGV...". The binary's

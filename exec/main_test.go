@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // The test binary plays two extra roles:

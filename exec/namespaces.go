@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"toolsrv/exec/sandbox"
+	"github.com/toolsrv/toolsrv/exec/sandbox"
 )
 
 // Isolation is how a call is separated from the server beyond Landlock.

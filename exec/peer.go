@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"toolsrv/exec/sandbox"
+	"github.com/toolsrv/toolsrv/exec/sandbox"
 )
 
 // ErrNotUnix: the connection is not a Unix socket, so the process at the

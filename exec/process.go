@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"toolsrv/exec/sandbox"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/exec/sandbox"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // drainDelay bounds the wait for the output pipes after the helper is gone

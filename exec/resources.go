@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // Limits are a call's resource limits.

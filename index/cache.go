@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"toolsrv/internal/fileio"
+	"github.com/toolsrv/toolsrv/internal/fileio"
 )
 
 // cacheMagic starts every index file; the number is the format version.

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // Field weights of the lexical index: the short fields describe a tool more

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // EmbedText is the one definition of the embedded text: what newDocument

@@ -7,9 +7,9 @@ import (
 	"log/slog"
 	"time"
 
-	"toolsrv/embed/builtin"
-	"toolsrv/index"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/index"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // A prompt assembler ranks the catalog for each user message, with the last

@@ -16,8 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"toolsrv/embed"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // hashEmbedder is a small deterministic embedder for tests: a feature-hashed

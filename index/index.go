@@ -12,9 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"toolsrv/embed"
-	"toolsrv/learn"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/learn"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // Options configure an Index. The zero value is usable.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 func TestRestartWithNothingChangedEmbedsNothing(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"sort"
 	"sync"
 
-	"toolsrv/learn"
+	"github.com/toolsrv/toolsrv/learn"
 )
 
 // Document fields, by their position in document.fields (newDocument).

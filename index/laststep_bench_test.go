@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
-	"toolsrv/embed/builtin"
-	"toolsrv/learn"
+	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/learn"
 )
 
 // BenchmarkLastStep compares, in one run, a top-10 ranking with the fixed

@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"toolsrv/learn"
+	"github.com/toolsrv/toolsrv/learn"
 )
 
 func stepModel(w map[string]float64) *learn.Model {

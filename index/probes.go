@@ -23,7 +23,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"toolsrv/learn"
+	"github.com/toolsrv/toolsrv/learn"
 )
 
 // probeState is the probes' logits for one catalog and model.

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"testing"
 
-	"toolsrv/learn"
+	"github.com/toolsrv/toolsrv/learn"
 )
 
 var testProbes = []string{"tell me a joke", "what is the meaning of life", "weather in paris tomorrow",

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"toolsrv/embed/builtin"
-	"toolsrv/learn"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/learn"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // benchWords is a vocabulary for synthetic tool documents and queries.

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // benchEnv is a server on a Unix socket with one client, for sequential

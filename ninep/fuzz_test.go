@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // recorder is the client side of a connection that keeps what the client
@@ -156,7 +156,7 @@ func ourPanic(msg string) bool {
 	lines := strings.Split(msg, "\n")
 	for i, l := range lines {
 		if strings.HasPrefix(strings.TrimSpace(l), "panic(") && i+1 < len(lines) {
-			return strings.HasPrefix(strings.TrimSpace(lines[i+1]), "toolsrv/")
+			return strings.HasPrefix(strings.TrimSpace(lines[i+1]), "github.com/toolsrv/toolsrv/")
 		}
 	}
 	return true // no stack: count it

@@ -14,7 +14,7 @@ import (
 
 	"github.com/hugelgupf/p9/linux"
 
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // wordRanker is a deterministic stand-in for the index: a tool scores the

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 var (

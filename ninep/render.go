@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // catalogText is the rendered text of one catalog snapshot, shared by every

@@ -16,7 +16,7 @@ import (
 
 	"github.com/hugelgupf/p9/p9"
 
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // Source is the live catalog. *registry.Registry satisfies it.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/hugelgupf/p9/linux"
 
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // maxNotices is how many ctl notices an agent keeps.

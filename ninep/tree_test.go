@@ -13,7 +13,7 @@ import (
 	"github.com/hugelgupf/p9/linux"
 	"github.com/hugelgupf/p9/p9"
 
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 func TestRootListing(t *testing.T) {

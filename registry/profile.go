@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"toolsrv/internal/fileio"
+	"github.com/toolsrv/toolsrv/internal/fileio"
 )
 
 // MaxProfileSize is the largest agent profile file read.

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"toolsrv/internal/fileio"
+	"github.com/toolsrv/toolsrv/internal/fileio"
 )
 
 func TestLoadProfile(t *testing.T) {

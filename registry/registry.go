@@ -17,7 +17,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"toolsrv/internal/fileio"
+	"github.com/toolsrv/toolsrv/internal/fileio"
 )
 
 // MaxMetaSize is the largest .meta file read.

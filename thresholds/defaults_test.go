@@ -9,9 +9,9 @@ import (
 	"slices"
 	"testing"
 
-	"toolsrv/embed/builtin"
-	"toolsrv/index"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/index"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // offerWithDefaults ranks msg against the tools in dir with the built-in

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"toolsrv/internal/fileio"
+	"github.com/toolsrv/toolsrv/internal/fileio"
 )
 
 // Format and Version identify a thresholds file. A file with a higher

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"toolsrv/internal/fileio"
+	"github.com/toolsrv/toolsrv/internal/fileio"
 )
 
 // TestReadFileRefusesWhatIsNotARegularFile: a named pipe (or a symlink to

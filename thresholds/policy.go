@@ -6,7 +6,7 @@ import (
 	"math"
 	"sort"
 
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // Levels are one set of cut-offs on calibrated scores in [0,1].

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"toolsrv/index"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/index"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 func TestSelect(t *testing.T) {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"sort"
 
-	"toolsrv/index"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/index"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // FromRanking turns an index ranking's hits into candidates.

@@ -9,9 +9,9 @@ import (
 	"reflect"
 	"testing"
 
-	"toolsrv/embed/builtin"
-	"toolsrv/index"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/index"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // Offer over a real registry, index and the built-in embedder. The levels

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"toolsrv/learn"
+	"github.com/toolsrv/toolsrv/learn"
 )
 
 func TestScoresWarning(t *testing.T) {

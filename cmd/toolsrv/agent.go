@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // agentProfile loads the profile of --agent name from dir, and, unlike

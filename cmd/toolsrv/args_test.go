@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"toolsrv/index"
+	"github.com/toolsrv/toolsrv/index"
 )
 
 func TestSplitArgs(t *testing.T) {

@@ -13,12 +13,12 @@ import (
 
 	"golang.org/x/term"
 
-	"toolsrv/bench"
-	"toolsrv/embed"
-	"toolsrv/index"
-	"toolsrv/ninep"
-	"toolsrv/registry"
-	"toolsrv/thresholds"
+	"github.com/toolsrv/toolsrv/bench"
+	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/index"
+	"github.com/toolsrv/toolsrv/ninep"
+	"github.com/toolsrv/toolsrv/registry"
+	"github.com/toolsrv/toolsrv/thresholds"
 )
 
 const benchAbout = `Measures, on synthetic catalogs made from the corpora's tool texts: cold and

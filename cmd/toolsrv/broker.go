@@ -12,7 +12,7 @@ import (
 	"strings"
 	"syscall"
 
-	"toolsrv/exec"
+	"github.com/toolsrv/toolsrv/exec"
 )
 
 // runBroker is the reference bypass approval broker: it listens on a Unix

@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"toolsrv/exec"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/exec"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // runCall calls one tool the way an agent would: arguments validated, JSON

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // dirList is a repeatable --tools flag; "a:b" also splits.

@@ -7,11 +7,11 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"toolsrv/bench"
-	"toolsrv/embed"
-	"toolsrv/index"
-	"toolsrv/registry"
-	"toolsrv/thresholds"
+	"github.com/toolsrv/toolsrv/bench"
+	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/index"
+	"github.com/toolsrv/toolsrv/registry"
+	"github.com/toolsrv/toolsrv/thresholds"
 )
 
 const evalAbout = `Measures ranking quality on labelled corpora: Recall@1/5/10, NDCG@10 and

@@ -23,8 +23,8 @@ import (
 	"testing"
 	"time"
 
-	"toolsrv/ninep"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/ninep"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // The starter catalog and agent profiles shipped in examples/, relative to

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"toolsrv/ninep"
+	"github.com/toolsrv/toolsrv/ninep"
 )
 
 // The red team's hostile tools against a real "toolsrv serve" (a freshly

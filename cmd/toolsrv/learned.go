@@ -1,7 +1,7 @@
 package main
 
 import (
-	"toolsrv/learn"
+	"github.com/toolsrv/toolsrv/learn"
 )
 
 // learnedID is the ID of the learned last step rankings of embedder

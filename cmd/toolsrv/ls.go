@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 func runLs(ctx context.Context, env *cliEnv, args []string) int {

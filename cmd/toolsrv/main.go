@@ -14,7 +14,7 @@ import (
 	"strings"
 	"syscall"
 
-	"toolsrv/exec"
+	"github.com/toolsrv/toolsrv/exec"
 )
 
 // command is one subcommand. run returns the process exit status.

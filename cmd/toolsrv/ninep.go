@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"toolsrv/ninep"
+	"github.com/toolsrv/toolsrv/ninep"
 )
 
 const ninepAbout = `A small 9P client for the toolsrv tree (scripts, tools, people):

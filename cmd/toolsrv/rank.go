@@ -17,11 +17,11 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"toolsrv/embed"
-	"toolsrv/embed/builtin"
-	"toolsrv/index"
-	"toolsrv/registry"
-	"toolsrv/thresholds"
+	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/index"
+	"github.com/toolsrv/toolsrv/registry"
+	"github.com/toolsrv/toolsrv/thresholds"
 )
 
 // embedderFlags are the flags that choose and configure the embedder and

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"testing"
 
-	"toolsrv/embed/builtin"
-	"toolsrv/index"
+	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/index"
 )
 
 // rankFixture writes a small catalog and returns its directory.

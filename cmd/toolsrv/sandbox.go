@@ -1,6 +1,6 @@
 package main
 
-import "toolsrv/exec"
+import "github.com/toolsrv/toolsrv/exec"
 
 // sandboxHelperArg is the hidden first argument that turns this binary into
 // the sandbox helper (see package exec: the server re-executes itself as

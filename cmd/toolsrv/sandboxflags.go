@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"toolsrv/exec"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/exec"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // sandboxFlags are the flags of the commands that run tools (call, serve):

@@ -14,11 +14,11 @@ import (
 
 	"github.com/hugelgupf/p9/linux"
 
-	"toolsrv/exec"
-	"toolsrv/index"
-	"toolsrv/ninep"
-	"toolsrv/registry"
-	"toolsrv/thresholds"
+	"github.com/toolsrv/toolsrv/exec"
+	"github.com/toolsrv/toolsrv/index"
+	"github.com/toolsrv/toolsrv/ninep"
+	"github.com/toolsrv/toolsrv/registry"
+	"github.com/toolsrv/toolsrv/thresholds"
 )
 
 // listenList is the repeatable --listen flag.

@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"toolsrv/ninep"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/ninep"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // What "toolsrv serve -v" logs at Info: the tools loaded, connections, rank

@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // toolPath is the tool directories a command reads, and where they came

@@ -11,10 +11,10 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"toolsrv/bench"
-	"toolsrv/embed"
-	"toolsrv/learn"
-	"toolsrv/thresholds"
+	"github.com/toolsrv/toolsrv/bench"
+	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/learn"
+	"github.com/toolsrv/toolsrv/thresholds"
 )
 
 const tuneAbout = `Sweeps the inclusion thresholds (minimum score, relative cut, maximum

@@ -5,7 +5,7 @@ import (
 	"flag"
 	"fmt"
 
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 func runValidate(ctx context.Context, env *cliEnv, args []string) int {

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"sync"
 
-	"toolsrv/embed"
+	"github.com/toolsrv/toolsrv/embed"
 )
 
 // modelFile is the shipped table (see embed/MODEL.md); modelSHA256 is its

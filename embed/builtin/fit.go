@@ -11,7 +11,7 @@ import (
 	"math"
 	"sort"
 
-	"toolsrv/embed"
+	"github.com/toolsrv/toolsrv/embed"
 )
 
 // Fitted is the embedder adapted to one catalog: terms are weighted by their

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/embed/builtin"
 )
 
 // Options configure a whole build: data, vocabulary and training.

@@ -4,7 +4,7 @@ import (
 	"math"
 	"sort"
 
-	"toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/embed/builtin"
 )
 
 // entry is one weighted table row in a pooled text.

@@ -10,11 +10,11 @@ import (
 	"sort"
 	"strings"
 
-	"toolsrv/bench"
-	"toolsrv/embed"
-	"toolsrv/embed/builtin"
-	"toolsrv/index"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/bench"
+	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/index"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // Corpus is one labelled evaluation corpus (the layout of shared/eval): its

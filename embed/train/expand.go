@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/embed/builtin"
 )
 
 // Expansion is lexical query expansion from the built-in table's learned

@@ -5,9 +5,9 @@ import (
 	"slices"
 	"testing"
 
-	"toolsrv/bench"
-	"toolsrv/embed/builtin"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/bench"
+	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // expansionTable has "car" and "automobile" on the same row and every other

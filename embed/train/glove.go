@@ -8,7 +8,7 @@ import (
 	"os"
 	"sort"
 
-	"toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/embed/builtin"
 )
 
 // WordVectors are pretrained word vectors in frequency order (most frequent

@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"math"
 
-	"toolsrv/embed"
-	"toolsrv/index"
+	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/index"
 )
 
 // EvaluateIndex ranks a corpus with the real index (its catalog → index, no

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	ltrain "toolsrv/learn/train"
+	ltrain "github.com/toolsrv/toolsrv/learn/train"
 )
 
 // MaxRequestsPerTool caps the request pairs of one tool: intent data sets

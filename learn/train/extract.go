@@ -13,11 +13,11 @@ import (
 	"sort"
 	"strings"
 
-	"toolsrv/bench"
-	"toolsrv/embed"
-	"toolsrv/index"
-	"toolsrv/learn"
-	"toolsrv/registry"
+	"github.com/toolsrv/toolsrv/bench"
+	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/index"
+	"github.com/toolsrv/toolsrv/learn"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // Catalog is one catalog to extract features on: its tools (as .meta

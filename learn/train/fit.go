@@ -4,7 +4,7 @@ import (
 	"math"
 	"slices"
 
-	"toolsrv/learn"
+	"github.com/toolsrv/toolsrv/learn"
 )
 
 // Fitting is written out here rather than taken from a library: both models

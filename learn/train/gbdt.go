@@ -4,7 +4,7 @@ import (
 	"math"
 	"sort"
 
-	"toolsrv/learn"
+	"github.com/toolsrv/toolsrv/learn"
 )
 
 // BoostOptions are gradient boosting settings (logistic loss, depth-limited

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"toolsrv/learn"
+	"github.com/toolsrv/toolsrv/learn"
 )
 
 // Decision is an offered-set rule over learned scores (what thresholds

@@ -21,10 +21,10 @@ import (
 	"strings"
 	"time"
 
-	"toolsrv/bench"
-	"toolsrv/embed/builtin"
-	"toolsrv/learn"
-	"toolsrv/learn/train"
+	"github.com/toolsrv/toolsrv/bench"
+	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/learn"
+	"github.com/toolsrv/toolsrv/learn/train"
 )
 
 func main() {

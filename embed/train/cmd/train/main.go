@@ -25,8 +25,8 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"toolsrv/embed/builtin"
-	"toolsrv/embed/train"
+	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/embed/train"
 )
 
 func main() {
