@@ -4,8 +4,12 @@ BIN ?= bin/toolsrv
 
 .PHONY: build test bench demo fuzz model learn clean
 
+# Static binaries (no C library needed). toolsrv-sandbox, the sandbox helper
+# on its own, makes each tool call cheaper when it sits next to toolsrv;
+# toolsrv works without it.
 build:
-	$(GO) build -o $(BIN) ./cmd/toolsrv
+	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/toolsrv
+	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))toolsrv-sandbox ./cmd/toolsrv-sandbox
 
 # The test command the README gives and CI runs.
 test:
@@ -42,7 +46,8 @@ learn:
 	$(GO) run ./learn/cmd/learn fit -samples $(LEARN_TMP)/samples.gob -out learn/model.json
 	$(GO) run ./learn/cmd/learn export -data learn/data -out $(LEARN_TMP)/corpora
 	$(GO) run ./cmd/toolsrv tune --corpus $(LEARN_TMP)/corpora/train --abstain 0 --tolerance 0.005 \
-		--out thresholds/defaults/builtin_v1-abbe22c2.json --plot bench/tune-builtin.png
+		--out thresholds/defaults/builtin_v1-abbe22c2.json --plot bench/tune-builtin.svg --curves $(LEARN_TMP)/curves.json
+	$(GO) run ./bench/cmd/tuneplot $(LEARN_TMP)/curves.json bench/tune-builtin.png
 
 # Fuzz the .meta parser for FUZZTIME (default 10m).
 FUZZTIME ?= 10m

@@ -17,7 +17,9 @@ import (
 
 	chromem "github.com/philippgille/chromem-go"
 
+	"github.com/toolsrv/toolsrv/bench/eval"
 	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/engine"
 	"github.com/toolsrv/toolsrv/index"
 	"github.com/toolsrv/toolsrv/registry"
 )
@@ -40,8 +42,8 @@ type Config struct {
 	// shared between a cold and a warm build).
 	NewEmbedder func() (embed.Embedder, error)
 	// NineP, if set, measures a 9P rank transaction over a server wired to
-	// the given registry and index; it returns the latencies or why not.
-	NineP func(ctx context.Context, reg *registry.Registry, ix *index.Index, queries []string) ([]time.Duration, error)
+	// the engine; it returns the latencies or why not.
+	NineP func(ctx context.Context, eng *engine.Engine, queries []string) ([]time.Duration, error)
 	// Logger receives warnings (slog.Default()).
 	Logger *slog.Logger
 	// Progress, if set, is told what runs.
@@ -151,7 +153,7 @@ func loadPool(corpora []string) (*textPool, []string, error) {
 			p.prompts = append(p.prompts, t.Prompt)
 			p.keywords = append(p.keywords, t.Keywords)
 		}
-		corpus, err := LoadCorpus(c)
+		corpus, err := eval.LoadCorpus(c)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -226,7 +228,6 @@ type recorder struct {
 	embed.Embedder
 	mu     sync.Mutex
 	vecs   [][]float32
-	names  []string // unused: vectors are matched by order of embedding
 	count  int
 	fitted embed.Embedder // the fitted embedder queries go through
 }
@@ -393,8 +394,11 @@ func runSize(ctx context.Context, cfg Config, n int, pool *textPool, queries []s
 	sr.ColdBuild = time.Since(t0)
 	sr.ColdEmbedded = rec.embedded()
 	sr.Dim = ix.Stats().Dim
+	ix = nil
 
-	progress(fmt.Sprintf("%d tools: warm index build", n))
+	// Warm: what a restart costs, the whole engine (registry, index from
+	// its cache, thresholds), as every front end builds it.
+	progress(fmt.Sprintf("%d tools: warm start", n))
 	base2, err := cfg.NewEmbedder()
 	if err != nil {
 		return nil, err
@@ -402,13 +406,14 @@ func runSize(ctx context.Context, cfg Config, n int, pool *textPool, queries []s
 	emb2, rec2 := record(base2)
 	runtime.GC()
 	t0 = time.Now()
-	ix2 := index.New(emb2, index.Options{CacheDir: cache, Logger: cfg.Logger})
-	if err := ix2.Sync(ctx, cat); err != nil {
-		return nil, fmt.Errorf("warm build: %w", err)
+	eng, err := engine.New(ctx, engine.Options{Dirs: []string{dir}, Embedder: emb2, CacheDir: cache, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("warm start: %w", err)
 	}
+	defer eng.Close()
 	sr.WarmBuild = time.Since(t0)
 	sr.WarmEmbedded = rec2.embedded()
-	ix2 = nil
+	ix = eng.Index()
 
 	qs := make([]string, cfg.Queries)
 	for i := range qs {
@@ -430,7 +435,7 @@ func runSize(ctx context.Context, cfg Config, n int, pool *textPool, queries []s
 	if cfg.NineP != nil {
 		progress(fmt.Sprintf("%d tools: 9P rank transactions", n))
 		runtime.GC()
-		lat, err := cfg.NineP(ctx, reg, ix, qs)
+		lat, err := cfg.NineP(ctx, eng, qs)
 		if err != nil {
 			sr.NinePNote = err.Error()
 		} else {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolsrv/toolsrv/engine"
 	"github.com/toolsrv/toolsrv/index"
 	"github.com/toolsrv/toolsrv/registry"
 )
@@ -24,23 +25,21 @@ func runLive(ctx context.Context, cfg Config, pool *textPool) (*LiveResult, erro
 	if err := writeSynthetic(dir, cfg.LiveSize, pool); err != nil {
 		return nil, err
 	}
-	reg := registry.New(registry.Options{Dirs: []string{dir}, Logger: cfg.Logger})
-	if err := reg.Load(ctx); err != nil {
-		return nil, err
-	}
 	emb, err := cfg.NewEmbedder()
 	if err != nil {
 		return nil, err
 	}
-	ix := index.New(emb, index.Options{NoCache: true, Logger: cfg.Logger})
-	if err := ix.Sync(ctx, reg.Catalog()); err != nil {
+	eng, err := engine.New(ctx, engine.Options{Dirs: []string{dir}, Embedder: emb, NoCache: true, NoThresholds: true, Logger: cfg.Logger})
+	if err != nil {
 		return nil, err
 	}
+	defer eng.Close()
+	ix := eng.Index()
 
 	// Registry-side timestamps: when the change naming a tool arrived.
 	var mu sync.Mutex
 	seen := map[string]time.Time{}
-	sub := reg.Subscribe(ctx)
+	sub := eng.Registry().Subscribe(ctx)
 	go func() {
 		for ch := range sub {
 			now := time.Now()
@@ -53,14 +52,15 @@ func runLive(ctx context.Context, cfg Config, pool *textPool) (*LiveResult, erro
 			mu.Unlock()
 		}
 	}()
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); ix.Follow(ctx, reg.Subscribe(ctx)) }()
-	watchErr := make(chan error, 1)
-	go func() { defer wg.Done(); watchErr <- reg.Watch(ctx) }()
-	defer wg.Wait()
-	defer cancel()
-	time.Sleep(200 * time.Millisecond) // let the watcher start
+	// Run watches the directory (writes before its watch is in place are
+	// found by the rescan it starts with) and keeps the index following.
+	runDone := make(chan struct{})
+	var runErr error
+	go func() {
+		defer close(runDone)
+		runErr = eng.Run(ctx)
+	}()
+	defer func() { cancel(); <-runDone }()
 
 	lr := &LiveResult{Tools: cfg.LiveSize}
 	var regLat, rankLat []time.Duration
@@ -96,14 +96,23 @@ func runLive(ctx context.Context, cfg Config, pool *textPool) (*LiveResult, erro
 		if !ok {
 			lr.Misses++
 		}
-		mu.Lock()
-		if t, ok := seen[name]; ok {
-			regLat = append(regLat, t.Sub(start))
+		// The index may have the tool before the timestamp subscriber has
+		// seen its change (both receive it): wait for that too.
+		for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) {
+			mu.Lock()
+			t, ok := seen[name]
+			mu.Unlock()
+			if ok {
+				regLat = append(regLat, t.Sub(start))
+				break
+			}
+			if time.Now().After(deadline) {
+				break
+			}
 		}
-		mu.Unlock()
 		select {
-		case err := <-watchErr:
-			return nil, fmt.Errorf("the registry watcher stopped: %w", err)
+		case <-runDone:
+			return nil, fmt.Errorf("the registry watcher stopped: %v", runErr)
 		default:
 		}
 		time.Sleep(50 * time.Millisecond) // separate the writes

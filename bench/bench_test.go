@@ -2,11 +2,7 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,35 +12,14 @@ import (
 	"github.com/toolsrv/toolsrv/registry"
 )
 
-// writeBenchCorpus makes a small labelled corpus in dir.
-func writeBenchCorpus(t *testing.T, dir string) {
-	t.Helper()
-	topics := []string{"weather forecast", "send email", "currency exchange rates", "translate text", "stock prices",
-		"calendar events", "search flights", "book hotel rooms", "music playlists", "news headlines"}
-	if err := os.MkdirAll(filepath.Join(dir, "tools"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	var q strings.Builder
-	for i, topic := range topics {
-		name := strings.ReplaceAll(topic, " ", "_")
-		meta, _ := json.Marshal(map[string]any{"description": "Get " + topic + " for the user.", "prompt": "Use this to work with " + topic + ".", "cmd": "cat"})
-		if err := os.WriteFile(filepath.Join(dir, "tools", name+".meta"), meta, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		line, _ := json.Marshal(map[string]any{"id": fmt.Sprint(i), "query": "please help with " + topic, "relevant": []string{name}})
-		q.Write(line)
-		q.WriteByte('\n')
-	}
-	if err := os.WriteFile(filepath.Join(dir, "queries.jsonl"), []byte(q.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+// topicsCorpus is a small labelled corpus (testdata/topics): ten tools on
+// ten topics, one request each.
+const topicsCorpus = "testdata/topics"
 
 // Run end to end on a tiny catalog: real files, registry, watcher, index,
 // chromem and a live update. Only counts are checked, never speed.
 func TestRunSmall(t *testing.T) {
-	corpus := t.TempDir()
-	writeBenchCorpus(t, corpus)
+	corpus := topicsCorpus
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cfg := Config{

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -95,7 +95,7 @@ func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, 
 	pidfd := -1
 	sys := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: sandbox.KillSignal, PidFD: &pidfd}
 	if ns {
-		r.iso.apply(sys, &pol, t.Network || pol.Unconfined)
+		r.iso.apply(sys, &pol)
 	}
 	pj, err := json.Marshal(pol)
 	if err != nil {
@@ -119,13 +119,17 @@ func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, 
 		}
 		pipes[i] = [2]*os.File{rd, wr}
 	}
-	cmd := &osexec.Cmd{
-		Path: r.opts.SelfExe, Args: append([]string{r.opts.SelfExe, HelperArg, string(pj), "--"}, t.Command.Argv...),
-		Dir: cc.WorkDir, Env: r.toolEnv(t, cc, pol.TempDir, !pol.Unconfined), SysProcAttr: sys,
-		Stdin: pipes[0][0], Stdout: pipes[1][1], Stderr: pipes[2][1], ExtraFiles: []*os.File{statusW},
+	// syscall.ForkExec rather than os/exec: the helper's descriptors are
+	// set here exactly (0-2 the pipes, 3 the status pipe), and os/exec's
+	// one-time probe of the kernel's pidfd support (a child process of its
+	// own) would cost every "toolsrv call" half a millisecond.
+	attr := &syscall.ProcAttr{
+		Dir: cc.WorkDir, Env: r.toolEnv(t, cc, pol.TempDir, !pol.Unconfined), Sys: sys,
+		Files: []uintptr{pipes[0][0].Fd(), pipes[1][1].Fd(), pipes[2][1].Fd(), statusW.Fd()},
 	}
+	argv := append([]string{r.opts.SelfExe, HelperArg, string(pj), "--"}, t.Command.Argv...)
 	startAt := time.Now()
-	err = cmd.Start()
+	pid, err := syscall.ForkExec(r.opts.SelfExe, argv, attr)
 	// The child has its copies; close ours so EOF arrives when it exits.
 	pipes[0][0].Close()
 	pipes[1][1].Close()
@@ -137,7 +141,6 @@ func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, 
 		pipes[2][0].Close()
 		return nil, outcome{}, err
 	}
-	pid := cmd.Process.Pid
 	live := &liveCall{pid: pid, pidfd: pidfd, cc: cc}
 	if ns {
 		live.pidNS, _ = nsInode(pid, "pid")
@@ -169,28 +172,39 @@ func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, 
 		status, statusOK, statusErr = sandbox.ReadStatus(statusR)
 		close(statusDone)
 	}()
-	waitErr := make(chan error, 1)
-	go func() { waitErr <- cmd.Wait() }()
+	// The helper's end: its wait status (reaped here, by PID).
+	waitErr := make(chan syscall.WaitStatus, 1)
+	go func() {
+		var ws syscall.WaitStatus
+		for {
+			_, err := syscall.Wait4(pid, &ws, 0, nil)
+			if !errors.Is(err, syscall.EINTR) {
+				break
+			}
+		}
+		waitErr <- ws
+	}()
 
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var out outcome
+	var hws syscall.WaitStatus
 	select {
-	case <-waitErr:
+	case hws = <-waitErr:
 	case <-tctx.Done():
 		out.timedOut = ctx.Err() == nil
 		// The tool gets SIGTERM (the helper passes it by), then the helper
 		// is told to end everything, then the group is killed outright.
 		syscall.Kill(-pid, syscall.SIGTERM)
 		select {
-		case <-waitErr:
+		case hws = <-waitErr:
 		case <-time.After(r.opts.KillGrace):
 			syscall.Kill(pid, sandbox.KillSignal)
 			select {
-			case <-waitErr:
+			case hws = <-waitErr:
 			case <-time.After(helperGrace):
 				syscall.Kill(-pid, syscall.SIGKILL)
-				<-waitErr
+				hws = <-waitErr
 			}
 		}
 	}
@@ -228,8 +242,8 @@ func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, 
 		// The helper was killed before it could report (timeout after the
 		// helper's grace, or an outside SIGKILL).
 		out.Status = sandbox.Status{Exit: -1, Signal: int(syscall.SIGKILL)}
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && !ws.Signaled() {
-			out.Status = sandbox.Status{Exit: ws.ExitStatus()}
+		if !hws.Signaled() {
+			out.Status = sandbox.Status{Exit: hws.ExitStatus()}
 		}
 	}
 	res.ExitCode = out.Exit

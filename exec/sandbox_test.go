@@ -143,7 +143,7 @@ func TestNetwork(t *testing.T) {
 	for _, mode := range []struct {
 		name  string
 		netns bool
-	}{{"netns+landlock+seccomp", true}, {"landlock+seccomp only", false}} {
+	}{{"namespaces", true}, {"no namespaces", false}} {
 		t.Run(mode.name, func(t *testing.T) {
 			r := f.runner(func(o *Options) {
 				if !mode.netns {

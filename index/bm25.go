@@ -1,7 +1,9 @@
 package index
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -48,8 +50,9 @@ type posting struct {
 }
 
 func newLexicon() *lexicon {
-	l := &lexicon{dict: make(map[string]int32, len(stopwords))}
-	for w := range stopwords {
+	stop := stopwords()
+	l := &lexicon{dict: make(map[string]int32, stop.Len())}
+	for _, w := range stop.Words() {
 		l.dict[w] = -1
 	}
 	return l
@@ -173,7 +176,10 @@ func (l *lexicon) score(query map[string]float64, out []float64) (norm float64) 
 		return 0
 	}
 	avg := l.totalLen / float64(l.n)
-	for t, qw := range query {
+	// In a fixed order: float sums that depend on map order would make the
+	// same query score differently from one run to the next.
+	for _, t := range slices.Sorted(maps.Keys(query)) {
+		qw := query[t]
 		idf := l.idf(t)
 		norm += qw * idf
 		id, ok := l.dict[t]

@@ -1,13 +1,13 @@
 package index
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,10 +17,10 @@ import (
 )
 
 // cacheMagic starts every index file; the number is the format version.
-const cacheMagic = "toolsrv-index 1\n"
+const cacheMagic = "toolsrv-index 2\n"
 
 // cacheHeader is the first JSON line of an index file. The body that follows
-// is chromem-go's Export of the vector collection.
+// is the vectors as store.export writes them.
 type cacheHeader struct {
 	// Embedder is the base embedder's ID; Model the ID of the embedder that
 	// made the vectors (a fitted embedder's ID includes its fit digest).
@@ -81,8 +81,8 @@ func cacheFile(dir, embedderID string, toolDirs []string) string {
 	return filepath.Join(dir, "index-"+hex.EncodeToString(sum[:8])+".gob")
 }
 
-// writeCache writes header and body atomically (temporary file + rename),
-// so a crash leaves the previous file or the new one, never half of one.
+// writeCache writes header and body atomically (fileio.WriteAtomic), so a
+// crash leaves the previous file or the new one, never half of one.
 func writeCache(path string, h cacheHeader, body []byte) error {
 	sum := sha256.Sum256(body)
 	h.BodyLen = len(body)
@@ -91,32 +91,15 @@ func writeCache(path string, h cacheHeader, body []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("creating index cache directory: %w", err)
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".index-*.tmp")
+	err = fileio.WriteAtomic(path, 0o644, func(w io.Writer) error {
+		io.WriteString(w, cacheMagic)
+		w.Write(hj)
+		io.WriteString(w, "\n")
+		_, err := w.Write(body)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("writing index cache: %w", err)
-	}
-	tmp := f.Name()
-	w := bufio.NewWriter(f)
-	w.WriteString(cacheMagic)
-	w.Write(hj)
-	w.WriteByte('\n')
-	w.Write(body)
-	err = w.Flush()
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing index cache %s: %w", path, err)
 	}
 	return nil
 }

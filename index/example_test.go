@@ -33,7 +33,10 @@ func Example() {
 	}
 	// In a server: go reg.Watch(ctx); go ix.Follow(ctx, reg.Subscribe(ctx))
 
-	qctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	// A prompt assembler gives each ranking a budget (tens of milliseconds;
+	// past it the answer is lexical and says so). This example's is
+	// generous so that its output does not depend on the machine's load.
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	r, err := ix.Rank(qctx, index.Query{
 		Text:    "and what about tomorrow in Oslo?",

@@ -104,6 +104,16 @@ func (ix *Index) model(q Query) *learn.Model {
 	return m
 }
 
+// LearnedID is the ID of the learned last step this index's hybrid
+// rankings use ("" when none applies or it is turned off): what a
+// thresholds file tuned on these scores names.
+func (ix *Index) LearnedID() string {
+	if m := ix.model(Query{}); m != nil {
+		return m.ID
+	}
+	return ""
+}
+
 // rankLearned is v.rank followed by the learned last step when it applies.
 // Caller holds Index.mu for reading.
 func (ix *Index) rankLearned(v *view, q Query, lexQ map[string]float64, lex []float64, norm float64, qvec []float32, sc *rankScratch) Ranking {
@@ -285,7 +295,7 @@ func (v *view) poolFeatures(lexQ map[string]float64, qvec []float32, pool []Hit,
 	var mean float64
 	for i, s := range slots {
 		if v.slots[s].vec {
-			cos[i] = float64(dot(qvec, v.mat[s*v.dim:(s+1)*v.dim]))
+			cos[i] = float64(dot(qvec, v.rows[s]))
 		} else {
 			cos[i] = bg
 		}
@@ -318,7 +328,7 @@ func (v *view) poolFeatures(lexQ map[string]float64, qvec []float32, pool []Hit,
 			for i, s := range slots {
 				c := 0.0
 				if v.slots[s].vec {
-					c = float64(dot(e, v.mat[s*v.dim:(s+1)*v.dim])) - tbg
+					c = float64(dot(e, v.rows[s])) - tbg
 				}
 				ct[i] = c
 				best = max(best, c)

@@ -24,8 +24,34 @@ type Access struct {
 // scoped reports whether the connection is confined to one agent.
 func (a Access) scoped() bool { return a.Agent != "" || a.Session != "" }
 
-// refuseScoped is the refusal a confined connection gets for anything
-// outside its agent.
+// need is the access a connection must have to see an entry of the tree
+// (dirspec.go): the three kinds of connection see nested sets of it.
+type need uint8
+
+const (
+	// needNothing: every connection, a denied one too (the root err).
+	needNothing need = iota
+	// needAgent: a connection with full access, or one confined to an
+	// agent when the entry is on the way to that agent or inside it (the
+	// session and agent directories let only its own through).
+	needAgent
+	// needFull: full access only.
+	needFull
+)
+
+// has reports whether the connection has the access n.
+func (a Access) has(n need) bool {
+	switch n {
+	case needNothing:
+		return true
+	case needAgent:
+		return a.Denied == ""
+	}
+	return a.Denied == "" && !a.scoped()
+}
+
+// refuse is the refusal a denied connection gets for anything, and a
+// confined one for anything outside its agent.
 func (a Access) refuse(what string) error {
 	if a.Denied != "" {
 		return Refuse(linux.EACCES, "%s", a.Denied)

@@ -197,12 +197,12 @@ func TestServerLimits(t *testing.T) {
 		}
 		c3.Close()
 		// The count drops once the server has finished with the connection.
-		var c4 *Client
-		for i := 0; i < 200 && c4 == nil; i++ {
-			c4, _ = Connect(e.ctx, e.addr)
+		if err := e.srv.conns.waitAtMost(t.Context(), 2); err != nil {
+			t.Fatal(err)
 		}
-		if c4 == nil {
-			t.Fatal("no connection accepted after one closed")
+		c4, err := Connect(e.ctx, e.addr)
+		if err != nil {
+			t.Fatalf("a connection after one closed: %v", err)
 		}
 		c4.Close()
 		_ = c2

@@ -1,7 +1,9 @@
 // Package ninep serves toolsrv as a 9P2000.L file tree (SPEC §8): agents and
 // scripts list, rank, load and call tools by reading and writing files. It
 // uses github.com/hugelgupf/p9 for the protocol; every file type is composed
-// from small mixins (see nodes.go).
+// from small mixins (nodes.go), and every directory is declared once, by a
+// table from which both its listing and its lookup are derived (dirspec.go,
+// tree.go).
 //
 // # The tree
 //
@@ -121,7 +123,10 @@
 // socket's owner has full access. TCP connections cannot be identified:
 // they get full access, which is why TCP is loopback-only unless
 // --allow-remote, and why tools with "network": true can reach a TCP
-// address; give tools the Unix socket.
+// address; give tools the Unix socket. Each entry of the tree declares which
+// of the three kinds of connection may see it (tree.go): a name a
+// connection may not see is neither listed nor opened (EACCES, and the
+// reason in err), at the root whether it exists or not.
 //
 // # Limits
 //
@@ -133,18 +138,19 @@
 //
 // # Connections
 //
-// Each connection gets its own p9.Server (the library gives Attach no way to
-// tell connections apart) behind a shim (shim.go) that answers Tauth with
-// ENOENT (what Debian's diod client needs to proceed without
-// authentication) and works around library bugs found by FuzzConn: it
-// serialises version negotiation (a request before or during Tversion
-// panics or races), answers a Tflush of itself or of another Tflush (the
-// library would wait forever), and holds back the end of input until every
-// request has been answered. The library is toolsrv's copy of hugelgupf/p9
-// v0.3.0 (third_party/p9, see its PATCHES.md), patched so that a peer
-// hanging up with requests in flight cannot make it call WaitGroup.Add
-// concurrently with Wait (a panic that killed the process, and a race
-// `go test -race ./ninep` reported).
+// Each connection gets its own p9.Server, so that it gets its own root, err
+// file and open files (the library tells Attach nothing about the
+// connection). Between the connection and the library sits a shim
+// (shim.go, which says which library behaviour each rule is for): Tauth
+// is answered with ENOENT, "no authentication needed", which Debian's diod
+// client needs to go on; nothing but a version negotiation is accepted
+// until one succeeded (EPROTO), and nothing during one; a Tflush of itself
+// or of another Tflush is answered at once (there is nothing to flush); a
+// request reusing a busy tag is dropped; and when the peer hangs up, its
+// calls are cancelled and every request it sent is still answered before
+// the connection closes. The 9P library is a copy of hugelgupf/p9 v0.3.0
+// with upstream's fix of a hang-up race (third_party/p9; its PATCHES.md
+// says what differs and why).
 // The default address is the Unix socket $XDG_RUNTIME_DIR/toolsrv/9p.sock,
 // else ~/.cache/toolsrv/9p.sock (mode 0600, its directory 0700); TCP only
 // when asked. 9P has no authentication: the socket's mode is the access

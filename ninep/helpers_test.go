@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hugelgupf/p9/linux"
 
@@ -230,4 +232,64 @@ func names(text string) []string {
 		out = append(out, strings.SplitN(l, "\t", 2)[0])
 	}
 	return out
+}
+
+// settle waits until srv serves no connection and no goroutine of a 9P
+// connection is left, on either side, and returns how many goroutines and
+// open files there are then. A goroutine of a connection is one with a frame
+// in the 9P library or in this package, other than the caller's and the
+// accept loops (Serve itself). Goroutines end without telling anyone, so
+// that part is polled; it fails the test only when the test's own deadline
+// is near.
+func settle(t *testing.T, srv *Server) (goroutines, files int) {
+	t.Helper()
+	if err := srv.conns.waitAtMost(t.Context(), 0); err != nil {
+		t.Fatalf("waiting for the server to finish its connections: %v", err)
+	}
+	for {
+		left := connGoroutines()
+		if len(left) == 0 {
+			return runtime.NumGoroutine(), openFDs(t)
+		}
+		if d, ok := t.Deadline(); ok && time.Until(d) < 10*time.Second {
+			t.Fatalf("%d goroutines of connections are still there near the test's deadline:\n%s",
+				len(left), strings.Join(left, "\n\n"))
+		}
+		time.Sleep(time.Millisecond) // the poll's pace, not what it waits for
+	}
+}
+
+// connGoroutines returns the stacks of the goroutines that serve or use a
+// 9P connection (see settle).
+func connGoroutines() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var out []string
+	for i, g := range strings.Split(string(buf), "\n\n") {
+		if i == 0 {
+			continue // the caller's
+		}
+		ours := strings.Contains(g, "github.com/hugelgupf/p9/") || strings.Contains(g, "github.com/toolsrv/toolsrv/ninep.")
+		accepting := strings.Contains(g, "github.com/toolsrv/toolsrv/ninep.(*Server).Serve(") && !strings.Contains(g, "github.com/toolsrv/toolsrv/ninep.(*Server).Serve.func")
+		if ours && !accepting {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatalf("counting open files: %v", err)
+	}
+	return len(ents)
 }

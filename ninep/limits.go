@@ -1,8 +1,9 @@
 package ninep
 
 import (
+	"context"
 	"io"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/hugelgupf/p9/linux"
@@ -66,17 +67,54 @@ func refuseConn(rwc io.ReadWriteCloser, setDeadline func(time.Time) error) {
 }
 
 // connCount counts the connections being served.
-type connCount struct{ n atomic.Int64 }
+type connCount struct {
+	mu sync.Mutex
+	n  int
+	// left, when not nil, is closed when a connection leaves.
+	left chan struct{}
+}
 
 func (cc *connCount) enter(max int) bool {
-	if cc.n.Add(1) > int64(max) {
-		cc.n.Add(-1)
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.n >= max {
 		return false
 	}
+	cc.n++
 	return true
 }
 
-func (cc *connCount) leave() { cc.n.Add(-1) }
+func (cc *connCount) leave() {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	cc.n--
+	if cc.left != nil {
+		close(cc.left)
+		cc.left = nil
+	}
+}
+
+// waitAtMost waits until at most n connections are being served, or until
+// ctx ends.
+func (cc *connCount) waitAtMost(ctx context.Context, n int) error {
+	for {
+		cc.mu.Lock()
+		if cc.n <= n {
+			cc.mu.Unlock()
+			return nil
+		}
+		if cc.left == nil {
+			cc.left = make(chan struct{})
+		}
+		left := cc.left
+		cc.mu.Unlock()
+		select {
+		case <-left:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
 
 func tooMany(what string, n int) error {
 	return Refuse(linux.ENOSPC, "%s: the server's limit is %d; remove ones you no longer use", what, n)

@@ -21,14 +21,6 @@ var (
 	loadOps   = flag.Int("ninep.ops", 100, "TestLoad: rank transactions (and loads) per connection; the recorded run uses 1000")
 )
 
-func openFDs(t *testing.T) int {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatalf("counting open files: %v", err)
-	}
-	return len(ents)
-}
-
 func percentile(d []time.Duration, p float64) time.Duration {
 	if len(d) == 0 {
 		return 0
@@ -84,8 +76,7 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	warm.Close()
-	time.Sleep(100 * time.Millisecond)
-	baseG, baseFD := runtime.NumGoroutine(), openFDs(t)
+	baseG, baseFD := settle(t, srv)
 
 	type result struct {
 		rank, load []time.Duration
@@ -177,18 +168,11 @@ func TestLoad(t *testing.T) {
 		percentile(rank, .50), percentile(rank, .99), rank[len(rank)-1], percentile(load, .50), percentile(load, .99))
 
 	// Nothing left behind once the clients are gone.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		g, fd := runtime.NumGoroutine(), openFDs(t)
-		if g <= baseG && fd <= baseFD {
-			t.Logf("after: %d goroutines (baseline %d), %d open files (baseline %d)", g, baseG, fd, baseFD)
-			break
-		}
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("after the clients left: %d goroutines (baseline %d), %d open files (baseline %d)\n%s",
-				g, baseG, fd, baseFD, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(20 * time.Millisecond)
+	g, fd := settle(t, srv)
+	t.Logf("after: %d goroutines (baseline %d), %d open files (baseline %d)", g, baseG, fd, baseFD)
+	if g > baseG || fd > baseFD {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("after the clients left: %d goroutines (baseline %d), %d open files (baseline %d)\n%s",
+			g, baseG, fd, baseFD, buf[:runtime.Stack(buf, true)])
 	}
 }

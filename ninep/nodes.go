@@ -17,7 +17,8 @@ import (
 // mixins: node (identity, walk, attributes) plus the library's templatefs
 // denials, and only what differs written out:
 //
-//	dir     a directory whose entries come from a function
+//	dir     a directory declared once by a dirSpec (dirspec.go), from
+//	        which both its listing and its lookup come
 //	roFile  read-only content, snapshotted per open file
 //	cmdFile line commands (ctl, an agent's tools), optionally readable
 //	txFile  a transaction: write a request, read the answer on the same fid
@@ -32,6 +33,28 @@ const splitMin = 4096 - 24
 
 // maxRequest bounds what one transaction or command buffer may hold.
 const maxRequest = 4 << 20
+
+// place is where a node is: the connection, the path from the root ("" is
+// the root), the agent it belongs to (nil outside an agent) and how to make
+// another File for it (Walk with no names).
+type place struct {
+	c     *conn
+	path  string
+	ag    *agent
+	fresh func() p9.File
+}
+
+// child makes the node called name under pl with mk, which also makes every
+// later File for it (a cloned fid).
+func (pl place) child(name string, mk func(place) p9.File) p9.File {
+	ch := place{c: pl.c, path: path.Join(pl.path, name), ag: pl.ag}
+	ch.fresh = func() p9.File { return mk(ch) }
+	return mk(ch)
+}
+
+func (pl place) node(mode p9.FileMode) node {
+	return node{c: pl.c, ag: pl.ag, path: pl.path, mode: mode, fresh: pl.fresh}
+}
 
 // node is what every file and directory shares.
 type node struct {
@@ -168,20 +191,14 @@ type entry struct {
 	dir  bool
 }
 
-// dir is a directory whose entries come from a function.
+// dir is a directory; newDir derives its functions from its dirSpec.
 type dir struct {
 	dirBase
 	entries func() []entry
-	// mkdir and unlink, when set, make the directory writable.
+	// mkdir and unlink, when set, make the directory writable; they
+	// record their own refusals.
 	mkdir  func(name string) error
-	unlink func(name string, rmdir bool) error
-}
-
-// newDir makes a directory node at p. fresh is its own constructor.
-func newDir(c *conn, p string, ag *agent, fresh func() p9.File, entries func() []entry, child func(string) (p9.File, error)) *dir {
-	d := &dir{entries: entries}
-	d.node = node{c: c, ag: ag, path: p, mode: p9.ModeDirectory | 0o755, fresh: fresh, child: child}
-	return d
+	unlink func(name string) error
 }
 
 // Readdir implements p9.File.Readdir. Offsets are entry indexes.
@@ -219,13 +236,12 @@ func (d *dir) Create(name string, _ p9.OpenFlags, _ p9.FileMode, _ p9.UID, _ p9.
 	return nil, p9.QID{}, 0, d.c.fail(d.ag, Refuse(linux.EPERM, "cannot create files in /%s: the tree is fixed; write to an existing file", d.path))
 }
 
-// UnlinkAt implements p9.File.UnlinkAt (rm, rmdir and Tremove).
-func (d *dir) UnlinkAt(name string, flags uint32) error {
+// UnlinkAt implements p9.File.UnlinkAt (rm, rmdir and Tremove alike).
+func (d *dir) UnlinkAt(name string, _ uint32) error {
 	if d.unlink == nil {
 		return d.c.fail(d.ag, Refuse(linux.EPERM, "cannot remove /%s", path.Join(d.path, name)))
 	}
-	const atRemoveDir = 0x200
-	return d.unlink(name, flags&atRemoveDir != 0)
+	return d.unlink(name)
 }
 
 // content is per-open content that is rendered on demand and kept stable
@@ -281,9 +297,10 @@ type roFile struct {
 	ct content
 }
 
-func newROFile(c *conn, p string, ag *agent, fresh func() p9.File, render func() ([]byte, error)) *roFile {
+func newROFile(pl place, render func() ([]byte, error)) *roFile {
 	f := &roFile{ct: content{render: render}}
-	f.node = node{c: c, ag: ag, path: p, mode: p9.ModeRegular | 0o444, fresh: fresh, size: f.ct.length}
+	f.node = pl.node(p9.ModeRegular | 0o444)
+	f.node.size = f.ct.length
 	return f
 }
 
@@ -308,9 +325,9 @@ type cmdFile struct {
 	pend []byte
 }
 
-func newCmdFile(c *conn, p string, ag *agent, fresh func() p9.File, render func() ([]byte, error), exec func(string) error) *cmdFile {
+func newCmdFile(pl place, render func() ([]byte, error), exec func(string) error) *cmdFile {
 	f := &cmdFile{ct: content{render: render}, exec: exec}
-	f.node = node{c: c, ag: ag, path: p, mode: p9.ModeRegular | 0o222, fresh: fresh}
+	f.node = pl.node(p9.ModeRegular | 0o222)
 	if render != nil {
 		f.node.mode |= 0o444
 		f.node.size = f.ct.length
@@ -416,9 +433,10 @@ type txFile struct {
 	ans     []byte
 }
 
-func newTxFile(c *conn, p string, ag *agent, fresh func() p9.File, run func([]byte) ([]byte, error), complete func([]byte, bool) bool) *txFile {
+func newTxFile(pl place, run func([]byte) ([]byte, error), complete func([]byte, bool) bool) *txFile {
 	f := &txFile{runReq: run, complete: complete}
-	f.node = node{c: c, ag: ag, path: p, mode: p9.ModeRegular | 0o666, fresh: fresh, size: f.length}
+	f.node = pl.node(p9.ModeRegular | 0o666)
+	f.node.size = f.length
 	return f
 }
 

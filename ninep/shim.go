@@ -23,21 +23,37 @@ const (
 )
 
 // shim sits between a connection and the 9P library's per-connection
-// handler, and passes messages through unchanged except:
+// handler (hugelgupf/p9 v0.3.0, toolsrv's copy in third_party/p9), and
+// passes messages through unchanged except where the library, as it is,
+// would fail a client or could be made to fail by one (FuzzConn found the
+// second and third):
 //
 //   - Tauth is answered with Rlerror(ENOENT): "no authentication needed" in
-//     the only form Debian's diod client accepts (the library hard-codes
-//     ENOSYS, which diod treats as fatal).
+//     the only form Debian's diod client accepts. The library hard-codes
+//     ENOSYS, which diod treats as fatal.
 //   - Version negotiation is serialised: nothing but Tversion is passed on
-//     until a Tversion succeeded, nothing follows a Tversion until its
-//     answer is out, and a second negotiation is refused. The library
-//     initialises per-connection buffers in its Tversion handler without
-//     locking; a request before or during it panics or races (found by
-//     FuzzConn).
+//     until a Tversion succeeded (anything else gets EPROTO), nothing
+//     follows a Tversion until its answer is out, and a second negotiation
+//     is refused (EPROTO). The library sets up per-connection read buffers
+//     in its Tversion handler without locking: a Tread before it panics
+//     (the buffer pool is not there yet), and any request during it races
+//     with it.
+//   - A Tflush of itself, or of a Tflush in flight, is answered at once
+//     (there is nothing to flush). The library's Tflush waits for the
+//     flushed tag to finish, which these never do: the connection's
+//     handler would wait forever.
+//   - A request that reuses the tag of one in flight is dropped here, as
+//     the library would drop it, unanswered; dropping it before the
+//     library sees it keeps the shim's count of unanswered requests
+//     exact (see drain).
 //
 // It also keeps each outgoing message in one write, so its own answers never
 // land inside one of the library's, and it delays the end of the input until
 // the library has answered every request it was given (see drain).
+//
+// The library's other known bug, a WaitGroup race when a peer hangs up with
+// requests in flight that could kill the server, is fixed in the copy
+// itself (third_party/p9/PATCHES.md), not here.
 type shim struct {
 	rwc    io.ReadWriteCloser
 	onDone func() // called once the peer stops sending
@@ -92,15 +108,11 @@ func (s *shim) finish() { s.done.Do(s.onDone) }
 // end of input back until every request handed over has been answered (the
 // connection's calls are cancelled first: the peer is gone), so a peer that
 // hangs up still gets, and the library still sends, one answer per request.
-// The shim drops a request that reuses a busy tag, which the library would
-// drop unanswered. (The library's own end-of-connection WaitGroup race is
-// fixed in toolsrv's copy of it, third_party/p9.)
+// drainWait bounds the wait, so that a request that never finishes cannot
+// hold the connection open.
 func (s *shim) drain() {
 	s.finish()
-	deadline := time.Now().Add(drainWait)
-	for s.out.pending() > 0 && time.Now().Before(deadline) {
-		time.Sleep(200 * time.Microsecond)
-	}
+	s.out.waitAnswered(drainWait)
 }
 
 const drainWait = 5 * time.Second
@@ -176,6 +188,8 @@ type frameWriter struct {
 	// tag, so busy may keep a stale tag until inflight is back to 0).
 	inflight int
 	busy     map[uint16]bool // tag → is a Tflush
+	// answered, when not nil, is closed when inflight drops to 0.
+	answered chan struct{}
 
 	w       io.Writer
 	buf     []byte
@@ -208,10 +222,25 @@ func (f *frameWriter) isFlush(tag uint16) bool {
 	return f.busy[tag]
 }
 
-func (f *frameWriter) pending() int {
+// waitAnswered waits until every request handed to the library has been
+// answered, or until d has passed.
+func (f *frameWriter) waitAnswered(d time.Duration) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.inflight
+	if f.inflight == 0 {
+		f.mu.Unlock()
+		return
+	}
+	if f.answered == nil {
+		f.answered = make(chan struct{})
+	}
+	answered := f.answered
+	f.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-answered:
+	case <-t.C:
+	}
 }
 
 // kill marks the connection dead: later messages are dropped (but still
@@ -243,6 +272,10 @@ func (f *frameWriter) Write(p []byte) (int, error) {
 		if f.inflight <= 0 {
 			f.inflight = 0
 			clear(f.busy)
+			if f.answered != nil {
+				close(f.answered)
+				f.answered = nil
+			}
 		}
 		// Until a version is agreed, the library answers nothing but
 		// Tversions, one at a time (see shim): report how each went. An

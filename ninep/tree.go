@@ -4,71 +4,154 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"path"
 	"strings"
 
 	"github.com/hugelgupf/p9/linux"
 	"github.com/hugelgupf/p9/p9"
 )
 
-// The tree (SPEC §8). Each constructor below builds one node for one fid;
-// it passes itself as the node's fresh function so that a cloned fid gets
-// its own File.
+// The tree (SPEC §8), declared once per directory (see dirspec.go): each
+// table below gives both what the directory lists and what it opens.
+//
+//	/                        rootDir      T: nothing
+//	session/                 sessionsDir  T: nothing
+//	session/S/               sessionDir   T: the session
+//	session/S/agent/         agentsDir    T: the session
+//	session/S/agent/A/       agentDir     T: the agent
+//	session/S/agent/A/call/  callDir      T: the agent
+//
+// These are declarations: nothing ever writes to them.
 
+type none = struct{}
+
+// root is a connection's root directory.
 func (c *conn) root() p9.File {
-	return newDir(c, "", nil, c.root, func() []entry {
-		switch {
-		case c.acc.Denied != "":
-			return []entry{{"err", false}}
-		case c.acc.scoped():
-			return []entry{{"err", false}, {"session", true}}
-		}
-		return []entry{{"tools", false}, {"tools.json", false}, {"revision", false}, {"errors", false},
-			{"err", false}, {"rank", false}, {"ctl", false}, {"session", true}}
-	}, c.rootChild)
+	return newDir(place{c: c, fresh: c.root}, none{}, &rootDir)
 }
 
-func (c *conn) rootChild(name string) (p9.File, error) {
-	s := c.srv
-	if name != "err" && (c.acc.Denied != "" || (c.acc.scoped() && name != "session")) {
-		return nil, c.acc.refuse("/" + name)
+// rootDir is /.
+var rootDir = dirSpec[none]{
+	fixed: []fixedChild[none]{
+		{"tools", false, needFull, catalogFile(func(t *catalogText) []byte { return t.tools })},
+		{"tools.json", false, needFull, catalogFile(func(t *catalogText) []byte { return t.json })},
+		{"revision", false, needFull, catalogFile(func(t *catalogText) []byte { return t.revision })},
+		{"errors", false, needFull, catalogFile(func(t *catalogText) []byte { return t.errors })},
+		{"err", false, needNothing, func(pl place, _ none) p9.File {
+			return newROFile(pl, func() ([]byte, error) { return withNewline(pl.c.errText()), nil })
+		}},
+		{"rank", false, needFull, func(pl place, _ none) p9.File {
+			return newTxFile(pl, func(req []byte) ([]byte, error) { return pl.c.srv.rank(pl.c, nil, req) }, rankComplete)
+		}},
+		{"ctl", false, needFull, func(pl place, _ none) p9.File {
+			return newCmdFile(pl, nil, func(line string) error { return pl.c.srv.rootCtl(pl.c, line) })
+		}},
+		{"session", true, needAgent, func(pl place, _ none) p9.File { return newDir(pl, none{}, &sessionsDir) }},
+	},
+	// A denied or confined connection learns nothing at the root: any
+	// other name is refused with the reason, not reported missing.
+	unknown: needFull,
+}
+
+// sessionsDir is /session: mkdir makes a session, rmdir (rm) ends one.
+var sessionsDir = dirSpec[none]{
+	each: &varChildren[none]{
+		dir:   true,
+		names: func(pl place, _ none) []string { return pl.c.srv.sessionNames() },
+		sees:  func(a Access, _ none, name string) bool { return a.allowsSession(name) },
+		open: func(pl place, _ none, name string) (p9.File, error) {
+			se, ok := pl.c.srv.session(name)
+			if !ok {
+				return nil, linux.ENOENT
+			}
+			return pl.child(name, func(p place) p9.File { return newDir(p, se, &sessionDir) }), nil
+		},
+	},
+	mkdir: &dirChange[none]{needFull, func(pl place, _ none, name string) error { return pl.c.srv.newSession(name) }},
+	rm:    &dirChange[none]{needFull, func(pl place, _ none, name string) error { return pl.c.srv.endSession(name) }},
+}
+
+// sessionDir is /session/S: its ctl (working directory) and agent/.
+var sessionDir = dirSpec[*session]{
+	fixed: []fixedChild[*session]{
+		{"agent", true, needAgent, func(pl place, se *session) p9.File { return newDir(pl, se, &agentsDir) }},
+		{"ctl", false, needFull, sessionCtlFile},
+	},
+	rm: ignoreRm[*session](),
+}
+
+// agentsDir is /session/S/agent: mkdir makes an agent, rmdir ends one.
+var agentsDir = dirSpec[*session]{
+	each: &varChildren[*session]{
+		dir:   true,
+		names: func(_ place, se *session) []string { return se.agentNames() },
+		sees:  func(a Access, se *session, name string) bool { return a.allowsAgent(se.name, name) },
+		open: func(pl place, se *session, name string) (p9.File, error) {
+			ag, ok := se.agent(name)
+			if !ok {
+				return nil, linux.ENOENT
+			}
+			return pl.child(name, func(p place) p9.File {
+				p.ag = ag // its files record refusals in the agent's err too
+				return newDir(p, ag, &agentDir)
+			}), nil
+		},
+	},
+	mkdir: &dirChange[*session]{needFull, func(pl place, se *session, name string) error { return pl.c.srv.newAgent(se, name) }},
+	rm:    &dirChange[*session]{needFull, func(_ place, se *session, name string) error { return se.endAgent(name) }},
+}
+
+// agentDir is /session/S/agent/A.
+var agentDir = dirSpec[*agent]{
+	fixed: []fixedChild[*agent]{
+		{"tools", false, needAgent, agentToolsFile},
+		{"ctl", false, needAgent, agentCtlFile},
+		{"schemas", false, needAgent, agentSchemasFile},
+		{"rank", false, needFull, func(pl place, ag *agent) p9.File {
+			return newTxFile(pl, func(req []byte) ([]byte, error) { return pl.c.srv.rank(pl.c, ag, req) }, rankComplete)
+		}},
+		{"call", true, needFull, func(pl place, ag *agent) p9.File { return newDir(pl, ag, &callDir) }},
+		{"err", false, needAgent, func(pl place, ag *agent) p9.File {
+			return newROFile(pl, func() ([]byte, error) { return withNewline(ag.errText()), nil })
+		}},
+	},
+	rm: ignoreRm[*agent](),
+}
+
+// callDir is /session/S/agent/A/call: one transaction file per loaded tool.
+// Walking to a tool that is in the catalog but not loaded works, so that the
+// write can say why the call is refused.
+var callDir = dirSpec[*agent]{
+	each: &varChildren[*agent]{
+		names: func(pl place, ag *agent) []string {
+			cat := pl.c.srv.catalog()
+			if err := ag.lock(cat); err != nil {
+				return nil
+			}
+			defer ag.mu.Unlock()
+			var out []string
+			for _, t := range ag.loadedToolsLocked(cat) {
+				out = append(out, t.Name)
+			}
+			return out
+		},
+		sees: func(Access, *agent, string) bool { return true }, // call/ itself needs full access
+		open: func(pl place, ag *agent, name string) (p9.File, error) {
+			if _, err := pl.c.srv.catalog().Lookup(name); err != nil {
+				return nil, refuseLookup(err)
+			}
+			return pl.child(name, func(p place) p9.File {
+				return newTxFile(p, func(req []byte) ([]byte, error) { return p.c.srv.call(p.c, ag, name, req) }, callComplete)
+			}), nil
+		},
+	},
+	rm: ignoreRm[*agent](),
+}
+
+// catalogFile is a root file rendered from the catalog.
+func catalogFile(pick func(*catalogText) []byte) func(place, none) p9.File {
+	return func(pl place, _ none) p9.File {
+		return newROFile(pl, func() ([]byte, error) { return pick(pl.c.srv.texts()), nil })
 	}
-	var mk func() p9.File
-	switch name {
-	case "tools":
-		mk = func() p9.File {
-			return newROFile(c, name, nil, mk, func() ([]byte, error) { return s.texts().tools, nil })
-		}
-	case "tools.json":
-		mk = func() p9.File {
-			return newROFile(c, name, nil, mk, func() ([]byte, error) { return s.texts().json, nil })
-		}
-	case "revision":
-		mk = func() p9.File {
-			return newROFile(c, name, nil, mk, func() ([]byte, error) { return s.texts().revision, nil })
-		}
-	case "errors":
-		mk = func() p9.File {
-			return newROFile(c, name, nil, mk, func() ([]byte, error) { return s.texts().errors, nil })
-		}
-	case "err":
-		mk = func() p9.File {
-			return newROFile(c, name, nil, mk, func() ([]byte, error) { return withNewline(c.errText()), nil })
-		}
-	case "rank":
-		mk = func() p9.File {
-			return newTxFile(c, name, nil, mk, func(req []byte) ([]byte, error) { return s.rank(c, nil, req) }, rankComplete)
-		}
-	case "ctl":
-		mk = func() p9.File {
-			return newCmdFile(c, name, nil, mk, nil, func(line string) error { return s.rootCtl(c, line) })
-		}
-	case "session":
-		mk = func() p9.File { return c.sessionsDir() }
-	default:
-		return nil, linux.ENOENT
-	}
-	return mk(), nil
 }
 
 func withNewline(s string) []byte {
@@ -90,243 +173,56 @@ func (s *Server) rootCtl(c *conn, line string) error {
 	return Refuse(linux.EINVAL, "unknown command %q; /ctl takes: reload", line)
 }
 
-// sessionsDir is /session: mkdir makes a session, rmdir ends one.
-func (c *conn) sessionsDir() p9.File {
-	s := c.srv
-	d := newDir(c, "session", nil, c.sessionsDir, func() []entry {
-		var names []string
-		for _, n := range s.sessionNames() {
-			if c.acc.allowsSession(n) {
-				names = append(names, n)
-			}
-		}
-		return dirEntries(names)
-	}, func(name string) (p9.File, error) {
-		if !c.acc.allowsSession(name) {
-			return nil, c.acc.refuse("/session/" + name)
-		}
-		se, ok := s.session(name)
-		if !ok {
-			return nil, linux.ENOENT
-		}
-		return c.sessionDir(se), nil
-	})
-	d.mkdir = func(name string) error {
-		if c.acc.scoped() {
-			return c.fail(nil, c.acc.refuse("mkdir /session/"+name))
-		}
-		if err := s.newSession(name); err != nil {
-			return c.fail(nil, err)
-		}
-		return nil
-	}
-	d.unlink = func(name string, _ bool) error {
-		if c.acc.scoped() {
-			return c.fail(nil, c.acc.refuse("rm /session/"+name))
-		}
-		if err := s.endSession(name); err != nil {
-			return c.fail(nil, err)
-		}
-		return nil
-	}
-	return d
-}
-
-func dirEntries(names []string) []entry {
-	out := make([]entry, len(names))
-	for i, n := range names {
-		out[i] = entry{n, true}
-	}
-	return out
-}
-
-// fixedUnlink lets rm -r walk through a session: the fixed entries of a
-// session or agent directory "remove" without effect, and removing the
-// session or agent directory itself is what ends it.
-func fixedUnlink(string, bool) error { return nil }
-
-// sessionDir is /session/S: its ctl (working directory) and agent/.
-func (c *conn) sessionDir(se *session) p9.File {
-	p := "session/" + se.name
-	d := newDir(c, p, nil, func() p9.File { return c.sessionDir(se) }, func() []entry {
-		if c.acc.scoped() {
-			return []entry{{"agent", true}}
-		}
-		return []entry{{"agent", true}, {"ctl", false}}
-	}, func(name string) (p9.File, error) {
-		switch name {
-		case "agent":
-			return c.agentsDir(se), nil
-		case "ctl":
-			if c.acc.scoped() {
-				return nil, c.acc.refuse("/" + p + "/ctl")
-			}
-			return c.sessionCtl(se), nil
-		}
-		return nil, linux.ENOENT
-	})
-	d.unlink = fixedUnlink
-	return d
-}
-
-func (c *conn) sessionCtl(se *session) p9.File {
-	return newCmdFile(c, "session/"+se.name+"/ctl", nil, func() p9.File { return c.sessionCtl(se) },
+// sessionCtlFile is session/S/ctl: "cwd PATH".
+func sessionCtlFile(pl place, se *session) p9.File {
+	return newCmdFile(pl,
 		func() ([]byte, error) { return []byte("cwd " + se.dir() + "\n"), nil },
 		func(line string) error {
 			verb, arg, _ := strings.Cut(line, " ")
 			if verb != "cwd" {
 				return Refuse(linux.EINVAL, "unknown command %q; a session ctl takes: cwd /ABSOLUTE/PATH", line)
 			}
-			return se.setDir(strings.TrimSpace(arg), c.srv.opts.CheckWorkDir)
+			return se.setDir(strings.TrimSpace(arg), pl.c.srv.opts.CheckWorkDir)
 		})
 }
 
-// agentsDir is /session/S/agent: mkdir makes an agent, rmdir ends one.
-func (c *conn) agentsDir(se *session) p9.File {
-	s := c.srv
-	p := "session/" + se.name + "/agent"
-	d := newDir(c, p, nil, func() p9.File { return c.agentsDir(se) }, func() []entry {
-		var names []string
-		for _, n := range se.agentNames() {
-			if c.acc.allowsAgent(se.name, n) {
-				names = append(names, n)
-			}
-		}
-		return dirEntries(names)
-	}, func(name string) (p9.File, error) {
-		if !c.acc.allowsAgent(se.name, name) {
-			return nil, c.acc.refuse("/" + p + "/" + name)
-		}
-		ag, ok := se.agent(name)
-		if !ok {
-			return nil, linux.ENOENT
-		}
-		return c.agentDir(ag), nil
-	})
-	d.mkdir = func(name string) error {
-		if c.acc.scoped() {
-			return c.fail(nil, c.acc.refuse("mkdir /"+p+"/"+name))
-		}
-		if err := s.newAgent(se, name); err != nil {
-			return c.fail(nil, err)
-		}
-		return nil
-	}
-	d.unlink = func(name string, _ bool) error {
-		if c.acc.scoped() {
-			return c.fail(nil, c.acc.refuse("rm /"+p+"/"+name))
-		}
-		if err := se.endAgent(name); err != nil {
-			return c.fail(nil, err)
-		}
-		return nil
-	}
-	return d
-}
-
-func agentPath(ag *agent) string { return "session/" + ag.sess.name + "/agent/" + ag.name }
-
-// agentDir is /session/S/agent/A.
-func (c *conn) agentDir(ag *agent) p9.File {
-	p := agentPath(ag)
-	d := newDir(c, p, ag, func() p9.File { return c.agentDir(ag) }, func() []entry {
-		if c.acc.scoped() {
-			return []entry{{"tools", false}, {"ctl", false}, {"schemas", false}, {"err", false}}
-		}
-		return []entry{{"tools", false}, {"ctl", false}, {"schemas", false}, {"rank", false},
-			{"call", true}, {"err", false}}
-	}, func(name string) (p9.File, error) { return c.agentChild(ag, name) })
-	d.unlink = fixedUnlink
-	return d
-}
-
-func (c *conn) agentChild(ag *agent, name string) (p9.File, error) {
-	s := c.srv
-	p := path.Join(agentPath(ag), name)
-	if c.acc.scoped() && (name == "rank" || name == "call") {
-		return nil, c.acc.refuse("/" + p)
-	}
-	var mk func() p9.File
-	switch name {
-	case "tools":
-		mk = func() p9.File {
-			return newCmdFile(c, p, ag, mk, func() ([]byte, error) {
-				cat := s.catalog()
-				if err := ag.lock(cat); err != nil {
-					return nil, err
-				}
-				defer ag.mu.Unlock()
-				return toolLines(ag.loadedToolsLocked(cat)), nil
-			}, func(line string) error { return s.agentCtl(ag, "tool_load "+line) })
-		}
-	case "ctl":
-		mk = func() p9.File {
-			return newCmdFile(c, p, ag, mk, func() ([]byte, error) {
-				if err := ag.lock(s.catalog()); err != nil {
-					return nil, err
-				}
-				defer ag.mu.Unlock()
-				return ag.ctlTextLocked(), nil
-			}, func(line string) error { return s.agentCtl(ag, line) })
-		}
-	case "schemas":
-		mk = func() p9.File {
-			return newROFile(c, p, ag, mk, func() ([]byte, error) {
-				cat := s.catalog()
-				if err := ag.lock(cat); err != nil {
-					return nil, err
-				}
-				defer ag.mu.Unlock()
-				return schemas(ag.loadedToolsLocked(cat)), nil
-			})
-		}
-	case "rank":
-		mk = func() p9.File {
-			return newTxFile(c, p, ag, mk, func(req []byte) ([]byte, error) { return s.rank(c, ag, req) }, rankComplete)
-		}
-	case "err":
-		mk = func() p9.File {
-			return newROFile(c, p, ag, mk, func() ([]byte, error) { return withNewline(ag.errText()), nil })
-		}
-	case "call":
-		mk = func() p9.File { return c.callDir(ag) }
-	default:
-		return nil, linux.ENOENT
-	}
-	return mk(), nil
-}
-
-// callDir is /session/S/agent/A/call: one transaction file per loaded tool.
-// Walking to a tool that is in the catalog but not loaded works, so that the
-// write can say why the call is refused.
-func (c *conn) callDir(ag *agent) p9.File {
-	s := c.srv
-	p := agentPath(ag) + "/call"
-	d := newDir(c, p, ag, func() p9.File { return c.callDir(ag) }, func() []entry {
+// agentToolsFile is session/S/agent/A/tools: read the loaded tools, write names
+// to load them.
+func agentToolsFile(pl place, ag *agent) p9.File {
+	s := pl.c.srv
+	return newCmdFile(pl, func() ([]byte, error) {
 		cat := s.catalog()
 		if err := ag.lock(cat); err != nil {
-			return nil
+			return nil, err
 		}
 		defer ag.mu.Unlock()
-		var out []entry
-		for _, t := range ag.loadedToolsLocked(cat) {
-			out = append(out, entry{t.Name, false})
-		}
-		return out
-	}, func(name string) (p9.File, error) {
-		if _, err := s.catalog().Lookup(name); err != nil {
-			return nil, refuseLookup(err)
-		}
-		return c.callFile(ag, name), nil
-	})
-	d.unlink = fixedUnlink
-	return d
+		return toolLines(ag.loadedToolsLocked(cat)), nil
+	}, func(line string) error { return s.agentCtl(ag, "tool_load "+line) })
 }
 
-func (c *conn) callFile(ag *agent, name string) p9.File {
-	s := c.srv
-	return newTxFile(c, agentPath(ag)+"/call/"+name, ag, func() p9.File { return c.callFile(ag, name) },
-		func(req []byte) ([]byte, error) { return s.call(c, ag, name, req) }, callComplete)
+// agentCtlFile is session/S/agent/A/ctl.
+func agentCtlFile(pl place, ag *agent) p9.File {
+	s := pl.c.srv
+	return newCmdFile(pl, func() ([]byte, error) {
+		if err := ag.lock(s.catalog()); err != nil {
+			return nil, err
+		}
+		defer ag.mu.Unlock()
+		return ag.ctlTextLocked(), nil
+	}, func(line string) error { return s.agentCtl(ag, line) })
+}
+
+// agentSchemasFile is session/S/agent/A/schemas.
+func agentSchemasFile(pl place, ag *agent) p9.File {
+	s := pl.c.srv
+	return newROFile(pl, func() ([]byte, error) {
+		cat := s.catalog()
+		if err := ag.lock(cat); err != nil {
+			return nil, err
+		}
+		defer ag.mu.Unlock()
+		return schemas(ag.loadedToolsLocked(cat)), nil
+	})
 }
 
 // rankComplete: a plain-text message is complete at the end of a write; a

@@ -112,6 +112,9 @@ func (e *LookupError) Error() string {
 	if e.Hidden() {
 		return fmt.Sprintf("tool %s is not available: %s", e.Name, e.Reason)
 	}
+	if prov, _, ok := strings.Cut(e.Name, ProviderSep); ok {
+		return fmt.Sprintf("unknown tool: %s (no provider %s offers it; toolsrv ls lists the tools there are)", e.Name, prov)
+	}
 	return fmt.Sprintf("unknown tool: %s (no .meta defines it in %s)", e.Name, strings.Join(e.Dirs, ":"))
 }
 

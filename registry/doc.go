@@ -32,14 +32,26 @@
 //     invalid and call arguments refused (Tool.ValidateArgs): JSON readers
 //     disagree on which of the two values counts.
 //   - An unknown field that is a near miss (another case, '_' or '-', one
-//     or two edits, or a synonym such as "parameters") of readOnly, network,
-//     bypass, cmd, args, concurrency, timeout, variants or a variant's match
-//     is an error: ignoring it would silently change what runs or how it is
-//     confined. A near miss of another field is a warning naming it.
+//     or two edits, or a synonym such as "parameters") of a guarded field
+//     is an error: ignoring it would silently change what runs or how it
+//     is confined. The guarded fields are those declared so in metaFields,
+//     variants and a variant's match (the README lists them). A near miss
+//     of another field is a warning naming it.
 //   - Argument schemas are bounded (MaxSchemaSize, MaxSchemaDepth) and
 //     compiled off the registry's lock, each with Options.CompileTimeout; a
 //     tool whose compile is still running keeps its previous state, and
 //     Load waits only for the compiles it started.
 //   - Agent profiles have only "autoLoad" and "allowTools"; anything else,
 //     a null allowTools or a name that cannot be a tool is an error.
+//
+// Where to change what, for a new .meta field: one entry in metaFields
+// (field.go), in the order show prints it: its name, its parser (a
+// parseX in fieldparse.go), the Tool member it lands on and its default,
+// .guarded(why) if a misspelling of it must be an error, and how show
+// prints it (.shown or .shownBelow). Add that member to Tool (tool.go),
+// its JSON name the field's. Parsing, the variant overlay, the Tool build,
+// the near-miss check and show all follow from the entry. The tests then
+// ask for a sample value in fieldSamples (field_test.go) and showSamples
+// (cmd/toolsrv/show_test.go), and for the field in README's Fields (and in
+// its list of guarded fields, if guarded).
 package registry

@@ -45,7 +45,7 @@ func FuzzParseMeta(f *testing.F) {
 			t.Fatal("hidden without a reason")
 		}
 		if tool != nil {
-			if tool.Description == "" && m.Description != nil && *m.Description != "" {
+			if d, _ := m.fields["description"].(string); tool.Description == "" && d != "" {
 				t.Fatal("description lost")
 			}
 			_ = tool.ValidateArgs([]byte(`{"p":"x"}`))

@@ -48,11 +48,11 @@ func TestMetaLimits(t *testing.T) {
 			t.Errorf("%s: %v", c.meta, err)
 			continue
 		}
-		got := m.Limits
+		got, ok := m.fields["limits"].(ToolLimits)
 		if len(m.Variants) > 0 {
-			got = m.Variants[0].Limits
+			got, ok = m.Variants[0].fields["limits"].(ToolLimits)
 		}
-		if got == nil || *got != c.want {
+		if !ok || got != c.want {
 			t.Errorf("%s: limits %+v, want %+v", c.meta, got, c.want)
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"time"
 )
 
 // nameRE is the rule for tool names (SPEC §1).
@@ -32,26 +31,6 @@ func ValidName(name string) error {
 		return errors.New("name must start with a letter or digit and contain only letters, digits, '_', '.' and '-'")
 	}
 	return nil
-}
-
-// fields are the definition fields a variant may override. A nil pointer
-// (or nil slice/raw message) means "not set here".
-type fields struct {
-	Description   *string
-	Prompt        *string
-	Keywords      []string
-	Args          json.RawMessage
-	Tier          *Tier
-	Cmd           *string
-	ReadOnly      *bool
-	Bypass        *bool
-	Network       *bool
-	Concurrency   *Concurrency
-	Timeout       *time.Duration
-	Limits        *ToolLimits
-	Scope         *string
-	OutputFormat  *string
-	ResetsCounter *bool
 }
 
 // match is a variant's condition: key → alternatives (OR); keys AND.
@@ -128,7 +107,7 @@ func parseMeta(data []byte) (*Meta, FieldErrors) {
 		p.errs = append(p.errs, &FieldError{Field: d.Path.field(), Line: d.Line, Msg: d.message() + ", which is ambiguous: keep one"})
 	}
 	m := &Meta{lines: p.lines}
-	p.parseFields(&m.fields, top, "")
+	m.fields = p.parseFields(top, "")
 	if raw, ok := top["variants"]; ok && !isNull(raw) {
 		var vs []map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &vs); err != nil {
@@ -141,13 +120,12 @@ func parseMeta(data []byte) (*Meta, FieldErrors) {
 				p.fail(prefix, "must be an object")
 				continue
 			}
-			v := variant{}
-			p.parseFields(&v.fields, vr, prefix+".")
+			v := variant{fields: p.parseFields(vr, prefix+".")}
 			if mr, ok := vr["match"]; ok && !isNull(mr) {
 				v.Match = p.parseMatch(mr, prefix+".match")
 			}
 			for _, k := range sortedKeys(vr) {
-				if _, known := knownFields[k]; known || k == "match" {
+				if _, known := fieldByName[k]; known || k == "match" {
 					continue
 				}
 				field := prefix + "." + k
@@ -166,7 +144,7 @@ func parseMeta(data []byte) (*Meta, FieldErrors) {
 		}
 	}
 	for _, k := range sortedKeys(top) {
-		if _, known := knownFields[k]; known || k == "variants" {
+		if _, known := fieldByName[k]; known || k == "variants" {
 			continue
 		}
 		if m.Extra == nil {
@@ -191,7 +169,7 @@ func parseMeta(data []byte) (*Meta, FieldErrors) {
 			p.fail("description", "is required: add a one-line \"description\"")
 		default:
 			for i, v := range m.Variants {
-				if v.Description == nil {
+				if !v.has("description") {
 					p.fail(fmt.Sprintf("variants[%d].description", i), "is required: set a top-level \"description\" or one in every variant")
 				}
 			}
@@ -223,8 +201,8 @@ var topFieldNames, variantFieldNames = fieldNames("variants"), fieldNames("match
 
 func fieldNames(extra string) []string {
 	out := []string{extra}
-	for k := range knownFields {
-		out = append(out, k)
+	for _, d := range metaFields {
+		out = append(out, d.name)
 	}
 	sort.Strings(out)
 	return out
@@ -260,112 +238,23 @@ func sortedKeys(m map[string]json.RawMessage) []string {
 	return keys
 }
 
-// knownFields maps each definition field to its parser.
-var knownFields = map[string]func(f *fields, raw json.RawMessage) error{
-	"description": func(f *fields, raw json.RawMessage) error { return decodeString(raw, &f.Description) },
-	"prompt":      func(f *fields, raw json.RawMessage) error { return decodeString(raw, &f.Prompt) },
-	"keywords": func(f *fields, raw json.RawMessage) error {
-		var ks []string
-		if err := json.Unmarshal(raw, &ks); err != nil {
-			return errors.New("must be an array of strings")
-		}
-		if ks == nil {
-			ks = []string{}
-		}
-		f.Keywords = ks
-		return nil
-	},
-	"args": func(f *fields, raw json.RawMessage) error {
-		t := bytes.TrimSpace(raw)
-		if len(t) == 0 || (t[0] != '{' && t[0] != 't' && t[0] != 'f') {
-			return errors.New("must be a JSON Schema object (or true/false)")
-		}
-		f.Args = append(json.RawMessage(nil), t...)
-		return nil
-	},
-	"tier": func(f *fields, raw json.RawMessage) error {
-		var s *string
-		if err := decodeString(raw, &s); err != nil {
-			return err
-		}
-		switch t := Tier(*s); t {
-		case Hot, Warm, Cold:
-			f.Tier = &t
-			return nil
-		}
-		return fmt.Errorf("is %q; use \"hot\", \"warm\" or \"cold\"", *s)
-	},
-	"cmd": func(f *fields, raw json.RawMessage) error {
-		if err := decodeString(raw, &f.Cmd); err != nil {
-			return err
-		}
-		if strings.TrimSpace(*f.Cmd) == "" {
-			return errors.New("is empty; remove it or give a command")
-		}
-		if strings.ContainsRune(*f.Cmd, 0) {
-			return errors.New("contains a NUL byte")
-		}
-		return nil
-	},
-	"readOnly":      func(f *fields, raw json.RawMessage) error { return decodeBool(raw, &f.ReadOnly) },
-	"bypass":        func(f *fields, raw json.RawMessage) error { return decodeBool(raw, &f.Bypass) },
-	"network":       func(f *fields, raw json.RawMessage) error { return decodeBool(raw, &f.Network) },
-	"resetsCounter": func(f *fields, raw json.RawMessage) error { return decodeBool(raw, &f.ResetsCounter) },
-	"scope":         func(f *fields, raw json.RawMessage) error { return decodeString(raw, &f.Scope) },
-	"outputFormat":  func(f *fields, raw json.RawMessage) error { return decodeString(raw, &f.OutputFormat) },
-	"concurrency": func(f *fields, raw json.RawMessage) error {
-		var s *string
-		if err := decodeString(raw, &s); err != nil {
-			return err
-		}
-		switch c := Concurrency(*s); c {
-		case Parallel, Serial, Exclusive:
-			f.Concurrency = &c
-			return nil
-		}
-		return fmt.Errorf("is %q; use \"parallel\", \"serial\" or \"exclusive\"", *s)
-	},
-	"limits": func(f *fields, raw json.RawMessage) error {
-		l, err := parseLimits(raw)
-		if err != nil {
-			return err
-		}
-		f.Limits = &l
-		return nil
-	},
-	"timeout": func(f *fields, raw json.RawMessage) error {
-		var d time.Duration
-		var secs float64
-		var s string
-		switch {
-		case json.Unmarshal(raw, &secs) == nil:
-			d = time.Duration(secs * float64(time.Second))
-		case json.Unmarshal(raw, &s) == nil:
-			var err error
-			if d, err = time.ParseDuration(s); err != nil {
-				return fmt.Errorf("%q is not a duration; write seconds (30) or a duration (\"90s\", \"2m\")", s)
-			}
-		default:
-			return errors.New("must be seconds (a number) or a duration string such as \"90s\"")
-		}
-		if d <= 0 {
-			return errors.New("must be positive")
-		}
-		f.Timeout = &d
-		return nil
-	},
-}
-
-func (p *metaParser) parseFields(f *fields, obj map[string]json.RawMessage, prefix string) {
+// parseFields parses the definition fields obj sets; prefix names obj in
+// problems ("variants[0].").
+func (p *metaParser) parseFields(obj map[string]json.RawMessage, prefix string) fields {
+	f := fields{}
 	for _, k := range sortedKeys(obj) {
-		parse, ok := knownFields[k]
+		d, ok := fieldByName[k]
 		if !ok || isNull(obj[k]) {
 			continue
 		}
-		if err := parse(f, obj[k]); err != nil {
+		v, err := d.parse(obj[k])
+		if err != nil {
 			p.fail(prefix+k, err.Error())
+			continue
 		}
+		f[k] = v
 	}
+	return f
 }
 
 func (p *metaParser) parseMatch(raw json.RawMessage, field string) match {
@@ -403,24 +292,6 @@ func (p *metaParser) parseMatch(raw json.RawMessage, field string) match {
 		m[k] = many
 	}
 	return m
-}
-
-func decodeString(raw json.RawMessage, dst **string) error {
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return fmt.Errorf("must be a string, not %s", jsonKind(raw))
-	}
-	*dst = &s
-	return nil
-}
-
-func decodeBool(raw json.RawMessage, dst **bool) error {
-	var b bool
-	if err := json.Unmarshal(raw, &b); err != nil {
-		return fmt.Errorf("must be true or false, not %s", jsonKind(raw))
-	}
-	*dst = &b
-	return nil
 }
 
 func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }

@@ -1,9 +1,12 @@
 package registry
 
 import (
+	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestValidName(t *testing.T) {
@@ -92,10 +95,14 @@ func TestParseMetaFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *m.Description != "Find files." || *m.Prompt != "## f" || len(m.Keywords) != 2 || *m.Tier != Cold ||
-		*m.Cmd != "find ." || !*m.ReadOnly || *m.Bypass || !*m.Network || *m.Concurrency != Serial ||
-		m.Timeout.Seconds() != 90 || *m.Scope != "fs" || *m.OutputFormat != "text" || !*m.ResetsCounter {
-		t.Errorf("fields not parsed: %+v", m.fields)
+	want := fields{
+		"description": "Find files.", "prompt": "## f", "keywords": []string{"glob", "find"},
+		"args": json.RawMessage(`{"type":"object"}`), "tier": Cold, "cmd": "find .", "readOnly": true,
+		"bypass": false, "network": true, "concurrency": Serial, "timeout": 90 * time.Second,
+		"scope": "fs", "outputFormat": "text", "resetsCounter": true,
+	}
+	if !reflect.DeepEqual(m.fields, want) {
+		t.Errorf("fields not parsed:\n got %#v\nwant %#v", m.fields, want)
 	}
 	if string(m.Extra["colour"]) != `"blue"` {
 		t.Errorf("unknown field not kept: %v", m.Extra)
@@ -104,7 +111,7 @@ func TestParseMetaFields(t *testing.T) {
 		t.Errorf("warnings = %v, want one about colour", m.Warnings)
 	}
 	m, err = ParseMeta([]byte(`{"description":"d","timeout":2.5}`))
-	if err != nil || m.Timeout.Milliseconds() != 2500 {
+	if err != nil || m.fields["timeout"] != 2500*time.Millisecond {
 		t.Errorf("numeric timeout: %v %v", m, err)
 	}
 }

@@ -5,22 +5,24 @@ import (
 	"strings"
 )
 
-// guarded are the definition fields whose loss changes what runs or how it
-// is confined. An unknown field is ignored, so a misspelt one silently
-// leaves the default in place: for these fields a near miss is an error,
-// and the message says what the default would have done.
-var guarded = map[string]string{
-	"readOnly":    "the tool would not be read-only",
-	"network":     "the tool's network access would be the default (none)",
-	"bypass":      "the tool's bypass setting would be the default (sandboxed)",
-	"cmd":         "the command would be resolved without it (an executable beside the .meta, or the tool's name on $PATH)",
-	"args":        "the arguments would not be checked against the schema",
-	"concurrency": "calls would run in parallel",
-	"timeout":     "calls would get the default timeout",
-	"limits":      "calls would get the server's default limits",
-	"variants":    "the variants would be ignored",
-	"match":       "the variant would hold on every host",
-}
+// guarded are the keys whose loss changes what runs or how it is
+// confined: the guarded definition fields (metaFields) and variants and a
+// variant's match. An unknown field is ignored, so a misspelt one silently
+// leaves the default in place: for these keys a near miss is an error, and
+// the message says what the default would have done. Built once, never
+// written.
+var guarded = func() map[string]string {
+	g := map[string]string{
+		"variants": "the variants would be ignored",
+		"match":    "the variant would hold on every host",
+	}
+	for _, d := range metaFields {
+		if d.guard != "" {
+			g[d.name] = d.guard
+		}
+	}
+	return g
+}()
 
 // synonyms are names other tool formats use for our fields.
 var synonyms = map[string]string{

@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // bareNameRE matches a cmd that names an executable without a shell.
@@ -78,60 +76,10 @@ func describeAlts(key string, alts []string) string {
 	return "is not " + list
 }
 
-// overlay sets every field of v that is set onto base.
-func overlay(base fields, v fields) fields {
-	if v.Description != nil {
-		base.Description = v.Description
-	}
-	if v.Prompt != nil {
-		base.Prompt = v.Prompt
-	}
-	if v.Keywords != nil {
-		base.Keywords = v.Keywords
-	}
-	if v.Args != nil {
-		base.Args = v.Args
-	}
-	if v.Tier != nil {
-		base.Tier = v.Tier
-	}
-	if v.Cmd != nil {
-		base.Cmd = v.Cmd
-	}
-	if v.ReadOnly != nil {
-		base.ReadOnly = v.ReadOnly
-	}
-	if v.Bypass != nil {
-		base.Bypass = v.Bypass
-	}
-	if v.Network != nil {
-		base.Network = v.Network
-	}
-	if v.Concurrency != nil {
-		base.Concurrency = v.Concurrency
-	}
-	if v.Timeout != nil {
-		base.Timeout = v.Timeout
-	}
-	if v.Limits != nil {
-		base.Limits = v.Limits
-	}
-	if v.Scope != nil {
-		base.Scope = v.Scope
-	}
-	if v.OutputFormat != nil {
-		base.OutputFormat = v.OutputFormat
-	}
-	if v.ResetsCounter != nil {
-		base.ResetsCounter = v.ResetsCounter
-	}
-	return base
-}
-
 // resolve picks the variant for h and the command, producing a Tool. It
 // returns (nil, reason, nil) when the tool is hidden on h and an error when the
 // tool is invalid.
-func resolve(name, file string, digest [32]byte, m *Meta, schemas map[int]*jsonschema.Schema, h Host) (*Tool, string, error) {
+func resolve(name, file string, digest [32]byte, m *Meta, schemas map[int]*compileJob, h Host) (*Tool, string, error) {
 	f := m.fields
 	idx := -1
 	if len(m.Variants) > 0 {
@@ -153,42 +101,16 @@ func resolve(name, file string, digest [32]byte, m *Meta, schemas map[int]*jsons
 		}
 	}
 	t := &Tool{
-		Name:    name,
-		File:    file,
-		Dir:     filepath.Dir(file),
-		Variant: idx,
-		Args:    f.Args,
-		Tier:    Warm, Concurrency: Parallel,
+		Name:     name,
+		File:     file,
+		Dir:      filepath.Dir(file),
+		Variant:  idx,
 		Extra:    m.Extra,
 		Warnings: m.Warnings,
-		Keywords: f.Keywords,
 	}
-	t.Description = deref(f.Description)
-	t.Prompt = deref(f.Prompt)
-	t.Cmd = deref(f.Cmd)
-	t.Scope = deref(f.Scope)
-	t.OutputFormat = deref(f.OutputFormat)
-	if f.Tier != nil {
-		t.Tier = *f.Tier
-	}
-	if f.Concurrency != nil {
-		t.Concurrency = *f.Concurrency
-	}
-	if f.Timeout != nil {
-		t.Timeout = *f.Timeout
-	}
-	if f.Limits != nil {
-		t.Limits = *f.Limits
-	}
-	t.ReadOnly = derefBool(f.ReadOnly)
-	t.Bypass = derefBool(f.Bypass)
-	t.Network = derefBool(f.Network)
-	t.ResetsCounter = derefBool(f.ResetsCounter)
-	if t.Args == nil {
-		t.Args = defaultArgs
-	}
+	f.build(t)
 	// The variant's own schema if it has one, else the top-level one.
-	if s, ok := schemas[idx]; ok && m.Variants != nil && idx >= 0 && m.Variants[idx].Args != nil {
+	if s, ok := schemas[idx]; ok && m.Variants != nil && idx >= 0 && m.Variants[idx].has("args") {
 		t.schema = s
 	} else {
 		t.schema = schemas[-1]
@@ -196,7 +118,7 @@ func resolve(name, file string, digest [32]byte, m *Meta, schemas map[int]*jsons
 	cmd, err := resolveCommand(name, t.Dir, t.Cmd, h)
 	if err != nil {
 		var fe *FieldError
-		if errors.As(err, &fe) && idx >= 0 && m.Variants[idx].Cmd != nil {
+		if errors.As(err, &fe) && idx >= 0 && m.Variants[idx].has("cmd") {
 			fe.Field = fmt.Sprintf("variants[%d].cmd", idx)
 		}
 		return nil, "", err
@@ -247,12 +169,3 @@ func resolveCommand(name, dir, cmd string, h Host) (Command, error) {
 		"no command: there is no executable %s, no \"cmd\", and %q is not on $PATH; add \"cmd\" or an executable named %s beside the .meta",
 		filepath.Join(dir, name), name, name)}
 }
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-func derefBool(b *bool) bool { return b != nil && *b }

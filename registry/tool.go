@@ -36,6 +36,9 @@ const (
 	Direct    CommandKind = "cmd"        // cmd is an absolute path or a bare name, executed directly
 	Shell     CommandKind = "shell"      // cmd is anything else, run through /bin/sh -c
 	OnPath    CommandKind = "path"       // N found on $PATH
+	// ByProvider: the tool is a provider's (an MCP server's, a remote
+	// toolsrv's) and the provider runs it; Argv is empty.
+	ByProvider CommandKind = "provider"
 )
 
 // Command is what runs when a tool is called. Argv[0] is an absolute path;
@@ -62,9 +65,13 @@ type ToolLimits struct {
 // immutable once published in a Catalog.
 type Tool struct {
 	Name string `json:"name"`
-	// File is the .meta file's absolute path, Dir its directory.
+	// File is the .meta file's absolute path, Dir its directory. For a
+	// provided tool, File says where it comes from and Dir is empty.
 	File string `json:"file"`
 	Dir  string `json:"dir"`
+	// Provider names the provider of a provided tool (see Provide); empty
+	// for a .meta file's.
+	Provider string `json:"provider,omitempty"`
 
 	Description string          `json:"description"`
 	Prompt      string          `json:"prompt,omitempty"`
@@ -98,11 +105,18 @@ type Tool struct {
 	// file, the matched variant or the resolved command changes.
 	Hash string `json:"hash"`
 
-	schema *jsonschema.Schema
+	schema *compileJob
 }
 
-// Schema is the compiled argument schema; validate call arguments with it.
-func (t *Tool) Schema() *jsonschema.Schema { return t.schema }
+// Schema is the compiled argument schema; validate call arguments with it
+// (ValidateArgs does). A schema known from an earlier run is compiled on
+// the first call; one that then fails to compile is an error.
+func (t *Tool) Schema() (*jsonschema.Schema, error) {
+	if t.schema == nil {
+		return nil, nil
+	}
+	return t.schema.compiled()
+}
 
 // ValidateArgs checks a JSON arguments document against the tool's schema and
 // returns an error listing every violation.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -130,8 +131,9 @@ func ReadFile(path string) (*File, error) {
 	return f, nil
 }
 
-// WriteFile checks f and writes it to path atomically (temp file, rename),
-// creating the directory.
+// WriteFile checks f and writes it to path atomically (fileio.WriteAtomic:
+// temp file, fsync, rename, fsync of the directory), creating the
+// directory.
 func WriteFile(path string, f *File) error {
 	if f.Format == "" {
 		f.Format = Format
@@ -147,28 +149,10 @@ func WriteFile(path string, f *File) error {
 		return err
 	}
 	data = append(data, '\n')
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("creating thresholds directory: %w", err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".thresholds-*")
-	if err != nil {
-		return fmt.Errorf("writing thresholds: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing thresholds: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing thresholds: %w", err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+	return fileio.WriteAtomic(path, 0o644, func(w io.Writer) error {
+		_, err := w.Write(data)
 		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing thresholds: %w", err)
-	}
-	return nil
+	})
 }
 
 // Key turns an embedder ID into a file name stem: characters outside

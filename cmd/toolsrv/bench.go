@@ -14,11 +14,10 @@ import (
 	"golang.org/x/term"
 
 	"github.com/toolsrv/toolsrv/bench"
+	"github.com/toolsrv/toolsrv/bench/eval"
 	"github.com/toolsrv/toolsrv/embed"
-	"github.com/toolsrv/toolsrv/index"
+	"github.com/toolsrv/toolsrv/engine"
 	"github.com/toolsrv/toolsrv/ninep"
-	"github.com/toolsrv/toolsrv/registry"
-	"github.com/toolsrv/toolsrv/thresholds"
 )
 
 const benchAbout = `Measures, on synthetic catalogs made from the corpora's tool texts: cold and
@@ -38,7 +37,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) int {
 	queries := fs.Int("queries", 200, "rank queries timed per size and method")
 	liveSize := fs.Int("live-size", 1000, "catalog size of the live-update test (0 skips it)")
 	liveUpdates := fs.Int("live-updates", 50, ".meta files written in the live-update test")
-	ef := addEmbedderFlags(fs)
+	ef := addEngineFlags(fs)
 	work := fs.String("workdir", "", "scratch directory for synthetic tools and caches (default: a new temp dir, removed after)")
 	out := fs.String("out", "", "also write the results (Markdown) to this file")
 	jsonOut := fs.Bool("json", false, "print the results as JSON")
@@ -69,7 +68,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) int {
 	if len(ns) == 0 {
 		return usageError(fs, "--sizes: give at least one catalog size (1000, 1k, 100k)")
 	}
-	dirs, err := bench.FindCorpora(corpora)
+	dirs, err := eval.FindCorpora(corpora)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "toolsrv bench: %v\n", err)
 		return 1
@@ -145,14 +144,11 @@ func parseCount(s string) int {
 // benchNineP times rank transactions (walk, open, write the message, read
 // the answer, clunk) against a real 9P server on a Unix socket, wired to
 // the index and the thresholds policy the way `toolsrv serve` wires them.
-func benchNineP(ctx context.Context, reg *registry.Registry, ix *index.Index, queries []string) ([]time.Duration, error) {
+func benchNineP(ctx context.Context, eng *engine.Engine, queries []string) ([]time.Duration, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	pol, _, err := thresholds.Load(ix.Stats().Embedder, thresholds.LoadOptions{})
-	if err != nil {
-		pol = thresholds.Fallback()
-	}
-	ranker := &serveRanker{ix: ix, reg: reg, pol: &pol, timeout: time.Minute}
+	ranker := serveRanker{eng: eng}
+	reg := eng.Registry()
 	dir, err := os.MkdirTemp("", "toolsrv-bench-9p-")
 	if err != nil {
 		return nil, err

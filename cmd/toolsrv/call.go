@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/toolsrv/toolsrv/engine"
 	"github.com/toolsrv/toolsrv/exec"
 	"github.com/toolsrv/toolsrv/registry"
 )
@@ -80,18 +81,10 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 		*socket = env.getenv("OLLIE_BYPASS_SOCKET")
 	}
 
-	reg, path, err := loadTools(ctx, env, "call", tools)
+	path := resolveToolPath(env, tools)
+	dirs, err := path.existing(env, "call")
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv call:", err)
-		return 1
-	}
-	cat := reg.Catalog()
-	t, err := cat.Lookup(name)
-	if err != nil {
-		fmt.Fprintf(env.stderr, "toolsrv call: %v%s\n", err, lookupHint(err))
-		if len(cat.Tools)+len(cat.Problems)+len(cat.Hidden) == 0 {
-			fmt.Fprintln(env.stderr, "toolsrv call:", path.emptyCatalog(cat))
-		}
 		return 1
 	}
 	self, err := os.Executable()
@@ -99,7 +92,7 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "toolsrv call: cannot find my own binary for the sandbox helper:", err)
 		return 1
 	}
-	guard := workDirGuard(env, path.dirs, registry.DefaultAgentsDir(env.getenv), nil, *socket)
+	guard := workDirGuard(env, dirs, registry.DefaultAgentsDir(env.getenv), nil, *socket)
 	if abs, err := filepath.Abs(workdir); err == nil {
 		workdir = abs
 	}
@@ -114,12 +107,21 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 		OutputCap: *maxOut, Getenv: env.getenv, Logger: loggerAt(env, verbose.level(slog.LevelError)),
 	}
 	sf.apply(&ropts)
-	runner, err := exec.NewRunner(ropts)
+	eng, err := engine.New(ctx, engine.Options{Dirs: dirs, NoIndex: true, Runner: &ropts, Getenv: env.getenv, Logger: logger(env)})
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv call:", err)
 		return 1
 	}
-	res, err := runner.Call(ctx, t, argJSON, exec.CallContext{
+	defer eng.Close()
+	cat := eng.Catalog()
+	if _, err := cat.Lookup(name); err != nil {
+		fmt.Fprintf(env.stderr, "toolsrv call: %v%s\n", err, lookupHint(err))
+		if len(cat.Tools)+len(cat.Problems)+len(cat.Hidden) == 0 {
+			fmt.Fprintln(env.stderr, "toolsrv call:", path.emptyCatalog(cat))
+		}
+		return 1
+	}
+	res, err := eng.Call(ctx, name, argJSON, exec.CallContext{
 		WorkDir: workdir, Session: *session, Agent: *agent, Timeout: *timeout,
 		ToolsPath: strings.Join(toolDirs(env, tools), ":"),
 	})

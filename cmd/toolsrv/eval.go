@@ -6,12 +6,12 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
-	"github.com/toolsrv/toolsrv/bench"
+	"github.com/toolsrv/toolsrv/bench/eval"
 	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/engine"
 	"github.com/toolsrv/toolsrv/index"
-	"github.com/toolsrv/toolsrv/registry"
-	"github.com/toolsrv/toolsrv/thresholds"
 )
 
 const evalAbout = `Measures ranking quality on labelled corpora: Recall@1/5/10, NDCG@10 and
@@ -28,19 +28,19 @@ requests with "relevant": [] (recall) and rightly (precision).`
 
 // evalResult is one mode's figures (the --json output is a list of them).
 type evalResult struct {
-	Mode     index.Mode      `json:"mode"`
-	Embedder string          `json:"embedder"`
-	Corpora  []bench.Metrics `json:"corpora"`
-	Macro    bench.Metrics   `json:"macro"`
+	Mode     index.Mode     `json:"mode"`
+	Embedder string         `json:"embedder"`
+	Corpora  []eval.Metrics `json:"corpora"`
+	Macro    eval.Metrics   `json:"macro"`
 	// Offers are the offered-set figures (hybrid mode, thresholds applied).
-	Offers      []bench.OfferMetrics `json:"offers,omitempty"`
-	OffersMacro *bench.OfferMetrics  `json:"offersMacro,omitempty"`
-	Thresholds  string               `json:"thresholds,omitempty"`
+	Offers      []eval.OfferMetrics `json:"offers,omitempty"`
+	OffersMacro *eval.OfferMetrics  `json:"offersMacro,omitempty"`
+	Thresholds  string              `json:"thresholds,omitempty"`
 }
 
 func runEval(ctx context.Context, env *cliEnv, args []string) int {
 	fs, _ := newFlags(env, "eval", "eval --corpus DIR [--corpus DIR ...] [DIR...] [--embedder builtin|ollama] [--mode bm25,dense,hybrid] [--json]", evalAbout)
-	ef := addEmbedderFlags(fs)
+	ef := addEngineFlags(fs)
 	var corpora repeated
 	fs.Var(&corpora, "corpus", "a corpus directory, or a directory of corpora (repeatable)")
 	modes := fs.String("mode", "hybrid", "comma-separated modes: bm25, dense, hybrid (or all)")
@@ -73,7 +73,7 @@ func runEval(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		ms = append(ms, mode)
 	}
-	dirs, err := bench.FindCorpora(corpora)
+	dirs, err := eval.FindCorpora(corpora)
 	if err != nil {
 		return fail(err)
 	}
@@ -86,7 +86,7 @@ func runEval(ctx context.Context, env *cliEnv, args []string) int {
 		results[i] = evalResult{Mode: m, Embedder: emb.ID()}
 	}
 	for _, dir := range dirs {
-		c, err := bench.LoadCorpus(dir)
+		c, err := eval.LoadCorpus(dir)
 		if err != nil {
 			return fail(err)
 		}
@@ -103,9 +103,9 @@ func runEval(ctx context.Context, env *cliEnv, args []string) int {
 		}
 	}
 	for i := range results {
-		results[i].Macro = bench.MacroAverage(results[i].Corpora)
+		results[i].Macro = eval.Macro(results[i].Corpora)
 		if len(results[i].Offers) > 0 {
-			m := bench.MacroOffers(results[i].Offers)
+			m := eval.MacroOffers(results[i].Offers)
 			results[i].OffersMacro = &m
 		}
 	}
@@ -126,33 +126,36 @@ type evalOpts struct {
 	thresholds       string
 }
 
-// evalCorpus indexes one corpus and measures each mode on it (and, for the
-// hybrid mode, the offered set).
-func evalCorpus(ctx context.Context, env *cliEnv, ef *embedderFlags, emb embed.Embedder, c *bench.Corpus, ms []index.Mode, o evalOpts) ([]bench.Metrics, []*bench.OfferMetrics, string, error) {
-	reg := registry.New(registry.Options{Dirs: []string{c.ToolsDir}, Logger: logger(env)})
-	if err := reg.Load(ctx); err != nil {
+// evalCorpus indexes one corpus (an engine over its tools, sharing emb)
+// and measures each mode on it (and, for the hybrid mode, the offered set).
+func evalCorpus(ctx context.Context, env *cliEnv, ef *engineFlags, emb embed.Embedder, c *eval.Corpus, ms []index.Mode, o evalOpts) ([]eval.Metrics, []*eval.OfferMetrics, string, error) {
+	opts := ef.options(env, []string{c.ToolsDir}, nil)
+	opts.Embedder, opts.Thresholds, opts.NoThresholds = emb, o.thresholds, !o.offer
+	p := newIndexProgress(env)
+	opts.Progress = p.update
+	eng, err := engine.New(ctx, opts)
+	p.finish()
+	if err != nil {
 		return nil, nil, "", fmt.Errorf("corpus %s: %w", c.Name, err)
 	}
-	cat := reg.Catalog()
+	defer eng.Close()
+	cat := eng.Catalog()
 	if len(cat.Tools) == 0 {
 		return nil, nil, "", fmt.Errorf("corpus %s: no valid tools in %s", c.Name, c.ToolsDir)
 	}
 	if n := len(cat.InvalidFiles()); n > 0 {
 		fmt.Fprintf(env.stderr, "warning: corpus %s: %d invalid tool files left out (first: %v)\n", c.Name, n, cat.Problems[0])
 	}
-	ix, err := ef.buildIndex(ctx, env, emb, cat)
-	if err != nil {
-		return nil, nil, "", fmt.Errorf("corpus %s: %w", c.Name, err)
-	}
-	out := make([]bench.Metrics, len(ms))
-	offers := make([]*bench.OfferMetrics, len(ms))
+	out := make([]eval.Metrics, len(ms))
+	offers := make([]*eval.OfferMetrics, len(ms))
 	var srcName string
 	for i, mode := range ms {
-		m, err := bench.EvalCorpus(ctx, c, func(ctx context.Context, q string) ([]string, bool, error) {
-			r, err := ix.Rank(ctx, index.Query{Text: q, Mode: mode, NoLastStep: o.noLearned})
+		m, err := eval.Measure(ctx, c, func(ctx context.Context, q string) ([]string, bool, error) {
+			ans, err := eng.Rank(ctx, engine.Query{Text: q, Mode: mode, Full: true, All: true, NoLearned: o.noLearned, Timeout: time.Hour})
 			if err != nil {
 				return nil, false, err
 			}
+			r := ans.Ranking
 			names := make([]string, len(r.Hits))
 			for j, h := range r.Hits {
 				names[j] = h.Name
@@ -169,17 +172,14 @@ func evalCorpus(ctx context.Context, env *cliEnv, ef *embedderFlags, emb embed.E
 		if !o.offer || mode != index.Hybrid {
 			continue
 		}
-		pol, src, err := thresholds.Load(ix.Stats().Embedder, thresholds.LoadOptions{Path: o.thresholds, Getenv: env.getenv})
-		if err != nil {
-			return nil, nil, "", err
-		}
+		_, src := eng.Policy()
 		srcName = src.String()
-		om, err := bench.EvalOffers(ctx, c, func(ctx context.Context, q string) ([]string, bool, error) {
-			sel, _, err := pol.Offer(ctx, ix, cat, index.Query{Text: q, K: 10, NoLastStep: o.noLearned}, nil)
+		om, err := eval.MeasureOffers(ctx, c, func(ctx context.Context, q string) ([]string, bool, error) {
+			ans, err := eng.Rank(ctx, engine.Query{Text: q, K: 10, NoLearned: o.noLearned, Timeout: time.Hour})
 			if err != nil {
 				return nil, false, err
 			}
-			return sel.Names(), sel.NoToolFits, nil
+			return ans.Selection.Names(), ans.NoToolFits, nil
 		})
 		if err != nil {
 			return nil, nil, "", err
@@ -193,7 +193,7 @@ func writeEvalTable(w io.Writer, r evalResult) {
 	fmt.Fprintf(w, "mode %s, embedder %s\n", r.Mode, r.Embedder)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "corpus\tqueries\tR@1\tR@5\tR@10\tNDCG@10\tMRR\t")
-	row := func(m bench.Metrics) {
+	row := func(m eval.Metrics) {
 		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", m.Corpus, m.Queries, m.R1, m.R5, m.R10, m.NDCG10, m.MRR)
 	}
 	for _, m := range r.Corpora {
@@ -208,7 +208,7 @@ func writeEvalTable(w io.Writer, r evalResult) {
 	fmt.Fprintf(w, "offered set, mode %s, thresholds %s\n", r.Mode, r.Thresholds)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "corpus\tanswerable\tabstain\thit\toffered\tntf recall\tntf precision\taccuracy\t")
-	orow := func(m bench.OfferMetrics) {
+	orow := func(m eval.OfferMetrics) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%.2f\t%.3f\t%.3f\t%.3f\t\n", m.Corpus, m.Answerable, m.Abstain, m.Hit, m.Offered, m.AbstainRecall, m.AbstainPrecision, m.Accuracy)
 	}
 	for _, m := range r.Offers {

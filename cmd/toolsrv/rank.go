@@ -4,140 +4,19 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
-
-	"github.com/toolsrv/toolsrv/embed"
-	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/engine"
 	"github.com/toolsrv/toolsrv/index"
 	"github.com/toolsrv/toolsrv/registry"
 	"github.com/toolsrv/toolsrv/thresholds"
 )
-
-// embedderFlags are the flags that choose and configure the embedder and
-// the index cache (shared by rank and eval).
-type embedderFlags struct {
-	name, model string
-	timeout     time.Duration
-	cacheDir    string
-	noCache     bool
-	alpha       float64
-}
-
-func addEmbedderFlags(fs *flag.FlagSet) *embedderFlags {
-	f := &embedderFlags{}
-	fs.StringVar(&f.name, "embedder", "builtin", "embedder: builtin (no network) or ollama ($OLLAMA_HOST)")
-	fs.StringVar(&f.model, "model", embed.DefaultOllamaModel, "Ollama embedding model (with --embedder ollama)")
-	fs.DurationVar(&f.timeout, "embed-timeout", 60*time.Second, "HTTP timeout of each Ollama request")
-	fs.StringVar(&f.cacheDir, "cache", "", "index cache directory (default: the user cache dir, toolsrv/<embedder>)")
-	fs.BoolVar(&f.noCache, "no-cache", false, "keep the index in memory only")
-	fs.Float64Var(&f.alpha, "lexical-weight", 0.5, "hybrid score = w·lexical + (1−w)·dense, 0 < w ≤ 1")
-	return f
-}
-
-// check reports a bad embedder flag (a usage error) before any work.
-func (f *embedderFlags) check() error {
-	switch f.name {
-	case "builtin", "", "ollama":
-	default:
-		return fmt.Errorf("unknown --embedder %q: use builtin or ollama", f.name)
-	}
-	if f.alpha <= 0 || f.alpha > 1 {
-		return fmt.Errorf("--lexical-weight %v: want 0 < w ≤ 1 (use --mode dense for vectors only)", f.alpha)
-	}
-	if f.timeout <= 0 {
-		return fmt.Errorf("--embed-timeout %v: want a positive duration such as 60s", f.timeout)
-	}
-	return nil
-}
-
-// open makes the chosen embedder.
-func (f *embedderFlags) open(env *cliEnv) (embed.Embedder, error) {
-	switch f.name {
-	case "builtin", "":
-		return builtin.New()
-	case "ollama":
-		return embed.NewOllama(embed.OllamaOptions{Getenv: env.getenv, Model: f.model, Timeout: f.timeout, Logger: logger(env)})
-	}
-	return nil, fmt.Errorf("unknown embedder %q: use builtin or ollama", f.name)
-}
-
-// buildIndex makes an index over cat, with a progress bar on stderr when it
-// is a terminal and embedding is needed.
-func (f *embedderFlags) buildIndex(ctx context.Context, env *cliEnv, emb embed.Embedder, cat *registry.Catalog) (*index.Index, error) {
-	p := newIndexProgress(env)
-	defer p.finish()
-	dir := f.cacheDir
-	if dir == "" && !f.noCache {
-		// os.UserCacheDir, but through env (so tests and callers can point it elsewhere).
-		root := env.getenv("XDG_CACHE_HOME")
-		if root == "" && env.getenv("HOME") != "" {
-			root = filepath.Join(env.getenv("HOME"), ".cache")
-		}
-		if root == "" {
-			return nil, errors.New("no cache directory: set $XDG_CACHE_HOME or $HOME, or pass --cache DIR or --no-cache")
-		}
-		dir = index.CacheDirUnder(root, emb.ID())
-	}
-	if f.alpha <= 0 || f.alpha > 1 {
-		return nil, fmt.Errorf("--lexical-weight %v: want 0 < w ≤ 1 (use --mode dense for vectors only)", f.alpha)
-	}
-	ix := index.New(emb, index.Options{CacheDir: dir, NoCache: f.noCache, Logger: logger(env), Progress: p.update, LexicalWeight: f.alpha})
-	err := ix.Sync(ctx, cat)
-	if err != nil && ix.Stats().Tools == 0 && len(cat.Tools) > 0 {
-		return nil, err
-	}
-	if err != nil { // the index answers lexically; Rank says it is degraded
-		fmt.Fprintf(env.stderr, "warning: %v\n", err)
-	}
-	return ix, nil
-}
-
-// indexProgress draws a progress bar while tools are embedded, only on a
-// terminal.
-type indexProgress struct {
-	out *os.File
-	pb  *progressbar.ProgressBar
-}
-
-func newIndexProgress(env *cliEnv) *indexProgress {
-	f, ok := env.stderr.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return &indexProgress{}
-	}
-	return &indexProgress{out: f}
-}
-
-func (p *indexProgress) update(done, total int) {
-	if p.out == nil || total < 2 {
-		return
-	}
-	if p.pb == nil || done == 0 {
-		p.finish()
-		p.pb = progressbar.NewOptions(total, progressbar.OptionSetWriter(p.out),
-			progressbar.OptionSetDescription("embedding tools"), progressbar.OptionShowCount(),
-			progressbar.OptionSetWidth(30), progressbar.OptionThrottle(100*time.Millisecond),
-			progressbar.OptionClearOnFinish())
-	}
-	p.pb.Set(done)
-}
-
-func (p *indexProgress) finish() {
-	if p.pb != nil {
-		p.pb.Finish()
-		p.pb = nil
-	}
-}
 
 // repeated is a repeatable string flag.
 type repeated []string
@@ -162,7 +41,7 @@ from standard input.`
 
 func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	fs, tools := newFlags(env, "rank", "rank [--tools DIR] [--embedder builtin|ollama] [--k N] [--json] [--format ollama|openai|anthropic] [--agent NAME] MESSAGE|-\n       toolsrv rank [--tools DIR] --batch FILE", rankAbout)
-	ef := addEmbedderFlags(fs)
+	ef := addEngineFlags(fs)
 	k := fs.Int("k", 10, "number of tools to print (0: all); in --batch mode the default is all")
 	asJSON := fs.Bool("json", false, "print the ranking as JSON (scores, components, degraded reason)")
 	format := fs.String("format", "", "print the ranked tools as tool definitions: ollama, openai or anthropic")
@@ -227,100 +106,67 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 		return usageError(fs, "give either a MESSAGE (\"-\": from standard input) or --batch FILE")
 	}
 
-	var allow func(string) bool
 	var profile *registry.Profile
 	if *agent != "" {
 		if profile, err = agentProfile(registry.DefaultAgentsDir(env.getenv), *agent); err != nil {
 			return fail(err)
 		}
-		allow = profile.Allows
 	}
-	reg, path, err := loadTools(ctx, env, "rank", tools)
+	path := resolveToolPath(env, tools)
+	dirs, err := path.existing(env, "rank")
 	if err != nil {
 		return fail(err)
 	}
-	cat := reg.Catalog()
+	p := newIndexProgress(env)
+	opts := ef.options(env, dirs, p)
+	opts.NoLearned = *noLearned
+	opts.Thresholds = *thrFile
+	// Thresholds are needed for a plain ranking (not --all) and --select.
+	opts.NoThresholds = (*batch == "" && *all) || (*batch != "" && !*selectFlag)
+	opts.RankTimeout = *timeout
+	eng, err := engine.New(ctx, opts)
+	p.finish()
+	if err != nil {
+		return fail(err)
+	}
+	defer eng.Close()
+	cat := eng.Catalog()
 	if err := path.emptyCatalog(cat); err != nil {
 		return fail(err)
 	}
-	emb, err := ef.open(env)
-	if err != nil {
-		return fail(err)
-	}
-	ix, err := ef.buildIndex(ctx, env, emb, cat)
-	if err != nil {
-		return fail(err)
-	}
+	warn(env, "rank", eng)
 
+	q := engine.Query{Text: message, Context: convo, K: *k, Mode: mode, Profile: profile, All: *all, NoLearned: *noLearned}
 	if *batch != "" {
-		bk := 0
+		q.Full, q.K = true, 0
 		if kSet {
-			bk = *k
+			q.K = *k
 		}
-		var bsel *batchSelect
-		if *selectFlag {
-			pol, src, err := thresholds.Load(ix.Stats().Embedder, thresholds.LoadOptions{Path: *thrFile, Getenv: env.getenv})
-			if err != nil {
-				return fail(err)
-			}
-			for _, w := range []string{src.Warning, src.LexicalWeightWarning(ef.alpha), src.ScoresWarning(learnedID(ix.Stats().Embedder, *noLearned || mode != index.Hybrid))} {
-				if w != "" {
-					fmt.Fprintln(env.stderr, "warning:", w)
-				}
-			}
-			bsel = &batchSelect{pol: pol, cat: cat, profile: profile}
-		}
-		if err := rankBatch(ctx, env, ix, *batch, index.Query{K: bk, Mode: mode, Allow: allow, NoLastStep: *noLearned}, *timeout, bsel); err != nil {
+		if err := rankBatch(ctx, env, eng, *batch, q, *selectFlag); err != nil {
 			return fail(err)
 		}
 		return 0
 	}
-
-	rctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	q := index.Query{Text: message, Context: convo, K: *k, Mode: mode, Allow: allow, NoLastStep: *noLearned}
-	if *all {
-		r, err := ix.Rank(rctx, q)
-		if err != nil {
-			return fail(err)
-		}
-		warnDegraded(env, r)
-		return printRanking(env, cat, r.Hits, nil, *format, *asJSON, r)
-	}
-	pol, src, err := thresholds.Load(ix.Stats().Embedder, thresholds.LoadOptions{Path: *thrFile, Getenv: env.getenv})
+	ans, err := eng.Rank(ctx, q)
 	if err != nil {
 		return fail(err)
 	}
-	for _, w := range []string{src.Warning, src.LexicalWeightWarning(ef.alpha), src.ScoresWarning(learnedID(ix.Stats().Embedder, *noLearned || mode != index.Hybrid))} {
-		if w != "" {
-			fmt.Fprintln(env.stderr, "warning:", w)
-		}
-	}
-	sel, r, err := pol.Offer(rctx, ix, cat, q, profile)
-	if err != nil {
-		return fail(err)
-	}
-	warnDegraded(env, r)
-	byName := make(map[string]index.Hit, len(r.Hits))
-	for _, h := range r.Hits {
-		byName[h.Name] = h
-	}
-	hits := make([]index.Hit, 0, len(sel.Tools))
+	warnDegraded(env, ans.Ranking)
+	hits := make([]index.Hit, len(ans.Offered))
 	hot := map[string]bool{}
-	for _, o := range sel.Tools {
-		h, ok := byName[o.Name]
-		if !ok { // a hot tool the ranking did not reach
-			h = index.Hit{Name: o.Name, Score: o.Score}
-		}
-		hits = append(hits, h)
-		hot[o.Name] = o.Why == thresholds.ByTier
+	for i, o := range ans.Offered {
+		hits[i] = o.Hit
+		hot[o.Name] = o.Hot
+	}
+	if *all {
+		return printRanking(env, cat, hits, nil, *format, *asJSON, ans.Ranking)
 	}
 	code := printRanking(env, cat, hits, hot, *format, *asJSON, struct {
 		Selection thresholds.Selection `json:"selection"`
 		Ranking   index.Ranking        `json:"ranking"`
-	}{sel, r})
-	if code == 0 && sel.NoToolFits && *format == "" && !*asJSON {
-		msg := sel.Reason
+	}{ans.Selection, ans.Ranking})
+	if code == 0 && ans.NoToolFits && *format == "" && !*asJSON {
+		msg := ans.Reason
 		if !strings.HasPrefix(msg, "no tool fits") {
 			msg = "no tool fits: " + msg
 		}
@@ -396,21 +242,16 @@ type batchOut struct {
 	Answerable *float64  `json:"answerable,omitempty"`
 }
 
-// batchSelect applies the thresholds in --batch --select mode.
-type batchSelect struct {
-	pol     thresholds.Policy
-	cat     *registry.Catalog
-	profile *registry.Profile
-}
-
 type scored struct {
 	Name  string  `json:"name"`
 	Score float64 `json:"score"`
 }
 
-// rankBatch ranks each query line of path and writes one result line per
-// input line, in order. A degraded ranking is reported on stderr.
-func rankBatch(ctx context.Context, env *cliEnv, ix *index.Index, path string, base index.Query, timeout time.Duration, bsel *batchSelect) error {
+// rankBatch ranks each query line of path (the whole catalog, or the top
+// base.K) and writes one result line per input line, in order; with sel,
+// also the offered set the thresholds make of the same ranking. A degraded
+// ranking is reported on stderr.
+func rankBatch(ctx context.Context, env *cliEnv, eng *engine.Engine, path string, base engine.Query, sel bool) error {
 	var in io.Reader = env.stdin
 	if path != "-" {
 		f, err := os.Open(path)
@@ -430,38 +271,37 @@ func rankBatch(ctx context.Context, env *cliEnv, ix *index.Index, path string, b
 		if strings.TrimSpace(sc.Text()) == "" {
 			continue
 		}
-		var q batchLine
-		if err := json.Unmarshal(sc.Bytes(), &q); err != nil {
+		var ql batchLine
+		if err := json.Unmarshal(sc.Bytes(), &ql); err != nil {
 			return fmt.Errorf("%s:%d: %w", path, line, err)
 		}
-		if len(q.ID) == 0 {
+		if len(ql.ID) == 0 {
 			return fmt.Errorf("%s:%d: no \"id\"", path, line)
 		}
-		rctx, cancel := context.WithTimeout(ctx, timeout)
-		iq := base
-		iq.Text = q.Query
-		r, err := ix.Rank(rctx, iq)
-		cancel()
+		q := base
+		q.Text, q.All = ql.Query, true
+		ans, err := eng.Rank(ctx, q)
 		if err != nil {
 			return fmt.Errorf("%s:%d: %w", path, line, err)
 		}
+		r := ans.Ranking
 		if r.Degraded {
 			if degraded == 0 {
 				fmt.Fprintf(env.stderr, "warning: %s:%d: ranking degraded to lexical scores: %s\n", path, line, r.Reason)
 			}
 			degraded++
 		}
-		out := batchOut{ID: q.ID, Ranked: make([]scored, len(r.Hits))}
+		out := batchOut{ID: ql.ID, Ranked: make([]scored, len(r.Hits))}
 		for i, h := range r.Hits {
 			out.Ranked[i] = scored{h.Name, h.Score}
 		}
-		if bsel != nil {
-			// The same ranking the line prints, cut by the thresholds (as
-			// Policy.Offer would: hot tools of the agent, degraded levels).
-			c := thresholds.Context{Tier: thresholds.TierOf(bsel.cat), Hot: thresholds.ProfileHot(bsel.cat, bsel.profile, base.Allow),
-				Degraded: r.Degraded || base.Mode == index.Lexical, Answerable: r.Answerable}
-			s := bsel.pol.Select(thresholds.FromRanking(r), c)
-			names, none := s.Names(), s.NoToolFits
+		if sel {
+			// The same ranking the line prints, cut by the thresholds.
+			d, err := eng.Decide(r, q)
+			if err != nil {
+				return err
+			}
+			names, none := d.Selection.Names(), d.NoToolFits
 			out.Offered, out.NoToolFits, out.Answerable = &names, &none, r.Answerable
 		}
 		if err := enc.Encode(out); err != nil {

@@ -14,11 +14,10 @@ import (
 
 	"github.com/hugelgupf/p9/linux"
 
+	"github.com/toolsrv/toolsrv/engine"
 	"github.com/toolsrv/toolsrv/exec"
-	"github.com/toolsrv/toolsrv/index"
 	"github.com/toolsrv/toolsrv/ninep"
 	"github.com/toolsrv/toolsrv/registry"
-	"github.com/toolsrv/toolsrv/thresholds"
 )
 
 // listenList is the repeatable --listen flag.
@@ -53,7 +52,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	rankTimeout := fs.Duration("rank-timeout", 2*time.Second, "deadline of one ranking; past it the ranking is lexical and says so")
 	allowUnsandboxed := fs.Bool("allow-unsandboxed", false, "on a kernel without Landlock, run tools unsandboxed instead of refusing calls")
 	socket := fs.String("bypass-socket", "", "approval broker socket for bypass tools (default $OLLIE_BYPASS_SOCKET)")
-	ef := addEmbedderFlags(fs)
+	ef := addEngineFlags(fs)
 	sf := addSandboxFlags(fs)
 	var verbose verbosity
 	fs.Var(&verbose, "v", "log what the server does on stderr: -v connections, rank requests, calls, agent profiles and catalog changes (Info); -v -v also the packages' Debug records")
@@ -125,38 +124,6 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 		return fail("%v", err)
 	}
 	dirs := path.dirs
-	reg := registry.New(registry.Options{Dirs: dirs, Logger: log})
-	if err := reg.Load(ctx); err != nil {
-		return fail("loading tools: %v", err)
-	}
-	cat := reg.Catalog()
-	log.Info("tools loaded", "dirs", dirs, "revision", cat.Revision, "tools", len(cat.Tools), "invalid", len(cat.Problems), "hidden", len(cat.Hidden))
-	if err := path.emptyCatalog(cat); err != nil {
-		fmt.Fprintf(env.stderr, "toolsrv serve: warning: %v; serving it anyway: the directories are watched, and tools written there appear\n", err)
-	}
-	emb, err := ef.open(env)
-	if err != nil {
-		return fail("%v", err)
-	}
-	ix, err := ef.buildIndex(ctx, env, emb, cat)
-	if err != nil {
-		return fail("building the index: %v", err)
-	}
-	log.Info("index ready", "embedder", ix.Stats().Embedder, "tools", ix.Stats().Tools)
-	ranker := &serveRanker{ix: ix, reg: reg, timeout: *rankTimeout}
-	if !*noThr {
-		pol, src, err := thresholds.Load(ix.Stats().Embedder, thresholds.LoadOptions{Path: *thrFile, Getenv: env.getenv})
-		if err != nil {
-			return fail("thresholds: %v (pass --no-thresholds to serve plain rankings)", err)
-		}
-		for _, w := range []string{src.Warning, src.LexicalWeightWarning(ef.alpha), src.ScoresWarning(learnedID(emb.ID(), false))} {
-			if w != "" {
-				fmt.Fprintln(env.stderr, "toolsrv serve: warning:", w)
-			}
-		}
-		ranker.pol = &pol
-	}
-
 	self, err := os.Executable()
 	if err != nil {
 		return fail("cannot find my own binary for the sandbox helper: %v", err)
@@ -175,14 +142,32 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 		Logger: logger(env),
 	}
 	sf.apply(&ropts)
-	runner, err := exec.NewRunner(ropts)
-	if err != nil {
-		return fail("%v", err)
-	}
 	guard := workDirGuard(env, dirs, *agents, addrs, *socket)
 	if err := guard.Check(*workdir); err != nil {
 		return fail("sessions would start in %s, and it is refused as a working directory: %v; pass --workdir DIR", *workdir, err)
 	}
+	p := newIndexProgress(env)
+	opts := ef.options(env, dirs, p)
+	opts.Logger = log
+	opts.Thresholds, opts.NoThresholds, opts.RankTimeout = *thrFile, *noThr, *rankTimeout
+	opts.Runner = &ropts
+	eng, err := engine.New(ctx, opts)
+	p.finish()
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "thresholds:") {
+			return fail("%v (pass --no-thresholds to serve plain rankings)", err)
+		}
+		return fail("%v", err)
+	}
+	defer eng.Close()
+	reg, cat := eng.Registry(), eng.Catalog()
+	log.Info("tools loaded", "dirs", dirs, "revision", cat.Revision, "tools", len(cat.Tools), "invalid", len(cat.InvalidFiles()), "hidden", len(cat.Hidden))
+	if err := path.emptyCatalog(cat); err != nil {
+		fmt.Fprintf(env.stderr, "toolsrv serve: warning: %v; serving it anyway: the directories are watched, and tools written there appear\n", err)
+	}
+	warn(env, "serve", eng)
+	log.Info("index ready", "embedder", eng.Index().Stats().Embedder, "tools", eng.Index().Stats().Tools)
+	runner := eng.Runner()
 	if ok, _ := runner.Sandboxed(); !ok {
 		if *allowUnsandboxed {
 			fmt.Fprintln(env.stderr, "toolsrv serve: WARNING: this kernel has no Landlock: calls run UNSANDBOXED (--allow-unsandboxed)")
@@ -190,11 +175,12 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 			fmt.Fprintln(env.stderr, "toolsrv serve: this kernel has no Landlock: calls will be refused (pass --allow-unsandboxed to run them unsandboxed)")
 		}
 	}
+	ranker := serveRanker{eng: eng}
 
 	srv, err := ninep.New(ninep.Options{
 		Source: loggedSource{reg, log},
 		Ranker: loggedRanker{ranker, log},
-		Caller: loggedCaller{execCaller{r: runner, toolsPath: strings.Join(dirs, ":")}, log},
+		Caller: loggedCaller{execCaller{eng: eng, toolsPath: strings.Join(dirs, ":")}, log},
 		Profiles: loggedProfiles(func(name string) (*registry.Profile, error) {
 			return registry.LoadProfile(*agents, name)
 		}, log),
@@ -213,7 +199,6 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	changes := reg.Subscribe(ctx) // before Watch, so no change is missed
 	if log.Enabled(ctx, slog.LevelInfo) {
 		logged := reg.Subscribe(ctx)
 		wg.Add(1)
@@ -222,16 +207,12 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 			logChanges(logged, log)
 		}()
 	}
-	wg.Add(2)
+	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := reg.Watch(ctx); err != nil && ctx.Err() == nil {
+		if err := eng.Run(ctx); err != nil {
 			fmt.Fprintf(env.stderr, "toolsrv serve: watching the tool directories stopped: %v; restart to see changes\n", err)
 		}
-	}()
-	go func() {
-		defer wg.Done()
-		ix.Follow(ctx, changes)
 	}()
 
 	errs := make(chan error, len(addrs))
@@ -266,54 +247,36 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	}
 }
 
-// serveRanker ranks with the index and, unless disabled, cuts with the
-// thresholds policy (the hot tools of the asking agent's profile are always
-// offered).
-type serveRanker struct {
-	ix      *index.Index
-	reg     *registry.Registry
-	pol     *thresholds.Policy
-	timeout time.Duration
-}
+// serveRanker answers the 9P rank files with the engine: the offered set
+// (the hot tools of the asking agent's profile always among it), or the
+// plain ranking when serve runs with --no-thresholds.
+type serveRanker struct{ eng *engine.Engine }
 
-func (s *serveRanker) Rank(ctx context.Context, q ninep.RankQuery) (ninep.Ranking, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	iq := index.Query{Text: q.Text, Context: q.Context, K: q.K, Allow: q.Allow}
-	if s.pol == nil {
-		r, err := s.ix.Rank(ctx, iq)
-		if err != nil {
-			return ninep.Ranking{}, err
-		}
-		out := ninep.Ranking{Degraded: r.Degraded, Reason: r.Reason}
-		for _, h := range r.Hits {
-			out.Hits = append(out.Hits, ninep.Hit{Name: h.Name, Score: h.Score})
-		}
-		return out, nil
-	}
-	sel, r, err := s.pol.Offer(ctx, s.ix, s.reg.Catalog(), iq, q.Profile)
+func (s serveRanker) Rank(ctx context.Context, q ninep.RankQuery) (ninep.Ranking, error) {
+	ans, err := s.eng.Rank(ctx, engine.Query{Text: q.Text, Context: q.Context, K: q.K, Allow: q.Allow, Profile: q.Profile})
 	if err != nil {
 		return ninep.Ranking{}, err
 	}
-	out := ninep.Ranking{Degraded: r.Degraded, Reason: r.Reason}
-	for _, o := range sel.Tools {
+	out := ninep.Ranking{Degraded: ans.Ranking.Degraded, Reason: ans.Ranking.Reason}
+	for _, o := range ans.Offered {
 		out.Hits = append(out.Hits, ninep.Hit{Name: o.Name, Score: o.Score})
 	}
-	if sel.NoToolFits {
-		out.Note = sel.Reason
+	if ans.NoToolFits {
+		out.Note = ans.Reason
 	}
 	return out, nil
 }
 
-// execCaller runs calls with the exec runner. A tool that ran and failed is
-// a result; every other failure is a refusal with an errno that fits.
+// execCaller runs calls with the engine (the sandboxed runner, or a
+// provided tool's provider). A tool that ran and failed is a result; every
+// other failure is a refusal with an errno that fits.
 type execCaller struct {
-	r         *exec.Runner
+	eng       *engine.Engine
 	toolsPath string
 }
 
 func (c execCaller) Call(ctx context.Context, t *registry.Tool, args []byte, cc ninep.CallContext) (*ninep.CallResult, error) {
-	res, err := c.r.Call(ctx, t, args, exec.CallContext{WorkDir: cc.WorkDir, Session: cc.Session, Agent: cc.Agent,
+	res, err := c.eng.CallTool(ctx, t, args, exec.CallContext{WorkDir: cc.WorkDir, Session: cc.Session, Agent: cc.Agent,
 		Timeout: cc.Timeout, ToolsPath: c.toolsPath})
 	if err != nil && !(errors.Is(err, exec.ErrExit) && res != nil) {
 		return nil, &ninep.Refusal{Errno: callErrno(err), Reason: err.Error()}

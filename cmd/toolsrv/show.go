@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
+
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 func runShow(ctx context.Context, env *cliEnv, args []string) int {
@@ -39,69 +41,48 @@ func runShow(ctx context.Context, env *cliEnv, args []string) int {
 		return 0
 	}
 	w := env.stdout
-	fmt.Fprintf(w, "name:        %s\n", t.Name)
-	fmt.Fprintf(w, "file:        %s\n", t.File)
-	fmt.Fprintf(w, "description: %s\n", t.Description)
-	fmt.Fprintf(w, "tier:        %s\n", t.Tier)
+	line := func(label, text string) {
+		fmt.Fprintf(w, "%-*s%s\n", registry.ShownColumn, label+":", text)
+	}
+	line("name", t.Name)
+	line("file", t.File)
 	if t.Variant >= 0 {
-		fmt.Fprintf(w, "variant:     %d (first that matches this host)\n", t.Variant)
+		line("variant", fmt.Sprintf("%d (first that matches this host)", t.Variant))
 	} else {
-		fmt.Fprintf(w, "variant:     none (no variants)\n")
+		line("variant", "none (no variants)")
 	}
-	fmt.Fprintf(w, "command:     %s: %s\n", t.Command.Kind, strings.Join(quoteArgs(t.Command.Argv), " "))
-	fmt.Fprintf(w, "concurrency: %s\n", t.Concurrency)
-	var flags []string
-	for _, f := range []struct {
-		on   bool
-		name string
-	}{{t.ReadOnly, "readOnly"}, {t.Network, "network"}, {t.Bypass, "bypass"}, {t.ResetsCounter, "resetsCounter"}} {
-		if f.on {
-			flags = append(flags, f.name)
-		}
-	}
-	if len(flags) > 0 {
-		fmt.Fprintf(w, "flags:       %s\n", strings.Join(flags, ", "))
-	}
-	if t.Scope != "" {
-		fmt.Fprintf(w, "scope:       %s\n", t.Scope)
-	}
-	if t.OutputFormat != "" {
-		fmt.Fprintf(w, "output:      %s (outputFormat)\n", t.OutputFormat)
-	}
-	if t.Timeout > 0 {
-		fmt.Fprintf(w, "timeout:     %s\n", t.Timeout)
-	}
-	if len(t.Keywords) > 0 {
-		fmt.Fprintf(w, "keywords:    %s\n", strings.Join(t.Keywords, ", "))
-	}
+	printFields(w, t.Shown(), line)
 	for _, warn := range t.Warnings {
-		fmt.Fprintf(w, "warning:     %s\n", warn)
-	}
-	var pretty any
-	if json.Unmarshal(t.Args, &pretty) == nil {
-		b, _ := json.MarshalIndent(pretty, "             ", "  ")
-		fmt.Fprintf(w, "args:        %s\n", b)
-	}
-	if t.Prompt != "" {
-		fmt.Fprintf(w, "prompt:\n%s\n", indent(t.Prompt, "  "))
+		line("warning", warn)
 	}
 	for _, s := range cat.Shadowed {
 		if s.Name == name {
-			fmt.Fprintf(w, "shadows:     %s\n", s.File)
+			line("shadows", s.File)
 		}
 	}
 	return 0
 }
 
-func quoteArgs(argv []string) []string {
-	out := make([]string, len(argv))
-	for i, a := range argv {
-		if strings.ContainsAny(a, " \t\n'\"$;|&") {
-			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+// printFields prints a tool's definition fields: those that share a label
+// on one line, a block field below its label, indented; fields without
+// text are left out.
+func printFields(w io.Writer, fields []registry.ShownField, line func(label, text string)) {
+	for i := 0; i < len(fields); {
+		f := fields[i]
+		var texts []string
+		for ; i < len(fields) && fields[i].Label == f.Label; i++ {
+			if fields[i].Text != "" {
+				texts = append(texts, fields[i].Text)
+			}
 		}
-		out[i] = a
+		switch {
+		case len(texts) == 0:
+		case f.Block:
+			fmt.Fprintf(w, "%s:\n%s\n", f.Label, indent(strings.Join(texts, "\n"), "  "))
+		default:
+			line(f.Label, strings.Join(texts, ", "))
+		}
 	}
-	return out
 }
 
 func indent(s, pre string) string {

@@ -11,7 +11,8 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"github.com/toolsrv/toolsrv/bench"
+	"github.com/toolsrv/toolsrv/bench/eval"
+	"github.com/toolsrv/toolsrv/bench/tune"
 	"github.com/toolsrv/toolsrv/embed"
 	"github.com/toolsrv/toolsrv/learn"
 	"github.com/toolsrv/toolsrv/thresholds"
@@ -40,7 +41,7 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 	fs, _ := newFlags(env, "tune", "tune --corpus DIR [--corpus DIR ...] [DIR...] [flags]\n       toolsrv tune --show [--embedder builtin|ollama] [--json]", tuneAbout)
 	var corpora dirList
 	fs.Var(&corpora, "corpus", "labelled corpus directory, or a directory of corpora (repeatable)")
-	ef := addEmbedderFlags(fs)
+	ef := addEngineFlags(fs)
 	maxOffered := fs.Float64("max-offered", 3, "objective: at most this many tools offered per answerable query (macro average)")
 	minAbstain := fs.Float64("min-abstain", 0, "objective: at least this share of abstention queries answered \"no tool fits\"")
 	tolerance := fs.Float64("tolerance", 0, "accuracy objective: of the settings within this of the best accuracy, take the one offering fewest tools (0.005: minAnswerable 0.70, mass 0.90, 1.8 tools instead of 2.4 on the training catalogs, but lower accuracy on the eval dev half)")
@@ -50,7 +51,8 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 	abstain := fs.Float64("abstain", 0.2, "share of queries turned into abstention queries")
 	holdout := fs.Float64("holdout", 0.3, "share of each corpus's queries kept out of the sweep")
 	out := fs.String("out", "", "thresholds file to write (default: the per-embedder file in the user config dir)")
-	plotPath := fs.String("plot", "", "PNG of the curves (default: the thresholds file with .png; written even with --dry-run)")
+	plotPath := fs.String("plot", "", "SVG picture of the curves (default: the thresholds file with .svg; written even with --dry-run)")
+	curves := fs.String("curves", "", "also write the swept points as JSON to this file (go run ./bench/cmd/tuneplot draws them as a PNG)")
 	dry := fs.Bool("dry-run", false, "print the table but write nothing")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	noDegraded := fs.Bool("no-degraded", false, "do not tune separate levels for lexical-only (degraded) rankings")
@@ -82,7 +84,7 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 	if *maxOffered <= 0 {
 		return usageError(fs, "--max-offered %v: want a positive number of tools", *maxOffered)
 	}
-	dirs, err := bench.FindCorpora(corpora)
+	dirs, err := eval.FindCorpora(corpora)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
 		return 1
@@ -92,23 +94,23 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
 		return 1
 	}
-	split := bench.Split{HeldOut: *holdout, Abstain: *abstain}
-	obj := bench.Objective{MaxOffered: *maxOffered, MinAbstain: *minAbstain, Accuracy: *objective == "accuracy", Tolerance: *tolerance}
+	split := tune.Split{HeldOut: *holdout, Abstain: *abstain}
+	obj := tune.Objective{MaxOffered: *maxOffered, MinAbstain: *minAbstain, Accuracy: *objective == "accuracy", Tolerance: *tolerance}
 	if *objective != "accuracy" && *objective != "recall" {
 		fmt.Fprintf(env.stderr, "toolsrv tune: --objective %q: use accuracy or recall\n", *objective)
 		return 2
 	}
 	start := time.Now()
 
-	hybrid, lexical, err := rankCorpora(ctx, env, emb, dirs, bench.TuneRanking{Split: split, Lexical: !*noDegraded, LexicalWeight: ef.alpha, NoLastStep: *noLearned})
+	hybrid, lexical, err := rankCorpora(ctx, env, emb, dirs, tune.RankOptions{Split: split, Lexical: !*noDegraded, LexicalWeight: ef.alpha, NoLastStep: *noLearned})
 	if err != nil {
 		fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
 		return 1
 	}
-	grid := bench.DefaultGrid()
+	grid := tune.DefaultGrid()
 	learnedScores := len(hybrid) > 0 && hybrid[0].Answerable != nil
 	if learnedScores {
-		grid = bench.LearnedGrid()
+		grid = tune.LearnedGrid()
 		if *hardCap {
 			var mts []int
 			for _, mt := range grid.MaxTools {
@@ -122,17 +124,17 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 		}
 	}
 	bar := newBar(env, len(grid.Min)*len(grid.Relative)*len(grid.MaxTools)*max(1, len(grid.MinAnswerable))*max(1, len(grid.Mass)), "sweeping")
-	res := bench.Sweep(hybrid, grid, obj, bar.step)
+	res := tune.Sweep(hybrid, grid, obj, bar.step)
 	bar.done()
-	coldMin, coldOffers := bench.TuneColdMin(hybrid, res.Chosen.Levels)
+	coldMin, coldOffers := tune.ColdMin(hybrid, res.Chosen.Levels)
 	res.Chosen.Levels.ColdMin = coldMin
-	var deg *bench.TuneResult
+	var deg *tune.Result
 	if !*noDegraded {
-		dg := bench.DefaultGrid()
+		dg := tune.DefaultGrid()
 		bar := newBar(env, len(dg.Min)*len(dg.Relative)*len(dg.MaxTools), "sweeping (lexical only)")
-		r := bench.Sweep(lexical, dg, obj, bar.step)
+		r := tune.Sweep(lexical, dg, obj, bar.step)
 		bar.done()
-		r.Chosen.Levels.ColdMin, _ = bench.TuneColdMin(lexical, r.Chosen.Levels)
+		r.Chosen.Levels.ColdMin, _ = tune.ColdMin(lexical, r.Chosen.Levels)
 		deg = &r
 	}
 
@@ -166,9 +168,9 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 			return 1
 		}
 	}
-	png := *plotPath
-	if png == "" && path != "" {
-		png = strings.TrimSuffix(path, filepath.Ext(path)) + ".png"
+	svg := *plotPath
+	if svg == "" && path != "" {
+		svg = strings.TrimSuffix(path, filepath.Ext(path)) + ".svg"
 	}
 	if !*dry {
 		if err := thresholds.WriteFile(path, file); err != nil {
@@ -176,8 +178,15 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 			return 1
 		}
 	}
-	if png != "" {
-		if err := writePlot(png, res, fmt.Sprintf("toolsrv tune: %s, %d corpora, %d queries (tuning part)", emb.ID(), len(dirs), countTuning(hybrid))); err != nil {
+	title := fmt.Sprintf("toolsrv tune: %s, %d corpora, %d queries (tuning part)", emb.ID(), len(dirs), countTuning(hybrid))
+	if svg != "" {
+		if err := writePlot(svg, res, title); err != nil {
+			fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
+			return 1
+		}
+	}
+	if *curves != "" {
+		if err := writeCurves(*curves, res, title); err != nil {
 			fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
 			return 1
 		}
@@ -193,7 +202,7 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		j := jres{File: file, Feasible: res.Feasible, Tuning: res.Tuning}
 		if !*dry {
-			j.Path, j.Plot = path, png
+			j.Path, j.Plot = path, svg
 		}
 		if deg != nil {
 			j.Degraded = deg.HeldOut
@@ -214,25 +223,25 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 	if learnedScores {
 		fmt.Fprintf(w, ", minAnswerable %.2f, mass %.2f (learned scores, %s)", l.MinAnswerable, l.Mass, tunedScores(true))
 	}
-	fmt.Fprintf(w, "\ncoldMin: the lowest score at which the offered tools of a fixed %.0f%% of each corpus, treated as cold, are relevant at least half the time (%d such offers on the tuning part)\n", 100*bench.ColdShare, coldOffers)
-	fmt.Fprintf(w, "\nheld-out part (%.0f%% of each corpus), chosen thresholds:\n%s", 100*split.HeldOut, bench.Table(res.HeldOut))
+	fmt.Fprintf(w, "\ncoldMin: the lowest score at which the offered tools of a fixed %.0f%% of each corpus, treated as cold, are relevant at least half the time (%d such offers on the tuning part)\n", 100*tune.ColdShare, coldOffers)
+	fmt.Fprintf(w, "\nheld-out part (%.0f%% of each corpus), chosen thresholds:\n%s", 100*split.HeldOut, tune.Table(res.HeldOut))
 	fmt.Fprintf(w, "\ntuning part (macro): hit %.3f, recall %.3f, offered %.2f, abstention recall %.3f, precision %.3f, accuracy %.3f\n",
 		res.Chosen.Macro.Hit, res.Chosen.Macro.Recall, res.Chosen.Macro.Offered, res.Chosen.Macro.AbstainRecall, res.Chosen.Macro.AbstainPrecision, res.Chosen.Macro.Accuracy)
 	if deg != nil {
 		d := deg.Chosen.Levels
 		fmt.Fprintf(w, "\ndegraded (lexical only): min %.2f, coldMin %.2f, relative %.2f, maxTools %d%s\n", d.Min, d.ColdMin, d.Relative, d.MaxTools, map[bool]string{false: " (fallback objective)", true: ""}[deg.Feasible])
-		fmt.Fprintf(w, "held-out part, lexical-only rankings:\n%s", bench.Table(deg.HeldOut))
+		fmt.Fprintf(w, "held-out part, lexical-only rankings:\n%s", tune.Table(deg.HeldOut))
 	}
 	if !*dry {
 		fmt.Fprintf(w, "\nwrote %s\n", path)
 	}
-	if png != "" {
-		fmt.Fprintf(w, "plot  %s\n", png)
+	if svg != "" {
+		fmt.Fprintf(w, "plot  %s\n", svg)
 	}
 	return 0
 }
 
-func countTuning(qs []bench.TuneQuery) int {
+func countTuning(qs []tune.Query) int {
 	n := 0
 	for _, q := range qs {
 		if !q.HeldOut {
@@ -242,7 +251,7 @@ func countTuning(qs []bench.TuneQuery) int {
 	return n
 }
 
-func writePlot(path string, res bench.TuneResult, title string) error {
+func writePlot(path string, res tune.Result, title string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -250,15 +259,29 @@ func writePlot(path string, res bench.TuneResult, title string) error {
 	if err != nil {
 		return fmt.Errorf("writing the plot: %w", err)
 	}
-	if err := bench.PlotTune(f, res, title); err != nil {
+	if err := tune.WriteSVG(f, res, title); err != nil {
 		f.Close()
 		return fmt.Errorf("drawing the plot: %w", err)
 	}
 	return f.Close()
 }
 
+// writeCurves writes the sweep (every point, the chosen one) as JSON, for
+// bench/cmd/tuneplot.
+func writeCurves(path string, res tune.Result, title string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("writing the curves: %w", err)
+	}
+	if err := writeJSON(f, tune.Curves{Title: title, Result: res}); err != nil {
+		f.Close()
+		return fmt.Errorf("writing the curves: %w", err)
+	}
+	return f.Close()
+}
+
 // showThresholds prints the policy thresholds.Load picks for the embedder.
-func showThresholds(env *cliEnv, ef *embedderFlags, asJSON bool) int {
+func showThresholds(env *cliEnv, ef *engineFlags, asJSON bool) int {
 	emb, err := ef.open(env)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
@@ -305,11 +328,11 @@ func showThresholds(env *cliEnv, ef *embedderFlags, asJSON bool) int {
 
 // rankCorpora loads the corpora and ranks their queries for tuning, with a
 // progress bar on a terminal.
-func rankCorpora(ctx context.Context, env *cliEnv, emb embed.Embedder, dirs []string, o bench.TuneRanking) (hyb, lex []bench.TuneQuery, err error) {
-	var all []*bench.Corpus
+func rankCorpora(ctx context.Context, env *cliEnv, emb embed.Embedder, dirs []string, o tune.RankOptions) (hyb, lex []tune.Query, err error) {
+	var all []*eval.Corpus
 	total := 0
 	for _, d := range dirs {
-		c, err := bench.LoadCorpus(d)
+		c, err := eval.LoadCorpus(d)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -319,7 +342,7 @@ func rankCorpora(ctx context.Context, env *cliEnv, emb embed.Embedder, dirs []st
 	bar := newBar(env, total, "ranking")
 	defer bar.done()
 	o.Logger, o.Step = logger(env), func() { bar.step(1, 0) }
-	return bench.RankForTuning(ctx, emb, all, o)
+	return tune.Rank(ctx, emb, all, o)
 }
 
 // bar is a progress bar on a terminal, silent otherwise.
@@ -335,7 +358,7 @@ func newBar(env *cliEnv, total int, what string) *bar {
 		progressbar.OptionClearOnFinish())}
 }
 
-// step advances by one; the arguments fit bench.Sweep's progress callback.
+// step advances by one; the arguments fit tune.Sweep's progress callback.
 func (b *bar) step(int, int) {
 	if b.pb != nil {
 		b.pb.Add(1)

@@ -13,7 +13,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/embed/embedder"
+	"github.com/toolsrv/toolsrv/text"
 )
 
 // modelFile is the shipped table (see embed/MODEL.md); modelSHA256 is its
@@ -96,8 +97,8 @@ type Embedder struct {
 }
 
 var (
-	_ embed.CatalogAware = (*Embedder)(nil)
-	_ embed.Fitted       = (*Fitted)(nil)
+	_ embedder.CatalogAware = (*Embedder)(nil)
+	_ embedder.Fitted       = (*Fitted)(nil)
 )
 
 // New loads the table shipped in the binary.
@@ -147,13 +148,13 @@ func FromTable(t *Table, o Options) (*Embedder, error) {
 // Table returns the embedder's table (read-only).
 func (e *Embedder) Table() *Table { return e.t }
 
-// ID implements embed.Embedder.
+// ID implements embedder.Embedder.
 func (e *Embedder) ID() string { return e.opts.ID }
 
-// Dim implements embed.Embedder.
+// Dim implements embedder.Embedder.
 func (e *Embedder) Dim() int { return e.t.Dim }
 
-// EmbedQuery implements embed.Embedder with prior weights.
+// EmbedQuery implements embedder.Embedder with prior weights.
 func (e *Embedder) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -161,7 +162,7 @@ func (e *Embedder) EmbedQuery(ctx context.Context, text string) ([]float32, erro
 	return e.embed(text, e.priorWeight, false, nil), nil
 }
 
-// EmbedDocuments implements embed.Embedder with prior weights.
+// EmbedDocuments implements embedder.Embedder with prior weights.
 func (e *Embedder) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
 	return e.embedAll(ctx, texts, e.priorWeight, nil)
 }
@@ -240,21 +241,21 @@ type weightFunc func(term string, row int32) float32
 
 type scratch struct {
 	toks  []string
-	stems map[string]string // word → term cache, bounded
+	stems text.Cache // word → term cache, bounded
 	seen  map[string]int32
 	vec   []float64
 	tmp   []float32
 }
 
-// embed pools the distinct terms of text. A text with no usable term gets a
+// embed pools the distinct terms of doc. A text with no usable term gets a
 // fixed unit vector (so the result is never zero or NaN).
-func (e *Embedder) embed(text string, weight weightFunc, tf bool, known map[string][]float32) []float32 {
+func (e *Embedder) embed(doc string, weight weightFunc, tf bool, known map[string][]float32) []float32 {
 	s := e.pool.Get().(*scratch)
 	defer e.pool.Put(s)
 	if s.stems == nil || len(s.stems) > 1<<16 {
-		s.stems = make(map[string]string, 1024)
+		s.stems = make(text.Cache, 1024)
 	}
-	s.toks = appendTokens(s.toks[:0], text, s.stems)
+	s.toks = text.Table().Append(s.toks[:0], doc, s.stems)
 	if s.seen == nil {
 		s.seen = make(map[string]int32, 64)
 	}

@@ -11,7 +11,8 @@ import (
 	"math"
 	"sort"
 
-	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/embed/embedder"
+	"github.com/toolsrv/toolsrv/text"
 )
 
 // Fitted is the embedder adapted to one catalog: terms are weighted by their
@@ -29,11 +30,11 @@ type Fitted struct {
 	state []byte
 }
 
-// Fit implements embed.CatalogAware.
-func (e *Embedder) Fit(ctx context.Context, docs []string) (embed.Fitted, error) {
+// Fit implements embedder.CatalogAware.
+func (e *Embedder) Fit(ctx context.Context, docs []string) (embedder.Fitted, error) {
 	df := make(map[string]int)
 	seen := make(map[string]struct{})
-	stems := make(map[string]string)
+	stems := make(text.Cache)
 	var toks []string
 	for i, d := range docs {
 		if i%256 == 0 {
@@ -41,7 +42,7 @@ func (e *Embedder) Fit(ctx context.Context, docs []string) (embed.Fitted, error)
 				return nil, err
 			}
 		}
-		toks = appendTokens(toks[:0], d, stems)
+		toks = text.Table().Append(toks[:0], d, stems)
 		clear(seen)
 		for _, t := range toks {
 			if _, ok := seen[t]; !ok {
@@ -134,8 +135,8 @@ func encodeState(n int, df map[string]int, mean []float32) []byte {
 	return b
 }
 
-// Restore implements embed.CatalogAware.
-func (e *Embedder) Restore(state []byte) (embed.Fitted, error) {
+// Restore implements embedder.CatalogAware.
+func (e *Embedder) Restore(state []byte) (embedder.Fitted, error) {
 	withPRF := bytes.HasPrefix(state, []byte(statePRFMagic))
 	if !withPRF && !bytes.HasPrefix(state, []byte(stateMagic)) {
 		return nil, errors.New("builtin embedder: fitted state has the wrong format; refit the catalog")
@@ -203,16 +204,16 @@ func (e *Embedder) Restore(state []byte) (embed.Fitted, error) {
 	return f, nil
 }
 
-// ID implements embed.Embedder; it includes a digest of the fitted state.
+// ID implements embedder.Embedder; it includes a digest of the fitted state.
 func (f *Fitted) ID() string { return f.id }
 
-// Dim implements embed.Embedder.
+// Dim implements embedder.Embedder.
 func (f *Fitted) Dim() int { return f.e.t.Dim }
 
-// State implements embed.Fitted.
+// State implements embedder.Fitted.
 func (f *Fitted) State() []byte { return bytes.Clone(f.state) }
 
-// Weight is the pooling weight of a term (as produced by Tokenize).
+// Weight is the pooling weight of a term (as produced by text.Table).
 func (f *Fitted) Weight(term string) float32 {
 	row, ok := f.e.index[term]
 	if !ok {
@@ -236,7 +237,7 @@ func (f *Fitted) weight(term string, row int32) float32 {
 	return w
 }
 
-// EmbedQuery implements embed.Embedder.
+// EmbedQuery implements embedder.Embedder.
 func (f *Fitted) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -244,7 +245,7 @@ func (f *Fitted) EmbedQuery(ctx context.Context, text string) ([]float32, error)
 	return f.feedback(text, f.center(f.e.embed(text, f.weight, false, f.oov))), nil
 }
 
-// EmbedDocuments implements embed.Embedder.
+// EmbedDocuments implements embedder.Embedder.
 func (f *Fitted) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
 	out, err := f.e.embedAll(ctx, texts, f.weight, f.oov)
 	if err != nil {

@@ -8,13 +8,13 @@ import (
 	"log/slog"
 	"math"
 	"sort"
-	"strings"
 
-	"github.com/toolsrv/toolsrv/bench"
+	"github.com/toolsrv/toolsrv/bench/eval"
 	"github.com/toolsrv/toolsrv/embed"
 	"github.com/toolsrv/toolsrv/embed/builtin"
 	"github.com/toolsrv/toolsrv/index"
 	"github.com/toolsrv/toolsrv/registry"
+	"github.com/toolsrv/toolsrv/text"
 )
 
 // Corpus is one labelled evaluation corpus (the layout of shared/eval): its
@@ -23,7 +23,7 @@ type Corpus struct {
 	Name    string
 	Catalog *registry.Catalog // nil when Tools were given directly
 	Tools   []*registry.Tool  // sorted by name
-	Queries []bench.Query
+	Queries []eval.Query
 }
 
 // heldout reports whether the query with this id belongs to the untouched
@@ -34,11 +34,11 @@ func heldout(id string) bool {
 	return h.Sum32()%3 == 0
 }
 
-// LoadCorpus reads dir/queries.jsonl with bench.LoadCorpus and dir/tools
+// LoadCorpus reads dir/queries.jsonl with eval.LoadCorpus and dir/tools
 // with the registry. Every tool must be visible: a problem or a hidden
 // tool is an error, not a smaller catalog.
 func LoadCorpus(ctx context.Context, dir string) (*Corpus, error) {
-	bc, err := bench.LoadCorpus(dir)
+	bc, err := eval.LoadCorpus(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -73,17 +73,11 @@ type posting struct {
 	tf  float64
 }
 
-func lexTokens(s string) []string {
-	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
-	})
-}
-
 func newBM25(tools []*registry.Tool) *bm25 {
 	b := &bm25{n: len(tools), postings: map[string][]posting{}, dl: make([]float64, len(tools))}
 	for i, t := range tools {
 		tf := map[string]int{}
-		toks := lexTokens(t.Description + " " + t.Prompt)
+		toks := text.Reference().Terms(t.Description + " " + t.Prompt)
 		for _, w := range toks {
 			tf[w]++
 		}
@@ -100,7 +94,7 @@ func newBM25(tools []*registry.Tool) *bm25 {
 func (b *bm25) scores(q string) []float64 {
 	s := make([]float64, b.n)
 	seen := map[string]bool{}
-	for _, w := range lexTokens(q) {
+	for _, w := range text.Reference().Terms(q) {
 		if seen[w] {
 			continue
 		}
@@ -118,8 +112,8 @@ func (b *bm25) scores(q string) []float64 {
 }
 
 // judge ranks scores (higher first, ties by name) and measures one query
-// with bench.Score.
-func judge(scores []float64, names []string, relevant []string) bench.Metrics {
+// with eval.Score.
+func judge(scores []float64, names []string, relevant []string) eval.Metrics {
 	idx := make([]int, len(scores))
 	for i := range idx {
 		idx[i] = i
@@ -134,7 +128,7 @@ func judge(scores []float64, names []string, relevant []string) bench.Metrics {
 	for r, i := range idx {
 		ranked[r] = names[i]
 	}
-	return bench.Score(ranked, relevant)
+	return eval.Score(ranked, relevant)
 }
 
 // Fusion combines BM25 and cosine scores for one query.
@@ -171,16 +165,11 @@ type Result struct {
 	Corpus string
 	// Modes maps "bm25", "dense", "hybrid" (and named fusions) to
 	// [all, tune, heldout] measures.
-	Modes map[string][3]bench.Metrics
+	Modes map[string][3]eval.Metrics
 }
 
-// Evaluate runs BM25, dense and the given fusions on a corpus with an
-// embedder (fitted to the catalog when it is CatalogAware).
-func Evaluate(ctx context.Context, c *Corpus, e embed.Embedder, fusions map[string]Fusion) (*Result, error) {
-	return EvaluateExpanded(ctx, c, e, fusions, nil)
-}
-
-// EvaluateExpanded is Evaluate plus, for each expansion (which needs the
+// EvaluateExpanded runs BM25, dense and the given fusions on a corpus with
+// an embedder (fitted to the catalog when it is CatalogAware), plus, for each expansion (which needs the
 // built-in embedder), BM25 with the query expanded by table neighbours
 // ("bm25 "+name) and every fusion of it with the same dense scores
 // (fusion+" "+name).
@@ -276,12 +265,12 @@ func zscore(s []float64) []float64 {
 
 // splitMetrics collects per-mode, per-query metrics over all queries, the
 // tuning part and the held-out part (index 0, 1, 2).
-type splitMetrics map[string]*[3][]bench.Metrics
+type splitMetrics map[string]*[3][]eval.Metrics
 
-func (acc splitMetrics) record(mode string, m bench.Metrics, held bool) {
+func (acc splitMetrics) record(mode string, m eval.Metrics, held bool) {
 	a := acc[mode]
 	if a == nil {
-		a = &[3][]bench.Metrics{}
+		a = &[3][]eval.Metrics{}
 		acc[mode] = a
 	}
 	a[0] = append(a[0], m)
@@ -292,14 +281,14 @@ func (acc splitMetrics) record(mode string, m bench.Metrics, held bool) {
 	}
 }
 
-// result averages each mode and split over its queries (bench.MacroAverage
+// result averages each mode and split over its queries (eval.Macro
 // of one-query metrics is the mean over queries).
 func (acc splitMetrics) result(corpus string) *Result {
-	r := &Result{Corpus: corpus, Modes: map[string][3]bench.Metrics{}}
+	r := &Result{Corpus: corpus, Modes: map[string][3]eval.Metrics{}}
 	for k, a := range acc {
-		var ms [3]bench.Metrics
+		var ms [3]eval.Metrics
 		for i := range a {
-			ms[i] = bench.MacroAverage(a[i])
+			ms[i] = eval.Macro(a[i])
 			ms[i].Corpus = corpus
 		}
 		r.Modes[k] = ms

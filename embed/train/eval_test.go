@@ -17,7 +17,7 @@ func TestHeldoutSplitFixed(t *testing.T) {
 	}
 }
 
-// judge ranks higher scores first and ties by name before bench.Score, so a
+// judge ranks higher scores first and ties by name before eval.Score, so a
 // tie never depends on the catalog's order.
 func TestJudgeTiesByName(t *testing.T) {
 	names := []string{"c", "b", "a", "d"}

@@ -5,9 +5,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/toolsrv/toolsrv/bench"
+	"github.com/toolsrv/toolsrv/bench/eval"
 	"github.com/toolsrv/toolsrv/embed/builtin"
 	"github.com/toolsrv/toolsrv/registry"
+	"github.com/toolsrv/toolsrv/text"
 )
 
 // expansionTable has "car" and "automobile" on the same row and every other
@@ -17,7 +18,7 @@ func expansionEmbedder(t *testing.T) *builtin.Embedder {
 	words := []string{"car", "automobile", "rental", "hire", "weather", "forecast", "city"}
 	var vocab []string
 	for _, w := range words {
-		vocab = append(vocab, builtin.Tokenize(w)...)
+		vocab = append(vocab, text.Table().Terms(w)...)
 	}
 	slices.Sort(vocab)
 	const dim = 8
@@ -25,7 +26,7 @@ func expansionEmbedder(t *testing.T) *builtin.Embedder {
 	for i, v := range vocab {
 		tb.Prior[i] = 1
 		switch v {
-		case builtin.Tokenize("car")[0], builtin.Tokenize("automobile")[0]:
+		case text.Table().Terms("car")[0], text.Table().Terms("automobile")[0]:
 			tb.Row(i)[0] = 1
 		default:
 			tb.Row(i)[1+i%(dim-1)] = 1
@@ -92,7 +93,7 @@ func TestEvaluateExpandedModes(t *testing.T) {
 	c := &Corpus{Name: "toy", Tools: []*registry.Tool{
 		{Name: "rent", Description: "Automobile rental in any city"},
 		{Name: "sky", Description: "Weather forecast for a city"},
-	}, Queries: []bench.Query{{ID: "1", Text: "car hire", Relevant: []string{"rent"}}}}
+	}, Queries: []eval.Query{{ID: "1", Text: "car hire", Relevant: []string{"rent"}}}}
 	o := Expansion{K: 1, Weight: 0.5}
 	r, err := EvaluateExpanded(context.Background(), c, e, map[string]Fusion{"hybrid": MinMax(0.5)}, []Expansion{o})
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"io"
 	"sort"
 
-	"github.com/toolsrv/toolsrv/bench"
+	"github.com/toolsrv/toolsrv/bench/eval"
 )
 
 // WriteReport prints, per split, a markdown table of R@1/R@5/R@10/NDCG@10/MRR
@@ -35,12 +35,12 @@ func WriteReport(w io.Writer, results []*Result, modes []string) {
 
 // Macro returns the macro-average of one mode and split (every corpus
 // weighs the same; a corpus without the mode counts as zero).
-func Macro(results []*Result, mode string, split int) bench.Metrics {
-	ms := make([]bench.Metrics, len(results))
+func Macro(results []*Result, mode string, split int) eval.Metrics {
+	ms := make([]eval.Metrics, len(results))
 	for i, r := range results {
 		ms[i] = r.Modes[mode][split]
 	}
-	return bench.MacroAverage(ms)
+	return eval.Macro(ms)
 }
 
 // ModeNames lists the modes in results, bm25 and dense first.

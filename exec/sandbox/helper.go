@@ -117,7 +117,16 @@ func HelperMain(args []string) int {
 	attr := &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2},
 		Sys: &syscall.SysProcAttr{Ptrace: p.Memory > 0}}
 	pid, err := syscall.ForkExec(argv[0], argv, attr)
-	if err == nil && p.Memory > 0 {
+	if errors.Is(err, syscall.EPERM) && p.Memory > 0 {
+		// Tracing refused (the helper is itself traced, or the system
+		// forbids ptrace): the limit goes on the helper, and so on the
+		// tool, before it starts.
+		if lerr := limitSelf(p.Memory); lerr != nil {
+			return fail(lerr)
+		}
+		attr.Sys.Ptrace = false
+		pid, err = syscall.ForkExec(argv[0], argv, attr)
+	} else if err == nil && p.Memory > 0 {
 		if lerr := limitMemory(pid, p.Memory); lerr != nil {
 			syscall.Kill(pid, syscall.SIGKILL)
 			return fail(lerr)
@@ -158,12 +167,6 @@ func confine(p Policy) error {
 	}
 	if abi < MinABI {
 		return fmt.Errorf("landlock ABI %d is too old", abi)
-	}
-	if p.NetNS && !p.Network {
-		// In our own fresh network namespace: nothing is reachable anyway;
-		// also make MPTCP unavailable. Failure is not fatal (no root in
-		// the namespace): the seccomp filter refuses every IP socket.
-		_ = os.WriteFile("/proc/sys/net/mptcp/enabled", []byte("0\n"), 0)
 	}
 	rules, err := policyRules(p)
 	if err != nil {

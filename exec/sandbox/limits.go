@@ -145,3 +145,15 @@ func limitMemory(pid int, memory int64) error {
 	}
 	return nil
 }
+
+// limitSelf sets the memory limit on the helper itself: the fallback when
+// the tool cannot be started traced. The helper then allocates little; a
+// limit below what its runtime already holds may make it fail, and the
+// call with it.
+func limitSelf(memory int64) error {
+	lim := unix.Rlimit{Cur: uint64(memory), Max: uint64(memory)}
+	if err := unix.Setrlimit(unix.RLIMIT_DATA, &lim); err != nil {
+		return fmt.Errorf("setting RLIMIT_DATA (memory) to %d: %w", memory, err)
+	}
+	return nil
+}

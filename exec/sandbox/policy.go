@@ -19,12 +19,9 @@ type Policy struct {
 	// ReadOnly: no write access anywhere (not even WorkDir and TempDir).
 	ReadOnly bool `json:"readOnly,omitempty"`
 	// Network: the tool may use the network; without it the seccomp filter
-	// refuses every socket but Unix and netlink ones, Landlock denies TCP
-	// connect and bind, and (with NetNS) the tool has no network at all.
+	// refuses every socket but Unix and netlink ones and Landlock denies TCP
+	// connect and bind.
 	Network bool `json:"network,omitempty"`
-	// NetNS: the helper was started in a fresh network namespace; it turns
-	// MPTCP off there (a per-namespace sysctl, root only).
-	NetNS bool `json:"netns,omitempty"`
 	// PidNS: the helper is the init of a fresh PID namespace; everything
 	// the tool starts dies with it.
 	PidNS bool `json:"pidns,omitempty"`

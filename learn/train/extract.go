@@ -13,7 +13,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/toolsrv/toolsrv/bench"
+	"github.com/toolsrv/toolsrv/bench/eval"
 	"github.com/toolsrv/toolsrv/embed"
 	"github.com/toolsrv/toolsrv/index"
 	"github.com/toolsrv/toolsrv/learn"
@@ -479,7 +479,7 @@ func dropCatalog(s *Source, seed string, drop float64, in func(string) bool, max
 // catalog (every request answerable: ranking figures) and the catalog with
 // a fixed fifth of its tools removed (their requests must get "no tool
 // fits": the offered-set figures).
-func EvalCatalogs(corpora []*bench.Corpus) []*Catalog {
+func EvalCatalogs(corpora []*eval.Corpus) []*Catalog {
 	var out []*Catalog
 	for _, c := range corpora {
 		full := &Catalog{Name: "eval/" + c.Name + "/full", Source: c.Name, Eval: true, Dir: c.ToolsDir}

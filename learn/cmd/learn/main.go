@@ -21,7 +21,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolsrv/toolsrv/bench"
+	"github.com/toolsrv/toolsrv/bench/eval"
 	"github.com/toolsrv/toolsrv/embed/builtin"
 	"github.com/toolsrv/toolsrv/learn"
 	"github.com/toolsrv/toolsrv/learn/train"
@@ -71,13 +71,13 @@ func extract(ctx context.Context, args []string) error {
 	}
 	cats := train.TrainingCatalogs(srcs, *maxQ)
 	if *evalDir != "" {
-		dirs, err := bench.FindCorpora([]string{*evalDir})
+		dirs, err := eval.FindCorpora([]string{*evalDir})
 		if err != nil {
 			return err
 		}
-		var cs []*bench.Corpus
+		var cs []*eval.Corpus
 		for _, d := range dirs {
-			c, err := bench.LoadCorpus(d)
+			c, err := eval.LoadCorpus(d)
 			if err != nil {
 				return err
 			}
@@ -520,13 +520,13 @@ func export(args []string) error {
 		}
 	}
 	if *evalDir != "" {
-		dirs, err := bench.FindCorpora([]string{*evalDir})
+		dirs, err := eval.FindCorpora([]string{*evalDir})
 		if err != nil {
 			return err
 		}
-		var cs []*bench.Corpus
+		var cs []*eval.Corpus
 		for _, d := range dirs {
-			c, err := bench.LoadCorpus(d)
+			c, err := eval.LoadCorpus(d)
 			if err != nil {
 				return err
 			}

@@ -105,7 +105,7 @@ type connState struct {
 	// version 0 implies 9P2000.L.
 	version uint32
 
-	// pendingWg counts the goroutines serving requests (handleRequests).
+	// pendingWg counts requests that are still being handled.
 	pendingWg sync.WaitGroup
 
 	// recvMu serializes receiving from t.
@@ -469,9 +469,10 @@ func (cs *connState) WaitTag(t tag) {
 //
 // The recvDone channel is signaled when recv is done (with a error if
 // necessary). The sendDone channel is signaled with the result of the send.
-//
-// The caller holds a count in cs.pendingWg (see handleRequests).
 func (cs *connState) handleRequest() bool {
+	cs.pendingWg.Add(1)
+	defer cs.pendingWg.Done()
+
 	// Obtain the right to receive a message from cs.t.
 	atomic.AddInt32(&cs.recvIdle, 1)
 	cs.recvMu.Lock()
@@ -504,10 +505,14 @@ func (cs *connState) handleRequest() bool {
 
 	// Ensure that another goroutine is available to receive from cs.t.
 	if atomic.LoadInt32(&cs.recvIdle) == 0 {
-		// Count the new goroutine here, while this one's count keeps
-		// pendingWg above zero, so the Add cannot race with stop's Wait.
+		// Count the new goroutine before starting it, while this
+		// request's own count keeps pendingWg above zero: an Add in the
+		// new goroutine could come after stop's Wait had returned.
 		cs.pendingWg.Add(1)
-		go cs.handleRequests() // S/R-SAFE: Irrelevant.
+		go func() { // S/R-SAFE: Irrelevant.
+			defer cs.pendingWg.Done()
+			cs.handleRequests()
+		}()
 	}
 	cs.recvMu.Unlock()
 
@@ -578,10 +583,7 @@ func (cs *connState) handle(m message) (r message) {
 	return
 }
 
-// handleRequests serves requests until the connection ends. Its caller has
-// counted it in cs.pendingWg; it releases that count when it returns.
 func (cs *connState) handleRequests() {
-	defer cs.pendingWg.Done()
 	for {
 		if !cs.handleRequest() {
 			return
@@ -620,7 +622,6 @@ func (s *Server) Handle(t io.ReadCloser, r io.WriteCloser) error {
 
 	// Serve requests from t in the current goroutine; handleRequests()
 	// will create more goroutines as needed.
-	cs.pendingWg.Add(1)
 	cs.handleRequests()
 	return nil
 }

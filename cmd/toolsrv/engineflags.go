@@ -1,0 +1,117 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/embed/ollama"
+	"github.com/toolsrv/toolsrv/engine"
+)
+
+// engineFlags are the flags that configure the engine's embedder and index
+// (shared by serve, rank, eval, tune and bench).
+type engineFlags struct {
+	name, model string
+	timeout     time.Duration
+	cacheDir    string
+	noCache     bool
+	alpha       float64
+}
+
+func addEngineFlags(fs *flag.FlagSet) *engineFlags {
+	f := &engineFlags{}
+	fs.StringVar(&f.name, "embedder", embed.Builtin, "embedder: builtin (no network) or ollama ($OLLAMA_HOST)")
+	fs.StringVar(&f.model, "model", ollama.DefaultModel, "Ollama embedding model (with --embedder ollama)")
+	fs.DurationVar(&f.timeout, "embed-timeout", 60*time.Second, "HTTP timeout of each Ollama request")
+	fs.StringVar(&f.cacheDir, "cache", "", "index cache directory (default: the user cache dir, toolsrv/<embedder>)")
+	fs.BoolVar(&f.noCache, "no-cache", false, "keep the index in memory only")
+	fs.Float64Var(&f.alpha, "lexical-weight", 0.5, "hybrid score = w·lexical + (1−w)·dense, 0 < w ≤ 1")
+	return f
+}
+
+// check reports a bad flag (a usage error) before any work.
+func (f *engineFlags) check() error {
+	switch f.name {
+	case embed.Builtin, "", embed.Ollama:
+	default:
+		return fmt.Errorf("unknown --embedder %q: use builtin or ollama", f.name)
+	}
+	if f.alpha <= 0 || f.alpha > 1 {
+		return fmt.Errorf("--lexical-weight %v: want 0 < w ≤ 1 (use --mode dense for vectors only)", f.alpha)
+	}
+	if f.timeout <= 0 {
+		return fmt.Errorf("--embed-timeout %v: want a positive duration such as 60s", f.timeout)
+	}
+	return nil
+}
+
+// embedOptions are the options embed.Open gets.
+func (f *engineFlags) embedOptions(env *cliEnv) embed.Options {
+	return embed.Options{Model: f.model, Timeout: f.timeout, Getenv: env.getenv, Logger: logger(env)}
+}
+
+// open makes the chosen embedder (for front ends that share one between
+// several engines).
+func (f *engineFlags) open(env *cliEnv) (embed.Embedder, error) {
+	return embed.Open(f.name, f.embedOptions(env))
+}
+
+// options are the engine options the flags stand for, over dirs, with a
+// progress bar on stderr while tools are embedded (on a terminal).
+func (f *engineFlags) options(env *cliEnv, dirs []string, p *indexProgress) engine.Options {
+	o := engine.Options{Dirs: dirs, EmbedderName: f.name, Embed: f.embedOptions(env), CacheDir: f.cacheDir,
+		NoCache: f.noCache, LexicalWeight: f.alpha, Getenv: env.getenv, Logger: logger(env)}
+	if p != nil {
+		o.Progress = p.update
+	}
+	return o
+}
+
+// warn prints the engine's warnings.
+func warn(env *cliEnv, cmd string, eng *engine.Engine) {
+	for _, w := range eng.Warnings() {
+		fmt.Fprintf(env.stderr, "toolsrv %s: warning: %s\n", cmd, w)
+	}
+}
+
+// indexProgress draws a progress bar while tools are embedded, only on a
+// terminal.
+type indexProgress struct {
+	out *os.File
+	pb  *progressbar.ProgressBar
+}
+
+func newIndexProgress(env *cliEnv) *indexProgress {
+	f, ok := env.stderr.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return &indexProgress{}
+	}
+	return &indexProgress{out: f}
+}
+
+func (p *indexProgress) update(done, total int) {
+	if p.out == nil || total < 2 {
+		return
+	}
+	if p.pb == nil || done == 0 {
+		p.finish()
+		p.pb = progressbar.NewOptions(total, progressbar.OptionSetWriter(p.out),
+			progressbar.OptionSetDescription("embedding tools"), progressbar.OptionShowCount(),
+			progressbar.OptionSetWidth(30), progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish())
+	}
+	p.pb.Set(done)
+}
+
+func (p *indexProgress) finish() {
+	if p.pb != nil {
+		p.pb.Finish()
+		p.pb = nil
+	}
+}

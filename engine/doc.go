@@ -1,0 +1,22 @@
+// Package engine is toolsrv wired together: the registry (tool definitions,
+// watched), the index (ranking, with the learned last step), the thresholds
+// (what is offered) and the runner (sandboxed calls). Every front end builds
+// one Engine and asks it: the CLI's serve, rank, eval, tune and bench, the
+// MCP server, and a prompt assembler through the Go API:
+//
+//	eng, err := engine.New(ctx, engine.Options{}) // $OLLIE_TOOLS_PATH, built-in embedder, shipped thresholds
+//	if err != nil { ... }
+//	defer eng.Close()
+//	go eng.Run(ctx) // follows edits of the tool directories
+//	ans, err := eng.Rank(ctx, engine.Query{Text: msg, Context: lastFew, Profile: profile})
+//	// ans.Offered: what goes in the prompt; ans.NoToolFits; ans.Ranking.Degraded
+//
+// New loads the catalog, opens the embedder by name (package embed), builds
+// or reopens the index (its cache makes a restart with nothing changed cost
+// no embedding), loads the thresholds and, when asked, makes the runner.
+// Options.NoIndex skips the index for front ends that only list or call.
+//
+// Where to change what: a new front end builds an Engine; a new embedder
+// is one case in embed.Open; what a ranking offers is thresholds.Policy;
+// how tools run is package exec.
+package engine

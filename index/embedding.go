@@ -1,0 +1,147 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/toolsrv/toolsrv/embed"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// errDimChanged means the embedder now returns vectors of another size.
+var errDimChanged = errors.New("embedding dimension changed")
+
+// vecSet is the vectors found or made for a set of documents.
+type vecSet struct {
+	store *store
+	m     map[string][]float32
+}
+
+func (s vecSet) get(hash string) []float32 { return s.m[hash] }
+
+// vectors finds or computes the vector of each document: from the store
+// when its hash is there, otherwise from the embedder in batches (stored as
+// they arrive). It returns how many were embedded. With a nil store one is
+// created at the dimension of the first vector.
+func (ix *Index) vectors(ctx context.Context, emb embed.Embedder, st *store, docs []document) (vecSet, int, error) {
+	out := vecSet{store: st, m: map[string][]float32{}}
+	var todo []*document
+	seen := map[string]bool{}
+	for i := range docs {
+		d := &docs[i]
+		if seen[d.hash] {
+			continue
+		}
+		seen[d.hash] = true
+		if st != nil {
+			if v, ok := st.get(d.hash); ok {
+				out.m[d.hash] = v
+				continue
+			}
+		}
+		todo = append(todo, d)
+	}
+	if len(todo) == 0 {
+		return out, 0, nil
+	}
+	progress := ix.opts.Progress
+	if progress != nil {
+		progress(0, len(todo))
+	}
+	start := time.Now()
+
+	// Batches are embedded by a few workers at once (the built-in embedder
+	// is CPU-bound; a server takes concurrent requests; errgroup bounds
+	// them and cancels the rest on the first error); results are checked
+	// and stored here, one at a time.
+	type batchResult struct {
+		batch []*document
+		vs    [][]float32
+	}
+	results := make(chan batchResult)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g, gctx := errgroup.WithContext(wctx)
+	g.SetLimit(ix.opts.Workers)
+	go func() {
+		defer close(results)
+		for i := 0; i < len(todo); i += ix.opts.BatchSize {
+			batch := todo[i:min(i+ix.opts.BatchSize, len(todo))]
+			g.Go(func() error {
+				texts := make([]string, len(batch))
+				for j, d := range batch {
+					texts[j] = d.text
+				}
+				vs, err := emb.EmbedDocuments(gctx, texts)
+				if err == nil && len(vs) != len(batch) {
+					err = fmt.Errorf("embedder %s returned %d vectors for %d texts", emb.ID(), len(vs), len(batch))
+				}
+				if err != nil {
+					return err
+				}
+				select {
+				case results <- batchResult{batch, vs}:
+					return nil
+				case <-gctx.Done():
+					return gctx.Err()
+				}
+			})
+		}
+		g.Wait()
+	}()
+
+	fresh := 0
+	var firstErr error
+	store := func(r batchResult) error {
+		if out.store == nil {
+			ns, err := newStore(emb.ID(), len(r.vs[0]))
+			if err != nil {
+				return err
+			}
+			out.store = ns
+		}
+		put := make([]vecDoc, 0, len(r.batch))
+		for j, d := range r.batch {
+			if len(r.vs[j]) != out.store.dim {
+				return fmt.Errorf("%w: %s gave %d dimensions, the index holds %d", errDimChanged, emb.ID(), len(r.vs[j]), out.store.dim)
+			}
+			if err := checkVector(r.vs[j], out.store.dim); err != nil {
+				return fmt.Errorf("embedder %s, tool %s: %w", emb.ID(), d.name, err)
+			}
+			put = append(put, vecDoc{hash: d.hash, name: d.name, vec: r.vs[j]})
+		}
+		if err := out.store.put(ctx, put); err != nil {
+			return err
+		}
+		for _, p := range put {
+			out.m[p.hash], _ = out.store.get(p.hash)
+		}
+		fresh += len(r.batch)
+		if progress != nil {
+			progress(fresh, len(todo))
+		}
+		return nil
+	}
+	// Receive until the workers are done; after an error stop storing and
+	// cancel the batches not yet embedded.
+	for r := range results {
+		if firstErr != nil {
+			continue
+		}
+		if err := store(r); err != nil {
+			firstErr = err
+			cancel()
+		}
+	}
+	if err := g.Wait(); err != nil && firstErr == nil { // (the group is done: results is closed)
+		firstErr = fmt.Errorf("embedding %d tools with %s: %w", len(todo)-fresh, emb.ID(), err)
+	}
+	if firstErr != nil {
+		return out, fresh, firstErr
+	}
+	ix.log.Debug("index: embedded tools", "n", fresh, "embedder", emb.ID(), "took", time.Since(start))
+	return out, fresh, nil
+}

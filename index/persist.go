@@ -1,0 +1,118 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+
+	"github.com/toolsrv/toolsrv/embed"
+)
+
+// loadLocked reads the cache file for these tool directories, if any, and
+// installs its vectors as the starting view (with no documents yet: the
+// update that follows fills them in, reusing the vectors). A corrupt,
+// half-written or incompatible file is logged and removed; never fatal.
+func (ix *Index) loadLocked(ctx context.Context, dirs []string) {
+	if ix.opts.NoCache {
+		return
+	}
+	dir := ix.opts.CacheDir
+	if dir == "" {
+		d, err := DefaultCacheDir(ix.base.ID())
+		if err != nil {
+			ix.log.Warn("index: no cache; every start embeds the catalog", "err", err)
+			return
+		}
+		dir = d
+	}
+	ix.path = cacheFile(dir, ix.base.ID(), dirs)
+	ix.cachePath.Store(&ix.path)
+	h, body, err := readCache(ix.path)
+	if errors.Is(err, errNoCache) {
+		return
+	}
+	discard := func(why string, err error) {
+		ix.log.Warn("index: cache unusable, rebuilding it", "file", ix.path, "why", why, "err", err)
+		os.Remove(ix.path)
+	}
+	if err != nil {
+		discard("unreadable", err)
+		return
+	}
+	if h.Embedder != ix.base.ID() {
+		discard("made by another embedder "+h.Embedder, nil)
+		return
+	}
+	var emb embed.Embedder = ix.base
+	if ix.aware != nil {
+		if len(h.State) == 0 {
+			discard("no fitted state", nil)
+			return
+		}
+		f, err := ix.aware.Restore(h.State)
+		if err != nil {
+			discard("fitted state does not restore", err)
+			return
+		}
+		if f.ID() != h.Model {
+			discard("fitted state gives "+f.ID()+", vectors are "+h.Model, nil)
+			return
+		}
+		emb = f
+	} else if h.Model != ix.base.ID() {
+		discard("vectors of "+h.Model, nil)
+		return
+	}
+	if d := ix.base.Dim(); d != 0 && h.Dim != d {
+		discard(fmt.Sprintf("dimension %d, the embedder has %d", h.Dim, d), nil)
+		return
+	}
+	st, err := importStore(ctx, body, h.Model, h.Dim)
+	if err != nil {
+		discard("vectors do not decode", err)
+		return
+	}
+	ix.state, ix.fitDocs, ix.drift = h.State, h.FitDocs, h.Drift
+	if p := h.Probes; p != nil && sort.Float64sAreSorted(p.Logits) && len(p.Logits) > 0 {
+		ix.cachedProbes = &probeState{model: p.Model, digest: p.Digest, logits: p.Logits}
+	}
+	ix.mu.Lock()
+	ix.v = newView(emb, st)
+	ix.mu.Unlock()
+}
+
+// saveLocked writes the cache file if the index changed since the last save.
+func (ix *Index) saveLocked() error {
+	if ix.opts.NoCache || ix.path == "" || !ix.dirty {
+		return nil
+	}
+	ix.mu.RLock()
+	v := ix.v
+	ix.mu.RUnlock()
+	if v == nil || v.st == nil {
+		return nil
+	}
+	var buf writeBuffer
+	if err := v.st.export(&buf); err != nil {
+		return fmt.Errorf("exporting vectors: %w", err)
+	}
+	h := cacheHeader{Embedder: ix.base.ID(), Model: v.emb.ID(), Dim: v.st.dim, FitDocs: ix.fitDocs, Drift: ix.drift}
+	if ps := ix.probes.Load(); ps != nil {
+		h.Probes = &cacheProbes{Model: ps.model, Digest: ps.digest, Logits: ps.logits}
+	}
+	if _, ok := v.emb.(embed.Fitted); ok {
+		h.State = ix.state
+	}
+	if err := writeCache(ix.path, h, buf.b); err != nil {
+		return err
+	}
+	ix.dirty = false
+	return nil
+}
+
+// writeBuffer is a minimal growable byte sink.
+type writeBuffer struct{ b []byte }
+
+func (w *writeBuffer) Write(p []byte) (int, error) { w.b = append(w.b, p...); return len(p), nil }

@@ -1,0 +1,103 @@
+package registry
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// ShownField is one definition field of a tool as `toolsrv show` prints
+// it.
+type ShownField struct {
+	// Field is the .meta field ("outputFormat").
+	Field string
+	// Label is what show prints before the text ("output"); fields that
+	// share a label share a line ("flags").
+	Label string
+	// Text is the value as text; "" when show leaves the field out (such
+	// as a flag that is off). Show prints it as it is: the lines after the
+	// first of a multi-line text are already indented to show's value
+	// column (ShownColumn) where that helps (the schema), or left as they
+	// are where they must stay exact (a shell command).
+	Text string
+	// Block is set for a long text printed below its label, indented
+	// (the prompt).
+	Block bool
+}
+
+// ShownColumn is the column at which show prints a field's text: a label
+// of at most 11 letters and its colon, then at least one space.
+const ShownColumn = 13
+
+// Shown lists every definition field of t, in the order show prints them.
+func (t *Tool) Shown() []ShownField {
+	out := make([]ShownField, len(metaFields))
+	for i, d := range metaFields {
+		out[i] = ShownField{Field: d.name, Label: d.label, Block: d.block}
+		if d.text != nil {
+			out[i].Text = d.text(t)
+		}
+	}
+	return out
+}
+
+// commandText is the resolved command: how it was resolved and its argv,
+// quoted as a shell would need it.
+func commandText(t *Tool) string {
+	if len(t.Command.Argv) == 0 {
+		return ""
+	}
+	q := make([]string, len(t.Command.Argv))
+	for i, a := range t.Command.Argv {
+		if strings.ContainsAny(a, " \t\n'\"$;|&") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		q[i] = a
+	}
+	return fmt.Sprintf("%s: %s", t.Command.Kind, strings.Join(q, " "))
+}
+
+func timeoutText(t *Tool) string {
+	if t.Timeout <= 0 {
+		return ""
+	}
+	return t.Timeout.String()
+}
+
+// limitsText writes the limits as a .meta would ("processes 64, memory
+// 512MiB").
+func limitsText(t *Tool) string {
+	var parts []string
+	if n := t.Limits.Processes; n > 0 {
+		parts = append(parts, fmt.Sprintf("processes %d", n))
+	}
+	if n := t.Limits.Memory; n > 0 {
+		size := fmt.Sprint(n)
+		switch {
+		case n%(1<<30) == 0:
+			size = fmt.Sprintf("%dGiB", n>>30)
+		case n%(1<<20) == 0:
+			size = fmt.Sprintf("%dMiB", n>>20)
+		}
+		parts = append(parts, "memory "+size)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// argsText is the argument schema, indented, its lines after the first
+// at show's value column.
+func argsText(t *Tool) string {
+	var pretty any
+	if json.Unmarshal(t.Args, &pretty) != nil {
+		return ""
+	}
+	b, _ := json.MarshalIndent(pretty, strings.Repeat(" ", ShownColumn), "  ")
+	return string(b)
+}
+
+func withSuffix(s, suffix string) string {
+	if s == "" {
+		return ""
+	}
+	return s + suffix
+}
