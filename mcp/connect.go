@@ -104,6 +104,9 @@ func (c *conn) close() {
 // its standard error, what it wrote on standard output that was not JSON.
 func (c *conn) why(err error) string {
 	var b strings.Builder
+	if err == nil {
+		err = errors.New("the connection ended")
+	}
 	b.WriteString(err.Error())
 	c.mu.Lock()
 	proc := c.proc

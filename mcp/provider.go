@@ -235,7 +235,8 @@ func (p *Provider) list(ctx context.Context, sess *sdk.ClientSession) ([]registr
 		}
 		pt, err := providedTool(t, p.cfg)
 		if err != nil {
-			problems = append(problems, registry.Problem{Name: p.cfg.Name + registry.ProviderSep + t.Name, Field: "inputSchema", Msg: err.Error()})
+			full := p.cfg.Name + registry.ProviderSep + t.Name
+			problems = append(problems, registry.Problem{Name: full, Field: "inputSchema", Msg: "tool " + full + ": " + err.Error()})
 			continue
 		}
 		out = append(out, pt)

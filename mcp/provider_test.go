@@ -159,3 +159,154 @@ func TestRealServers(t *testing.T) {
 		t.Errorf("bad arguments: %v, want invalid arguments", err)
 	}
 }
+
+// Servers that misbehave each get a clear problem naming them, and the
+// rest of the catalog is served: one that prints garbage on standard
+// output (its tools work, the garbage is reported), one that never answers
+// initialize, one that offers a tool whose schema does not compile, and
+// config entries that cannot be used.
+func TestBadServers(t *testing.T) {
+	cfg := writeConfig(t, map[string]any{
+		"good":       fakeEntry(t, "good", nil),
+		"garbage":    fakeEntry(t, "garbage", nil),
+		"hang":       merge(fakeEntry(t, "hang", nil), map[string]any{"startTimeout": "1s"}),
+		"badschema":  fakeEntry(t, "badschema", nil),
+		"nocommand":  map[string]any{"args": []string{"x"}},
+		"carrier":    map[string]any{"command": "true", "type": "pigeon"},
+		"missingbin": map[string]any{"command": "no-such-mcp-server-anywhere"},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := time.Now()
+	eng := newEngine(t, ctx, cfg, ProviderOptions{MinBackoff: 200 * time.Millisecond}, engine.Options{NoThresholds: true, ProviderWait: 20 * time.Second})
+	// The hung server cost the others its start timeout at most, not the
+	// provider wait.
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("engine start took %s with a hung server", d)
+	}
+	rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer rcancel()
+	defer func() {
+		if t.Failed() {
+			t.Logf("problems:\n%s", joinProblems(eng.Catalog().Problems))
+		}
+	}()
+	waitFor(t, rctx, "every server reported", func() bool {
+		probs := joinProblems(eng.Catalog().Problems)
+		return strings.Contains(probs, "mcp server hang") && strings.Contains(probs, "mcp server garbage")
+	})
+	cat := eng.Catalog()
+	names := catalogNames(cat)
+	for _, want := range []string{"file_grep", "weather", "good:say", "garbage:say", "badschema:ok"} {
+		if !contains(names, want) {
+			t.Errorf("catalog lacks %s: %v\n%s", want, names, joinProblems(cat.Problems))
+		}
+	}
+	if contains(names, "badschema:broken") {
+		t.Error("a tool whose schema does not compile is in the catalog")
+	}
+	probs := joinProblems(cat.Problems)
+	for _, want := range []string{
+		"mcp server garbage (stdio: ",                     // the problem's name is the server's
+		"not JSON-RPC (first: \"Hello! fake",              // what it printed
+		"badschema:broken",                                // the tool
+		"no answer to initialize within 1s",               // the hung server
+		"unknown transport \"pigeon\"",                    // a bad entry
+		"neither \"command\" nor \"url\"",                 // another
+		"\"no-such-mcp-server-anywhere\" is not on $PATH", // another
+	} {
+		if !strings.Contains(probs, want) {
+			t.Errorf("problems lack %q:\n%s", want, probs)
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(probs), "\n") {
+		named := false
+		for _, s := range []string{"garbage", "hang", "badschema", "nocommand", "carrier", "missingbin"} {
+			named = named || strings.Contains(line, "mcp server "+s)
+		}
+		if !named {
+			t.Errorf("a problem that names no server: %s", line)
+		}
+	}
+	cc := exec.CallContext{WorkDir: t.TempDir()}
+	res, err := eng.Call(ctx, "garbage:say", []byte(`{"text":"still works"}`), cc)
+	if err != nil || string(res.Stdout) != "said: still works" {
+		t.Errorf("garbage:say: %v %v", res, err)
+	}
+	// A tool that reports an error is a failed call with its message.
+	_, err = eng.Call(ctx, "good:fail", nil, cc)
+	if !errors.Is(err, exec.ErrExit) || !strings.Contains(err.Error(), "it went wrong") {
+		t.Errorf("good:fail: %v", err)
+	}
+	// A broken entry's tools cannot be called.
+	if _, err := eng.Call(ctx, "carrier:x", nil, cc); err == nil {
+		t.Error("a call to a broken entry succeeded")
+	}
+}
+
+func merge(a, b map[string]any) map[string]any {
+	for k, v := range b {
+		a[k] = v
+	}
+	return a
+}
+
+// A server that dies is started again with backoff; meanwhile its tools
+// are listed as hidden with the reason, and they come back.
+func TestServerRestart(t *testing.T) {
+	starts := filepath.Join(t.TempDir(), "starts")
+	dir := filepath.Dir(starts)
+	cfg := writeConfig(t, map[string]any{
+		"crash": merge(fakeEntry(t, "crash", map[string]string{"STARTS": starts}), map[string]any{"sandbox": map[string]any{"write": []string{dir}}}),
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	eng := newEngine(t, ctx, cfg, ProviderOptions{MinBackoff: 300 * time.Millisecond, MaxBackoff: 2 * time.Second}, engine.Options{NoThresholds: true, NoIndex: true})
+	sawHidden := false
+	waitFor(t, ctx, "three starts", func() bool {
+		for _, h := range eng.Catalog().Hidden {
+			if h.Name == "crash:say" && strings.Contains(h.Reason, "starting it again in") && strings.Contains(h.Reason, "crashing on purpose") {
+				sawHidden = true
+			}
+		}
+		b, _ := os.ReadFile(starts)
+		return strings.Count(string(b), "\n") >= 3
+	})
+	if !sawHidden {
+		t.Error("the dead server's tools were never hidden with the reason (its exit and standard error)")
+	}
+	b, _ := os.ReadFile(starts)
+	var times []time.Time
+	for _, l := range strings.Fields(string(b)) {
+		tm, err := time.Parse(time.RFC3339Nano, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		times = append(times, tm)
+	}
+	// Each run lasts 0.5 s; the waits between them grow (0.3 s, then 0.6 s).
+	gap1, gap2 := times[1].Sub(times[0]), times[2].Sub(times[1])
+	if gap1 < 700*time.Millisecond || gap2 < gap1+200*time.Millisecond {
+		t.Errorf("restarts at gaps %s, %s: want the backoff to grow", gap1, gap2)
+	}
+	waitFor(t, ctx, "tools back", func() bool { return contains(catalogNames(eng.Catalog()), "crash:say") })
+}
+
+// A server's notifications/tools/list_changed makes its tools listed
+// again: a tool it adds is in the catalog and ranked.
+func TestServerListChanged(t *testing.T) {
+	cfg := writeConfig(t, map[string]any{"changing": fakeEntry(t, "changing", nil)})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	eng := newEngine(t, ctx, cfg, ProviderOptions{}, engine.Options{NoThresholds: true})
+	if contains(catalogNames(eng.Catalog()), "changing:extra") {
+		t.Fatal("extra is there before it is added")
+	}
+	if _, err := eng.Call(ctx, "changing:add_tool", nil, exec.CallContext{WorkDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the added tool ranked", func() bool {
+		a, err := eng.Rank(ctx, engine.Query{Text: "convert celsius to fahrenheit", K: 1, All: true})
+		return err == nil && len(a.Offered) == 1 && a.Offered[0].Name == "changing:extra"
+	})
+}
