@@ -3,9 +3,12 @@ package mcp
 import (
 	"context"
 	"errors"
+	"hash/fnv"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -309,4 +312,77 @@ func TestServerListChanged(t *testing.T) {
 		a, err := eng.Rank(ctx, engine.Query{Text: "convert celsius to fahrenheit", K: 1, All: true})
 		return err == nil && len(a.Offered) == 1 && a.Offered[0].Name == "changing:extra"
 	})
+}
+
+// countingEmbedder is a deterministic embedder that counts the documents
+// it embeds.
+type countingEmbedder struct{ docs atomic.Int64 }
+
+func (e *countingEmbedder) ID() string { return "test/counting" }
+func (e *countingEmbedder) Dim() int   { return 32 }
+func (e *countingEmbedder) vec(s string) []float32 {
+	v := make([]float32, 32)
+	v[0] = 1
+	for _, w := range strings.Fields(strings.ToLower(s)) {
+		h := fnv.New32a()
+		h.Write([]byte(w))
+		v[1+h.Sum32()%31]++
+	}
+	var n float64
+	for _, x := range v {
+		n += float64(x * x)
+	}
+	for i := range v {
+		v[i] /= float32(math.Sqrt(n))
+	}
+	return v
+}
+func (e *countingEmbedder) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
+	e.docs.Add(int64(len(texts)))
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		out[i] = e.vec(t)
+	}
+	return out, nil
+}
+func (e *countingEmbedder) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
+	return e.vec(text), nil
+}
+
+// A server's tools are embedded once: a restart with the same servers
+// makes no embedder call (vectors are cached by the tool's text, as for
+// .meta tools).
+func TestRestartEmbedsNothing(t *testing.T) {
+	bin := filepath.Join(npmDir(t), "node_modules", ".bin")
+	cfg := writeConfig(t, map[string]any{
+		"everything": map[string]any{"command": filepath.Join(bin, "mcp-server-everything")},
+		"good":       fakeEntry(t, "good", nil),
+	})
+	cache := t.TempDir()
+	tools := grepTools(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var counts []int64
+	for range 2 {
+		emb := &countingEmbedder{}
+		func() {
+			c, err := LoadConfig(cfg, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng, err := engine.New(ctx, engine.Options{Dirs: []string{tools}, Embedder: emb, CacheDir: cache, NoThresholds: true, Logger: quiet(),
+				Providers: Providers(c, ProviderOptions{Runner: testRunner(t), Logger: quiet()}), ProviderWait: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer eng.Close()
+			if st := eng.Index().Stats(); st.Tools < 10 || st.Missing != 0 {
+				t.Fatalf("index %+v: want the servers' tools in it", st)
+			}
+		}()
+		counts = append(counts, emb.docs.Load())
+	}
+	if counts[0] < 10 || counts[1] != 0 {
+		t.Errorf("documents embedded: %d at first, %d after a restart; want them all, then none", counts[0], counts[1])
+	}
 }
