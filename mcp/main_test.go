@@ -97,7 +97,7 @@ func fakeServer(kind string) int {
 }
 
 // fakeEntry is a config entry that runs the fake server of kind.
-func fakeEntry(t *testing.T, kind string, extraEnv map[string]string) map[string]any {
+func fakeEntry(t testing.TB, kind string, extraEnv map[string]string) map[string]any {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -114,7 +114,7 @@ func fakeEntry(t *testing.T, kind string, extraEnv map[string]string) map[string
 // ($TOOLSRV_TEST_NPM_DIR, else testdata/npm). The tests that use them
 // must not skip: "make npm-deps" (which .ci/run runs) installs them, and
 // their absence is a failure.
-func npmDir(t *testing.T) string {
+func npmDir(t testing.TB) string {
 	t.Helper()
 	dir := os.Getenv("TOOLSRV_TEST_NPM_DIR")
 	if dir == "" {
@@ -133,7 +133,7 @@ func npmDir(t *testing.T) string {
 }
 
 // testRunner is a sandbox runner whose helper is the test binary.
-func testRunner(t *testing.T) *exec.Runner {
+func testRunner(t testing.TB) *exec.Runner {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -149,7 +149,7 @@ func testRunner(t *testing.T) *exec.Runner {
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // writeConfig writes {"mcpServers": servers} and returns its path.
-func writeConfig(t *testing.T, servers map[string]any) string {
+func writeConfig(t testing.TB, servers map[string]any) string {
 	t.Helper()
 	b, err := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
 	if err != nil {
