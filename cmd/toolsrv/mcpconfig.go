@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/toolsrv/toolsrv/engine"
 	"github.com/toolsrv/toolsrv/exec"
@@ -99,6 +100,19 @@ func (f *mcpFlags) providers(env *cliEnv, cmd string, runner *exec.Runner, only 
 		cfg = kept
 	}
 	return mcp.Providers(cfg, mcp.ProviderOptions{Runner: runner, Logger: logger(env), Version: moduleVersion()}), nil
+}
+
+// wait is how long a command that lists or calls once (ls, rank, call,
+// validate) waits for the servers' first tools: the longest start timeout
+// of a server, and a little more.
+func (f *mcpFlags) wait() time.Duration {
+	w := mcp.DefaultStartTimeout
+	if f.cfg != nil {
+		for _, s := range f.cfg.Servers {
+			w = max(w, s.StartTimeout)
+		}
+	}
+	return w + 2*time.Second
 }
 
 // providerOf is the provider part of a tool name ("fs" of "fs:read"), or "".

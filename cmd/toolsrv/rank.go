@@ -128,6 +128,7 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	if opts.Providers, err = mf.providers(env, "rank", nil, ""); err != nil {
 		return fail(err)
 	}
+	opts.ProviderWait = mf.wait()
 	eng, err := engine.New(ctx, opts)
 	p.finish()
 	if err != nil {
