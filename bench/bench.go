@@ -228,7 +228,6 @@ type recorder struct {
 	embed.Embedder
 	mu     sync.Mutex
 	vecs   [][]float32
-	names  []string // unused: vectors are matched by order of embedding
 	count  int
 	fitted embed.Embedder // the fitted embedder queries go through
 }

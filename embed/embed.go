@@ -3,6 +3,7 @@ package embed
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/toolsrv/toolsrv/embed/builtin"
@@ -48,7 +49,7 @@ func Open(name string, o Options) (Embedder, error) {
 	case Ollama:
 		e, err = ollama.New(ollama.Options{Getenv: o.Getenv, Model: o.Model, Timeout: o.Timeout, Logger: o.Logger})
 	default:
-		return nil, fmt.Errorf("unknown embedder %q: use %s or %s", name, Builtin, Ollama)
+		return nil, fmt.Errorf("unknown embedder %q: use one of %s", name, strings.Join(Names(), ", "))
 	}
 	if err != nil {
 		return nil, err

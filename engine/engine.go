@@ -110,7 +110,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 		o.RankTimeout = 2 * time.Second
 	}
 	e := &Engine{opts: o, log: o.Logger}
-	e.reg = registry.New(registry.Options{Dirs: o.Dirs, Host: o.Host, Logger: o.Logger})
+	e.reg = registry.New(registry.Options{Dirs: o.Dirs, Host: o.Host, Logger: o.Logger, SchemaCache: e.schemaCache()})
 	// Subscribe before the first load: Run follows from there.
 	sctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
@@ -160,10 +160,7 @@ func (e *Engine) openIndex(ctx context.Context) error {
 	}
 	dir := o.CacheDir
 	if dir == "" && !o.NoCache {
-		root := o.Getenv("XDG_CACHE_HOME")
-		if root == "" && o.Getenv("HOME") != "" {
-			root = filepath.Join(o.Getenv("HOME"), ".cache")
-		}
+		root := e.cacheRoot()
 		if root == "" {
 			return errors.New("no cache directory: set $XDG_CACHE_HOME or $HOME, or give a cache directory (--cache DIR) or none (--no-cache)")
 		}
@@ -196,6 +193,31 @@ func (e *Engine) openIndex(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// cacheRoot is the user's cache directory ($XDG_CACHE_HOME, else
+// ~/.cache), or "" when there is none.
+func (e *Engine) cacheRoot() string {
+	root := e.opts.Getenv("XDG_CACHE_HOME")
+	if root == "" && e.opts.Getenv("HOME") != "" {
+		root = filepath.Join(e.opts.Getenv("HOME"), ".cache")
+	}
+	return root
+}
+
+// schemaCache is the registry's known-schemas file: in the index cache
+// directory when one is given, else under the user's cache directory;
+// none with NoCache.
+func (e *Engine) schemaCache() string {
+	switch {
+	case e.opts.NoCache:
+		return ""
+	case e.opts.CacheDir != "":
+		return filepath.Join(e.opts.CacheDir, "schemas.known")
+	case e.cacheRoot() != "":
+		return filepath.Join(e.cacheRoot(), "toolsrv", "schemas.known")
+	}
+	return ""
 }
 
 // Run keeps the engine live until ctx ends: it watches the tool

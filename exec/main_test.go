@@ -106,11 +106,10 @@ func probeMain() int {
 
 // fixture is a tools directory and a working directory.
 type fixture struct {
-	t            testing.TB
-	tools, work  string
-	outside      string // a directory the sandbox does not allow
-	selfExe      string
-	registryDirs []string
+	t           testing.TB
+	tools, work string
+	outside     string // a directory the sandbox does not allow
+	selfExe     string
 }
 
 func newFixture(t *testing.T) *fixture {

@@ -17,10 +17,10 @@ import (
 )
 
 // cacheMagic starts every index file; the number is the format version.
-const cacheMagic = "toolsrv-index 1\n"
+const cacheMagic = "toolsrv-index 2\n"
 
 // cacheHeader is the first JSON line of an index file. The body that follows
-// is chromem-go's Export of the vector collection.
+// is the vectors as store.export writes them.
 type cacheHeader struct {
 	// Embedder is the base embedder's ID; Model the ID of the embedder that
 	// made the vectors (a fitted embedder's ID includes its fit digest).

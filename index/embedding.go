@@ -37,7 +37,7 @@ func (ix *Index) vectors(ctx context.Context, emb embed.Embedder, st *store, doc
 		}
 		seen[d.hash] = true
 		if st != nil {
-			if v, ok := st.get(ctx, d.hash); ok {
+			if v, ok := st.get(d.hash); ok {
 				out.m[d.hash] = v
 				continue
 			}
@@ -117,7 +117,7 @@ func (ix *Index) vectors(ctx context.Context, emb embed.Embedder, st *store, doc
 			return err
 		}
 		for _, p := range put {
-			out.m[p.hash] = normalized(p.vec)
+			out.m[p.hash], _ = out.store.get(p.hash)
 		}
 		fresh += len(r.batch)
 		if progress != nil {

@@ -294,7 +294,7 @@ func (v *view) poolFeatures(lexQ map[string]float64, qvec []float32, pool []Hit,
 	var mean float64
 	for i, s := range slots {
 		if v.slots[s].vec {
-			cos[i] = float64(dot(qvec, v.mat[s*v.dim:(s+1)*v.dim]))
+			cos[i] = float64(dot(qvec, v.rows[s]))
 		} else {
 			cos[i] = bg
 		}
@@ -327,7 +327,7 @@ func (v *view) poolFeatures(lexQ map[string]float64, qvec []float32, pool []Hit,
 			for i, s := range slots {
 				c := 0.0
 				if v.slots[s].vec {
-					c = float64(dot(e, v.mat[s*v.dim:(s+1)*v.dim])) - tbg
+					c = float64(dot(e, v.rows[s])) - tbg
 				}
 				ct[i] = c
 				best = max(best, c)

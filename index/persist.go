@@ -1,6 +1,7 @@
 package index
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,7 +13,7 @@ import (
 // installs its vectors as the starting view (with no documents yet: the
 // update that follows fills them in, reusing the vectors). A corrupt,
 // half-written or incompatible file is logged and removed; never fatal.
-func (ix *Index) loadLocked(dirs []string) {
+func (ix *Index) loadLocked(ctx context.Context, dirs []string) {
 	if ix.opts.NoCache {
 		return
 	}
@@ -67,7 +68,7 @@ func (ix *Index) loadLocked(dirs []string) {
 		discard(fmt.Sprintf("dimension %d, the embedder has %d", h.Dim, d), nil)
 		return
 	}
-	st, err := importStore(body, h.Model, h.Dim)
+	st, err := importStore(ctx, body, h.Model, h.Dim)
 	if err != nil {
 		discard("vectors do not decode", err)
 		return

@@ -102,40 +102,38 @@ func (v *view) quantOK() bool {
 		len(v.qmat) >= len(v.slots)*v.dim && len(v.slots) >= quantMinRows
 }
 
-// setRow stores a unit vector (or, with nil, an empty row) in slot s of the
-// float32 matrix and its int8 copy, and keeps the column sums of the live
-// rows (for the query's background) current. hadVec says whether the slot
-// held a vector before.
+// setRow stores a unit vector (or, with nil, none) as slot s's row and its
+// int8 copy, and keeps the column sums of the live rows (for the query's
+// background) current. hadVec says whether the slot held a vector before.
+// The row is vec itself, not a copy: vec is the store's (read-only) vector.
 func (v *view) setRow(s int, vec []float32, hadVec bool) {
 	if v.dim == 0 {
 		return
 	}
-	need := len(v.slots) * v.dim
-	v.mat = growZero(v.mat, need)
-	v.qmat = growZero(v.qmat, need)
+	v.rows = growZero(v.rows, len(v.slots))
+	v.qmat = growZero(v.qmat, len(v.slots)*v.dim)
 	v.qscale = growZero(v.qscale, len(v.slots))
 	if v.colSum == nil {
 		v.colSum = make([]float64, v.dim)
 	}
-	row := v.mat[s*v.dim : (s+1)*v.dim]
 	if hadVec {
-		for i, x := range row {
+		for i, x := range v.rows[s] {
 			v.colSum[i] -= float64(x)
 		}
 		v.nvec--
 	}
 	if vec == nil {
-		clear(row)
+		v.rows[s] = nil
 		clear(v.qmat[s*v.dim : (s+1)*v.dim])
 		v.qscale[s] = 0
 		return
 	}
-	copy(row, vec)
-	for i, x := range row {
+	v.rows[s] = vec
+	for i, x := range vec {
 		v.colSum[i] += float64(x)
 	}
 	v.nvec++
-	v.qscale[s] = quantizeRow(v.qmat[s*v.dim:(s+1)*v.dim], row)
+	v.qscale[s] = quantizeRow(v.qmat[s*v.dim:(s+1)*v.dim], vec)
 }
 
 // growZero extends s to length n with zeros, doubling the capacity when it
@@ -156,7 +154,7 @@ func (v *view) reserve(n int) {
 	v.slots = make([]slot, 0, n)
 	v.byName = make(map[string]int, n)
 	if v.dim > 0 {
-		v.mat = make([]float32, 0, n*v.dim)
+		v.rows = make([][]float32, 0, n)
 		v.qmat = make([]int8, 0, n*v.dim)
 		v.qscale = make([]float32, 0, n)
 	}
@@ -349,7 +347,7 @@ func (v *view) rankQuant(q Query, lex []float64, norm float64, qvec []float32, a
 			h.Lexical = math.Min(1, lex[s]/norm)
 		}
 		if sl.vec && span > 0 {
-			h.Dense = calibrate(float64(dot(qvec, v.mat[s*v.dim:(s+1)*v.dim])), bg, span)
+			h.Dense = calibrate(float64(dot(qvec, v.rows[s])), bg, span)
 		}
 		if denseOnly {
 			h.Score = h.Dense

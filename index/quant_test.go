@@ -141,7 +141,7 @@ func TestQuantRankMatchesExact(t *testing.T) {
 	cnt := 0
 	for s, sl := range v.slots {
 		if sl.live && sl.vec {
-			sum += float64(dot(q0, v.mat[s*dim:(s+1)*dim]))
+			sum += float64(dot(q0, v.rows[s]))
 			cnt++
 		}
 	}
@@ -170,7 +170,7 @@ func TestQuantRankMatchesExact(t *testing.T) {
 		for trial := range 5 {
 			qvec := randUnit(r, dim)
 			if trial%2 == 1 { // a query near a cluster: many close scores
-				base := v.mat[(trial*97%len(v.slots))*dim:]
+				base := v.rows[trial*97%len(v.slots)]
 				for j := range qvec {
 					qvec[j] = base[j] + 0.05*qvec[j]
 				}

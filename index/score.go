@@ -86,7 +86,7 @@ func (v *view) denseScores(q []float32, sc *rankScratch) []float64 {
 			if sl := &v.slots[s]; !sl.live || !sl.vec {
 				continue
 			}
-			cos[s] = calibrate(float64(dot(q, v.mat[s*v.dim:(s+1)*v.dim])), bg, span)
+			cos[s] = calibrate(float64(dot(q, v.rows[s])), bg, span)
 		}
 	})
 	return cos

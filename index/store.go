@@ -1,7 +1,10 @@
 package index
 
 import (
-	"bytes"
+	"bufio"
+	"encoding/binary"
+	"maps"
+	"slices"
 	"context"
 	"errors"
 	"fmt"
@@ -14,15 +17,30 @@ import (
 
 // store wraps one chromem-go collection of tool vectors, keyed by document
 // hash, and guards against chromem's traps (see the library notes): writes
-// are serialised, n is clamped, zero/NaN/wrong-dimension vectors are
-// rejected, vectors are copied in and out, and chromem's embedding function
-// is one that refuses (so nothing can silently reach a network embedder).
+// are serialised, zero/NaN/wrong-dimension vectors are rejected, and
+// chromem's embedding function is one that refuses (so nothing can silently
+// reach a network embedder).
+//
+// Each vector is held once. The store normalises a copy of what it is
+// given and hands chromem that slice, which chromem keeps as it is (it
+// copies only a vector that is not of unit length); get returns the same
+// slice, so the index's rows (view.rows) alias chromem's vectors instead
+// of copying them. Returned vectors are read-only.
 type store struct {
 	mu   sync.Mutex // serialises writes and the DB handle
 	db   *chromem.DB
 	col  *chromem.Collection
 	name string
 	dim  int
+	// byHash mirrors the collection: chromem's GetByID deep-copies and it
+	// has no listing, and both are needed for every tool at every start.
+	byHash map[string]storedVec
+}
+
+// storedVec is one stored vector and the tool it was made for.
+type storedVec struct {
+	vec  []float32
+	name string
 }
 
 // errNoEmbedFunc is returned if chromem ever tries to embed by itself.
@@ -40,7 +58,7 @@ func newStore(name string, dim int) (*store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating vector collection %q: %w", name, err)
 	}
-	return &store{db: db, col: col, name: name, dim: dim}, nil
+	return &store{db: db, col: col, name: name, dim: dim, byHash: map[string]storedVec{}}, nil
 }
 
 // checkVector validates a vector against the store's dimension.
@@ -63,16 +81,21 @@ func checkVector(v []float32, dim int) error {
 
 // normalized returns a unit-length copy of v.
 func normalized(v []float32) []float32 {
+	out := make([]float32, len(v))
+	normalizeInto(out, v)
+	return out
+}
+
+// normalizeInto writes v scaled to unit length into out (len(v)).
+func normalizeInto(out, v []float32) {
 	var sq float64
 	for _, x := range v {
 		sq += float64(x) * float64(x)
 	}
-	inv := float32(1 / math.Sqrt(sq))
-	out := make([]float32, len(v))
+	inv := 1 / math.Sqrt(sq)
 	for i, x := range v {
-		out[i] = x * inv
+		out[i] = float32(float64(x) * inv)
 	}
-	return out
 }
 
 // vecDoc is one vector to store.
@@ -86,13 +109,25 @@ func (s *store) put(ctx context.Context, docs []vecDoc) error {
 	if len(docs) == 0 {
 		return nil
 	}
-	cd := make([]chromem.Document, 0, len(docs))
 	for _, d := range docs {
 		if err := checkVector(d.vec, s.dim); err != nil {
 			return fmt.Errorf("tool %s: %w", d.name, err)
 		}
-		cd = append(cd, chromem.Document{ID: d.hash, Metadata: map[string]string{metaName: d.name},
-			Embedding: normalized(d.vec)})
+	}
+	arena := make([]float32, len(docs)*s.dim)
+	for i, d := range docs {
+		normalizeInto(arena[i*s.dim:(i+1)*s.dim:(i+1)*s.dim], d.vec)
+	}
+	return s.add(ctx, docs, arena)
+}
+
+// add stores docs whose unit vectors are the consecutive rows of arena
+// (docs[i].vec is ignored): chromem and byHash share the rows.
+func (s *store) add(ctx context.Context, docs []vecDoc, arena []float32) error {
+	cd := make([]chromem.Document, len(docs))
+	for i, d := range docs {
+		cd[i] = chromem.Document{ID: d.hash, Metadata: map[string]string{metaName: d.name},
+			Embedding: arena[i*s.dim : (i+1)*s.dim : (i+1)*s.dim]}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -102,24 +137,24 @@ func (s *store) put(ctx context.Context, docs []vecDoc) error {
 			return fmt.Errorf("storing vectors: %w", err)
 		}
 	}
+	for i, d := range docs {
+		s.byHash[d.hash] = storedVec{vec: cd[i].Embedding, name: d.name}
+	}
 	return nil
 }
 
-// get returns a copy of the vector stored for hash.
-func (s *store) get(ctx context.Context, hash string) ([]float32, bool) {
+// get returns the vector stored for hash: the stored slice itself, which
+// the caller must not modify.
+func (s *store) get(hash string) ([]float32, bool) {
 	s.mu.Lock()
-	col := s.col
-	s.mu.Unlock()
-	d, err := col.GetByID(ctx, hash)
-	if err != nil || checkVector(d.Embedding, s.dim) != nil {
-		return nil, false
-	}
-	return append([]float32(nil), d.Embedding...), true
+	defer s.mu.Unlock()
+	sv, ok := s.byHash[hash]
+	return sv.vec, ok
 }
 
-// has says whether a valid vector is stored for hash.
-func (s *store) has(ctx context.Context, hash string) bool {
-	_, ok := s.get(ctx, hash)
+// has says whether a vector is stored for hash.
+func (s *store) has(hash string) bool {
+	_, ok := s.get(hash)
 	return ok
 }
 
@@ -134,28 +169,19 @@ func (s *store) remove(ctx context.Context, hashes ...string) error {
 	if err := s.col.Delete(ctx, nil, nil, hashes...); err != nil {
 		return fmt.Errorf("deleting vectors: %w", err)
 	}
+	for _, h := range hashes {
+		delete(s.byHash, h)
+	}
 	return nil
 }
 
 // ids lists the stored document hashes with their tool names.
-func (s *store) ids(ctx context.Context) map[string]string {
+func (s *store) ids() map[string]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := map[string]string{}
-	n := s.col.Count()
-	if n == 0 {
-		return out
-	}
-	// chromem has no listing API; a query with a unit vector returns every
-	// document (n clamped to Count).
-	q := make([]float32, s.dim)
-	q[0] = 1
-	res, err := s.col.QueryEmbedding(ctx, q, n, nil, nil)
-	if err != nil {
-		return out
-	}
-	for _, r := range res {
-		out[r.ID] = r.Metadata[metaName]
+	out := make(map[string]string, len(s.byHash))
+	for h, sv := range s.byHash {
+		out[h] = sv.name
 	}
 	return out
 }
@@ -195,33 +221,87 @@ func (s *store) query(ctx context.Context, q []float32, n int) ([]result, error)
 func (s *store) count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.col.Count()
+	return len(s.byHash)
 }
 
-// export writes the collection with chromem's Export (gob, uncompressed:
-// gzip costs 10× the time for 25% less space).
+// export writes every stored vector: per vector the hash and the tool name
+// (each a uvarint length and the bytes) and dim little-endian float32s, in
+// hash order (so equal stores write equal bytes). chromem-go's own Export
+// (gob) took 3 s to read back at 100,000 tools and a copy of every vector
+// to get them out again; this is read into one block that the collection
+// and the index share.
 func (s *store) export(w io.Writer) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.db.ExportToWriter(w, false, "", s.name)
+	bw := bufio.NewWriter(w)
+	var buf []byte
+	for _, h := range slices.Sorted(maps.Keys(s.byHash)) {
+		sv := s.byHash[h]
+		buf = binary.AppendUvarint(buf[:0], uint64(len(h)))
+		buf = append(buf, h...)
+		buf = binary.AppendUvarint(buf, uint64(len(sv.name)))
+		buf = append(buf, sv.name...)
+		for _, x := range sv.vec {
+			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(x))
+		}
+		if _, err := bw.Write(buf); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
 }
 
-// importStore reads a collection exported by export and checks every vector.
-func importStore(data []byte, name string, dim int) (st *store, err error) {
-	defer func() {
-		if r := recover(); r != nil { // a decoder panic on bad input is corruption, not a crash
-			st, err = nil, fmt.Errorf("decoding vectors: %v", r)
+// importStore reads what export wrote, checks every vector (dimension,
+// NaN, zero) and stores them under name.
+func importStore(ctx context.Context, data []byte, name string, dim int) (*store, error) {
+	if dim <= 0 {
+		return nil, fmt.Errorf("vector file: dimension %d", dim)
+	}
+	var docs []vecDoc
+	var arena []float32
+	field := func() (string, error) {
+		n, k := binary.Uvarint(data)
+		if k <= 0 || n > uint64(len(data)-k) || n > 4096 {
+			return "", errors.New("truncated or corrupt vector file")
 		}
-	}()
-	db := chromem.NewDB()
-	if err := db.ImportFromReader(bytes.NewReader(data), "", name); err != nil {
-		return nil, fmt.Errorf("decoding vectors: %w", err)
+		s := string(data[k : k+int(n)])
+		data = data[k+int(n):]
+		return s, nil
 	}
-	// After an import the collection has no embedding function: fetch it
-	// again with ours (a nil one panics on Query).
-	col := db.GetCollection(name, refuseEmbedding)
-	if col == nil {
-		return nil, fmt.Errorf("vector file has no collection %q", name)
+	for len(data) > 0 {
+		hash, err := field()
+		if err != nil {
+			return nil, err
+		}
+		tool, err := field()
+		if err != nil {
+			return nil, err
+		}
+		if len(data) < 4*dim {
+			return nil, errors.New("truncated vector file")
+		}
+		row := len(arena)
+		for i := range dim {
+			arena = append(arena, math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:])))
+		}
+		data = data[4*dim:]
+		if err := checkVector(arena[row:], dim); err != nil {
+			return nil, fmt.Errorf("vector of %s: %w", tool, err)
+		}
+		docs = append(docs, vecDoc{hash: hash, name: tool})
 	}
-	return &store{db: db, col: col, name: name, dim: dim}, nil
+	st, err := newStore(name, dim)
+	if err != nil {
+		return nil, err
+	}
+	// Stored vectors are unit vectors; normalising again in place keeps
+	// chromem from copying one whose length drifted in the last bit.
+	for i := range docs {
+		row := arena[i*dim : (i+1)*dim]
+		normalizeInto(row, row)
+	}
+	if err := st.add(ctx, docs, arena); err != nil {
+		return nil, err
+	}
+	return st, nil
 }

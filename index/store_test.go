@@ -3,10 +3,13 @@ package index
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 func TestStoreGuardsChromemTraps(t *testing.T) {
@@ -32,13 +35,21 @@ func TestStoreGuardsChromemTraps(t *testing.T) {
 		t.Fatal(err)
 	}
 	v[0] = 100 // the store holds its own normalised copy
-	got, ok := st.get(ctx, "h1")
+	got, ok := st.get("h1")
 	if !ok || got[0] != 0.6 || got[1] != 0.8 {
 		t.Fatalf("stored %v", got)
 	}
-	got[1] = 42 // and hands out copies
-	if again, _ := st.get(ctx, "h1"); again[1] != 0.8 {
-		t.Fatal("get returned the internal slice")
+	// The vector is held once: chromem keeps the store's slice (it copies
+	// only a vector that is not of unit length), and get hands out that
+	// same slice for the index's rows. Read through reflection: a chromem
+	// that starts copying would double the index's memory unnoticed.
+	docs := reflect.ValueOf(st.col).Elem().FieldByName("documents")
+	if !docs.IsValid() {
+		t.Fatal("chromem's Collection has no documents map any more: check that it still keeps the given vectors")
+	}
+	held := docs.MapIndex(reflect.ValueOf("h1")).Elem().FieldByName("Embedding")
+	if held.Pointer() != uintptr(unsafe.Pointer(&got[0])) {
+		t.Error("chromem holds its own copy of the vector: the index would hold every vector twice")
 	}
 	// n larger than the collection is clamped.
 	res, err := st.query(ctx, []float32{1, 0, 0}, 10)
@@ -124,6 +135,68 @@ func TestNamedTools(t *testing.T) {
 		}
 		if strings.Join(names, ",") != want {
 			t.Errorf("namedTools(%q) = %v, want %q", text, names, want)
+		}
+	}
+}
+
+// The cache body round-trips: the same vectors under the same hashes and
+// names, held once, and a damaged body is an error, never a partial store.
+func TestStoreExportImport(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(3, 4))
+	const dim = 32
+	st, err := newStore("m", dim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []vecDoc
+	for i := range 50 {
+		docs = append(docs, vecDoc{hash: fmt.Sprintf("h%02d", i), name: fmt.Sprintf("tool_%d", i), vec: randUnit(r, dim)})
+	}
+	if err := st.put(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := st.export(&b); err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(b.String())
+	back, err := importStore(ctx, body, "m", dim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.count() != 50 {
+		t.Fatalf("imported %d vectors, want 50", back.count())
+	}
+	for _, d := range docs {
+		want, _ := st.get(d.hash)
+		got, ok := back.get(d.hash)
+		if !ok || back.ids()[d.hash] != d.name {
+			t.Fatalf("%s missing or misnamed after import", d.hash)
+		}
+		for i := range want {
+			if math.Abs(float64(got[i]-want[i])) > 1e-6 {
+				t.Fatalf("%s[%d] = %v, exported %v", d.hash, i, got[i], want[i])
+			}
+		}
+	}
+	var again strings.Builder
+	if err := back.export(&again); err != nil || again.String() != b.String() {
+		t.Errorf("a re-export differs (%v): the file would change on every start", err)
+	}
+	for name, bad := range map[string][]byte{
+		"truncated":      body[:len(body)-3],
+		"wrong dim":      body,
+		"huge length":    append([]byte{0xff, 0xff, 0xff, 0xff, 0x0f}, body...),
+		"zero vector":    append(append([]byte{1, 'z', 1, 'z'}, make([]byte, 4*dim)...), body...),
+		"one stray byte": append(append([]byte(nil), body...), 7),
+	} {
+		d := dim
+		if name == "wrong dim" {
+			d = dim + 1
+		}
+		if st, err := importStore(ctx, bad, "m", d); err == nil {
+			t.Errorf("%s: imported %d vectors without an error", name, st.count())
 		}
 	}
 }

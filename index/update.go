@@ -124,7 +124,7 @@ func (ix *Index) updateLocked(ctx context.Context, cat source, upserted, removed
 		if full {
 			wg.Go(func() { docs = cat.all() })
 		}
-		ix.loadLocked(cat.dirs)
+		ix.loadLocked(ctx, cat.dirs)
 		wg.Wait()
 	} else if full {
 		docs = cat.all()
@@ -234,7 +234,7 @@ func (ix *Index) needRebuild(ctx context.Context, cur *view, docs []document, n 
 func (ix *Index) refitDue(ctx context.Context, st *store, docs []document, n int) bool {
 	pending := 0
 	for i := range docs {
-		if st == nil || !st.has(ctx, docs[i].hash) {
+		if st == nil || !st.has(docs[i].hash) {
 			pending++
 		}
 	}
@@ -333,7 +333,7 @@ func (ix *Index) pruneLocked(ctx context.Context) {
 		return
 	}
 	var stale []string
-	for h := range v.st.ids(ctx) {
+	for h := range v.st.ids() {
 		if !live[h] {
 			stale = append(stale, h)
 		}

@@ -13,8 +13,8 @@ type view struct {
 	slots  []slot
 	free   []int
 	byName map[string]int
-	mat    []float32 // slot*dim, unit vectors
-	qmat   []int8    // the same rows quantised (see quant.go)
+	rows   [][]float32 // by slot: its unit vector (the store's own slice, shared), nil without one
+	qmat   []int8      // slot*dim: the rows quantised (see quant.go)
 	qscale []float32 // by slot: row ≈ qmat row · qscale
 	colSum []float64 // sum of the live rows (the query's background)
 	nvec   int       // live rows with a vector

@@ -1,7 +1,6 @@
 package ninep
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -285,15 +284,4 @@ func (cl *Client) Stat(p string) (size uint64, mode p9.FileMode, err error) {
 		return 0, 0, cl.refused("stat", p, err)
 	}
 	return a.Size, a.Mode, nil
-}
-
-// lines splits text into non-empty lines.
-func lines(b []byte) []string {
-	var out []string
-	for _, l := range bytes.Split(b, []byte("\n")) {
-		if len(l) > 0 {
-			out = append(out, string(l))
-		}
-	}
-	return out
 }

@@ -77,14 +77,6 @@ type Caller interface {
 	Call(ctx context.Context, tool *registry.Tool, args []byte, cc CallContext) (*CallResult, error)
 }
 
-// CallerFunc adapts a function to the Caller interface.
-type CallerFunc func(ctx context.Context, tool *registry.Tool, args []byte, cc CallContext) (*CallResult, error)
-
-// Call implements Caller.
-func (f CallerFunc) Call(ctx context.Context, tool *registry.Tool, args []byte, cc CallContext) (*CallResult, error) {
-	return f(ctx, tool, args, cc)
-}
-
 // CallContext says on whose behalf a call runs.
 type CallContext struct {
 	WorkDir string

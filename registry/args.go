@@ -22,10 +22,14 @@ func validateArgs(t *Tool, args []byte) error {
 	if err := refuseDuplicateKeys("arguments", args); err != nil {
 		return err
 	}
-	if t.schema == nil {
+	s, err := t.Schema()
+	if err != nil {
+		return fmt.Errorf("%s cannot check its arguments: %w", t.Name, err)
+	}
+	if s == nil {
 		return nil
 	}
-	if err := t.schema.Validate(inst); err != nil {
+	if err := s.Validate(inst); err != nil {
 		msg := strings.Replace(err.Error(), "jsonschema validation failed with 'tool:///args.json#'", "", 1)
 		return fmt.Errorf("arguments do not match the schema of %s:%s", t.Name, msg)
 	}

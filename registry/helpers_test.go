@@ -6,15 +6,13 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // compileSchemas compiles m's top-level and variant schemas synchronously,
 // as the registry's compile jobs do, and returns the first problem as a
 // *FieldError naming the field.
-func compileSchemas(m *Meta) (map[int]*jsonschema.Schema, error) {
-	out := map[int]*jsonschema.Schema{}
+func compileSchemas(m *Meta) (map[int]*compileJob, error) {
+	out := map[int]*compileJob{}
 	one := func(idx int, raw json.RawMessage) error {
 		field := "args"
 		if idx >= 0 {
@@ -30,7 +28,9 @@ func compileSchemas(m *Meta) (map[int]*jsonschema.Schema, error) {
 		if err != nil {
 			return &FieldError{Field: field, Msg: err.Error()}
 		}
-		out[idx] = s
+		j := newCompileJob(raw)
+		j.settle(s, "")
+		out[idx] = j
 		return nil
 	}
 	if err := one(-1, m.args()); err != nil {

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // ProviderSep separates a provider's name from the name its tool has
@@ -112,9 +110,9 @@ func (r *Registry) Provide(ctx context.Context, provider string, p Provision) er
 		if schemaBounds(raw) != "" {
 			continue
 		}
-		j, created := r.schemas.job(raw)
+		j, isNew := r.jobLocked(raw)
 		jobs[i] = j
-		if created {
+		if isNew {
 			fresh = append(fresh, j)
 		}
 	}
@@ -130,6 +128,10 @@ func (r *Registry) Provide(ctx context.Context, provider string, p Provision) er
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		r.mu.Lock()
+		r.known.add(fresh)
+		r.mu.Unlock()
+		r.saveKnown()
 	}
 	for _, j := range jobs {
 		if j != nil {
@@ -167,11 +169,11 @@ func (r *Registry) Provide(ctx context.Context, provider string, p Provision) er
 			bad("args", "the input schema "+why)
 			continue
 		}
-		if jobs[i].schema == nil {
+		if !jobs[i].usable() {
 			bad("args", "the input schema: "+jobs[i].errMsg)
 			continue
 		}
-		t, err := providedTool(provider, full, src, pt, jobs[i].schema)
+		t, err := providedTool(provider, full, src, pt, jobs[i])
 		if err != nil {
 			bad("", err.Error())
 			continue
@@ -236,7 +238,7 @@ func (r *Registry) markProvidedLocked(p *provision) {
 }
 
 // providedTool builds the catalog's Tool for a provided one.
-func providedTool(provider, full, src string, pt Provided, schema *jsonschema.Schema) (*Tool, error) {
+func providedTool(provider, full, src string, pt Provided, schema *compileJob) (*Tool, error) {
 	t := &Tool{
 		Name:        full,
 		File:        src,

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,10 @@ type Options struct {
 	// (DefaultCompileTimeout). A schema that takes longer makes its tool
 	// invalid; compiles never hold up other tools.
 	CompileTimeout time.Duration
+	// SchemaCache is a file that remembers which argument schemas
+	// compiled, so that a restart takes them as valid and compiles each
+	// when a call first needs it (see knownschemas.go); "" keeps none.
+	SchemaCache string
 }
 
 // Registry holds the current Catalog and keeps it up to date.
@@ -58,8 +63,11 @@ type Registry struct {
 	schemas schemaCache             // schema compile jobs by content
 	fresh   map[*compileJob]bool    // jobs created by the update in progress
 	dirty   map[string]bool         // names changed since the last publish
+	fetched map[string]*fileEntry   // files read ahead for the update in progress
+	regular map[string]bool         // .meta paths the rescan in progress listed as regular files
 	rev     uint64                  // revision of the last published catalog
 	cur     atomic.Pointer[Catalog] // readable without mu
+	known   *knownSchemas           // schemas that compiled before (guarded by mu)
 	// provided holds each provider's tools (see Provide).
 	provided map[string]*provision
 
@@ -92,12 +100,12 @@ func (fe *fileEntry) unsettled() []*compileJob {
 
 // outcome is what the settled file amounts to: every problem (parse and
 // schema) or the compiled schemas.
-func (fe *fileEntry) outcome() (map[int]*jsonschema.Schema, FieldErrors) {
+func (fe *fileEntry) outcome() (map[int]*compileJob, FieldErrors) {
 	errs := append(FieldErrors(nil), fe.errs...)
-	schemas := map[int]*jsonschema.Schema{}
+	schemas := map[int]*compileJob{}
 	for i, j := range fe.jobs {
-		if j.schema != nil {
-			schemas[i] = j.schema
+		if j.usable() {
+			schemas[i] = j
 			continue
 		}
 		field := "args"
@@ -169,6 +177,11 @@ func New(opts Options) *Registry {
 	for i := range r.present {
 		r.present[i] = map[string]bool{}
 	}
+	known, err := loadKnownSchemas(opts.SchemaCache)
+	if err != nil {
+		r.log.Warn("the known-schemas cache is unusable: every schema is compiled", "err", err)
+	}
+	r.known = known
 	r.cur.Store(newCatalog(0, opts.Dirs, nil, nil, nil, nil))
 	return r
 }
@@ -205,6 +218,21 @@ func (r *Registry) Load(ctx context.Context) error {
 	}
 }
 
+// saveKnown writes the known-schemas cache if schemas were added to it. A
+// cache that cannot be written is logged: it only costs the next start
+// time.
+func (r *Registry) saveKnown() {
+	r.mu.Lock()
+	data := r.known.snapshot()
+	r.mu.Unlock()
+	if data == nil {
+		return
+	}
+	if err := writeKnownSchemas(r.opts.SchemaCache, data); err != nil {
+		r.log.Warn("cannot write the known-schemas cache", "file", r.opts.SchemaCache, "err", err)
+	}
+}
+
 // pending is what an update left waiting for schema compiles it started:
 // the jobs, and the tools that wait for them.
 type pending struct {
@@ -225,6 +253,7 @@ func (r *Registry) finish(p pending) <-chan struct{} {
 		for len(p.jobs) > 0 {
 			runJobs(p.jobs, r.compile, r.opts.CompileTimeout)
 			r.mu.Lock()
+			r.known.add(p.jobs)
 			names := p.names
 			for _, j := range p.jobs {
 				for n := range j.waiters {
@@ -235,6 +264,7 @@ func (r *Registry) finish(p pending) <-chan struct{} {
 			p = r.updateLocked(names, p.listing, false)
 			r.mu.Unlock()
 		}
+		r.saveKnown()
 	}()
 	return done
 }
@@ -249,6 +279,8 @@ func (r *Registry) rescanLocked(ctx context.Context, deferPublish bool) (pending
 	}
 	seenFiles := map[string]bool{}
 	listing := map[string]map[string]bool{}
+	r.regular = map[string]bool{}
+	defer func() { r.regular = nil }()
 	for i, dir := range r.opts.Dirs {
 		if err := ctx.Err(); err != nil {
 			return pending{}, err
@@ -260,6 +292,9 @@ func (r *Registry) rescanLocked(ctx context.Context, deferPublish bool) (pending
 		}
 		listing[dir] = make(map[string]bool, len(ents))
 		for _, e := range ents {
+			if e.Type().IsRegular() {
+				r.regular[filepath.Join(dir, e.Name())] = true
+			}
 			listing[dir][e.Name()] = true
 			n, ok := metaName(e.Name())
 			if !ok || e.IsDir() {
@@ -315,6 +350,8 @@ func metaName(base string) (string, bool) {
 func (r *Registry) updateLocked(names map[string]bool, listing map[string]map[string]bool, deferPublish bool) pending {
 	p := pending{names: map[string]bool{}, listing: listing}
 	h := newMemoHost(r.opts.Host, listing)
+	r.prefetchLocked(names)
+	defer func() { r.fetched = nil }()
 	for n := range names {
 		res, waits := r.resolveName(n, h)
 		if len(waits) > 0 {
@@ -448,40 +485,77 @@ func problemsOf(name, file string, err error, m *Meta) []Problem {
 // or a device (or a symlink to one, even one swapped in after the check) is
 // a problem of that file, never a stall of the registry.
 func (r *Registry) readFile(p string) *fileEntry {
-	fi, err := os.Stat(p)
-	if err != nil {
-		delete(r.files, p)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
+	if fe, ok := r.fetched[p]; ok {
+		return fe
+	}
+	return r.storeFile(p, loadFile(p, r.files[p], r.regular[p]))
+}
+
+// loaded is what loadFile found at a path.
+type loaded struct {
+	fe *fileEntry // nil: the file is gone
+	// unchanged: fe is the old entry, whose size and mtime become these.
+	unchanged    bool
+	size         int64
+	mtime        time.Time
+	forgetOld    bool // the old entry no longer applies
+	parsedAfresh bool // fe is new: its schemas are still to be scheduled
+}
+
+// loadFile reads and parses the .meta file at p, unless old (the entry read
+// before, or nil) still describes it. It touches no registry state, so
+// several run at once (see prefetchLocked).
+//
+// listedRegular says the directory listing of this update showed p as a
+// regular file (not a symlink): the path is then not checked before it is
+// opened (see fileio.ReadListedRegular).
+func loadFile(p string, old *fileEntry, listedRegular bool) loaded {
+	var raw []byte
+	var fi fs.FileInfo
+	var err error
+	if old != nil {
+		if fi, err = os.Stat(p); err == nil && fi.Mode().IsRegular() && old.size == fi.Size() && old.mtime.Equal(fi.ModTime()) {
+			return loaded{fe: old, unchanged: true, size: fi.Size(), mtime: fi.ModTime()}
 		}
-		return &fileEntry{errs: FieldErrors{{Msg: "cannot read: " + err.Error()}}}
 	}
-	if old := r.files[p]; old != nil && fi.Mode().IsRegular() && old.size == fi.Size() && old.mtime.Equal(fi.ModTime()) {
-		return old
+	switch {
+	case err == nil && listedRegular && old == nil:
+		raw, fi, err = fileio.ReadListedRegular(p, MaxMetaSize)
+	case err == nil:
+		raw, fi, err = fileio.ReadRegularInfo(p, MaxMetaSize)
 	}
-	raw, err := fileio.ReadRegular(p, MaxMetaSize)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		delete(r.files, p)
-		return nil
+		return loaded{forgetOld: true}
 	case errors.Is(err, fileio.ErrNotRegular):
-		delete(r.files, p)
-		return &fileEntry{errs: FieldErrors{{Msg: pathErrMsg(err) + "; a .meta must be a JSON file"}}}
+		return loaded{forgetOld: true, fe: &fileEntry{errs: FieldErrors{{Msg: pathErrMsg(err) + "; a .meta must be a JSON file"}}}}
 	case errors.Is(err, fileio.ErrTooLarge):
-		delete(r.files, p)
-		return &fileEntry{errs: FieldErrors{{Msg: fmt.Sprintf("the file is larger than %d bytes, the limit: shorten the prompt", MaxMetaSize)}}}
+		return loaded{forgetOld: true, fe: &fileEntry{errs: FieldErrors{{Msg: fmt.Sprintf("the file is larger than %d bytes, the limit: shorten the prompt", MaxMetaSize)}}}}
 	case err != nil:
-		delete(r.files, p)
-		return &fileEntry{errs: FieldErrors{{Msg: "cannot read: " + pathErrMsg(err)}}}
+		return loaded{forgetOld: true, fe: &fileEntry{errs: FieldErrors{{Msg: "cannot read: " + pathErrMsg(err)}}}}
 	}
 	sum := sha256.Sum256(raw)
-	if old := r.files[p]; old != nil && old.sum == sum {
-		old.size, old.mtime = fi.Size(), fi.ModTime()
-		return old
+	if old != nil && old.sum == sum {
+		return loaded{fe: old, unchanged: true, size: fi.Size(), mtime: fi.ModTime()}
 	}
 	fe := &fileEntry{size: fi.Size(), mtime: fi.ModTime(), sum: sum}
 	fe.meta, fe.errs = parseMeta(raw)
-	if fe.meta != nil {
+	return loaded{fe: fe, parsedAfresh: true}
+}
+
+// storeFile records what loadFile found and schedules the compiles of a
+// newly parsed file's schemas.
+func (r *Registry) storeFile(p string, l loaded) *fileEntry {
+	switch {
+	case l.unchanged:
+		l.fe.size, l.fe.mtime = l.size, l.mtime
+		return l.fe
+	case l.forgetOld:
+		delete(r.files, p)
+		return l.fe
+	}
+	fe := l.fe
+	if l.parsedAfresh && fe.meta != nil {
 		fe.jobs = map[int]*compileJob{}
 		r.addJob(fe, -1, fe.meta.args())
 		for i, v := range fe.meta.Variants {
@@ -493,6 +567,52 @@ func (r *Registry) readFile(p string) *fileEntry {
 	r.files[p] = fe
 	return fe
 }
+
+// prefetchLocked reads and parses the files of names (in every directory
+// that has one) on GOMAXPROCS goroutines, for the update in progress: the
+// first load of a large catalog is mostly reading and parsing. Few files
+// are read where they are needed, one at a time.
+func (r *Registry) prefetchLocked(names map[string]bool) {
+	var paths []string
+	for n := range names {
+		if ValidName(n) != nil {
+			continue
+		}
+		for i, dir := range r.opts.Dirs {
+			if r.present[i][n] {
+				paths = append(paths, filepath.Join(dir, n+".meta"))
+			}
+		}
+	}
+	if len(paths) < prefetchMin {
+		return
+	}
+	results := make([]loaded, len(paths))
+	workers := min(runtime.GOMAXPROCS(0), len(paths))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(paths) {
+					return
+				}
+				results[i] = loadFile(paths[i], r.files[paths[i]], r.regular[paths[i]])
+			}
+		}()
+	}
+	wg.Wait()
+	r.fetched = make(map[string]*fileEntry, len(paths))
+	for i, p := range paths {
+		r.fetched[p] = r.storeFile(p, results[i])
+	}
+}
+
+// prefetchMin is the fewest files read in parallel.
+const prefetchMin = 64
 
 // addJob attaches the compile of one schema to fe, unless the schema is out
 // of bounds (then that is one of fe's problems).
@@ -509,8 +629,8 @@ func (r *Registry) addJob(fe *fileEntry, idx int, raw json.RawMessage) {
 		sortByLine(fe.errs)
 		return
 	}
-	j, created := r.schemas.job(raw)
-	if created {
+	j, fresh := r.jobLocked(raw)
+	if fresh {
 		r.fresh[j] = true
 	}
 	fe.jobs[idx] = j

@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // bareNameRE matches a cmd that names an executable without a shell.
@@ -81,7 +79,7 @@ func describeAlts(key string, alts []string) string {
 // resolve picks the variant for h and the command, producing a Tool. It
 // returns (nil, reason, nil) when the tool is hidden on h and an error when the
 // tool is invalid.
-func resolve(name, file string, digest [32]byte, m *Meta, schemas map[int]*jsonschema.Schema, h Host) (*Tool, string, error) {
+func resolve(name, file string, digest [32]byte, m *Meta, schemas map[int]*compileJob, h Host) (*Tool, string, error) {
 	f := m.fields
 	idx := -1
 	if len(m.Variants) > 0 {

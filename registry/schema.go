@@ -82,6 +82,14 @@ type compileJob struct {
 	// Set before done is closed.
 	schema *jsonschema.Schema
 	errMsg string // why the schema is unusable, when schema is nil
+	// known: the schema compiled before (the known-schemas cache says so)
+	// and is compiled again only when a call needs it (see compiled).
+	known      bool
+	lazy       sync.Once
+	lazySchema *jsonschema.Schema
+	lazyErr    string
+	lazyFn     func([]byte) (*jsonschema.Schema, error)
+	lazyLimit  time.Duration
 
 	// waiters are tools (guarded by Registry.mu) that another update found
 	// waiting for this job; the job's owner re-resolves them.
@@ -90,6 +98,41 @@ type compileJob struct {
 
 func newCompileJob(raw json.RawMessage) *compileJob {
 	return &compileJob{raw: raw, done: make(chan struct{}), waiters: map[string]bool{}}
+}
+
+// settleKnown settles j as valid without compiling it: compiled does that
+// on first use, with compile and within timeout.
+func (j *compileJob) settleKnown(compile func([]byte) (*jsonschema.Schema, error), timeout time.Duration) {
+	j.known, j.lazyFn, j.lazyLimit = true, compile, timeout
+	j.settle(nil, "")
+}
+
+// usable reports whether the settled job's schema compiled (or is known
+// to).
+func (j *compileJob) usable() bool { return j.schema != nil || j.known }
+
+// compiled returns the settled job's schema, compiling a known one on the
+// first call. A known schema that no longer compiles (the cache was
+// wrong) is an error, never a schema that lets everything through.
+func (j *compileJob) compiled() (*jsonschema.Schema, error) {
+	if !j.known {
+		if j.schema == nil {
+			return nil, fmt.Errorf("the argument schema %s", j.errMsg)
+		}
+		return j.schema, nil
+	}
+	// Separate fields: j.schema is read under the registry's lock, and
+	// a call compiles without it.
+	j.lazy.Do(func() {
+		lj := newCompileJob(j.raw)
+		lj.start(j.lazyFn, j.lazyLimit)
+		<-lj.done
+		j.lazySchema, j.lazyErr = lj.schema, lj.errMsg
+	})
+	if j.lazySchema == nil {
+		return nil, fmt.Errorf("the argument schema, taken as valid from the known-schemas cache, %s: run toolsrv validate", j.lazyErr)
+	}
+	return j.lazySchema, nil
 }
 
 func (j *compileJob) settled() bool {
@@ -201,4 +244,19 @@ func (noExternalRefs) Load(url string) (any, error) {
 func oneLine(s string) string {
 	s = strings.ReplaceAll(s, "\n", "; ")
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// jobLocked returns the compile job for raw and whether it is new and must
+// be run. A schema the known-schemas cache vouches for is settled at once,
+// to be compiled on first use.
+func (r *Registry) jobLocked(raw json.RawMessage) (j *compileJob, fresh bool) {
+	j, created := r.schemas.job(raw)
+	if !created {
+		return j, false
+	}
+	if r.known.has(raw) {
+		j.settleKnown(r.compile, r.opts.CompileTimeout)
+		return j, false
+	}
+	return j, true
 }

@@ -105,11 +105,18 @@ type Tool struct {
 	// file, the matched variant or the resolved command changes.
 	Hash string `json:"hash"`
 
-	schema *jsonschema.Schema
+	schema *compileJob
 }
 
-// Schema is the compiled argument schema; validate call arguments with it.
-func (t *Tool) Schema() *jsonschema.Schema { return t.schema }
+// Schema is the compiled argument schema; validate call arguments with it
+// (ValidateArgs does). A schema known from an earlier run is compiled on
+// the first call; one that then fails to compile is an error.
+func (t *Tool) Schema() (*jsonschema.Schema, error) {
+	if t.schema == nil {
+		return nil, nil
+	}
+	return t.schema.compiled()
+}
 
 // ValidateArgs checks a JSON arguments document against the tool's schema and
 // returns an error listing every violation.

@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/toolsrv/toolsrv/bench/eval"
 	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/engine"
 	"github.com/toolsrv/toolsrv/index"
-	"github.com/toolsrv/toolsrv/registry"
 	"github.com/toolsrv/toolsrv/thresholds"
 )
 
@@ -26,65 +27,79 @@ type RankOptions struct {
 	Step func()
 }
 
-// Rank ranks every labelled query of every corpus with an index
-// over the corpus's own catalog (built in memory with emb), keeping the top
-// TopHits. Abstention queries (Split.IsAbstain) are ranked without their
-// relevant tools, through index.Query.Allow, as if those were removed from
-// the catalog.
+// Rank ranks every labelled query of every corpus with an engine over the
+// corpus's own catalog (indexed in memory with emb, no thresholds), keeping
+// the top TopHits. Abstention queries (Split.IsAbstain) are ranked without
+// their relevant tools, through engine.Query.Allow, as if those were
+// removed from the catalog.
 func Rank(ctx context.Context, emb embed.Embedder, corpora []*eval.Corpus, o RankOptions) (hybrid, lex []Query, err error) {
-	log, split, lexical, step := o.Logger, o.Split, o.Lexical, o.Step
+	log := o.Logger
 	if log == nil {
 		log = slog.Default()
 	}
 	for _, c := range corpora {
-		reg := registry.New(registry.Options{Dirs: []string{c.ToolsDir}, Logger: log})
-		if err := reg.Load(ctx); err != nil {
-			return nil, nil, fmt.Errorf("corpus %s: loading tools: %w", c.Name, err)
+		eng, err := engine.New(ctx, engine.Options{Dirs: []string{c.ToolsDir}, Embedder: emb, NoCache: true,
+			NoThresholds: true, LexicalWeight: o.LexicalWeight, Logger: log})
+		if err != nil {
+			return nil, nil, fmt.Errorf("corpus %s: %w", c.Name, err)
 		}
-		ix := index.New(emb, index.Options{NoCache: true, Logger: log, LexicalWeight: o.LexicalWeight})
-		if err := ix.Sync(ctx, reg.Catalog()); err != nil {
-			return nil, nil, fmt.Errorf("corpus %s: building the index: %w", c.Name, err)
+		if w := eng.Warnings(); len(w) > 0 {
+			eng.Close()
+			return nil, nil, fmt.Errorf("corpus %s: %s: tuning needs every tool embedded", c.Name, w[0])
 		}
-		modes := []index.Mode{index.Hybrid}
-		if lexical {
-			modes = append(modes, index.Lexical)
+		hyb, lx, err := rankCorpus(ctx, eng, c, o)
+		eng.Close()
+		if err != nil {
+			return nil, nil, err
 		}
-		for _, q := range c.Queries {
-			if err := ctx.Err(); err != nil {
-				return nil, nil, err
+		hybrid, lex = append(hybrid, hyb...), append(lex, lx...)
+	}
+	return hybrid, lex, nil
+}
+
+// rankCorpus ranks the queries of one corpus with its engine.
+func rankCorpus(ctx context.Context, eng *engine.Engine, c *eval.Corpus, o RankOptions) (hybrid, lex []Query, err error) {
+	split, lexical, step := o.Split, o.Lexical, o.Step
+	modes := []index.Mode{index.Hybrid}
+	if lexical {
+		modes = append(modes, index.Lexical)
+	}
+	for _, q := range c.Queries {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		// A request no tool serves ("relevant": []) is a natural
+		// abstention query; others become one by the split's hash.
+		tq := Query{Corpus: c.Name, ID: q.ID, Relevant: q.Relevant, Abstain: len(q.Relevant) == 0 || split.IsAbstain(q.ID), HeldOut: split.IsHeldOut(q.ID)}
+		iq := engine.Query{Text: q.Text, K: TopHits, All: true, NoLearned: o.NoLastStep, Timeout: time.Hour}
+		if tq.Abstain {
+			rel := make(map[string]bool, len(q.Relevant))
+			for _, r := range q.Relevant {
+				rel[r] = true
 			}
-			// A request no tool serves ("relevant": []) is a natural
-			// abstention query; others become one by the split's hash.
-			tq := Query{Corpus: c.Name, ID: q.ID, Relevant: q.Relevant, Abstain: len(q.Relevant) == 0 || split.IsAbstain(q.ID), HeldOut: split.IsHeldOut(q.ID)}
-			iq := index.Query{Text: q.Text, K: TopHits, NoLastStep: o.NoLastStep}
-			if tq.Abstain {
-				rel := make(map[string]bool, len(q.Relevant))
-				for _, r := range q.Relevant {
-					rel[r] = true
-				}
-				iq.Allow = func(n string) bool { return !rel[n] }
+			iq.Allow = func(n string) bool { return !rel[n] }
+		}
+		for _, m := range modes {
+			iq.Mode = m
+			ans, err := eng.Rank(ctx, iq)
+			r := ans.Ranking
+			if err != nil {
+				return nil, nil, fmt.Errorf("corpus %s: ranking %s: %w", c.Name, q.ID, err)
 			}
-			for _, m := range modes {
-				iq.Mode = m
-				r, err := ix.Rank(ctx, iq)
-				if err != nil {
-					return nil, nil, fmt.Errorf("corpus %s: ranking %s: %w", c.Name, q.ID, err)
-				}
-				if m == index.Hybrid && r.Degraded {
-					return nil, nil, fmt.Errorf("corpus %s: ranking %s is degraded (%s): tuning needs the embedder working", c.Name, q.ID, r.Reason)
-				}
-				t := tq
-				t.Hits = thresholds.FromRanking(r)
-				t.Answerable = r.Answerable
-				if m == index.Hybrid {
-					hybrid = append(hybrid, t)
-				} else {
-					lex = append(lex, t)
-				}
+			if m == index.Hybrid && r.Degraded {
+				return nil, nil, fmt.Errorf("corpus %s: ranking %s is degraded (%s): tuning needs the embedder working", c.Name, q.ID, r.Reason)
 			}
-			if step != nil {
-				step()
+			t := tq
+			t.Hits = thresholds.FromRanking(r)
+			t.Answerable = r.Answerable
+			if m == index.Hybrid {
+				hybrid = append(hybrid, t)
+			} else {
+				lex = append(lex, t)
 			}
+		}
+		if step != nil {
+			step()
 		}
 	}
 	return hybrid, lex, nil

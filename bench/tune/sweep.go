@@ -3,7 +3,9 @@ package tune
 import (
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -241,7 +243,10 @@ func MacroFigures(per map[string]thresholds.Figures) thresholds.Figures {
 	if len(per) == 0 {
 		return m
 	}
-	for _, f := range per {
+	// Summed in the corpora's order: map order would change the last
+	// digits from run to run, and with them which of two equal points wins.
+	for _, c := range slices.Sorted(maps.Keys(per)) {
+		f := per[c]
 		m.Queries += f.Queries
 		m.Abstain += f.Abstain
 		m.Recall += f.Recall

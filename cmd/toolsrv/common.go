@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -195,24 +194,10 @@ func (v verbosity) level(quiet slog.Level) slog.Level {
 	return slog.LevelDebug
 }
 
-// loadRegistry builds and loads a registry over the chosen directories.
-func loadRegistry(ctx context.Context, env *cliEnv, tools *dirList) (*registry.Registry, error) {
-	reg := registry.New(registry.Options{Dirs: toolDirs(env, tools), Logger: logger(env)})
-	if err := reg.Load(ctx); err != nil {
-		return nil, fmt.Errorf("loading tools: %w", err)
-	}
-	return reg, nil
-}
-
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-func notYet(env *cliEnv, name string) int {
-	fmt.Fprintf(env.stderr, "toolsrv %s: not available in this build yet\n", name)
-	return 1
 }
 
 // lookupHint is what to add to a catalog lookup error on the command line:

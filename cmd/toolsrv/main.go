@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -64,9 +65,33 @@ func main() {
 		os.Exit(1)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	env := &cliEnv{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
-	os.Exit(dispatch(ctx, env, os.Args[1:]))
+	stopProfile := startProfile(env)
+	code := dispatch(ctx, env, os.Args[1:])
+	stopProfile()
+	stop()
+	os.Exit(code)
+}
+
+// startProfile writes a CPU profile of the whole run to $TOOLSRV_CPUPROFILE
+// when it is set (a development aid: go tool pprof reads it).
+func startProfile(env *cliEnv) (stop func()) {
+	path := env.getenv("TOOLSRV_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintf(env.stderr, "toolsrv: TOOLSRV_CPUPROFILE: %v\n", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 // dispatch runs the subcommand args[0]. Usage errors print on standard

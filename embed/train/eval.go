@@ -174,13 +174,8 @@ type Result struct {
 	Modes map[string][3]eval.Metrics
 }
 
-// Evaluate runs BM25, dense and the given fusions on a corpus with an
-// embedder (fitted to the catalog when it is CatalogAware).
-func Evaluate(ctx context.Context, c *Corpus, e embed.Embedder, fusions map[string]Fusion) (*Result, error) {
-	return EvaluateExpanded(ctx, c, e, fusions, nil)
-}
-
-// EvaluateExpanded is Evaluate plus, for each expansion (which needs the
+// EvaluateExpanded runs BM25, dense and the given fusions on a corpus with
+// an embedder (fitted to the catalog when it is CatalogAware), plus, for each expansion (which needs the
 // built-in embedder), BM25 with the query expanded by table neighbours
 // ("bm25 "+name) and every fusion of it with the same dense scores
 // (fusion+" "+name).

