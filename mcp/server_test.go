@@ -164,18 +164,19 @@ func TestServer(t *testing.T) {
 	}{
 		{map[string]any{"name": "no_such_tool"}, "find_tools gives the names"},
 		{map[string]any{"name": "file_grep", "arguments": map[string]any{"patern": "x"}}, "invalid arguments"},
-		{map[string]any{"name": "shell", "arguments": map[string]any{"command": "true"}}, "may not use it"},
 		{map[string]any{}, `"name" is required`},
 	} {
-		if tc.want == "may not use it" {
-			profile.AllowTools = &[]string{"file_grep", "file_read", "git_status"}
-		}
 		r := callTool(t, ctx, cs, CallTool, tc.args)
 		if !r.IsError || !strings.Contains(text(r), tc.want) {
 			t.Errorf("call_tool %v: isError=%v %q, want an error result with %q", tc.args, r.IsError, text(r), tc.want)
 		}
 	}
-	profile.AllowTools = nil
+	// An agent whose profile does not allow a tool may not call it.
+	strict, _ := serve(t, ctx, ServerOptions{Engine: eng, Logger: quiet(), Call: exec.CallContext{WorkDir: work},
+		Profile: &registry.Profile{Name: "strict", AllowTools: &[]string{"file_grep"}}})
+	if r := callTool(t, ctx, strict, CallTool, map[string]any{"name": "shell", "arguments": map[string]any{"command": "true"}}); !r.IsError || !strings.Contains(text(r), "may not use it") {
+		t.Errorf("call_tool of a tool the profile does not allow: %v %q", r.IsError, text(r))
+	}
 
 	// Editing a hot tool's .meta: the client is told, and lists the new
 	// definition.
