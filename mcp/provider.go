@@ -203,11 +203,12 @@ func (p *Provider) session(ctx context.Context, source string, publish func(cont
 		p.log.Info("mcp server tools listed", "tools", len(tools))
 		return nil
 	}
+	// Calls may come as soon as the tools are published.
+	p.setSession(sess)
+	defer p.setSession(nil)
 	if err := list(start); err != nil {
 		return err
 	}
-	p.setSession(sess)
-	defer p.setSession(nil)
 	ended := make(chan error, 1)
 	go func() { ended <- sess.Wait() }()
 	for {
