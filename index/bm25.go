@@ -50,8 +50,9 @@ type posting struct {
 }
 
 func newLexicon() *lexicon {
-	l := &lexicon{dict: make(map[string]int32, len(stopwords))}
-	for w := range stopwords {
+	stop := stopwords()
+	l := &lexicon{dict: make(map[string]int32, stop.Len())}
+	for _, w := range stop.Words() {
 		l.dict[w] = -1
 	}
 	return l

@@ -2,14 +2,14 @@ package index
 
 import (
 	"bufio"
-	"encoding/binary"
-	"maps"
-	"slices"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"sync"
 
 	chromem "github.com/philippgille/chromem-go"
@@ -257,8 +257,13 @@ func importStore(ctx context.Context, data []byte, name string, dim int) (*store
 	if dim <= 0 {
 		return nil, fmt.Errorf("vector file: dimension %d", dim)
 	}
-	var docs []vecDoc
-	var arena []float32
+	// The number of vectors first, so the block is allocated once, exactly.
+	n, err := countRecords(data, dim)
+	if err != nil {
+		return nil, err
+	}
+	docs := make([]vecDoc, 0, n)
+	arena := make([]float32, 0, n*dim)
 	field := func() (string, error) {
 		n, k := binary.Uvarint(data)
 		if k <= 0 || n > uint64(len(data)-k) || n > 4096 {
@@ -304,4 +309,25 @@ func importStore(ctx context.Context, data []byte, name string, dim int) (*store
 		return nil, err
 	}
 	return st, nil
+}
+
+// countRecords counts the vectors of an export body, checking only its
+// framing (importStore checks the rest).
+func countRecords(data []byte, dim int) (int, error) {
+	n := 0
+	for len(data) > 0 {
+		for range 2 { // hash, tool
+			l, k := binary.Uvarint(data)
+			if k <= 0 || l > uint64(len(data)-k) || l > 4096 {
+				return 0, errors.New("truncated or corrupt vector file")
+			}
+			data = data[k+int(l):]
+		}
+		if len(data) < 4*dim {
+			return 0, errors.New("truncated vector file")
+		}
+		data = data[4*dim:]
+		n++
+	}
+	return n, nil
 }

@@ -1,34 +1,24 @@
 package index
 
 import (
-	"math/rand/v2"
 	"slices"
 	"testing"
 )
 
-// The ASCII fast path of appendTokens splits, lowercases and stems exactly
-// like the general (Unicode) path.
-func TestTokensASCIIFastPathMatchesGeneral(t *testing.T) {
-	fixed := []string{"", "getWeather HTTPServer parseJSONFile", "files processes classes glasses status",
-		"PDF2Text v2API x86_64 ABCdef aB Ab A", "libraries queries --flag=value_name; a.b.c",
-		"ALLCAPS WORDS", "iPhone eBay MyHTTP2Server", "the files, of THE Directories!"}
-	r := rand.New(rand.NewPCG(9, 10))
-	alphabet := "aAbBeEiIsSzZ09 _-.,;:/'\"\n\tXYies"
-	for range 3000 {
-		b := make([]byte, r.IntN(40))
-		for i := range b {
-			b[i] = alphabet[r.IntN(len(alphabet))]
-		}
-		fixed = append(fixed, string(b))
+// The index's analysis is text.Index (tested there); these are the two
+// views the index uses: tokens keep stopwords (the lexicon maps them to -1),
+// terms drop them.
+func TestTokensAndTerms(t *testing.T) {
+	if got := tokens("What are the files of v2Data?"); !slices.Equal(got, []string{"what", "are", "the", "file", "of", "v2data"}) {
+		t.Errorf("tokens = %q", got)
 	}
-	for _, s := range fixed {
-		got, want := appendTokens(nil, s), appendTokensUnicode(nil, s)
-		if !slices.Equal(got, want) {
-			t.Fatalf("%q: fast path %q, general %q", s, got, want)
-		}
+	if got := terms("What are the files of v2Data?"); !slices.Equal(got, []string{"file", "v2data"}) {
+		t.Errorf("terms = %q", got)
 	}
-	// Non-ASCII text goes through the general path.
-	if got := tokens("Größe ändern: fileSize"); !slices.Equal(got, []string{"größe", "ändern", "file", "size"}) {
-		t.Fatalf("unicode: %q", got)
+	l := newLexicon()
+	for _, w := range []string{"the", "what", "please"} {
+		if id, ok := l.dict[w]; !ok || id != -1 {
+			t.Errorf("lexicon[%q] = %d, %v; want the stopword id -1", w, id, ok)
+		}
 	}
 }

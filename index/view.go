@@ -15,9 +15,9 @@ type view struct {
 	byName map[string]int
 	rows   [][]float32 // by slot: its unit vector (the store's own slice, shared), nil without one
 	qmat   []int8      // slot*dim: the rows quantised (see quant.go)
-	qscale []float32 // by slot: row ≈ qmat row · qscale
-	colSum []float64 // sum of the live rows (the query's background)
-	nvec   int       // live rows with a vector
+	qscale []float32   // by slot: row ≈ qmat row · qscale
+	colSum []float64   // sum of the live rows (the query's background)
+	nvec   int         // live rows with a vector
 	// exactOnly disables the int8 scan (tests compare both paths).
 	exactOnly bool
 	lex       *lexicon

@@ -2,12 +2,15 @@ package registry
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/toolsrv/toolsrv/internal/fileio"
 )
 
 // maxReported is the most problems listed for one file or document; the
@@ -266,10 +269,25 @@ type fieldLines struct {
 	want func(parent jsonPath) bool // which containers' members to index
 	once sync.Once
 	m    map[string]int
+	// path and sum, when set instead of data, name the file to read the
+	// document from and what it must hash to.
+	path string
+	sum  [32]byte
 }
 
 func newFieldLines(data []byte, want func(parent jsonPath) bool) *fieldLines {
 	return &fieldLines{data: data, want: want}
+}
+
+// fromFile makes l read its document from path when a line is first asked
+// for, instead of keeping the bytes: a catalog's .meta files are not held in
+// memory for the few with a problem (a sixth of the registry's memory at
+// 100,000 tools). A file changed since (sum differs) gives no lines.
+func (l *fieldLines) fromFile(path string, sum [32]byte) {
+	if l == nil || l.m != nil {
+		return
+	}
+	l.data, l.path, l.sum = nil, path, sum
 }
 
 // line is the 1-based line of field ("variants[0].cmd"), 0 when unknown.
@@ -279,7 +297,16 @@ func (l *fieldLines) line(field string) int {
 	}
 	l.once.Do(func() {
 		l.m = map[string]int{}
-		_, _ = scanKeys(l.data, &keyVisitor{want: l.want, visit: func(path jsonPath, line int) { l.m[path.field()] = line }})
+		data := l.data
+		if data == nil && l.path != "" {
+			raw, err := fileio.ReadRegular(l.path, MaxMetaSize)
+			if err != nil || sha256.Sum256(raw) != l.sum {
+				return // changed since: lines unknown (its next parse has its own)
+			}
+			data = raw
+		}
+		_, _ = scanKeys(data, &keyVisitor{want: l.want, visit: func(path jsonPath, line int) { l.m[path.field()] = line }})
+		l.data = nil
 	})
 	return l.m[field]
 }

@@ -540,6 +540,9 @@ func loadFile(p string, old *fileEntry, listedRegular bool) loaded {
 	}
 	fe := &fileEntry{size: fi.Size(), mtime: fi.ModTime(), sum: sum}
 	fe.meta, fe.errs = parseMeta(raw)
+	if fe.meta != nil {
+		fe.meta.lines.fromFile(p, sum)
+	}
 	return loaded{fe: fe, parsedAfresh: true}
 }
 

@@ -136,7 +136,7 @@ exit 0
 "cmd":"p=$(jq -r .path); echo ssh-ed25519 EVIL >> \"$p\" && echo wrote $p"}`)
 	writeFile(t, filepath.Join(tools, "hello.meta"), `{"description":"says hello","readOnly":true,"cmd":"echo hello"}`)
 	// forkbomb: every process forks for as long as it lives.
-	writeFile(t, filepath.Join(tools, "forkbomb.meta"), `{"description":"a fork bomb","timeout":6,
+	writeFile(t, filepath.Join(tools, "forkbomb.meta"), `{"description":"a fork bomb","timeout":15,
 "cmd":"exec python3 -c 'import os, time\nwhile True:\n  try: os.fork()\n  except OSError: time.sleep(0.01)' bomb-600.4242"}`)
 	return tools
 }
@@ -240,9 +240,12 @@ func TestForkBombIsContained(t *testing.T) {
 			done <- err
 		}()
 	}
-	// Watch the bombs grow (slowly on a loaded machine) to their limits.
+	// Watch the bombs grow to their limits, for as long as they run (they
+	// grow slowly on a loaded machine: python starts slowly, and the
+	// forks compete for the CPU): until 400 processes are seen, or the
+	// calls end at their timeout.
 	most := 0
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && most < 400; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(14 * time.Second); time.Now().Before(deadline) && most < 400; time.Sleep(100 * time.Millisecond) {
 		most = max(most, len(procsWith("600.4242")))
 	}
 	if most < 20 || most > 2*(300+20) {

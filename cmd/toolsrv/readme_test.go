@@ -19,6 +19,9 @@ func TestReadmeStandsAlone(t *testing.T) {
 	if strings.Contains(readme, "SPEC") {
 		t.Errorf("README.md refers to the SPEC, which a clone does not have")
 	}
+	if strings.Contains(readme, "../shared") {
+		t.Errorf("README.md refers to ../shared, which a clone does not have")
+	}
 	for _, want := range []string{
 		// variant match keys, and how they combine
 		"| `binary` |", "| `file` |", "| `os` |", "| `arch` |", "| `env` |", "| `nenv` |",

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/toolsrv/toolsrv/embed/embedder"
+	"github.com/toolsrv/toolsrv/text"
 )
 
 // modelFile is the shipped table (see embed/MODEL.md); modelSHA256 is its
@@ -240,21 +241,21 @@ type weightFunc func(term string, row int32) float32
 
 type scratch struct {
 	toks  []string
-	stems map[string]string // word → term cache, bounded
+	stems text.Cache // word → term cache, bounded
 	seen  map[string]int32
 	vec   []float64
 	tmp   []float32
 }
 
-// embed pools the distinct terms of text. A text with no usable term gets a
+// embed pools the distinct terms of doc. A text with no usable term gets a
 // fixed unit vector (so the result is never zero or NaN).
-func (e *Embedder) embed(text string, weight weightFunc, tf bool, known map[string][]float32) []float32 {
+func (e *Embedder) embed(doc string, weight weightFunc, tf bool, known map[string][]float32) []float32 {
 	s := e.pool.Get().(*scratch)
 	defer e.pool.Put(s)
 	if s.stems == nil || len(s.stems) > 1<<16 {
-		s.stems = make(map[string]string, 1024)
+		s.stems = make(text.Cache, 1024)
 	}
-	s.toks = appendTokens(s.toks[:0], text, s.stems)
+	s.toks = text.Table().Append(s.toks[:0], doc, s.stems)
 	if s.seen == nil {
 		s.seen = make(map[string]int32, 64)
 	}

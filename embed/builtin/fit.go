@@ -12,6 +12,7 @@ import (
 	"sort"
 
 	"github.com/toolsrv/toolsrv/embed/embedder"
+	"github.com/toolsrv/toolsrv/text"
 )
 
 // Fitted is the embedder adapted to one catalog: terms are weighted by their
@@ -33,7 +34,7 @@ type Fitted struct {
 func (e *Embedder) Fit(ctx context.Context, docs []string) (embedder.Fitted, error) {
 	df := make(map[string]int)
 	seen := make(map[string]struct{})
-	stems := make(map[string]string)
+	stems := make(text.Cache)
 	var toks []string
 	for i, d := range docs {
 		if i%256 == 0 {
@@ -41,7 +42,7 @@ func (e *Embedder) Fit(ctx context.Context, docs []string) (embedder.Fitted, err
 				return nil, err
 			}
 		}
-		toks = appendTokens(toks[:0], d, stems)
+		toks = text.Table().Append(toks[:0], d, stems)
 		clear(seen)
 		for _, t := range toks {
 			if _, ok := seen[t]; !ok {
@@ -212,7 +213,7 @@ func (f *Fitted) Dim() int { return f.e.t.Dim }
 // State implements embedder.Fitted.
 func (f *Fitted) State() []byte { return bytes.Clone(f.state) }
 
-// Weight is the pooling weight of a term (as produced by Tokenize).
+// Weight is the pooling weight of a term (as produced by text.Table).
 func (f *Fitted) Weight(term string) float32 {
 	row, ok := f.e.index[term]
 	if !ok {

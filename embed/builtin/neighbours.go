@@ -22,7 +22,7 @@ type NeighbourSet struct {
 }
 
 // NeighbourSet builds the candidate set from terms (as produced by
-// Tokenize); terms outside the vocabulary are ignored, since n-gram bucket
+// text.Table); terms outside the vocabulary are ignored, since n-gram bucket
 // vectors carry no learned meaning.
 func (e *Embedder) NeighbourSet(terms []string) *NeighbourSet {
 	seen := make(map[string]bool, len(terms))

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"math"
 	"sort"
+
+	"github.com/toolsrv/toolsrv/text"
 )
 
 // Pseudo-relevance feedback (Rocchio) on the catalog's own documents.
@@ -58,11 +60,11 @@ func (f *Fitted) buildPRF(ctx context.Context, docs []string) error {
 		}
 	case PRFTerm:
 		acc := make(map[string][]float64)
-		stems := make(map[string]string)
+		stems := make(text.Cache)
 		seen := make(map[string]struct{})
 		var toks []string
 		for i, d := range docs {
-			toks = appendTokens(toks[:0], d, stems)
+			toks = text.Table().Append(toks[:0], d, stems)
 			clear(seen)
 			for _, t := range toks {
 				if _, ok := seen[t]; ok {
@@ -94,7 +96,7 @@ func (f *Fitted) buildPRF(ctx context.Context, docs []string) error {
 }
 
 // feedback applies the feedback to a pooled query vector q (in place).
-func (f *Fitted) feedback(text string, q []float32) []float32 {
+func (f *Fitted) feedback(query string, q []float32) []float32 {
 	p := f.prf
 	if p == nil {
 		return q
@@ -131,7 +133,7 @@ func (f *Fitted) feedback(text string, q []float32) []float32 {
 			}
 		}
 	case p.termMean != nil:
-		toks := appendTokens(nil, text, nil)
+		toks := text.Table().Append(nil, query, nil)
 		seen := map[string]bool{}
 		for _, t := range toks {
 			if seen[t] {

@@ -13,7 +13,7 @@ import (
 // tableMagic starts every table file; the digit is the format version.
 const tableMagic = "TSEMB001"
 
-// Table is the trained model: a vocabulary of terms (as produced by Tokenize),
+// Table is the trained model: a vocabulary of terms (as produced by text.Table),
 // one vector per term, optional hashed character n-gram vectors for terms the
 // vocabulary lacks, and a prior IDF per term (from the training corpus) used
 // when no catalog has been fitted.

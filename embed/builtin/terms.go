@@ -3,18 +3,20 @@ package builtin
 import (
 	"context"
 	"math"
+
+	"github.com/toolsrv/toolsrv/text"
 )
 
-// QueryTerms returns the distinct terms EmbedQuery pools for text, each with
+// QueryTerms returns the distinct terms EmbedQuery pools for query, each with
 // its pooling weight and its unit vector (the learned last step compares
 // each query word with the candidate tools: index/laststep.go). Terms of
 // weight 0 are left out.
-func (f *Fitted) QueryTerms(ctx context.Context, text string) (weights []float32, vecs [][]float32, err error) {
+func (f *Fitted) QueryTerms(ctx context.Context, query string) (weights []float32, vecs [][]float32, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
 	e := f.e
-	toks := appendTokens(nil, text, map[string]string{})
+	toks := text.Table().Append(nil, query, nil)
 	seen := map[string]bool{}
 	tmp := make([]float32, e.t.Dim)
 	for _, tok := range toks {

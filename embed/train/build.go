@@ -84,7 +84,7 @@ func Build(ctx context.Context, o Options) (*builtin.Table, *Stats, error) {
 		log.Info("source loaded", "source", s.Name, "pairs", len(ps))
 		pairs = append(pairs, ps...)
 	}
-	// Tokenize; drop pairs with an empty side and exact duplicates.
+	// Analyse (text.Table); drop pairs with an empty side and exact duplicates.
 	type bagPair struct {
 		q, d   []string
 		qc, dc []int

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/text"
 )
 
 // entry is one weighted table row in a pooled text.
@@ -90,10 +91,10 @@ func (v *Vocab) encode(bag []string, dst []entry) []entry {
 	return dst
 }
 
-// bag tokenizes text into distinct terms in order of first appearance,
+// bag analyses s (text.Table) into distinct terms in order of first appearance,
 // keeping at most max, with each term's count in the whole text.
-func bag(text string, max int) ([]string, []int) {
-	toks := builtin.Tokenize(text)
+func bag(s string, max int) ([]string, []int) {
+	toks := text.Table().Terms(s)
 	seen := make(map[string]int, len(toks))
 	var out []string
 	for _, t := range toks {

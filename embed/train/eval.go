@@ -8,13 +8,13 @@ import (
 	"log/slog"
 	"math"
 	"sort"
-	"strings"
 
 	"github.com/toolsrv/toolsrv/bench/eval"
 	"github.com/toolsrv/toolsrv/embed"
 	"github.com/toolsrv/toolsrv/embed/builtin"
 	"github.com/toolsrv/toolsrv/index"
 	"github.com/toolsrv/toolsrv/registry"
+	"github.com/toolsrv/toolsrv/text"
 )
 
 // Corpus is one labelled evaluation corpus (the layout of shared/eval): its
@@ -73,17 +73,11 @@ type posting struct {
 	tf  float64
 }
 
-func lexTokens(s string) []string {
-	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
-	})
-}
-
 func newBM25(tools []*registry.Tool) *bm25 {
 	b := &bm25{n: len(tools), postings: map[string][]posting{}, dl: make([]float64, len(tools))}
 	for i, t := range tools {
 		tf := map[string]int{}
-		toks := lexTokens(t.Description + " " + t.Prompt)
+		toks := text.Reference().Terms(t.Description + " " + t.Prompt)
 		for _, w := range toks {
 			tf[w]++
 		}
@@ -100,7 +94,7 @@ func newBM25(tools []*registry.Tool) *bm25 {
 func (b *bm25) scores(q string) []float64 {
 	s := make([]float64, b.n)
 	seen := map[string]bool{}
-	for _, w := range lexTokens(q) {
+	for _, w := range text.Reference().Terms(q) {
 		if seen[w] {
 			continue
 		}

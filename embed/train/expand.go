@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/text"
 )
 
 // Expansion is lexical query expansion from the built-in table's learned
@@ -65,7 +66,7 @@ func (x *expander) stemOf(w string) string {
 		return s
 	}
 	s := ""
-	if ts := builtin.Tokenize(w); len(ts) == 1 {
+	if ts := text.Table().Terms(w); len(ts) == 1 {
 		s = ts[0]
 	}
 	x.stem[w] = s
@@ -78,7 +79,7 @@ func (x *expander) stemOf(w string) string {
 func (x *expander) weights(q string, o Expansion) map[string]float64 {
 	w := map[string]float64{}
 	qstems := map[string]bool{}
-	for _, t := range lexTokens(q) {
+	for _, t := range text.Reference().Terms(q) {
 		w[t] = 1
 		if s := x.stemOf(t); s != "" {
 			qstems[s] = true

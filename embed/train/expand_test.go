@@ -8,6 +8,7 @@ import (
 	"github.com/toolsrv/toolsrv/bench/eval"
 	"github.com/toolsrv/toolsrv/embed/builtin"
 	"github.com/toolsrv/toolsrv/registry"
+	"github.com/toolsrv/toolsrv/text"
 )
 
 // expansionTable has "car" and "automobile" on the same row and every other
@@ -17,7 +18,7 @@ func expansionEmbedder(t *testing.T) *builtin.Embedder {
 	words := []string{"car", "automobile", "rental", "hire", "weather", "forecast", "city"}
 	var vocab []string
 	for _, w := range words {
-		vocab = append(vocab, builtin.Tokenize(w)...)
+		vocab = append(vocab, text.Table().Terms(w)...)
 	}
 	slices.Sort(vocab)
 	const dim = 8
@@ -25,7 +26,7 @@ func expansionEmbedder(t *testing.T) *builtin.Embedder {
 	for i, v := range vocab {
 		tb.Prior[i] = 1
 		switch v {
-		case builtin.Tokenize("car")[0], builtin.Tokenize("automobile")[0]:
+		case text.Table().Terms("car")[0], text.Table().Terms("automobile")[0]:
 			tb.Row(i)[0] = 1
 		default:
 			tb.Row(i)[1+i%(dim-1)] = 1

@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/text"
 )
 
 // WordVectors are pretrained word vectors in frequency order (most frequent
@@ -62,7 +63,7 @@ func LoadWinkJSON(path string) (*WordVectors, error) {
 	return ReadWinkJSON(f)
 }
 
-// ByTerm maps the words to the embedder's terms (Tokenize: split, lowercase,
+// ByTerm maps the words to the embedder's terms (text.Table: split, lowercase,
 // stem). A term's vector is the frequency-weighted mean of its words'
 // vectors (weight 1/(rank+1), Zipf's estimate of a word's frequency), unit
 // length. Words that are not exactly one term are skipped. The result is
@@ -70,7 +71,7 @@ func LoadWinkJSON(path string) (*WordVectors, error) {
 func (wv *WordVectors) ByTerm() map[string]TermVector {
 	out := map[string]TermVector{}
 	for r, w := range wv.Words {
-		toks := builtin.Tokenize(w)
+		toks := text.Table().Terms(w)
 		if len(toks) != 1 {
 			continue
 		}

@@ -1,8 +1,37 @@
-package builtin
+package text
 
-// stem is the Porter (1980) stemming algorithm for lowercase ASCII words.
-// Words with non-ASCII letters or of length ≤ 2 are returned unchanged.
-func stem(w string) string {
+import "strings"
+
+// Plural folds the common English plural endings of a lowercase word, for
+// the lexical index: "-ies" → "-y" ("libraries" → "library", when more than
+// five bytes), "-sses" → "-ss", and a final "-s" is dropped unless the word
+// ends in "-ss", "-us" or "-is". It is deliberately light: words of four
+// bytes or fewer are never changed. Lengths are in bytes, so it applies to
+// any script (in practice only words ending in s change).
+func Plural(w string) string {
+	n := len(w)
+	switch {
+	case n <= 4:
+		return w
+	case strings.HasSuffix(w, "ies") && n > 5:
+		return w[:n-3] + "y"
+	case strings.HasSuffix(w, "sses"):
+		return w[:n-2]
+	case strings.HasSuffix(w, "ss"), strings.HasSuffix(w, "us"), strings.HasSuffix(w, "is"):
+		return w
+	case strings.HasSuffix(w, "s"):
+		return w[:n-1]
+	}
+	return w
+}
+
+// Porter is the Porter (1980) stemming algorithm as in Martin Porter's own
+// ANSI C version, with its three departures from the paper: words of one or
+// two letters are left alone, step 2 maps "-bli" → "-ble" (in place of
+// "-abli" → "-able") and "-logi" → "-log". It gives his sample vocabulary's
+// output for every one of its 23,531 words (testdata/porter). Words with
+// anything but a–z (capitals, digits, other scripts) are returned unchanged.
+func Porter(w string) string {
 	if len(w) <= 2 {
 		return w
 	}

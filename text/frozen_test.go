@@ -1,0 +1,140 @@
+package text
+
+import (
+	"bufio"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+)
+
+// frozenTexts are the texts of testdata/frozen/texts.jsonl.gz (every .meta
+// file of examples/tools and every tenth line of learn/data, as they were
+// when the analysers were merged; see testdata/frozen/SOURCE.md), each
+// whole and line by line, and the edge cases.
+func frozenTexts(t testing.TB) []string {
+	t.Helper()
+	f, err := os.Open("testdata/frozen/texts.jsonl.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var s string
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			t.Fatal(err)
+		}
+		texts = append(texts, s)
+		if strings.Contains(s, "\n") {
+			texts = append(texts, strings.Split(s, "\n")...)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return append(texts, edgeTexts()...)
+}
+
+// digest is the SHA-256 of the terms a gives for each text (terms ended by
+// 0, texts by 1).
+func digest(a Analyzer, texts []string, c Cache) string {
+	h := sha256.New()
+	var terms []string
+	for _, s := range texts {
+		terms = a.Append(terms[:0], s, c)
+		for _, t := range terms {
+			h.Write([]byte(t))
+			h.Write([]byte{0})
+		}
+		h.Write([]byte{1})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// TestFrozen: the three modes give, term for term, what the analysers they
+// replace gave. When the digests were taken, TestSameAsBefore (commits
+// f2fc26d and 02000af, with the old code verbatim in text/legacy_test.go)
+// compared the old analysers with these on these texts and on every text of
+// ../shared/eval and learn/data. Table's terms key the shipped table
+// (embed/builtin/model.bin): a change there is a change of model, to be
+// retrained and re-tuned in the same commit (embed/MODEL.md); a change of
+// Index changes every lexical score.
+func TestFrozen(t *testing.T) {
+	texts := frozenTexts(t)
+	for _, m := range []struct {
+		name string
+		a    Analyzer
+		want string
+	}{
+		{"Index", Index(), "5495ec1b8723c070a788d85376548590f52a6c7aa6a8d23ef009d227bc96ada7"},
+		{"Table", Table(), "d647da02bc7d4b8ec9d58b42fed5e33417b34abdf9619ecc7a11aaf934f7c13f"},
+		{"Reference", Reference(), "f0d601088ad8349953b1ea1ecbe611f624fe47173c3ae51c8268d82795828d0e"},
+	} {
+		got := digest(m.a, texts, nil)
+		if got != m.want {
+			t.Errorf("%s() terms of the %d texts: digest %s, want %s", m.name, len(texts), got, m.want)
+		}
+		if cached := digest(m.a, texts, Cache{}); cached != got {
+			t.Errorf("%s() with a cache: digest %s, without %s", m.name, cached, got)
+		}
+	}
+}
+
+// edgeTexts are hand-picked and random texts: case boundaries, digits,
+// punctuation, other scripts, runes whose lowercase changes length or
+// becomes ASCII, invalid UTF-8.
+func edgeTexts() []string {
+	texts := []string{
+		"", " ", "a", "A", "I", "x1", "42", "007", "v2Data", "V2DATA", "v2data", "mp3ToWav", "PDF2Text",
+		"getWeatherForecast", "GetWeatherForecast", "get_weather_forecast", "get-weather-forecast",
+		"HTTPServer parseJSONBody XMLHttpRequest iPhone eBay MyHTTP2Server ABCdef aB Ab AB",
+		"ALLCAPS WORDS", "x86_64 GPU4 UTF8String utf-8", "files processes classes glasses status analysis",
+		"libraries queries ponies cities lies dies ties series species", "theirs whats thats theses thes",
+		"What is the weather in Paris?", "I want to convert 42 MP3 files", "please tell me, thanks!",
+		"running runs ran relational generalization", "C++ & C# / .NET", "a.b.c --flag=value_name; x:y",
+		"Größe ändern: fileSize", "données météo", "Ünïcode Straße naïve", "ÉCOLE École éCole",
+		"İstanbul İ ı I", "\u212Aelvin \u212A", "ẞ STRASSE", "ǅungla ǄUNGLA ǆ", "ΣΊΣΥΦΟΣ σίσυφος ΟΔΟΣ",
+		"Москва МоскваСити HTTPСервер", "東京タワー 日本語テキスト", "١٢٣ ٣٤ abc١٢", "Ａｂｃ ＡＢＣ ｆｕｌｌＷｉｄｔｈ",
+		"e\u0301te\u0301 cafe\u0301", "ﬁle ﬂow", "Ⅻ ⅻ ①②", "emoji 😀 fileName😀Size",
+		"bad\xffutf8\xfe here", "\xc3(", "caf\xc3", "tab\there\nnewline\r\nCRLF",
+		"theCAT TheCat THECat THEcat", "aBC ABc AbC", "ABCDEfgh", "AbcDEF123Ghi",
+	}
+	// Random texts from a generator of our own (xorshift64), so that they
+	// never change with the Go version.
+	x := uint64(88172645463325252)
+	next := func(n int) int {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		return int(x % uint64(n))
+	}
+	alphabets := []string{
+		"aAbBeEiIsSzZ09 _-.,;:/'\"\n\tXYies",
+		"aAsSéÉßẞİıΣσςЖжk\u212A0١ _-.Ǆǅǆ",
+	}
+	for _, alpha := range alphabets {
+		rs := []rune(alpha)
+		for range 5000 {
+			var b strings.Builder
+			for range next(40) {
+				if next(50) == 0 {
+					b.WriteByte(0xff) // an invalid byte
+					continue
+				}
+				b.WriteRune(rs[next(len(rs))])
+			}
+			texts = append(texts, b.String())
+		}
+	}
+	return texts
+}
