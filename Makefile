@@ -2,7 +2,7 @@
 GO ?= go
 BIN ?= bin/toolsrv
 
-.PHONY: build test bench demo fuzz model learn clean
+.PHONY: build test bench demo fuzz model learn clean npm-deps
 
 # Static binaries (no C library needed). toolsrv-sandbox, the sandbox helper
 # on its own, makes each tool call cheaper when it sits next to toolsrv;
@@ -11,10 +11,19 @@ build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/toolsrv
 	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))toolsrv-sandbox ./cmd/toolsrv-sandbox
 
-# The test command the README gives and CI runs.
-test:
+# The test command the README gives and CI runs. The MCP tests talk to
+# real MCP servers and the MCP Inspector from npm (npm-deps).
+test: npm-deps
 	$(GO) vet ./...
 	$(GO) test -race ./...
+
+# The npm MCP servers and the MCP Inspector the MCP tests use, at the
+# versions pinned in mcp/testdata/npm/package-lock.json (npm ci; needs
+# Node.js and npm, and the npm registry the first time only).
+NPM_DIR = mcp/testdata/npm
+npm-deps: $(NPM_DIR)/node_modules/.package-lock.json
+$(NPM_DIR)/node_modules/.package-lock.json: $(NPM_DIR)/package-lock.json $(NPM_DIR)/package.json
+	npm ci --prefix $(NPM_DIR) --no-audit --no-fund --loglevel=error
 
 # Go benchmarks (short); `toolsrv bench` records the full figures in bench/RESULTS.md.
 bench:
@@ -55,4 +64,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseMeta -fuzztime $(FUZZTIME) ./registry/
 
 clean:
-	rm -rf bin
+	rm -rf bin $(NPM_DIR)/node_modules

@@ -278,7 +278,8 @@ func (ag *agent) reconcileLocked(cat *registry.Catalog) {
 
 // available returns the tool name if this agent may load or call it.
 func (ag *agent) available(cat *registry.Catalog, name string) (*registry.Tool, error) {
-	if err := registry.ValidName(name); err != nil {
+	// A .meta tool's name, or a provided tool's PROVIDER:TOOL.
+	if err := registry.ValidProvidedName(name); err != nil {
 		return nil, Refuse(linux.EINVAL, "bad tool name %q: %v", name, err)
 	}
 	t, err := cat.Lookup(name)
