@@ -2,7 +2,7 @@
 GO ?= go
 BIN ?= bin/toolsrv
 
-.PHONY: build test bench demo fuzz model learn clean
+.PHONY: build test bench demo fuzz model learn clean npm-deps
 
 # Static binaries (no C library needed). toolsrv-sandbox, the sandbox helper
 # on its own, makes each tool call cheaper when it sits next to toolsrv;
@@ -11,10 +11,19 @@ build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/toolsrv
 	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))toolsrv-sandbox ./cmd/toolsrv-sandbox
 
-# The test command the README gives and CI runs.
-test:
+# The test command the README gives and CI runs. The MCP tests talk to
+# real MCP servers and the MCP Inspector from npm (npm-deps).
+test: npm-deps
 	$(GO) vet ./...
 	$(GO) test -race ./...
+
+# The npm MCP servers and the MCP Inspector the MCP tests use, at the
+# versions pinned in mcp/testdata/npm/package-lock.json (npm ci; needs
+# Node.js and npm, and the npm registry the first time only).
+NPM_DIR = mcp/testdata/npm
+npm-deps: $(NPM_DIR)/node_modules/.package-lock.json
+$(NPM_DIR)/node_modules/.package-lock.json: $(NPM_DIR)/package-lock.json $(NPM_DIR)/package.json
+	npm ci --prefix $(NPM_DIR) --no-audit --no-fund --loglevel=error
 
 # Go benchmarks (short); `toolsrv bench` records the full figures in bench/RESULTS.md.
 bench:
@@ -34,16 +43,18 @@ model:
 	apt-get install -y -qq wordnet-base dict-foldoc dict-jargon dict-vera manpages-dev >/dev/null
 	$(GO) run ./embed/train/cmd/train -out embed/builtin/model.bin
 
-# Train the learned last step (learn/model.json) on the request → tool data in
-# learn/data, then re-tune the shipped thresholds on the training catalogs'
-# held-out requests; see learn/MODEL.md. About a minute; deterministic.
+# Train the learned last step (learn/model.json: candidate and answerability
+# models, the probe requests that calibrate the answerability per catalog) on
+# the request → tool data in learn/data, then re-tune the shipped thresholds
+# on the training catalogs' held-out requests; see learn/MODEL.md. About a
+# minute; the model file is deterministic.
 LEARN_TMP ?= /tmp/toolsrv-learn
 learn:
 	rm -rf $(LEARN_TMP) && mkdir -p $(LEARN_TMP)
 	$(GO) run ./learn/cmd/learn extract -data learn/data -out $(LEARN_TMP)/samples.gob
 	$(GO) run ./learn/cmd/learn fit -samples $(LEARN_TMP)/samples.gob -out learn/model.json
 	$(GO) run ./learn/cmd/learn export -data learn/data -out $(LEARN_TMP)/corpora
-	$(GO) run ./cmd/toolsrv tune --corpus $(LEARN_TMP)/corpora/train --abstain 0 \
+	$(GO) run ./cmd/toolsrv tune --corpus $(LEARN_TMP)/corpora/train --abstain 0 --tolerance 0.005 \
 		--out thresholds/defaults/builtin_v1-abbe22c2.json --plot bench/tune-builtin.svg --curves $(LEARN_TMP)/curves.json
 	$(GO) run ./bench/cmd/tuneplot $(LEARN_TMP)/curves.json bench/tune-builtin.png
 
@@ -53,4 +64,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseMeta -fuzztime $(FUZZTIME) ./registry/
 
 clean:
-	rm -rf bin
+	rm -rf bin $(NPM_DIR)/node_modules

@@ -56,6 +56,10 @@ type Options struct {
 
 	// Runner, when set, makes calls possible with these options.
 	Runner *exec.Options
+	// SharedRunner, when set, is used instead of making one from Runner:
+	// a runner the caller shares with providers that start processes (MCP
+	// servers run under the same sandbox runner, limits and budget).
+	SharedRunner *exec.Runner
 
 	// Providers add tools defined elsewhere (MCP servers, remote
 	// toolsrvs) to the catalog; New waits up to ProviderWait
@@ -127,7 +131,9 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 			return nil, err
 		}
 	}
-	if o.Runner != nil {
+	if o.SharedRunner != nil {
+		e.runner = o.SharedRunner
+	} else if o.Runner != nil {
 		r, err := exec.NewRunner(*o.Runner)
 		if err != nil {
 			e.Close()

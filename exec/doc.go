@@ -143,6 +143,22 @@
 // toolsrv as an ordinary user. A symlink planted in the working directory
 // does not widen access: Landlock checks the file it resolves to.
 //
+// # Long-running processes
+//
+// Runner.Start starts a process that outlives a call (an MCP server
+// speaking over its standard input and output) through the same helper:
+// the same Landlock rules and seccomp filter, namespaces, limits (its
+// processes count against the process budget while it runs), descriptor
+// hygiene and environment rules (a tool's base environment plus
+// ProcessSpec.Env), with no timeout. It may read the system directories,
+// its executable, ProcessSpec.Read, Options.ReadPaths and its working
+// directory; write only its private temporary directory (its HOME and
+// TMPDIR) and ProcessSpec.Write (sandbox.Policy.Write); use the network
+// only with ProcessSpec.Network. ProcessSpec.Unconfined asks the bypass
+// broker, at each start. Process.Stop closes its input, then after a
+// grace period ends it and everything it started; the helper's
+// parent-death signal ends it with the server.
+//
 // # Who is connecting
 //
 // Every process a helper starts, sandboxed or not, and every process those

@@ -92,66 +92,15 @@ func (r *Runner) start(ctx context.Context, t *registry.Tool, stdin []byte, cc C
 }
 
 func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, cc CallContext, pol sandbox.Policy, timeout time.Duration, ns bool) (*Result, outcome, error) {
-	pidfd := -1
-	sys := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: sandbox.KillSignal, PidFD: &pidfd}
-	if ns {
-		r.iso.apply(sys, &pol)
-	}
-	pj, err := json.Marshal(pol)
+	hp, err := r.forkHelper(t.Command.Argv, r.toolEnv(t, cc, pol.TempDir, !pol.Unconfined), cc.WorkDir, pol, ns, cc)
 	if err != nil {
 		return nil, outcome{}, err
 	}
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		return nil, outcome{}, err
-	}
+	pid, startAt := hp.pid, hp.startAt
+	pipes := [3][2]*os.File{{nil, hp.stdin}, {hp.stdout, nil}, {hp.stderr, nil}}
+	statusR := hp.status
 	defer statusR.Close()
-	var pipes [3][2]*os.File // stdin, stdout, stderr: [read, write]
-	for i := range pipes {
-		rd, wr, err := os.Pipe()
-		if err != nil {
-			for _, p := range pipes[:i] {
-				p[0].Close()
-				p[1].Close()
-			}
-			statusW.Close()
-			return nil, outcome{}, err
-		}
-		pipes[i] = [2]*os.File{rd, wr}
-	}
-	// syscall.ForkExec rather than os/exec: the helper's descriptors are
-	// set here exactly (0-2 the pipes, 3 the status pipe), and os/exec's
-	// one-time probe of the kernel's pidfd support (a child process of its
-	// own) would cost every "toolsrv call" half a millisecond.
-	attr := &syscall.ProcAttr{
-		Dir: cc.WorkDir, Env: r.toolEnv(t, cc, pol.TempDir, !pol.Unconfined), Sys: sys,
-		Files: []uintptr{pipes[0][0].Fd(), pipes[1][1].Fd(), pipes[2][1].Fd(), statusW.Fd()},
-	}
-	argv := append([]string{r.opts.SelfExe, HelperArg, string(pj), "--"}, t.Command.Argv...)
-	startAt := time.Now()
-	pid, err := syscall.ForkExec(r.opts.SelfExe, argv, attr)
-	// The child has its copies; close ours so EOF arrives when it exits.
-	pipes[0][0].Close()
-	pipes[1][1].Close()
-	pipes[2][1].Close()
-	statusW.Close()
-	if err != nil {
-		pipes[0][1].Close()
-		pipes[1][0].Close()
-		pipes[2][0].Close()
-		return nil, outcome{}, err
-	}
-	live := &liveCall{pid: pid, pidfd: pidfd, cc: cc}
-	if ns {
-		live.pidNS, _ = nsInode(pid, "pid")
-	}
-	r.calls.add(live)
-	defer func() {
-		r.calls.remove(pid)
-		if pidfd >= 0 {
-			syscall.Close(pidfd)
-		}
-	}()
+	defer hp.forget()
 
 	stdout := &capBuffer{max: r.opts.OutputCap}
 	stderr := &capBuffer{max: r.opts.OutputCap}
@@ -251,6 +200,92 @@ func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, 
 		res.ExitCode = -1
 	}
 	return res, out, nil
+}
+
+// helperProc is a started sandbox helper: its PID and the server's ends
+// of its standard streams and status pipe.
+type helperProc struct {
+	r       *Runner
+	pid     int
+	pidfd   int
+	startAt time.Time
+	stdin   *os.File // write end
+	stdout  *os.File // read end
+	stderr  *os.File // read end
+	status  *os.File // read end of the status pipe
+}
+
+// forkHelper starts the sandbox helper for argv under pol, in dir, with
+// env, and registers it as a live call of cc (so that Identify finds its
+// processes). ns gives it namespaces. The caller owns the returned ends
+// and calls forget when the helper is gone.
+func (r *Runner) forkHelper(argv, env []string, dir string, pol sandbox.Policy, ns bool, cc CallContext) (*helperProc, error) {
+	pidfd := -1
+	sys := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: sandbox.KillSignal, PidFD: &pidfd}
+	if ns {
+		r.iso.apply(sys, &pol)
+	}
+	pj, err := json.Marshal(pol)
+	if err != nil {
+		return nil, err
+	}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	var pipes [3][2]*os.File // stdin, stdout, stderr: [read, write]
+	for i := range pipes {
+		rd, wr, err := os.Pipe()
+		if err != nil {
+			for _, p := range pipes[:i] {
+				p[0].Close()
+				p[1].Close()
+			}
+			statusR.Close()
+			statusW.Close()
+			return nil, err
+		}
+		pipes[i] = [2]*os.File{rd, wr}
+	}
+	// syscall.ForkExec rather than os/exec: the helper's descriptors are
+	// set here exactly (0-2 the pipes, 3 the status pipe), and os/exec's
+	// one-time probe of the kernel's pidfd support (a child process of its
+	// own) would cost every "toolsrv call" half a millisecond.
+	attr := &syscall.ProcAttr{
+		Dir: dir, Env: env, Sys: sys,
+		Files: []uintptr{pipes[0][0].Fd(), pipes[1][1].Fd(), pipes[2][1].Fd(), statusW.Fd()},
+	}
+	hargv := append([]string{r.opts.SelfExe, HelperArg, string(pj), "--"}, argv...)
+	startAt := time.Now()
+	pid, err := syscall.ForkExec(r.opts.SelfExe, hargv, attr)
+	// The child has its copies; close ours so EOF arrives when it exits.
+	pipes[0][0].Close()
+	pipes[1][1].Close()
+	pipes[2][1].Close()
+	statusW.Close()
+	if err != nil {
+		pipes[0][1].Close()
+		pipes[1][0].Close()
+		pipes[2][0].Close()
+		statusR.Close()
+		return nil, err
+	}
+	live := &liveCall{pid: pid, pidfd: pidfd, cc: cc}
+	if ns {
+		live.pidNS, _ = nsInode(pid, "pid")
+	}
+	r.calls.add(live)
+	return &helperProc{r: r, pid: pid, pidfd: pidfd, startAt: startAt,
+		stdin: pipes[0][1], stdout: pipes[1][0], stderr: pipes[2][0], status: statusR}, nil
+}
+
+// forget unregisters the helper and closes its pidfd.
+func (h *helperProc) forget() {
+	h.r.calls.remove(h.pid)
+	if h.pidfd >= 0 {
+		syscall.Close(h.pidfd)
+		h.pidfd = -1
+	}
 }
 
 // exitMessage says how the tool ended and shows its standard error (or,

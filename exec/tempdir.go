@@ -33,8 +33,15 @@ func (d tempDirs) make() (string, error) {
 // sweep removes the temporary directories that calls of dead toolsrv
 // processes left behind (a server killed with SIGKILL cannot clean up).
 // A directory whose process is alive is left alone, whoever that process
-// is now; a directory of another user cannot be ours.
+// is now; a directory of another user cannot be ours. A toolsrv in a
+// nested PID namespace (a container, a test's sandbox) does not sweep:
+// the processes of the namespaces around it are invisible to it, so it
+// cannot tell a live call's directory in a shared temporary directory
+// from a dead one (it removed the directories of live calls).
 func (d tempDirs) sweep(log *slog.Logger) {
+	if !inInitialPIDNamespace() {
+		return
+	}
 	ents, err := os.ReadDir(d.root)
 	if err != nil {
 		return
@@ -75,4 +82,17 @@ func (d tempDirs) sweep(log *slog.Logger) {
 func processAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// initialPIDNamespace is the inode of the initial PID namespace
+// (PROC_PID_INIT_INO).
+const initialPIDNamespace = 0xEFFFFFFC
+
+// inInitialPIDNamespace reports whether this process sees every process
+// of the machine (it is not in a nested PID namespace).
+// (/proc/self, not /proc/PID: in a nested namespace that still sees the
+// machine's /proc, its own PID names another process there).
+func inInitialPIDNamespace() bool {
+	var st syscall.Stat_t
+	return syscall.Stat("/proc/self/ns/pid", &st) == nil && st.Ino == initialPIDNamespace
 }

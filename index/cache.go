@@ -33,9 +33,19 @@ type cacheHeader struct {
 	// embedded since, so that a large change triggers a re-fit.
 	FitDocs int `json:"fitDocs,omitempty"`
 	Drift   int `json:"drift,omitempty"`
+	// Probes are the probe logits of the answerability's calibration
+	// (probes.go), if any.
+	Probes *cacheProbes `json:"probes,omitempty"`
 	// BodyLen and BodySHA256 detect a truncated or corrupted body.
 	BodyLen    int    `json:"bodyLen"`
 	BodySHA256 string `json:"bodySha256"`
+}
+
+// cacheProbes is probeState as the cache file holds it.
+type cacheProbes struct {
+	Model  string    `json:"model"`
+	Digest uint64    `json:"digest"`
+	Logits []float64 `json:"logits"`
 }
 
 // DefaultCacheDir is where an embedder's index files live by default:

@@ -28,7 +28,10 @@
 // built-in one), a hybrid ranking then re-scores its best candidates with
 // that model (package learn, laststep.go): each candidate's score becomes
 // the probability that it is the tool the message needs, and
-// Ranking.Answerable the probability that any tool serves it.
+// Ranking.Answerable the probability that any tool serves it, calibrated to
+// the catalog: the model's probe requests are ranked against the catalog
+// when the index is built and a message's evidence is read against theirs
+// (probes.go; their logits are kept in the cache file).
 // Query.NoLastStep and Options.NoLastStep give the fixed fusion.
 //
 // Updates are incremental: vectors are keyed by the embedder's ID and a hash

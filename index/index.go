@@ -74,6 +74,13 @@ type Index struct {
 
 	cachePath atomic.Pointer[string] // ix.path, readable without upd
 
+	// The answerability's calibration (probes.go): probes is read by Rank;
+	// probeDrift (tools changed since the probes were ranked) and
+	// cachedProbes (what the cache file held) are guarded by upd.
+	probes       atomic.Pointer[probeState]
+	probeDrift   int
+	cachedProbes *probeState
+
 	brk breaker
 
 	scratch sync.Pool // *rankScratch

@@ -127,7 +127,7 @@ func (ix *Index) rankLearned(v *view, q Query, lexQ map[string]float64, lex []fl
 		bq.K = m.Pool
 	}
 	r := v.rank(bq, lex, norm, qvec, alpha, sc)
-	v.applyLastStep(m, &r, q.Text, lexQ, qvec)
+	v.applyLastStep(m, ix.probeLogitsFor(m), &r, q.Text, lexQ, qvec)
 	if q.K > 0 && len(r.Hits) > q.K {
 		r.Hits = r.Hits[:q.K]
 	}
@@ -135,10 +135,11 @@ func (ix *Index) rankLearned(v *view, q Query, lexQ map[string]float64, lex []fl
 }
 
 // applyLastStep re-scores the best m.Pool hits of r (sorted, hybrid scores)
-// and sets r.Answerable. Named tools stay first with score 1; the other
-// pool hits get answerability × their share; the rest keep their order
-// below the pool, their hybrid scores scaled under the pool's lowest score.
-func (v *view) applyLastStep(m *learn.Model, r *Ranking, text string, lexQ map[string]float64, qvec []float32) {
+// and sets r.Answerable (calibrated with the catalog's probe logits, if
+// any). Named tools stay first with score 1; the other pool hits get
+// answerability × their share; the rest keep their order below the pool,
+// their hybrid scores scaled under the pool's lowest score.
+func (v *view) applyLastStep(m *learn.Model, probes []float64, r *Ranking, text string, lexQ map[string]float64, qvec []float32) {
 	hits := r.Hits
 	named := 0
 	for named < len(hits) && hits[named].Named {
@@ -159,7 +160,7 @@ func (v *view) applyLastStep(m *learn.Model, r *Ranking, text string, lexQ map[s
 	shares := make([]float64, len(pool))
 	qf := fs.query
 	m.Scores(fs.cand, logits, shares, &qf)
-	p := m.Answerable(&qf)
+	p := m.Calibrated(m.Logit(&qf), probes)
 	lastHybrid := pool[len(pool)-1].Score
 	order := make([]int, len(pool))
 	for i := range order {

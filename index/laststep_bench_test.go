@@ -32,6 +32,9 @@ func BenchmarkLastStep(b *testing.B) {
 		ix := New(emb, Options{NoCache: true, Logger: quiet(), BatchSize: 4096})
 		ix.upd.Lock()
 		err := ix.updateLocked(ctx, synthSource(synthDocs(n)), nil, nil, true)
+		if err == nil {
+			err = ix.calibrateLocked(ctx)
+		}
 		ix.upd.Unlock()
 		if err != nil {
 			b.Fatal(err)
@@ -75,7 +78,7 @@ func BenchmarkLastStep(b *testing.B) {
 				r := p.r
 				r.Hits = append([]Hit(nil), p.r.Hits...)
 				ix.mu.RLock()
-				v.applyLastStep(m, &r, p.text, p.lexQ, p.qvec)
+				v.applyLastStep(m, ix.probeLogitsFor(m), &r, p.text, p.lexQ, p.qvec)
 				ix.mu.RUnlock()
 			}
 		})

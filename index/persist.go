@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 
 	"github.com/toolsrv/toolsrv/embed"
 )
@@ -74,6 +75,9 @@ func (ix *Index) loadLocked(ctx context.Context, dirs []string) {
 		return
 	}
 	ix.state, ix.fitDocs, ix.drift = h.State, h.FitDocs, h.Drift
+	if p := h.Probes; p != nil && sort.Float64sAreSorted(p.Logits) && len(p.Logits) > 0 {
+		ix.cachedProbes = &probeState{model: p.Model, digest: p.Digest, logits: p.Logits}
+	}
 	ix.mu.Lock()
 	ix.v = newView(emb, st)
 	ix.mu.Unlock()
@@ -95,6 +99,9 @@ func (ix *Index) saveLocked() error {
 		return fmt.Errorf("exporting vectors: %w", err)
 	}
 	h := cacheHeader{Embedder: ix.base.ID(), Model: v.emb.ID(), Dim: v.st.dim, FitDocs: ix.fitDocs, Drift: ix.drift}
+	if ps := ix.probes.Load(); ps != nil {
+		h.Probes = &cacheProbes{Model: ps.model, Digest: ps.digest, Logits: ps.logits}
+	}
 	if _, ok := v.emb.(embed.Fitted); ok {
 		h.State = ix.state
 	}

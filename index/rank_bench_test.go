@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/learn"
 	"github.com/toolsrv/toolsrv/registry"
 )
 
@@ -147,7 +148,9 @@ func BenchmarkRank(b *testing.B) {
 }
 
 // BenchmarkBuild measures building the index from scratch (fit, embed every
-// document with the built-in embedder, BM25, matrix), without a cache.
+// document with the built-in embedder, BM25, matrix, and the calibration of
+// the answerability: the probes ranked against the catalog), without a
+// cache; calibrate-only is the calibration alone on the built index.
 //
 //	go test -run '^$' -bench BenchmarkBuild -benchtime 1x ./index/
 func BenchmarkBuild(b *testing.B) {
@@ -156,15 +159,33 @@ func BenchmarkBuild(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	m, err := learn.Default()
+	if err != nil || m.Calib == nil {
+		b.Fatal("the shipped model has no calibration", err)
+	}
 	for _, n := range []int{1000, 10000, 100000} {
 		docs := synthDocs(n)
+		var ix *Index
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 			for b.Loop() {
-				ix := New(emb, Options{NoCache: true, Logger: quiet()})
+				ix = New(emb, Options{NoCache: true, Logger: quiet()})
 				ix.upd.Lock()
 				err := ix.updateLocked(ctx, synthSource(docs), nil, nil, true)
+				if err == nil {
+					err = ix.calibrateLocked(ctx)
+				}
 				ix.upd.Unlock()
 				if err != nil {
+					b.Fatal(err)
+				}
+				if _, p := ix.ProbeLogits(); len(p) != len(m.Calib.Probes) {
+					b.Fatalf("%d probe logits", len(p))
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("n=%d/calibrate-only", n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := ix.rankProbes(ctx, ix.v, m); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -223,6 +244,9 @@ func BenchmarkRestart(b *testing.B) {
 			ix.upd.Lock()
 			defer ix.upd.Unlock()
 			if err := ix.updateLocked(ctx, src, nil, nil, true); err != nil {
+				b.Fatal(err)
+			}
+			if err := ix.calibrateLocked(ctx); err != nil { // the cached probe logits
 				b.Fatal(err)
 			}
 			if err := ix.saveLocked(); err != nil {

@@ -20,6 +20,9 @@ func (ix *Index) Sync(ctx context.Context, cat *registry.Catalog) error {
 	ix.upd.Lock()
 	defer ix.upd.Unlock()
 	err := ix.updateLocked(ctx, catalogSource(cat), nil, nil, true)
+	if cerr := ix.calibrateLocked(ctx); cerr != nil {
+		ix.log.Warn("index: the answerability is not calibrated to this catalog", "err", cerr)
+	}
 	if serr := ix.saveLocked(); serr != nil {
 		ix.log.Warn("index: could not save the cache; the next start embeds again", "err", serr)
 	}
@@ -53,6 +56,9 @@ func (ix *Index) Follow(ctx context.Context, changes <-chan registry.Change) {
 			last = ch.Catalog
 			ix.upd.Lock()
 			err := ix.updateLocked(ctx, catalogSource(ch.Catalog), ch.Upserted, ch.Removed, false)
+			if cerr := ix.calibrateLocked(ctx); cerr != nil && ctx.Err() == nil {
+				ix.log.Warn("index: the answerability is not calibrated to this catalog", "err", cerr)
+			}
 			ix.upd.Unlock()
 			if err != nil && ctx.Err() == nil {
 				ix.log.Warn("index: update incomplete; affected tools rank lexically until retried", "err", err)
@@ -70,6 +76,11 @@ func (ix *Index) Follow(ctx context.Context, changes <-chan registry.Change) {
 			}
 			ix.upd.Lock()
 			err := ix.updateLocked(ctx, catalogSource(last), nil, nil, true)
+			if err == nil {
+				if cerr := ix.calibrateLocked(ctx); cerr != nil && ctx.Err() == nil {
+					ix.log.Warn("index: the answerability is not calibrated to this catalog", "err", cerr)
+				}
+			}
 			ix.upd.Unlock()
 			if err == nil {
 				ix.log.Info("index: embedded the tools that were missing vectors")
@@ -210,6 +221,7 @@ func (ix *Index) updateLocked(ctx context.Context, cat source, upserted, removed
 	v.rev = cat.rev
 	st := v.st
 	ix.mu.Unlock()
+	ix.probeDrift += len(todo) + len(drop)
 	if fresh > 0 {
 		ix.dirty = true
 	}
@@ -314,6 +326,7 @@ func (ix *Index) rebuildLocked(ctx context.Context, cat source, docs []document)
 	ix.mu.Lock()
 	ix.v = nv
 	ix.mu.Unlock()
+	ix.probeDrift += len(docs)
 	if fresh > 0 {
 		ix.dirty = true
 	}

@@ -24,6 +24,14 @@
 // A tool's learned score is answerability × its share: the probability that
 // it is the tool that serves the request. It is in [0,1] and comparable
 // across queries, like the hybrid score it replaces.
+//
+// The answerability is calibrated per catalog (Calib): a fixed set of
+// off-topic requests (Calib.Probes) is ranked against the catalog when the
+// index is built, and a request's answerability comes from where its
+// answerability logit stands among theirs. What a score level means
+// depends on the catalog (a large catalog of near-identical tools matches
+// everything a little; a catalog of a dozen tools matches an off-topic
+// request with nothing); the probes measure that without labels.
 package learn
 
 import (
@@ -32,6 +40,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 	"sync"
 )
@@ -143,6 +152,8 @@ type Model struct {
 	Ans  Linear `json:"answerable"`
 	// AnsTrees, if set, replaces Ans: boosted trees over the same features.
 	AnsTrees *Forest `json:"answerableTrees,omitempty"`
+	// Calib, if set, calibrates the answerability per catalog.
+	Calib *Calib `json:"calibration,omitempty"`
 	// Training records how the model was made (free-form, for people).
 	Training json.RawMessage `json:"training,omitempty"`
 }
@@ -165,6 +176,14 @@ func (m *Model) Check() error {
 	if m.AnsTrees != nil {
 		if err := m.AnsTrees.check(NumAns); err != nil {
 			errs = append(errs, fmt.Errorf("answerability trees: %w", err))
+		}
+	}
+	if c := m.Calib; c != nil {
+		switch {
+		case len(c.Probes) < 10 || len(c.Probes) > 5000:
+			errs = append(errs, fmt.Errorf("calibration: %d probe requests, want 10…5000", len(c.Probes)))
+		case math.IsNaN(c.A) || math.IsNaN(c.B) || math.IsInf(c.A, 0) || math.IsInf(c.B, 0):
+			errs = append(errs, fmt.Errorf("calibration: a %v, b %v", c.A, c.B))
 		}
 	}
 	return errors.Join(errs...)
@@ -267,12 +286,62 @@ func (m *Model) Scores(cand [][NumCand]float64, logits, shares []float64, qf *[N
 }
 
 // Answerable is the probability that some tool of the catalog serves the
-// request, from the query-level features.
+// request, from the query-level features, before the per-catalog
+// calibration (Calibrated).
 func (m *Model) Answerable(qf *[NumAns]float64) float64 {
+	return Sigmoid(m.Logit(qf))
+}
+
+// Logit is the answerability model's logit (uncalibrated).
+func (m *Model) Logit(qf *[NumAns]float64) float64 {
 	if m.AnsTrees != nil {
-		return Sigmoid(m.AnsTrees.Eval(qf[:]))
+		return m.AnsTrees.Eval(qf[:])
 	}
-	return Sigmoid(m.Ans.Eval(qf[:]))
+	return m.Ans.Eval(qf[:])
+}
+
+// Calib calibrates the answerability per catalog with off-topic requests.
+type Calib struct {
+	// Probes are requests no tool of a typical catalog serves (out-of-scope
+	// and chit-chat requests of the training data). The index ranks them
+	// against its catalog and keeps their answerability logits (sorted).
+	Probes []string `json:"probes"`
+	// A request whose logit exceeds a share u of the probes' (ProbeShare)
+	// is answerable with probability σ(A·logit(u) + B).
+	A float64 `json:"a"`
+	B float64 `json:"b"`
+}
+
+// ProbeShare is the share of the sorted probe logits that z reaches,
+// interpolated between neighbours and kept inside (0,1): with i of the n
+// logits at most z, (i + f) / (n+1) where f ∈ [0,1) is z's position
+// between the i-th and the (i+1)-th smallest; 0.5/(n+1) below all and
+// (n+0.5)/(n+1) at or above all.
+func ProbeShare(sorted []float64, z float64) float64 {
+	n := len(sorted)
+	if n == 0 || math.IsNaN(z) {
+		return 0.5
+	}
+	i := sort.Search(n, func(k int) bool { return sorted[k] > z })
+	switch {
+	case i == 0:
+		return 0.5 / float64(n+1)
+	case i >= n:
+		return (float64(n) + 0.5) / float64(n+1)
+	}
+	lo, hi := sorted[i-1], sorted[i] // lo ≤ z < hi
+	return (float64(i) + (z-lo)/(hi-lo)) / float64(n+1)
+}
+
+// Calibrated is the answerability of a request with logit z in a catalog
+// whose probes have the sorted logits probes. Without a calibration (or
+// without probe logits: the index could not rank them) it is σ(z).
+func (m *Model) Calibrated(z float64, probes []float64) float64 {
+	if m.Calib == nil || len(probes) == 0 {
+		return Sigmoid(z)
+	}
+	u := ProbeShare(probes, z)
+	return Sigmoid(m.Calib.A*math.Log(u/(1-u)) + m.Calib.B)
 }
 
 // Sigmoid is the logistic function.

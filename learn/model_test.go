@@ -12,8 +12,13 @@ func TestShippedModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(m.ID, "learn/v1-") || m.Pool < 2 {
+	if !strings.HasPrefix(m.ID, "learn/v2-") || m.Pool < 2 {
 		t.Fatalf("shipped model %q, pool %d", m.ID, m.Pool)
+	}
+	// the answerability is calibrated per catalog, with probe requests
+	// that are off-topic for ordinary catalogs
+	if m.Calib == nil || len(m.Calib.Probes) < 100 || m.Calib.A <= 0 {
+		t.Fatalf("shipped model without a usable calibration: %+v", m.Calib)
 	}
 	for _, id := range []string{"builtin/v1-abbe22c2", "builtin/v1-abbe22c2+fit-0123abcd", "builtin/v1"} {
 		if !m.Applies(id) {
@@ -98,6 +103,10 @@ func TestParseRefuses(t *testing.T) {
 		"short weights":    func(m *Model) { m.Cand.W = m.Cand.W[1:] },
 		"renamed features": func(m *Model) { m.Ans.Features = append([]string{"other"}, m.Ans.Features[1:]...) },
 		"zero scale":       func(m *Model) { m.Cand.Scale[3] = 0 },
+		"few probes":       func(m *Model) { m.Calib = &Calib{Probes: []string{"a", "b"}, A: 1} },
+		"NaN calibration": func(m *Model) {
+			m.Calib = &Calib{Probes: strings.Fields("a b c d e f g h i j k"), A: math.NaN()}
+		},
 		"loop in a tree": func(m *Model) {
 			m.AnsTrees = &Forest{Trees: []Tree{{Feature: []int{0, -1}, Threshold: []float64{0, 0}, Left: []int{0, 0}, Right: []int{1, 0}, Value: []float64{0, 1}}}}
 		},
@@ -130,5 +139,53 @@ func TestForest(t *testing.T) {
 		if got := f.Eval(tc.x); got != tc.want {
 			t.Errorf("Eval(%v) = %v, want %v", tc.x, got, tc.want)
 		}
+	}
+}
+
+// TestProbeShare: the share of probe logits below z, interpolated, inside
+// (0,1), non-decreasing in z.
+func TestProbeShare(t *testing.T) {
+	probes := []float64{-2, -1, 0, 1, 2} // n = 5
+	for _, tc := range []struct{ z, want float64 }{
+		{-5, 0.5 / 6}, {-2, 1.0 / 6}, {-1.5, 1.5 / 6}, {0, 3.0 / 6}, {1.999, 4.999 / 6}, {2, 5.5 / 6}, {9, 5.5 / 6},
+	} {
+		if got := ProbeShare(probes, tc.z); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("ProbeShare(%v) = %v, want %v", tc.z, got, tc.want)
+		}
+	}
+	prev := 0.0
+	for z := -3.0; z <= 3; z += 0.01 {
+		u := ProbeShare(probes, z)
+		if u <= 0 || u >= 1 || u < prev {
+			t.Fatalf("ProbeShare(%v) = %v after %v", z, u, prev)
+		}
+		prev = u
+	}
+	if ProbeShare(nil, 1) != 0.5 || ProbeShare(probes, math.NaN()) != 0.5 {
+		t.Fatal("no probes or NaN: want 0.5")
+	}
+}
+
+// TestCalibrated: the same logit means less in a catalog whose probes
+// score high, and without probes the answerability is the model's own.
+func TestCalibrated(t *testing.T) {
+	m := testModel()
+	if got := m.Calibrated(1, []float64{0, 1, 2}); got != Sigmoid(1) {
+		t.Fatalf("no calibration: %v, want σ(1)", got)
+	}
+	m.Calib = &Calib{Probes: strings.Fields("a b c d e f g h i j"), A: 1, B: 0}
+	if got := m.Calibrated(1, nil); got != Sigmoid(1) {
+		t.Fatalf("no probe logits: %v, want σ(1)", got)
+	}
+	lenient := []float64{-3, -2.5, -2, -1.5, -1} // the catalog matches off-topic requests with little
+	greedy := []float64{0, 1, 2, 3, 4}           // it matches them with a lot
+	a, b := m.Calibrated(0.5, lenient), m.Calibrated(0.5, greedy)
+	if !(a > 0.8 && b < 0.4) {
+		t.Fatalf("logit 0.5: %v among low probes, %v among high ones", a, b)
+	}
+	// σ(A·logit(u) + B) with u = 3/6 (z = 2 in greedy): logit(u) = 0
+	m.Calib.B = 0.7
+	if got := m.Calibrated(2, greedy); math.Abs(got-Sigmoid(0.7)) > 1e-12 {
+		t.Fatalf("calibrated %v, want σ(0.7)", got)
 	}
 }

@@ -321,8 +321,8 @@ func (ag *agent) reconcileLocked(cat *registry.Catalog) {
 
 // available returns the tool name if this agent may load or call it.
 func (ag *agent) available(cat *registry.Catalog, name string) (*registry.Tool, error) {
-	// A provider's tool is PROVIDER:TOOL (a remote toolsrv's, an MCP
-	// server's).
+	// A .meta tool's name, or a provided tool's PROVIDER:TOOL (a remote
+	// toolsrv's, an MCP server's).
 	if err := registry.ValidProvidedName(name); err != nil {
 		return nil, Refuse(linux.EINVAL, "bad tool name %q: %v", name, err)
 	}

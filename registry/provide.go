@@ -136,7 +136,8 @@ func (r *Registry) Provide(ctx context.Context, provider string, p Provision) er
 	for i, pt := range tools {
 		full := provider + ProviderSep + pt.Name
 		bad := func(field, msg string) {
-			next.problems = append(next.problems, Problem{Name: full, File: src, Field: field, Msg: msg})
+			// File is the provider, so the message names the tool.
+			next.problems = append(next.problems, Problem{Name: full, File: src, Field: field, Msg: "tool " + full + ": " + msg})
 		}
 		if err := ValidProvidedName(pt.Name); err != nil {
 			bad("name", err.Error()+" (a provided tool's name must be a valid tool name)")

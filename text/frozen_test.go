@@ -76,7 +76,7 @@ func TestFrozen(t *testing.T) {
 		a    Analyzer
 		want string
 	}{
-		{"Index", Index(), "5495ec1b8723c070a788d85376548590f52a6c7aa6a8d23ef009d227bc96ada7"},
+		{"Index", Index(), "abde7e18def2207eb4d45c02b2a0de353eee122ed2c293d27ed7704656000fdf"}, // "like" joined the stop list (learn/MODEL.md, issue 13 round 2)
 		{"Table", Table(), "d647da02bc7d4b8ec9d58b42fed5e33417b34abdf9619ecc7a11aaf934f7c13f"},
 		{"Reference", Reference(), "f0d601088ad8349953b1ea1ecbe611f624fe47173c3ae51c8268d82795828d0e"},
 	} {

@@ -7,8 +7,8 @@ import (
 
 func TestStopwords(t *testing.T) {
 	ix, tb := IndexStopwords(), TableStopwords()
-	if ix.Len() != 61 || tb.Len() != 153 {
-		t.Errorf("%d index and %d table stopwords, want 61 and 153", ix.Len(), tb.Len())
+	if ix.Len() != 62 || tb.Len() != 153 {
+		t.Errorf("%d index and %d table stopwords, want 62 and 153", ix.Len(), tb.Len())
 	}
 	for _, w := range (S{"the", "please", "what", "i", "a"}) {
 		if !ix.Has(w) || !tb.Has(w) {

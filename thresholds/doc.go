@@ -21,6 +21,13 @@
 //     answerability (one tool when one clearly wins, more when the ranking
 //     is flat), still at most MaxTools.
 //
+// With learned scores, Min is the probability a tool needs of being the one
+// the message needs; it stops the offered set where the ranking's evidence
+// runs out. The answerability is calibrated to the catalog by the index
+// (learn.Calib: off-topic probe requests ranked against the catalog), so
+// one MinAnswerable means the same in a catalog of three tools and in one
+// of thousands.
+//
 // Rankings without an answerability (another embedder, degraded, or
 // --no-learned) ignore both. A version 2 file records the learned model it
 // was tuned on (File.Scores); version 1 files still load. The hot tools of

@@ -18,7 +18,7 @@ import (
 // runCall calls one tool the way an agent would: arguments validated, JSON
 // on standard input, sandboxed, with the timeout and output caps.
 func runCall(ctx context.Context, env *cliEnv, args []string) int {
-	fs, tools := newFlags(env, "call", "call [--tools DIR] [--cwd DIR] [--timeout D] [--allow-unsandboxed] [--json] [-v] NAME [JSON|-]",
+	fs, tools := newFlags(env, "call", "call [--tools DIR] [--mcp-config FILE] [--cwd DIR] [--timeout D] [--allow-unsandboxed] [--json] [-v] NAME [JSON|-]",
 		"Calls tool NAME with the JSON object JSON (\"-\": read it from standard input; absent: {}) on its\n"+
 			"standard input, sandboxed with Landlock, and prints its standard output. The tool's standard\n"+
 			"error goes to standard error. A failed call (invalid arguments, non-zero exit, timeout,\n"+
@@ -33,6 +33,7 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 	agent := fs.String("agent", "", "agent name (told to the broker)")
 	maxOut := fs.Int("max-output", exec.DefaultOutputCap, "cap in bytes on standard output and on standard error, each")
 	sf := addSandboxFlags(fs)
+	mf := addMCPFlags(fs)
 	var verbose verbosity
 	fs.Var(&verbose, "v", "log what the call does on stderr (-v: Info, -v -v: Debug); without it the outcome alone is reported")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -107,7 +108,20 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 		OutputCap: *maxOut, Getenv: env.getenv, Logger: loggerAt(env, verbose.level(slog.LevelError)),
 	}
 	sf.apply(&ropts)
-	eng, err := engine.New(ctx, engine.Options{Dirs: dirs, NoIndex: true, Runner: &ropts, Getenv: env.getenv, Logger: logger(env)})
+	runner, err := exec.NewRunner(ropts)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "toolsrv call:", err)
+		return 1
+	}
+	// Only the MCP server the tool comes from is started.
+	var provs []engine.Provider
+	if srv := providerOf(name); srv != "" {
+		if provs, err = mf.providers(env, "call", runner, srv); err != nil {
+			fmt.Fprintln(env.stderr, "toolsrv call:", err)
+			return 1
+		}
+	}
+	eng, err := engine.New(ctx, engine.Options{Dirs: dirs, NoIndex: true, SharedRunner: runner, Providers: provs, ProviderWait: mf.wait(), Getenv: env.getenv, Logger: logger(env)})
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv call:", err)
 		return 1

@@ -667,7 +667,7 @@ type toolRun struct {
 // TOOLSRV_TEST_BIN, when set, names a binary to use instead (to run these
 // tests against another build, such as an older release, and see which
 // fail).
-func buildToolsrv(t *testing.T) string {
+func buildToolsrv(t testing.TB) string {
 	t.Helper()
 	if bin := os.Getenv("TOOLSRV_TEST_BIN"); bin != "" {
 		return bin

@@ -9,21 +9,22 @@ import (
 )
 
 func runLs(ctx context.Context, env *cliEnv, args []string) int {
-	fs, tools := newFlags(env, "ls", "ls [--tools DIR] [--json]",
+	fs, tools := newFlags(env, "ls", "ls [--tools DIR] [--mcp-config FILE] [--json]",
 		"Lists the visible tools: name, tier and description. Invalid and hidden tools are summarised on stderr (see validate and show).")
 	asJSON := fs.Bool("json", false, "print the full catalog as JSON (schemas, commands, variants resolved)")
+	mf := addMCPFlags(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() != 0 {
 		return usageError(fs, "unexpected argument %q (to see one tool: toolsrv show NAME)", fs.Arg(0))
 	}
-	reg, path, err := loadTools(ctx, env, "ls", tools)
+	cat, path, done, err := loadCatalog(ctx, env, "ls", tools, mf)
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv ls:", err)
 		return 1
 	}
-	cat := reg.Catalog()
+	defer done()
 	// An empty catalog is an error, not an empty listing; --json still
 	// prints the catalog (its problems and hidden tools say why).
 	empty := path.emptyCatalog(cat)
@@ -47,7 +48,7 @@ func runLs(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	tw.Flush()
 	if n := len(cat.InvalidFiles()); n > 0 {
-		fmt.Fprintf(env.stderr, "%d invalid tool file(s) left out; run \"toolsrv validate\" for details\n", n)
+		fmt.Fprintf(env.stderr, "%d invalid tool file(s) or MCP server(s) left out; run \"toolsrv validate\" for details\n", n)
 	}
 	if n := len(cat.Hidden); n > 0 {
 		fmt.Fprintf(env.stderr, "%d tool(s) hidden on this host (no variant matches); \"toolsrv show NAME\" says why\n", n)

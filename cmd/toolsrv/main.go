@@ -44,6 +44,7 @@ func commands() map[string]command {
 		"call":     {"call a tool (sandboxed) with JSON arguments", runCall},
 		"broker":   {"a bypass approval broker that asks on this terminal", runBroker},
 		"serve":    {"serve the catalog, ranking and calls over 9P", runServe},
+		"mcp":      {"serve the catalog to MCP clients: find_tools, call_tool, hot tools", runMCP},
 		"9p":       {"a small 9P client: ls, cat, write, mkdir, rm", run9P},
 		"tune":     {"sweep ranking thresholds on labelled queries", runTune},
 		"bench":    {"benchmark index build, ranking and live updates", runBench},

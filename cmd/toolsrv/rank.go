@@ -55,6 +55,7 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	thrFile := fs.String("thresholds", "", "thresholds file (default: $TOOLSRV_THRESHOLDS, the user config dir, then the shipped defaults)")
 	var convo repeated
 	fs.Var(&convo, "context", "an earlier conversation message (repeatable, oldest first)")
+	mf := addMCPFlags(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -124,6 +125,10 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	// Thresholds are needed for a plain ranking (not --all) and --select.
 	opts.NoThresholds = (*batch == "" && *all) || (*batch != "" && !*selectFlag)
 	opts.RankTimeout = *timeout
+	if opts.Providers, err = mf.providers(env, "rank", nil, ""); err != nil {
+		return fail(err)
+	}
+	opts.ProviderWait = mf.wait()
 	eng, err := engine.New(ctx, opts)
 	p.finish()
 	if err != nil {

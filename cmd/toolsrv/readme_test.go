@@ -33,6 +33,9 @@ func TestReadmeStandsAlone(t *testing.T) {
 		// diod's clients
 		"diodls -s 127.0.0.1:5640 -a / -l", "diodcat -s 127.0.0.1:5640 -a / tools", "TCP only", "read-only",
 		"--listen tcp:127.0.0.1:5640",
+		// MCP: client config, the Inspector's commands, naming, config keys
+		`"mcpServers"`, "claude mcp add toolsrv", "--method tools/list", "--tool-name find_tools", "--tool-name call_tool",
+		"**`SERVER:TOOL`**", "| `sandbox` |", "| `startTimeout` |", `"sandbox": false`,
 	} {
 		if !strings.Contains(readme, want) {
 			t.Errorf("README.md lacks %q", want)

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/hugelgupf/p9/linux"
 
@@ -54,23 +53,13 @@ Remote hosts (see README, "Remote toolsrv over SSH"):
                   "workdir", "remoteCmd"}]}`
 
 func runServe(ctx context.Context, env *cliEnv, args []string) int {
-	fs, tools := newFlags(env, "serve", "serve [--tools DIR] [--listen unix:PATH|tcp:HOST:PORT]... [flags]", serveAbout)
+	fs, tools := newFlags(env, "serve", "serve [--tools DIR] [--listen unix:PATH|tcp:HOST:PORT]... [--mcp-config FILE] [flags]", serveAbout)
 	var listens listenList
 	fs.Var(&listens, "listen", "address to serve on, unix:PATH or tcp:HOST:PORT (repeatable; default the Unix socket above)")
 	allowRemote := fs.Bool("allow-remote", false, "allow a TCP address that is not loopback (anyone who reaches it can load and call tools)")
-	agents := fs.String("agents", "", "agent profiles directory (default ~/.config/ollie/agents)")
-	workdir := fs.String("workdir", "", "a new session's working directory (default: the current directory; a session's ctl \"cwd PATH\" changes it)")
 	warm := fs.Int("warm-turns", 5, "turns a warm tool may stay unused before it is unloaded")
-	thrFile := fs.String("thresholds", "", "thresholds file (default $TOOLSRV_THRESHOLDS, the user's tuned file, then the shipped defaults)")
-	noThr := fs.Bool("no-thresholds", false, "rank files answer the plain ranking (--rank-k best) without the thresholds cut")
 	rankK := fs.Int("rank-k", 10, "hits a rank request gets when it does not say (with thresholds: at least their maximum)")
-	rankTimeout := fs.Duration("rank-timeout", 2*time.Second, "deadline of one ranking; past it the ranking is lexical and says so")
-	allowUnsandboxed := fs.Bool("allow-unsandboxed", false, "on a kernel without Landlock, run tools unsandboxed instead of refusing calls")
-	socket := fs.String("bypass-socket", "", "approval broker socket for bypass tools (default $OLLIE_BYPASS_SOCKET)")
-	ef := addEngineFlags(fs)
-	sf := addSandboxFlags(fs)
-	var verbose verbosity
-	fs.Var(&verbose, "v", "log what the server does on stderr: -v connections, rank requests, calls, agent profiles and catalog changes (Info); -v -v also the packages' Debug records")
+	sv := addServingFlags(fs)
 	stdio := fs.Bool("stdio", false, "serve one connection on standard input and output (what ssh runs: toolsrv 9p --addr ssh:HOST), relayed to this user's running server on its Unix socket, which is started (with the other flags) if none runs")
 	rf := addRemoteFlags(fs)
 	if code, ok := parseFlags(fs, args); !ok {
@@ -82,23 +71,11 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	if *stdio {
 		return runServeStdio(ctx, env, args, listens, tools)
 	}
-	if err := ef.check(); err != nil {
+	if err := sv.check(); err != nil {
 		return usageError(fs, "%v", err)
-	}
-	if *rankTimeout <= 0 {
-		return usageError(fs, "--rank-timeout %v: want a positive duration such as 2s", *rankTimeout)
 	}
 	if *rankK < 0 {
 		return usageError(fs, "--rank-k %d: want 0 or more", *rankK)
-	}
-	if err := sf.check(); err != nil {
-		return usageError(fs, "%v", err)
-	}
-	log := loggerAt(env, verbose.level(slog.LevelWarn))
-	env = &cliEnv{stdin: env.stdin, stdout: env.stdout, stderr: env.stderr, getenv: env.getenv, log: log}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(env.stderr, "toolsrv serve: "+format+"\n", a...)
-		return 1
 	}
 
 	// Addresses first: a bad one is a usage error, before any work.
@@ -122,82 +99,39 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	if *warm < 1 {
 		return usageError(fs, "--warm-turns %d: must be at least 1", *warm)
 	}
-	if *socket == "" {
-		*socket = env.getenv("OLLIE_BYPASS_SOCKET")
-	}
-	if *agents == "" {
-		*agents = registry.DefaultAgentsDir(env.getenv)
-	}
-	if *workdir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return fail("no current directory for sessions: %v; pass --workdir", err)
-		}
-		*workdir = wd
-	}
-
-	// Every directory is watched, even one that does not exist yet (it is
-	// picked up when it appears), but at least one must exist: none is a
-	// mistyped path, not a catalog to serve.
-	path := resolveToolPath(env, tools)
-	if _, err := path.existing(env, "serve"); err != nil {
-		return fail("%v", err)
-	}
-	dirs := path.dirs
-	self, err := os.Executable()
-	if err != nil {
-		return fail("cannot find my own binary for the sandbox helper: %v", err)
-	}
 	first := addrs[0].String()
-	ropts := exec.Options{
-		SelfExe: exec.DefaultHelper(self), AllowUnsandboxed: *allowUnsandboxed, BypassSocket: *socket,
-		ClientBin: self, // tool_load runs "$TOOLSRV_BIN 9p write …"
-		PassEnv:   []string{ninep.AddrEnv},
-		Getenv: func(k string) string {
+	var sockDirs []string
+	for _, a := range addrs {
+		if a.Net == "unix" {
+			if abs, err := filepath.Abs(filepath.Dir(a.Addr)); err == nil {
+				sockDirs = append(sockDirs, abs)
+			}
+		}
+	}
+	srvd, code := sv.setup(ctx, env, tools, servingSetup{cmd: "serve", protect: sockDirs, providers: rf.providers, tune: func(o *exec.Options) {
+		self := o.SelfExe
+		if exe, err := os.Executable(); err == nil {
+			self = exe
+		}
+		o.ClientBin = self // tool_load runs "$TOOLSRV_BIN 9p write …"
+		o.PassEnv = []string{ninep.AddrEnv}
+		getenv := o.Getenv
+		o.Getenv = func(k string) string {
 			if k == ninep.AddrEnv {
 				return first
 			}
-			return env.getenv(k)
-		},
-		Logger: logger(env),
-	}
-	sf.apply(&ropts)
-	guard := workDirGuard(env, dirs, *agents, addrs, *socket)
-	if err := guard.Check(*workdir); err != nil {
-		return fail("sessions would start in %s, and it is refused as a working directory: %v; pass --workdir DIR", *workdir, err)
-	}
-	p := newIndexProgress(env)
-	opts := ef.options(env, dirs, p)
-	opts.Logger = log
-	opts.Thresholds, opts.NoThresholds, opts.RankTimeout = *thrFile, *noThr, *rankTimeout
-	opts.Runner = &ropts
-	if opts.Providers, err = rf.providers(env, log); err != nil {
-		return fail("%v", err)
-	}
-	eng, err := engine.New(ctx, opts)
-	p.finish()
-	if err != nil {
-		if strings.HasPrefix(err.Error(), "thresholds:") {
-			return fail("%v (pass --no-thresholds to serve plain rankings)", err)
+			return getenv(k)
 		}
-		return fail("%v", err)
+	}})
+	if srvd == nil {
+		return code
 	}
+	eng, log, dirs := srvd.eng, srvd.log, srvd.dirs
+	env = srvd.env
 	defer eng.Close()
-	reg, cat := eng.Registry(), eng.Catalog()
-	log.Info("tools loaded", "dirs", dirs, "revision", cat.Revision, "tools", len(cat.Tools), "invalid", len(cat.InvalidFiles()), "hidden", len(cat.Hidden))
-	if err := path.emptyCatalog(cat); err != nil {
-		fmt.Fprintf(env.stderr, "toolsrv serve: warning: %v; serving it anyway: the directories are watched, and tools written there appear\n", err)
-	}
-	warn(env, "serve", eng)
-	log.Info("index ready", "embedder", eng.Index().Stats().Embedder, "tools", eng.Index().Stats().Tools)
+	reg := eng.Registry()
 	runner := eng.Runner()
-	if ok, _ := runner.Sandboxed(); !ok {
-		if *allowUnsandboxed {
-			fmt.Fprintln(env.stderr, "toolsrv serve: WARNING: this kernel has no Landlock: calls run UNSANDBOXED (--allow-unsandboxed)")
-		} else {
-			fmt.Fprintln(env.stderr, "toolsrv serve: this kernel has no Landlock: calls will be refused (pass --allow-unsandboxed to run them unsandboxed)")
-		}
-	}
+	agents, guard := sv.agents, srvd.guard
 	ranker := serveRanker{rank: eng.Rank}
 
 	srv, err := ninep.New(ninep.Options{
@@ -205,9 +139,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 		Ranker: loggedRanker{ranker, log},
 		Caller: loggedCaller{execCaller{eng: eng, toolsPath: strings.Join(dirs, ":")}, log},
 		Profiles: loggedProfiles(func(name string) (*registry.Profile, error) {
-			return registry.LoadProfile(*agents, name)
+			return registry.LoadProfile(agents, name)
 		}, log),
-		WorkDir:      *workdir,
+		WorkDir:      srvd.workdir,
 		WarmTurns:    *warm,
 		RankK:        *rankK,
 		Logger:       log,
@@ -220,7 +154,8 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 		Build: buildText(),
 	})
 	if err != nil {
-		return fail("%v", err)
+		fmt.Fprintf(env.stderr, "toolsrv serve: %v\n", err)
+		return 1
 	}
 
 	var wg sync.WaitGroup
@@ -248,7 +183,8 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 		nl, err := ninep.Listen(ctx, a)
 		if err != nil {
 			cancel()
-			return fail("%v", err)
+			fmt.Fprintf(env.stderr, "toolsrv serve: %v\n", err)
+			return 1
 		}
 		l := net.Listener(nl)
 		if log.Enabled(ctx, slog.LevelInfo) {
@@ -271,7 +207,8 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 		return 0
 	case err := <-errs:
 		cancel()
-		return fail("%v", err)
+		fmt.Fprintf(env.stderr, "toolsrv serve: %v\n", err)
+		return 1
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/toolsrv/toolsrv/engine"
 	"github.com/toolsrv/toolsrv/registry"
 )
 
@@ -107,4 +108,32 @@ func loadTools(ctx context.Context, env *cliEnv, cmd string, tools *dirList) (*r
 		return nil, p, fmt.Errorf("loading tools: %w", err)
 	}
 	return reg, p, nil
+}
+
+// loadCatalog is loadTools with the tools of the MCP servers of
+// --mcp-config, when given: the catalog, and what to call when done
+// with it (it stops the servers).
+func loadCatalog(ctx context.Context, env *cliEnv, cmd string, tools *dirList, mf *mcpFlags) (*registry.Catalog, toolPath, func(), error) {
+	if mf.path(env) == "" {
+		reg, p, err := loadTools(ctx, env, cmd, tools)
+		if err != nil {
+			return nil, p, nil, err
+		}
+		return reg.Catalog(), p, func() {}, nil
+	}
+	p := resolveToolPath(env, tools)
+	dirs, err := p.existing(env, cmd)
+	if err != nil {
+		return nil, p, nil, err
+	}
+	provs, err := mf.providers(env, cmd, nil, "")
+	if err != nil {
+		return nil, p, nil, err
+	}
+	eng, err := engine.New(ctx, engine.Options{Dirs: dirs, NoIndex: true, Providers: provs, ProviderWait: mf.wait(), Getenv: env.getenv, Logger: logger(env)})
+	if err != nil {
+		return nil, p, nil, err
+	}
+	warn(env, cmd, eng)
+	return eng.Catalog(), p, eng.Close, nil
 }

@@ -9,15 +9,17 @@ import (
 )
 
 func runValidate(ctx context.Context, env *cliEnv, args []string) int {
-	fs, tools := newFlags(env, "validate", "validate [--tools DIR] [--agents DIR] [--json] [DIR...]",
+	fs, tools := newFlags(env, "validate", "validate [--tools DIR] [--agents DIR] [--mcp-config FILE] [--json] [DIR...]",
 		"Checks every .meta file and lists every problem (file, line or field, and what to do),\n"+
 			"then warnings, shadowed definitions and hidden tools, then the agent profiles: keys,\n"+
 			"and tool names that are not tools of this catalog. Exits 1 when any tool or profile\n"+
 			"is invalid.\n"+
 			"Directories given as arguments are checked instead of the tool path; profiles are then\n"+
-			"checked only when --agents is given.")
+			"checked only when --agents is given. With --mcp-config, the servers are started and\n"+
+			"their problems listed too (a server that cannot start, a tool it offers that is unusable).")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	agents := fs.String("agents", "", "agent profiles directory (default ~/.config/ollie/agents, as for serve)")
+	mf := addMCPFlags(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -27,12 +29,18 @@ func runValidate(ctx context.Context, env *cliEnv, args []string) int {
 		_ = tools.Set(d)
 	}
 	// A directory that does not exist is an error, not "0 valid".
-	reg, _, err := loadTools(ctx, env, "validate", tools)
+	// A configuration that cannot be read is an error here.
+	badConfig := false
+	if _, err := mf.load(env, "validate"); err != nil {
+		fmt.Fprintln(env.stdout, "error:", err)
+		badConfig = true
+	}
+	cat, _, done, err := loadCatalog(ctx, env, "validate", tools, mf)
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv validate:", err)
 		return 1
 	}
-	cat := reg.Catalog()
+	defer done()
 	var rep profileReport
 	if agentsSet || fs.NArg() == 0 {
 		if *agents == "" {
@@ -54,7 +62,7 @@ func runValidate(ctx context.Context, env *cliEnv, args []string) int {
 		printReport(env, cat)
 		printProfiles(env, rep)
 	}
-	if len(cat.Problems) > 0 || rep.invalid() > 0 {
+	if len(cat.Problems) > 0 || rep.invalid() > 0 || badConfig {
 		return 1
 	}
 	return 0

@@ -37,6 +37,9 @@ type Policy struct {
 	// Read are extra read-only paths (the repository that holds the
 	// working directory, paths the operator allowed).
 	Read []string `json:"read,omitempty"`
+	// Write are extra read-write paths, files or directories (what an MCP
+	// server's configuration grants it; read-only when ReadOnly).
+	Write []string `json:"write,omitempty"`
 	// Processes is the most processes (threads included) the tool and
 	// everything it starts may have at once; 0: no limit.
 	Processes int `json:"processes,omitempty"`
@@ -68,7 +71,7 @@ var SystemDevices = []string{"/dev/null", "/dev/zero", "/dev/full"}
 // system paths, its own paths, the working and temporary directories).
 func (p Policy) Readable(path string) bool {
 	return Under(path, SystemReadOnly) || Under(path, SystemDevices) || Under(path, p.Exec) ||
-		Under(path, p.Read) || Under(path, []string{p.WorkDir}) || (p.TempDir != "" && Under(path, []string{p.TempDir}))
+		Under(path, p.Read) || Under(path, p.Write) || Under(path, []string{p.WorkDir}) || (p.TempDir != "" && Under(path, []string{p.TempDir}))
 }
 
 // Writable reports whether a sandboxed tool under p may write path.
@@ -79,7 +82,7 @@ func (p Policy) Writable(path string) bool {
 	if p.ReadOnly {
 		return false
 	}
-	return Under(path, []string{p.WorkDir}) || (p.TempDir != "" && Under(path, []string{p.TempDir}))
+	return Under(path, []string{p.WorkDir}) || Under(path, p.Write) || (p.TempDir != "" && Under(path, []string{p.TempDir}))
 }
 
 // policyRules turns a Policy into Landlock rules, choosing directory or file
@@ -121,6 +124,22 @@ func policyRules(p Policy) ([]landlock.Rule, error) {
 			rules = append(rules, landlock.RWDirs(d).WithRefer())
 		}
 	}
+	for _, path := range p.Write {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return nil, fmt.Errorf("write path: %w", err)
+		}
+		switch {
+		case p.ReadOnly && fi.IsDir():
+			rules = append(rules, landlock.RODirs(path))
+		case p.ReadOnly:
+			rules = append(rules, landlock.ROFiles(path))
+		case fi.IsDir():
+			rules = append(rules, landlock.RWDirs(path).WithRefer())
+		default:
+			rules = append(rules, landlock.RWFiles(path))
+		}
+	}
 	return rules, nil
 }
 
@@ -141,6 +160,11 @@ func Under(path string, roots []string) bool {
 func checkPolicy(p Policy) error {
 	if p.WorkDir == "" || !filepath.IsAbs(p.WorkDir) {
 		return fmt.Errorf("working directory %q is not absolute", p.WorkDir)
+	}
+	for _, w := range p.Write {
+		if !filepath.IsAbs(w) {
+			return fmt.Errorf("write path %q is not absolute", w)
+		}
 	}
 	if p.Processes < 0 || p.Memory < 0 {
 		return fmt.Errorf("negative limits (processes %d, memory %d)", p.Processes, p.Memory)

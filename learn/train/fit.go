@@ -254,3 +254,78 @@ func FitAnswerable(m *learn.Model, samples []Sample, o FitOptions, weightNeg flo
 	})
 	return learn.Linear{Features: learn.AnsNames[:], Mean: mean, Scale: scale, W: w[:dim], B: w[dim]}
 }
+
+// FitLogistic fits a logistic regression on rows (standardised inside;
+// the returned Linear takes raw rows) with labels ys (0/1) and per-row
+// weights wts (nil: 1).
+func FitLogistic(names []string, rows [][]float64, ys, wts []float64, o FitOptions) learn.Linear {
+	dim := len(names)
+	mean, scale := standardise(rows, dim)
+	zs := make([][]float64, len(rows))
+	for i, r := range rows {
+		z := make([]float64, dim)
+		for k := range dim {
+			z[k] = (r[k] - mean[k]) / scale[k]
+		}
+		zs[i] = z
+	}
+	var wsum float64
+	for i := range ys {
+		if wts != nil {
+			wsum += wts[i]
+		} else {
+			wsum++
+		}
+	}
+	w := adam(dim, o, func(w, grad []float64) float64 {
+		var loss float64
+		for i, r := range zs {
+			s := w[dim]
+			for k := range dim {
+				s += w[k] * r[k]
+			}
+			p := learn.Sigmoid(s)
+			wt := 1.0
+			if wts != nil {
+				wt = wts[i]
+			}
+			pc := math.Min(math.Max(p, 1e-12), 1-1e-12)
+			loss -= wt * (ys[i]*math.Log(pc) + (1-ys[i])*math.Log(1-pc))
+			d := wt * (p - ys[i]) / wsum
+			for k := range dim {
+				grad[k] += d * r[k]
+			}
+			grad[dim] += d
+		}
+		return loss / wsum
+	})
+	return learn.Linear{Features: names, Mean: mean, Scale: scale, W: w[:dim], B: w[dim]}
+}
+
+// FitCalibration fits the per-catalog calibration of m's answerability
+// (learn.Calib): the probes' logits of each catalog under m, then a
+// logistic regression of "answerable" on logit(ProbeShare) over the
+// training samples (named ones left out). probes are the probe texts.
+func FitCalibration(m *learn.Model, samples []Sample, probes []string, o FitOptions) *learn.Calib {
+	pl := ProbeLogits(m, samples)
+	var rows [][]float64
+	var ys []float64
+	for i := range samples {
+		s := &samples[i]
+		if s.Probe || s.ToolText != 0 || s.Named || len(s.Cand) == 0 {
+			continue
+		}
+		z := SampleLogit(m, s)
+		u := learn.ProbeShare(pl[s.Catalog], z)
+		rows = append(rows, []float64{math.Log(u / (1 - u))})
+		y := 0.0
+		if s.Answerable {
+			y = 1
+		}
+		ys = append(ys, y)
+	}
+	l := FitLogistic([]string{"probeShare"}, rows, ys, nil, o)
+	// back to raw units: B + W·(x − mean)/scale
+	a := l.W[0] / l.Scale[0]
+	return &learn.Calib{Probes: probes, A: a, B: l.B - a*l.Mean[0]}
+}

@@ -51,15 +51,48 @@ type Scored struct {
 	Order  []int // pool indices by learned share, best first
 }
 
-// ScoreAll applies the model to every sample.
+// ProbeLogits returns, per catalog, the sorted answerability logits of its
+// probe samples under m: what the index computes (index/probes.go).
+func ProbeLogits(m *learn.Model, samples []Sample) map[string][]float64 {
+	out := map[string][]float64{}
+	for i := range samples {
+		s := &samples[i]
+		if s.Probe {
+			out[s.Catalog] = append(out[s.Catalog], SampleLogit(m, s))
+		}
+	}
+	for _, z := range out {
+		sort.Float64s(z)
+	}
+	return out
+}
+
+// SampleLogit is the uncalibrated answerability logit of a sample, as the
+// index computes it for a probe: a named tool counts as answerable beyond
+// doubt, an empty pool as the opposite.
+func SampleLogit(m *learn.Model, s *Sample) float64 {
+	switch {
+	case s.Named:
+		return 20
+	case len(s.Cand) == 0:
+		return -20
+	}
+	qf, _, _ := AnsFeatures(m, s)
+	return m.Logit(&qf)
+}
+
+// ScoreAll applies the model to every sample (probes included), with the
+// answerability calibrated by each catalog's probes when m has a
+// calibration.
 func ScoreAll(m *learn.Model, samples []Sample) []Scored {
+	probes := ProbeLogits(m, samples)
 	out := make([]Scored, len(samples))
 	for i := range samples {
 		s := &samples[i]
 		qf, _, shares := AnsFeatures(m, s)
 		p := 0.0
 		if len(s.Cand) > 0 {
-			p = m.Answerable(&qf)
+			p = m.Calibrated(m.Logit(&qf), probes[s.Catalog])
 		}
 		if s.Named {
 			p = 1

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -59,7 +60,11 @@ func extract(ctx context.Context, args []string) error {
 	pool := fs.Int("pool", 30, "candidates per request")
 	maxQ := fs.Int("maxq", 3000, "requests per training catalog")
 	only := fs.String("only", "", "comma-separated catalogs prefixes to extract (default all)")
+	more := fs.Bool("more", train.MoreCatalogs, "also the catalogs of other sizes and the mixed catalogs")
+	toolText := fs.Int("tooltext", 0, "also rank requests made from the texts of this many tools of each catalog, with and without the tool (measured, not shipped)")
 	fs.Parse(args)
+	train.MoreCatalogs = *more
+	train.ToolTextPerCatalog = *toolText
 	srcs, err := train.LoadSources(*data)
 	if err != nil {
 		return err
@@ -102,7 +107,7 @@ func extract(ctx context.Context, args []string) error {
 	}
 	defer os.RemoveAll(tmp)
 	start := time.Now()
-	samples, err := train.Extract(ctx, emb, nil, cats, *pool, tmp, func(cat string, done, total int) {
+	samples, err := train.Extract(ctx, emb, cats, *pool, tmp, func(cat string, done, total int) {
 		fmt.Fprintf(os.Stderr, "\r%-28s %6d/%-6d %v   ", cat, done, total, time.Since(start).Round(time.Second))
 		if done == total {
 			fmt.Fprintln(os.Stderr)
@@ -125,6 +130,7 @@ func fit(args []string) error {
 	negW := fs.Float64("negweight", 1, "loss weight of unanswerable requests")
 	minPrec := fs.Float64("minprec", 0, "decision objective: macro abstention precision at least this")
 	minRec := fs.Float64("minrec", 0, "decision objective: macro abstention recall at least this")
+	frontier := fs.Bool("frontier", false, "print the macro figures of every minAnswerable (mass 1, max 3) on train val and the eval halves: the trade between hits and \"no tool fits\" of one cut for all catalogs")
 	oracle := fs.Bool("oracle", false, "print each group's best answerability cut-off (an upper bound for a per-catalog cut-off)")
 	maxTools := fs.Int("maxtools", 3, "largest maxTools the decision sweep tries")
 	keepCatalog := fs.Bool("catalog", true, "let the answerability model use the catalog size")
@@ -132,6 +138,8 @@ func fit(args []string) error {
 	depth := fs.Int("depth", 3, "depth of the boosted trees")
 	minLeaf := fs.Int("minleaf", 100, "fewest requests in a leaf of the boosted trees")
 	tuneOn := fs.String("tuneon", "train val ", "group prefix the decision is chosen on")
+	calibrate := fs.Bool("calibrate", true, "calibrate the answerability per catalog with the probes (learn.Calib)")
+	toolShift := fs.String("toolshift", "", "V:λ — measure, instead of the probes, a per-catalog shift of the answerability logit by λ × (the median logit of the catalog's requests made from tool texts of variant V, ranked without their tool − its mean over the training catalogs); needs extract -tooltext")
 	exclude := fs.String("exclude", "", "comma-separated candidate features to leave out (weight 0)")
 	sources := fs.String("sources", "", "comma-separated training sources (default all)")
 	fs.Parse(args)
@@ -152,7 +160,7 @@ func fit(args []string) error {
 	}
 	var trainS []train.Sample
 	for _, s := range samples {
-		if !s.Eval && !s.Val && srcOK(s.Source) {
+		if !s.Eval && !s.Val && !s.Probe && s.ToolText == 0 && srcOK(s.Source) {
 			trainS = append(trainS, s)
 		}
 	}
@@ -167,6 +175,10 @@ func fit(args []string) error {
 	oc := o
 	oc.L2 = *l2c
 	m.Cand = train.FitCandidate(trainS, oc)
+	// Features are sums over map-ordered words, equal to about 1e-15
+	// between runs: weights rounded to 8 significant digits (before the
+	// next fit uses them) make the model file reproducible.
+	roundLinear(&m.Cand)
 	for _, x := range strings.Split(*exclude, ",") {
 		for i, n := range learn.CandNames {
 			if n == x {
@@ -178,16 +190,41 @@ func fit(args []string) error {
 		train.AnsExcluded[learn.AnsCatalog] = true
 	}
 	m.Ans = train.FitAnswerable(m, trainS, o, *negW)
+	roundLinear(&m.Ans)
 	if *trees > 0 {
 		bo := train.DefaultBoost()
 		bo.Trees, bo.Depth, bo.MinLeaf = *trees, *depth, *minLeaf
 		m.AnsTrees = train.FitAnswerableTrees(m, trainS, bo, *negW)
 	}
+	if *calibrate {
+		probes := probeTexts(samples)
+		if len(probes) == 0 {
+			return fmt.Errorf("%s has no probe samples: extract them again", *in)
+		}
+		// the probes of the training catalogs, with their requests
+		var calS []train.Sample
+		for _, s := range samples {
+			if !s.Eval && srcOK(s.Source) && (s.Probe || !s.Val) {
+				calS = append(calS, s)
+			}
+		}
+		m.Calib = train.FitCalibration(m, calS, probes, o)
+		m.Calib.A, m.Calib.B = round8(m.Calib.A), round8(m.Calib.B)
+		fmt.Printf("calibration: %d probes, answerable = σ(%.3f·logit(u) %+.3f)\n", len(probes), m.Calib.A, m.Calib.B)
+	}
 	printWeights(m)
 
 	scored := train.ScoreAll(m, samples)
+	if *toolShift != "" {
+		if err := applyToolShift(m, samples, scored, *toolShift); err != nil {
+			return err
+		}
+	}
 	groups := map[string][]train.Scored{}
 	for _, s := range scored {
+		if s.Probe || s.ToolText != 0 {
+			continue
+		}
 		var g string
 		switch {
 		case s.Eval && strings.HasSuffix(s.Catalog, "/full"):
@@ -227,6 +264,28 @@ func fit(args []string) error {
 		fs = append(fs, train.Macro("macro "+prefix, fs))
 		fmt.Print(train.Table(fs))
 	}
+	if *frontier {
+		for _, p := range []string{"train val", "offer dev", "offer test"} {
+			fmt.Printf("\n== frontier %s: one minAnswerable for every catalog (mass 1, max 3)\n", p)
+			for a := 0; a <= 50; a++ {
+				d := train.Decision{MinAnswerable: float64(a) / 50, Mass: 1, MaxTools: 3}
+				var fs []train.Figures
+				for _, g := range names {
+					if strings.HasPrefix(g, p) {
+						fs = append(fs, train.Measure(g, groups[g], d, nil))
+					}
+				}
+				f := train.Macro("", fs)
+				if f.AbstainRec == 0 && a > 0 {
+					continue
+				}
+				fmt.Printf("frontier %-10s minAns %.2f hit %.3f offered %.2f ntf %.3f/%.3f acc %.3f\n", p, d.MinAnswerable, f.Hit, f.Offered, f.AbstainRec, f.AbstainPr, f.Accuracy)
+				if f.AbstainRec > 0.95 {
+					break
+				}
+			}
+		}
+	}
 	if *oracle {
 		// per group, the best minAnswerable (mass 1, max 3) against the chosen one
 		for _, g := range names {
@@ -243,6 +302,40 @@ func fit(args []string) error {
 			}
 			fmt.Printf("oracle %-26s chosen acc %.3f hit %.3f | best minAns %.2f acc %.3f hit %.3f ntf %.3f/%.3f\n", g, cf.Accuracy, cf.Hit, bd.MinAnswerable, bf.Accuracy, bf.Hit, bf.AbstainRec, bf.AbstainPr)
 		}
+		// The best "no tool fits" precision a cut on the answerability can
+		// reach in each group at a given recall (the cut chosen per group,
+		// with the labels): an upper bound for any threshold.
+		fmt.Println()
+		for _, g := range names {
+			if !strings.HasPrefix(g, "offer") && !strings.HasPrefix(g, "train val") {
+				continue
+			}
+			var neg []float64
+			for _, s := range groups[g] {
+				if !s.Answerable && !s.Named {
+					neg = append(neg, s.P)
+				}
+			}
+			if len(neg) == 0 {
+				continue
+			}
+			sort.Float64s(neg)
+			fmt.Printf("ntf bound %-26s %4d removed", g, len(neg))
+			for _, r := range []float64{0.3, 0.5} {
+				cut := neg[int(math.Ceil(r*float64(len(neg))))-1]
+				var said, right float64
+				for _, s := range groups[g] {
+					if !s.Named && s.P <= cut {
+						said++
+						if !s.Answerable {
+							right++
+						}
+					}
+				}
+				fmt.Printf(" | recall %.1f: precision %.3f", r, right/said)
+			}
+			fmt.Println()
+		}
 	}
 	for _, p := range []string{"train fit", "train val", "rank dev", "rank test", "offer dev", "offer test"} {
 		fmt.Printf("\n== %s (learned decision)\n", p)
@@ -253,13 +346,12 @@ func fit(args []string) error {
 		report(p, train.Decision{}, base)
 	}
 	if *out != "" {
-		// Features are sums over map-ordered words, equal to about 1e-15
-		// between runs: 8 significant digits make the file reproducible.
-		roundLinear(&m.Cand)
-		roundLinear(&m.Ans)
-		wb, _ := json.Marshal([]any{m.Pool, m.Cand, m.Ans, m.AnsTrees})
+		if m.Calib != nil {
+			m.Calib.A, m.Calib.B = round8(m.Calib.A), round8(m.Calib.B)
+		}
+		wb, _ := json.Marshal([]any{m.Pool, m.Cand, m.Ans, m.AnsTrees, m.Calib})
 		sum := sha256.Sum256(wb)
-		m.ID = fmt.Sprintf("learn/v1-%x", sum[:4])
+		m.ID = fmt.Sprintf("learn/v2-%x", sum[:4])
 		tr, _ := json.Marshal(map[string]any{"command": "go run ./learn/cmd/learn fit " + strings.Join(args, " "),
 			"decision": best, "requests": len(trainS), "embedder": builtinID()})
 		m.Training = tr
@@ -461,11 +553,77 @@ func export(args []string) error {
 	return nil
 }
 
-func roundLinear(l *learn.Linear) {
-	r := func(x float64) float64 {
-		v, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 8, 64), 64)
-		return v
+// applyToolShift replaces the answerability of every scored request by
+// σ(z − λ·(med_c − prior)): med_c is the median logit of catalog c's
+// requests made from tool texts of variant V (ranked without their tool),
+// prior the mean of med over the training catalogs (learn fit -toolshift).
+func applyToolShift(m *learn.Model, samples []train.Sample, scored []train.Scored, spec string) error {
+	var v int
+	var lambda float64
+	if _, err := fmt.Sscanf(spec, "%d:%g", &v, &lambda); err != nil {
+		return fmt.Errorf("-toolshift %q: want V:λ", spec)
 	}
+	byCat := map[string][]float64{}
+	eval := map[string]bool{}
+	for i := range samples {
+		s := &samples[i]
+		if s.ToolText == 2 && s.Variant == v {
+			byCat[s.Catalog] = append(byCat[s.Catalog], train.SampleLogit(m, s))
+			eval[s.Catalog] = s.Eval
+		}
+	}
+	if len(byCat) == 0 {
+		return fmt.Errorf("-toolshift: no tool-text samples of variant %d (learn extract -tooltext N)", v)
+	}
+	med := map[string]float64{}
+	var prior float64
+	n := 0
+	for c, z := range byCat {
+		sort.Float64s(z)
+		med[c] = z[len(z)/2]
+		if !eval[c] {
+			prior += med[c]
+			n++
+		}
+	}
+	prior /= float64(max(n, 1))
+	for i := range scored {
+		s := &scored[i]
+		if s.Probe || s.ToolText != 0 || s.Named || len(s.Cand) == 0 {
+			continue
+		}
+		s.P = learn.Sigmoid(train.SampleLogit(m, s.Sample) - lambda*(med[s.Catalog]-prior))
+	}
+	return nil
+}
+
+// probeTexts returns the probe requests of the samples, in the order of
+// their IDs ("probe/<i>").
+func probeTexts(samples []train.Sample) []string {
+	byID := map[int]string{}
+	for _, s := range samples {
+		if s.Probe {
+			var i int
+			fmt.Sscanf(s.ID, "probe/%d", &i)
+			byID[i] = s.Text
+		}
+	}
+	out := make([]string, len(byID))
+	for i, t := range byID {
+		if i < len(out) {
+			out[i] = t
+		}
+	}
+	return out
+}
+
+func round8(x float64) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 8, 64), 64)
+	return v
+}
+
+func roundLinear(l *learn.Linear) {
+	r := round8
 	for _, xs := range [][]float64{l.Mean, l.Scale, l.W} {
 		for i := range xs {
 			xs[i] = r(xs[i])

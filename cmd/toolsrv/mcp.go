@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolsrv/toolsrv/exec"
+	"github.com/toolsrv/toolsrv/mcp"
+	"github.com/toolsrv/toolsrv/registry"
+)
+
+const mcpAbout = `Serves the catalog to MCP clients (Claude Code, Claude Desktop, Cursor, VS Code,
+the MCP Inspector) over standard input and output, or over streamable HTTP with
+--listen HOST:PORT (loopback unless --allow-remote: MCP over HTTP has no
+authentication here). Its tools:
+  find_tools {query, context?, limit?}  the tools that fit a request (thresholds
+                                        applied), with schema and score, or "no tool fits"
+  call_tool {name, arguments}           runs one, sandboxed, as "toolsrv call" does
+  and the hot tools of --agent's profile, listed directly.
+With --mcp-config FILE, the tools of other MCP servers join the catalog as
+SERVER:TOOL. The catalog is live: clients get notifications/tools/list_changed
+when the listed tools change. Nothing but MCP messages goes to standard output;
+logs go to standard error.`
+
+func runMCP(ctx context.Context, env *cliEnv, args []string) int {
+	fs, tools := newFlags(env, "mcp", "mcp [--tools DIR] [--mcp-config FILE] [--agent NAME] [--listen HOST:PORT [--allow-remote]] [--workdir DIR] [flags]", mcpAbout)
+	listen := fs.String("listen", "", "serve streamable HTTP on HOST:PORT (at /mcp) instead of standard input and output")
+	allowRemote := fs.Bool("allow-remote", false, "allow a --listen address that is not loopback (anyone who reaches it can find and call tools)")
+	agent := fs.String("agent", "", "agent profile NAME (in --agents): its hot tools are listed directly, and only the tools it allows are found and called")
+	limit := fs.Int("limit", 0, "the most tools find_tools returns when the request does not say (0: the thresholds decide)")
+	sv := addServingFlags(fs)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 0 {
+		return usageError(fs, "unexpected argument %q", fs.Arg(0))
+	}
+	if err := sv.check(); err != nil {
+		return usageError(fs, "%v", err)
+	}
+	if *limit < 0 {
+		return usageError(fs, "--limit %d: want 0 or more", *limit)
+	}
+	if *agent != "" {
+		if err := registry.ValidName(*agent); err != nil {
+			return usageError(fs, "--agent %q: %v", *agent, err)
+		}
+	}
+	if *listen != "" {
+		host, _, err := net.SplitHostPort(*listen)
+		if err != nil {
+			return usageError(fs, "--listen %q: want HOST:PORT, e.g. 127.0.0.1:8765", *listen)
+		}
+		if ip := net.ParseIP(host); !(host == "localhost" || ip != nil && ip.IsLoopback()) {
+			if !*allowRemote {
+				return usageError(fs, "--listen %s is not a loopback address; MCP over HTTP has no authentication here, so pass --allow-remote to serve it anyway", *listen)
+			}
+			fmt.Fprintf(env.stderr, "toolsrv mcp: WARNING: serving on %s without authentication: anyone who can reach it can find and call tools\n", *listen)
+		}
+	}
+	srvd, code := sv.setup(ctx, env, tools, servingSetup{cmd: "mcp"})
+	if srvd == nil {
+		return code
+	}
+	eng, log := srvd.eng, srvd.log
+	env = srvd.env
+	defer eng.Close()
+	var profile *registry.Profile
+	if *agent != "" {
+		p, err := agentProfile(sv.agents, *agent)
+		if err != nil {
+			fmt.Fprintln(env.stderr, "toolsrv mcp:", err)
+			return 1
+		}
+		profile = p
+	}
+	srv := mcp.NewServer(mcp.ServerOptions{Engine: eng, Profile: profile, DefaultLimit: *limit, Version: moduleVersion(), Logger: log,
+		Call: exec.CallContext{WorkDir: srvd.workdir, Agent: *agent, ToolsPath: joinDirs(srvd.dirs)}})
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := eng.Run(ctx); err != nil {
+			fmt.Fprintf(env.stderr, "toolsrv mcp: watching the tool directories stopped: %v; restart to see changes\n", err)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		srv.Follow(ctx)
+	}()
+	cat := eng.Catalog()
+	if *listen == "" {
+		fmt.Fprintf(env.stderr, "toolsrv mcp: %d tools (revision %d); serving MCP on standard input and output\n", len(cat.Tools), cat.Revision)
+		t := &sdk.IOTransport{Reader: readCloser{env.stdin}, Writer: writeCloser{env.stdout}}
+		if err := srv.MCP().Run(ctx, t); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, sdk.ErrConnectionClosed) {
+			fmt.Fprintln(env.stderr, "toolsrv mcp:", err)
+			return 1
+		}
+		return 0
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "toolsrv mcp:", err)
+		return 1
+	}
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv.MCP() }, &sdk.StreamableHTTPOptions{Logger: log})
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(env.stderr, "toolsrv mcp: %d tools (revision %d); serving MCP on http://%s/mcp\n", len(cat.Tools), cat.Revision, ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer scancel()
+		hs.Shutdown(sctx)
+		return 0
+	case err := <-errc:
+		fmt.Fprintln(env.stderr, "toolsrv mcp:", err)
+		return 1
+	}
+}
+
+func joinDirs(dirs []string) string { return strings.Join(dirs, ":") }
+
+// readCloser and writeCloser give standard input and output the Close
+// the transport wants (closing them is the process's business).
+type readCloser struct{ io.Reader }
+
+func (readCloser) Close() error { return nil }
+
+type writeCloser struct{ io.Writer }
+
+func (writeCloser) Close() error { return nil }

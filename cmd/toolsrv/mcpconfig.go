@@ -1,0 +1,133 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/toolsrv/toolsrv/engine"
+	"github.com/toolsrv/toolsrv/exec"
+	"github.com/toolsrv/toolsrv/mcp"
+	"github.com/toolsrv/toolsrv/registry"
+)
+
+// mcpFlags is --mcp-config: MCP servers as a tool source (ls, rank, call,
+// validate, serve, mcp).
+type mcpFlags struct {
+	config string
+
+	loaded bool // load ran: cfg and err are its answer
+	cfg    *mcp.Config
+	err    error
+}
+
+func addMCPFlags(fs *flag.FlagSet) *mcpFlags {
+	f := &mcpFlags{}
+	fs.StringVar(&f.config, "mcp-config", "", "an MCP client configuration file ({\"mcpServers\": {NAME: {\"command\", \"args\", \"env\"} | {\"url\", \"headers\"}}});\n"+
+		"its servers' tools join the catalog as NAME:TOOL (default $TOOLSRV_MCP_CONFIG)")
+	return f
+}
+
+// path is --mcp-config, else $TOOLSRV_MCP_CONFIG.
+func (f *mcpFlags) path(env *cliEnv) string {
+	if f.config != "" {
+		return f.config
+	}
+	return env.getenv("TOOLSRV_MCP_CONFIG")
+}
+
+// load reads the configuration (nil without one) and prints its warnings,
+// once.
+func (f *mcpFlags) load(env *cliEnv, cmd string) (*mcp.Config, error) {
+	if f.loaded {
+		return f.cfg, f.err
+	}
+	f.loaded = true
+	p := f.path(env)
+	if p == "" {
+		return nil, nil
+	}
+	cfg, err := mcp.LoadConfig(p, env.getenv, nil)
+	f.cfg, f.err = cfg, err
+	if err != nil {
+		return nil, err
+	}
+	for _, pr := range cfg.Problems {
+		if pr.Warning {
+			fmt.Fprintf(env.stderr, "toolsrv %s: warning: %s (%s)\n", cmd, pr.Error(), cfg.File)
+		}
+	}
+	return cfg, nil
+}
+
+// providers are the engine providers of the configuration's servers
+// (only the one named only, when set). A configuration that cannot be
+// read is a warning: the .meta tools are served without its servers.
+// runner starts the stdio servers; nil makes one with the defaults.
+func (f *mcpFlags) providers(env *cliEnv, cmd string, runner *exec.Runner, only string) ([]engine.Provider, error) {
+	cfg, err := f.load(env, cmd)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "toolsrv %s: warning: %v; no MCP server is imported\n", cmd, err)
+		return nil, nil
+	}
+	if cfg == nil {
+		return nil, nil
+	}
+	if runner == nil {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("cannot find my own binary for the sandbox helper: %w", err)
+		}
+		if runner, err = exec.NewRunner(exec.Options{SelfExe: exec.DefaultHelper(self), Getenv: env.getenv, Logger: logger(env)}); err != nil {
+			return nil, err
+		}
+	}
+	if only != "" {
+		kept := &mcp.Config{File: cfg.File}
+		for _, s := range cfg.Servers {
+			if s.Name == only {
+				kept.Servers = append(kept.Servers, s)
+			}
+		}
+		for _, p := range cfg.Problems {
+			if p.Server == only {
+				kept.Problems = append(kept.Problems, p)
+			}
+		}
+		cfg = kept
+	}
+	return mcp.Providers(cfg, mcp.ProviderOptions{Runner: runner, Logger: logger(env), Version: moduleVersion()}), nil
+}
+
+// wait is how long a command that lists or calls once (ls, rank, call,
+// validate) waits for the servers' first tools: the longest start timeout
+// of a server, and a little more.
+func (f *mcpFlags) wait() time.Duration {
+	w := mcp.DefaultStartTimeout
+	if f.cfg != nil {
+		for _, s := range f.cfg.Servers {
+			w = max(w, s.StartTimeout)
+		}
+	}
+	return w + 2*time.Second
+}
+
+// providerOf is the provider part of a tool name ("fs" of "fs:read"), or "".
+func providerOf(name string) string {
+	p, _, ok := strings.Cut(name, registry.ProviderSep)
+	if !ok {
+		return ""
+	}
+	return p
+}
+
+// moduleVersion is the module version this binary was built from.
+func moduleVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "devel"
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/toolsrv/toolsrv/engine"
+	"github.com/toolsrv/toolsrv/exec"
+	"github.com/toolsrv/toolsrv/registry"
+)
+
+// servingFlags are the flags of the commands that serve an engine to
+// clients and run its tools: serve (9P) and mcp (MCP).
+type servingFlags struct {
+	agents, workdir, thrFile, socket string
+	noThr, allowUnsandboxed          bool
+	rankTimeout                      time.Duration
+	ef                               *engineFlags
+	sf                               *sandboxFlags
+	mf                               *mcpFlags
+	verbose                          verbosity
+}
+
+func addServingFlags(fs *flag.FlagSet) *servingFlags {
+	f := &servingFlags{}
+	fs.StringVar(&f.agents, "agents", "", "agent profiles directory (default ~/.config/ollie/agents)")
+	fs.StringVar(&f.workdir, "workdir", "", "the working directory of calls (default: the current directory)")
+	fs.StringVar(&f.thrFile, "thresholds", "", "thresholds file (default $TOOLSRV_THRESHOLDS, the user's tuned file, then the shipped defaults)")
+	fs.BoolVar(&f.noThr, "no-thresholds", false, "answer plain rankings without the thresholds cut")
+	fs.DurationVar(&f.rankTimeout, "rank-timeout", 2*time.Second, "deadline of one ranking; past it the ranking is lexical and says so")
+	fs.BoolVar(&f.allowUnsandboxed, "allow-unsandboxed", false, "on a kernel without Landlock, run tools unsandboxed instead of refusing calls")
+	fs.StringVar(&f.socket, "bypass-socket", "", "approval broker socket for bypass tools (default $OLLIE_BYPASS_SOCKET)")
+	f.ef = addEngineFlags(fs)
+	f.sf = addSandboxFlags(fs)
+	f.mf = addMCPFlags(fs)
+	fs.Var(&f.verbose, "v", "log what the server does on stderr: -v requests, calls, agent profiles and catalog changes (Info); -v -v also the packages' Debug records")
+	return f
+}
+
+// check reports a bad flag value (a usage error).
+func (f *servingFlags) check() error {
+	if err := f.ef.check(); err != nil {
+		return err
+	}
+	if f.rankTimeout <= 0 {
+		return fmt.Errorf("--rank-timeout %v: want a positive duration such as 2s", f.rankTimeout)
+	}
+	return f.sf.check()
+}
+
+// serving is an engine set up to serve clients and run tools.
+type serving struct {
+	env     *cliEnv
+	log     *slog.Logger
+	eng     *engine.Engine
+	path    toolPath
+	dirs    []string
+	workdir string
+	guard   exec.WorkDirGuard
+	self    string
+}
+
+// servingSetup says what a command adds to the shared setup.
+type servingSetup struct {
+	// cmd names the command in messages.
+	cmd string
+	// protect are more directories a working directory must not be
+	// (serve's socket directories).
+	protect []string
+	// tune changes the runner's options (serve's TOOLSRV_ADDR).
+	tune func(*exec.Options)
+	// providers, when set, adds tool providers (serve's remotes).
+	providers func(env *cliEnv, log *slog.Logger) ([]engine.Provider, error)
+}
+
+// setup checks the working directory and the tool path, makes the
+// sandbox runner (shared by calls and the MCP servers of --mcp-config)
+// and the engine. On failure it has printed why and returns the exit
+// status.
+func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s servingSetup) (*serving, int) {
+	log := loggerAt(env, f.verbose.level(slog.LevelWarn))
+	env = &cliEnv{stdin: env.stdin, stdout: env.stdout, stderr: env.stderr, getenv: env.getenv, log: log}
+	fail := func(format string, a ...any) (*serving, int) {
+		fmt.Fprintf(env.stderr, "toolsrv "+s.cmd+": "+format+"\n", a...)
+		return nil, 1
+	}
+	if f.socket == "" {
+		f.socket = env.getenv("OLLIE_BYPASS_SOCKET")
+	}
+	if f.agents == "" {
+		f.agents = registry.DefaultAgentsDir(env.getenv)
+	}
+	if f.workdir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return fail("no current directory for calls: %v; pass --workdir", err)
+		}
+		f.workdir = wd
+	}
+	// Every directory is watched, even one that does not exist yet (it is
+	// picked up when it appears), but at least one must exist: none is a
+	// mistyped path, not a catalog to serve.
+	path := resolveToolPath(env, tools)
+	if _, err := path.existing(env, s.cmd); err != nil {
+		return fail("%v", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fail("cannot find my own binary for the sandbox helper: %v", err)
+	}
+	ropts := exec.Options{SelfExe: exec.DefaultHelper(self), AllowUnsandboxed: f.allowUnsandboxed, BypassSocket: f.socket,
+		Getenv: env.getenv, Logger: logger(env)}
+	if s.tune != nil {
+		s.tune(&ropts)
+	}
+	f.sf.apply(&ropts)
+	guard := workDirGuard(env, path.dirs, f.agents, nil, f.socket)
+	guard.Protected = append(guard.Protected, s.protect...)
+	if err := guard.Check(f.workdir); err != nil {
+		return fail("calls would run in %s, and it is refused as a working directory: %v; pass --workdir DIR", f.workdir, err)
+	}
+	runner, err := exec.NewRunner(ropts)
+	if err != nil {
+		return fail("%v", err)
+	}
+	p := newIndexProgress(env)
+	opts := f.ef.options(env, path.dirs, p)
+	opts.Logger = log
+	opts.Thresholds, opts.NoThresholds, opts.RankTimeout = f.thrFile, f.noThr, f.rankTimeout
+	opts.SharedRunner = runner
+	if opts.Providers, err = f.mf.providers(env, s.cmd, runner, ""); err != nil {
+		return fail("%v", err)
+	}
+	if s.providers != nil {
+		more, err := s.providers(env, log)
+		if err != nil {
+			return fail("%v", err)
+		}
+		opts.Providers = append(opts.Providers, more...)
+	}
+	eng, err := engine.New(ctx, opts)
+	p.finish()
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "thresholds:") {
+			return fail("%v (pass --no-thresholds to serve plain rankings)", err)
+		}
+		return fail("%v", err)
+	}
+	cat := eng.Catalog()
+	log.Info("tools loaded", "dirs", path.dirs, "revision", cat.Revision, "tools", len(cat.Tools), "invalid", len(cat.InvalidFiles()), "hidden", len(cat.Hidden))
+	if err := path.emptyCatalog(cat); err != nil {
+		fmt.Fprintf(env.stderr, "toolsrv %s: warning: %v; serving it anyway: the directories are watched, and tools written there appear\n", s.cmd, err)
+	}
+	warn(env, s.cmd, eng)
+	if n := len(cat.Problems); n > 0 {
+		log.Info("catalog problems", "count", n, "see", "toolsrv validate")
+	}
+	if ix := eng.Index(); ix != nil {
+		log.Info("index ready", "embedder", ix.Stats().Embedder, "tools", ix.Stats().Tools)
+	}
+	if ok, _ := runner.Sandboxed(); !ok {
+		if f.allowUnsandboxed {
+			fmt.Fprintf(env.stderr, "toolsrv %s: WARNING: this kernel has no Landlock: calls run UNSANDBOXED (--allow-unsandboxed)\n", s.cmd)
+		} else {
+			fmt.Fprintf(env.stderr, "toolsrv %s: this kernel has no Landlock: calls will be refused (pass --allow-unsandboxed to run them unsandboxed)\n", s.cmd)
+		}
+	}
+	return &serving{env: env, log: log, eng: eng, path: path, dirs: path.dirs, workdir: f.workdir, guard: guard, self: self}, 0
+}

@@ -1,0 +1,337 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolsrv/toolsrv/exec"
+	"github.com/toolsrv/toolsrv/registry"
+)
+
+// conn is one connection to a server: the session and, for a stdio
+// server, its process.
+type conn struct {
+	name string
+	sess *sdk.ClientSession
+	bad  *garbage
+	log  *slog.Logger
+
+	mu    sync.Mutex
+	proc  *exec.Process
+	grace time.Duration
+}
+
+// connect starts (stdio) or reaches (http, sse) the server and does the
+// initialize handshake within the start timeout. changed is told about
+// notifications/tools/list_changed.
+func (p *Provider) connect(ctx context.Context, changed chan<- struct{}) (*conn, error) {
+	c := &conn{name: p.cfg.Name, bad: &garbage{}, log: p.log, grace: p.opts.StopGrace}
+	client := sdk.NewClient(&sdk.Implementation{Name: "toolsrv", Version: p.opts.Version}, &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+		Capabilities: &sdk.ClientCapabilities{}, // no roots, no sampling
+	})
+	var t sdk.Transport
+	switch p.cfg.Transport {
+	case Stdio:
+		if p.opts.Runner == nil {
+			return nil, errors.New("no runner to start stdio servers with (a bug: ProviderOptions.Runner is not set)")
+		}
+		t = &stdioTransport{p: p, c: c}
+	case HTTP:
+		t = &sdk.StreamableClientTransport{Endpoint: p.cfg.URL, HTTPClient: headerClient(p.cfg.Headers), MaxRetries: -1}
+	case SSE:
+		t = &sdk.SSEClientTransport{Endpoint: p.cfg.URL, HTTPClient: headerClient(p.cfg.Headers)}
+	default:
+		return nil, fmt.Errorf("unknown transport %q", p.cfg.Transport)
+	}
+	start := p.cfg.StartTimeout
+	if start <= 0 {
+		start = p.opts.StartTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, start)
+	defer cancel()
+	sess, err := client.Connect(cctx, t, nil)
+	if err != nil {
+		c.close()
+		if cctx.Err() != nil && ctx.Err() == nil {
+			return nil, fmt.Errorf("no answer to initialize within %s (set \"startTimeout\" in its entry if it needs longer): %s", start, c.why(err))
+		}
+		return nil, fmt.Errorf("initialize failed: %s", c.why(err))
+	}
+	c.sess = sess
+	return c, nil
+}
+
+// close ends the session and, for a stdio server, the process.
+func (c *conn) close() {
+	if c.sess != nil {
+		done := make(chan struct{})
+		go func() { c.sess.Close(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(c.grace + 3*time.Second):
+		}
+	}
+	c.mu.Lock()
+	proc := c.proc
+	c.mu.Unlock()
+	if proc != nil {
+		proc.Stop(c.grace)
+	}
+}
+
+// why is err with what else is known: how the process ended, the end of
+// its standard error, what it wrote on standard output that was not JSON.
+func (c *conn) why(err error) string {
+	var b strings.Builder
+	if err == nil {
+		err = errors.New("the connection ended")
+	}
+	b.WriteString(err.Error())
+	c.mu.Lock()
+	proc := c.proc
+	c.mu.Unlock()
+	if proc != nil {
+		select {
+		case <-proc.Done():
+		case <-time.After(200 * time.Millisecond): // it may be on its way out
+		}
+		if e := proc.Err(); e != nil {
+			fmt.Fprintf(&b, "; the server process ended: %v", e)
+		}
+		if tail := lastLines(proc.Stderr(), 6, 1500); tail != "" {
+			fmt.Fprintf(&b, "; its standard error ends: %s", tail)
+		}
+	}
+	if n, first := c.bad.get(); n > 0 {
+		fmt.Fprintf(&b, "; it wrote %d line(s) on standard output that are not JSON-RPC (first: %q): an MCP server must write only protocol messages there", n, first)
+	}
+	return b.String()
+}
+
+// garbageProblems reports non-JSON output of a server that works anyway.
+func (c *conn) garbageProblems() []registry.Problem {
+	n, first := c.bad.get()
+	if n == 0 {
+		return nil
+	}
+	return []registry.Problem{{Msg: fmt.Sprintf("the server wrote %d line(s) on standard output that are not JSON-RPC (first: %q); they were dropped. An MCP server must write only protocol messages on standard output (logs go to standard error)", n, first)}}
+}
+
+// lastLines is the last n lines of b, at most max bytes, on one line.
+func lastLines(b []byte, n, max int) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	s := strings.Join(lines, " | ")
+	if len(s) > max {
+		s = "…" + s[len(s)-max:]
+	}
+	return s
+}
+
+// stdioTransport starts the server through the sandbox runner and talks
+// to it over its standard input and output.
+type stdioTransport struct {
+	p *Provider
+	c *conn
+}
+
+func (t *stdioTransport) Connect(ctx context.Context) (sdk.Connection, error) {
+	cfg := t.p.cfg
+	env := make([]string, 0, len(cfg.Env))
+	for k, v := range cfg.Env {
+		env = append(env, k+"="+v)
+	}
+	sort.Strings(env)
+	argv := append([]string{cfg.Command}, cfg.Args...)
+	proc, err := t.p.opts.Runner.Start(ctx, exec.ProcessSpec{
+		Name: "mcp server " + cfg.Name, Argv: argv, Env: env, Dir: cfg.Dir,
+		Network: cfg.Sandbox.Network, Read: append(packagePaths(argv), cfg.Sandbox.Read...), Write: cfg.Sandbox.Write,
+		Unconfined: cfg.Unsandboxed, Description: "an MCP server configured with \"sandbox\": false",
+		Stderr: &logWriter{log: t.p.log},
+	})
+	if err != nil {
+		return nil, err
+	}
+	t.c.mu.Lock()
+	t.c.proc = proc
+	t.c.mu.Unlock()
+	if proc.Unsandboxed() {
+		t.p.log.Warn("mcp server runs UNSANDBOXED")
+	}
+	return (&sdk.IOTransport{Reader: &jsonLines{r: bufio.NewReaderSize(proc.Stdout, 64<<10), c: proc.Stdout, bad: t.c.bad}, Writer: proc.Stdin}).Connect(ctx)
+}
+
+// packagePaths are the paths a stdio server may read because its command
+// line names them: for the command and every argument that is an
+// existing file by absolute path, the node_modules directory that holds
+// it (its dependencies are beside it), else its directory (a script's
+// modules).
+func packagePaths(argv []string) []string {
+	var out []string
+	for i, a := range argv {
+		if !filepath.IsAbs(a) {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(a)
+		if err != nil {
+			continue
+		}
+		fi, err := os.Stat(real)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if k := strings.LastIndex(real, "/node_modules/"); k >= 0 {
+			out = append(out, real[:k+len("/node_modules")])
+		} else if i > 0 {
+			out = append(out, filepath.Dir(real))
+		}
+		// the command itself is already executable (exec.ProcessSpec)
+	}
+	return out
+}
+
+// jsonLines passes on the lines of a server's standard output that are
+// JSON, and counts (and drops) the others: a server that prints a banner
+// on standard output still works, and the garbage is reported.
+type jsonLines struct {
+	r    *bufio.Reader
+	c    io.Closer
+	bad  *garbage
+	rest []byte
+}
+
+// maxLine bounds one message (as the SDK's own default).
+const maxLine = sdk.DefaultMaxLineLength
+
+func (j *jsonLines) Read(p []byte) (int, error) {
+	for len(j.rest) == 0 {
+		line, err := j.r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A long line: gather it whole.
+			buf := append([]byte(nil), line...)
+			for errors.Is(err, bufio.ErrBufferFull) && len(buf) <= maxLine {
+				line, err = j.r.ReadSlice('\n')
+				buf = append(buf, line...)
+			}
+			if len(buf) > maxLine {
+				return 0, fmt.Errorf("a message of over %d bytes on standard output", maxLine)
+			}
+			line = buf
+		}
+		if len(line) > 0 {
+			t := bytes.TrimSpace(line)
+			switch {
+			case len(t) == 0:
+			case (t[0] == '{' || t[0] == '[') && json.Valid(t):
+				j.rest = append(append(j.rest[:0], t...), '\n')
+			default:
+				j.bad.add(t)
+			}
+		}
+		if err != nil && len(j.rest) == 0 {
+			return 0, err
+		}
+		if err != nil {
+			break
+		}
+	}
+	n := copy(p, j.rest)
+	j.rest = j.rest[n:]
+	return n, nil
+}
+
+func (j *jsonLines) Close() error { return j.c.Close() }
+
+// garbage counts non-JSON lines and keeps the first.
+type garbage struct {
+	mu    sync.Mutex
+	n     int
+	first string
+}
+
+func (g *garbage) add(line []byte) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.n == 0 {
+		g.first = string(line[:min(len(line), 200)])
+	}
+	g.n++
+}
+
+func (g *garbage) get() (int, string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n, g.first
+}
+
+// logWriter logs a server's standard error at Debug, line by line.
+type logWriter struct {
+	log *slog.Logger
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		if line := strings.TrimSpace(string(w.buf[:i])); line != "" {
+			w.log.Debug("mcp server stderr", "line", line)
+		}
+		w.buf = w.buf[i+1:]
+	}
+	if len(w.buf) > 8<<10 {
+		w.buf = w.buf[:0]
+	}
+	return len(p), nil
+}
+
+// headerClient is an HTTP client that adds headers to every request (an
+// entry's "headers", such as Authorization).
+func headerClient(h map[string]string) *http.Client {
+	if len(h) == 0 {
+		return http.DefaultClient
+	}
+	return &http.Client{Transport: headerTransport{h: h, rt: http.DefaultTransport}}
+}
+
+type headerTransport struct {
+	h  map[string]string
+	rt http.RoundTripper
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.h {
+		r.Header.Set(k, v)
+	}
+	return t.rt.RoundTrip(r)
+}

@@ -1,0 +1,69 @@
+// Package mcp is toolsrv and the Model Context Protocol, both ways, on the
+// official Go SDK (github.com/modelcontextprotocol/go-sdk).
+//
+// # toolsrv as an MCP server (server.go)
+//
+// Server serves an engine to MCP clients (Claude Code, Claude Desktop,
+// Cursor, VS Code, the MCP Inspector) with three kinds of tools:
+//   - find_tools {query, context?, limit?}: the engine's offered set for
+//     the request, thresholds applied (the agent profile's hot tools among
+//     it), each tool with its name, description, input schema and score;
+//     or noToolFits with the reason; degraded says the ranking fell back to
+//     lexical scores. The answer is JSON text and the same object as
+//     structured content (Found).
+//   - call_tool {name, arguments}: runs the tool as "toolsrv call" does
+//     (schema check, sandbox, limits, bypass broker; a provided tool by its
+//     provider). Its {"content": [...]} output becomes MCP content items,
+//     other output one text item; a failing tool, unknown tool or refused
+//     call is an isError result saying why, never a protocol error.
+//   - the hot tools of the agent profile (ServerOptions.Profile), listed
+//     directly so that a client sees them without a search. A tool whose
+//     name MCP does not allow (a provided PROVIDER:TOOL has a ':') or
+//     whose schema is not an object schema is reachable through call_tool
+//     only. Follow keeps them current: when the catalog changes, changed
+//     hot tools are replaced and the SDK sends
+//     notifications/tools/list_changed.
+//
+// # MCP servers as a tool source (config.go, provider.go, connect.go)
+//
+// A configuration file in the clients' format ({"mcpServers": {NAME:
+// {"command", "args", "env"} | {"url", "headers"}}}, LoadConfig) names
+// servers; each is one engine.Provider (Providers). Its tools join the
+// catalog as NAME:TOOL (registry.ProviderSep: ':' cannot occur in a .meta
+// name, so the scheme cannot collide with a .meta tool, not even one
+// called NAME.TOOL), with their description (their title as a keyword)
+// and input schema, and are indexed, ranked, offered and called with the
+// .meta tools.
+//
+// Keys of an entry besides the clients' own: "type" (or "transport"):
+// stdio (default with "command"), http (streamable HTTP, default with
+// "url") or sse; "cwd": a stdio server's working directory (readable; by
+// default its private temporary directory); "timeout": one call's limit
+// ("60s" or seconds); "startTimeout": how long initialize and the first
+// tools/list may take (30 s); "disabled": true skips it; "sandbox":
+// {"network": bool, "read": [paths], "write": [paths]} or false. Unknown
+// keys are warnings.
+//
+// A stdio server runs under the sandbox of tool calls (exec.Runner.Start):
+// Landlock read-only on the system directories, plus the node_modules
+// directory (or, for a script, the directory) of every file its command
+// line names, plus "read"; writable only its private temporary directory
+// (its HOME and TMPDIR) and "write"; no TCP or UDP unless "network"; the
+// limits of a call; an environment of a tool's plus its "env". "sandbox":
+// false runs it outside Landlock and seccomp only when the bypass broker
+// approves, at each start. Remote (http, sse) servers do not run here and
+// are not sandboxed.
+//
+// Lifetime: a provider starts its server when the engine starts (a
+// catalog needs its tools), keeps it, and when it dies or cannot start,
+// lists its tools as hidden with the reason and starts it again after a
+// backoff (1 s doubling to 1 min; reset after a minute of health). Its
+// tools are listed again on notifications/tools/list_changed. A server
+// that never answers initialize within startTimeout is killed and
+// retried; one that writes non-JSON lines on standard output has them
+// dropped and reported; a tool whose schema does not compile is left
+// out and reported; every problem names the server (validate, ls, the 9P
+// errors file), and the other servers and the .meta tools are served
+// meanwhile. Vectors are cached by the tool's text as for .meta tools, so
+// a restart with unchanged servers makes no embedder call.
+package mcp

@@ -1,0 +1,192 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolsrv/toolsrv/exec"
+	"github.com/toolsrv/toolsrv/registry"
+)
+
+// The test binary plays two extra roles: the sandbox helper, and small MCP
+// servers written with the SDK (fakeServerEnv names the kind), for what
+// the npm servers do not do: print garbage, hang, offer a broken schema,
+// die, change their tools.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == exec.HelperArg {
+		os.Exit(exec.HelperMain(os.Args[2:]))
+	}
+	if kind := os.Getenv(fakeServerEnv); kind != "" {
+		os.Exit(fakeServer(kind))
+	}
+	os.Exit(m.Run())
+}
+
+const fakeServerEnv = "TOOLSRV_TEST_MCP_SERVER"
+
+// fakeServer serves kind on standard input and output:
+//
+//	good       a tool "say" that echoes {"text"}
+//	garbage    as good, after a banner line on standard output
+//	hang       reads its input and never answers
+//	badschema  "ok", and "broken" whose input schema does not compile
+//	crash      as good, and exits half a second after it starts (it
+//	           appends a line to $STARTS each start)
+//	changing   "add_tool" adds a tool "extra" (the client gets
+//	           notifications/tools/list_changed)
+func fakeServer(kind string) int {
+	if f := os.Getenv("STARTS"); f != "" {
+		if fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			fmt.Fprintln(fh, time.Now().Format(time.RFC3339Nano))
+			fh.Close()
+		}
+	}
+	switch kind {
+	case "hang":
+		io.Copy(io.Discard, os.Stdin)
+		return 0
+	case "garbage":
+		fmt.Println("Hello! fake server v1 starting up (this line is not JSON-RPC)")
+	case "crash":
+		go func() {
+			time.Sleep(500 * time.Millisecond)
+			fmt.Fprintln(os.Stderr, "fake server: crashing on purpose")
+			os.Exit(3)
+		}()
+	}
+	s := sdk.NewServer(&sdk.Implementation{Name: "fake-" + kind, Version: "1"}, nil)
+	say := func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		var a struct{ Text string }
+		json.Unmarshal(req.Params.Arguments, &a)
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "said: " + a.Text}}}, nil
+	}
+	textSchema := json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)
+	switch kind {
+	case "badschema":
+		s.AddTool(&sdk.Tool{Name: "ok", Description: "a tool that works", InputSchema: textSchema}, say)
+		s.AddTool(&sdk.Tool{Name: "broken", Description: "a tool whose schema does not compile",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":17}}}`)}, say)
+	case "changing":
+		s.AddTool(&sdk.Tool{Name: "add_tool", Description: "adds another tool to this server", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				s.AddTool(&sdk.Tool{Name: "extra", Description: "convert a temperature from celsius to fahrenheit", InputSchema: textSchema}, say)
+				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "added"}}}, nil
+			})
+	default:
+		s.AddTool(&sdk.Tool{Name: "say", Description: "say a text back", InputSchema: textSchema}, say)
+		s.AddTool(&sdk.Tool{Name: "fail", Description: "always fails", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "it went wrong"}}}, nil
+			})
+	}
+	if err := s.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, "fake server:", err)
+		return 1
+	}
+	return 0
+}
+
+// fakeEntry is a config entry that runs the fake server of kind.
+func fakeEntry(t testing.TB, kind string, extraEnv map[string]string) map[string]any {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{fakeServerEnv: kind}
+	for k, v := range extraEnv {
+		env[k] = v
+	}
+	return map[string]any{"command": self, "env": env}
+}
+
+// npmDir is where the npm servers and the MCP Inspector are installed
+// ($TOOLSRV_TEST_NPM_DIR, else testdata/npm). The tests that use them
+// must not skip: "make npm-deps" (which .ci/run runs) installs them, and
+// their absence is a failure.
+func npmDir(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("TOOLSRV_TEST_NPM_DIR")
+	if dir == "" {
+		dir = "testdata/npm"
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bin := range []string{"mcp-server-everything", "mcp-server-filesystem", "mcp-server-memory"} {
+		if _, err := os.Stat(filepath.Join(abs, "node_modules", ".bin", bin)); err != nil {
+			t.Fatalf("%s is not installed in %s: run \"make npm-deps\" (npm ci of mcp/testdata/npm; needs Node.js and npm: apt-get install -y nodejs npm), or set TOOLSRV_TEST_NPM_DIR", bin, abs)
+		}
+	}
+	return abs
+}
+
+// testRunner is a sandbox runner whose helper is the test binary.
+func testRunner(t testing.TB) *exec.Runner {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := exec.NewRunner(exec.Options{SelfExe: self, KillGrace: 200 * time.Millisecond, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// writeConfig writes {"mcpServers": servers} and returns its path.
+func writeConfig(t testing.TB, servers map[string]any) string {
+	t.Helper()
+	b, err := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "mcp.json")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: not reached", what)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func joinProblems(ps []registry.Problem) string {
+	var b strings.Builder
+	for _, p := range ps {
+		b.WriteString(p.Error())
+		b.WriteString("\n")
+	}
+	return b.String()
+}

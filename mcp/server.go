@@ -1,0 +1,409 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolsrv/toolsrv/engine"
+	"github.com/toolsrv/toolsrv/exec"
+	"github.com/toolsrv/toolsrv/registry"
+	"github.com/toolsrv/toolsrv/thresholds"
+)
+
+// The tools "toolsrv mcp" always lists.
+const (
+	FindTools = "find_tools"
+	CallTool  = "call_tool"
+)
+
+// ServerOptions configure a Server.
+type ServerOptions struct {
+	// Engine ranks and calls (it needs an index and a runner).
+	Engine *engine.Engine
+	// Profile is the agent profile in effect (nil: none): its hot tools
+	// are listed directly, only the tools it allows are found and called.
+	Profile *registry.Profile
+	// Call is where and as whom calls run: the working directory, the
+	// session ("mcp" when empty) and agent (the profile's name).
+	Call exec.CallContext
+	// DefaultLimit caps find_tools' answer when the request gives no
+	// limit (0: the thresholds alone decide).
+	DefaultLimit int
+	// Version is told to clients; Logger gets events (slog.Default()).
+	Version string
+	Logger  *slog.Logger
+}
+
+// Server is toolsrv as an MCP server: find_tools, call_tool and the
+// agent's hot tools, over any transport of the SDK.
+type Server struct {
+	opts ServerOptions
+	log  *slog.Logger
+	srv  *sdk.Server
+
+	mu     sync.Mutex
+	listed map[string]string // hot tools listed directly: name → hash
+}
+
+// NewServer makes the server; Follow keeps its hot tools current.
+func NewServer(o ServerOptions) *Server {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Version == "" {
+		o.Version = "devel"
+	}
+	if o.Call.Session == "" {
+		o.Call.Session = "mcp"
+	}
+	if o.Profile != nil && o.Call.Agent == "" {
+		o.Call.Agent = o.Profile.Name
+	}
+	s := &Server{opts: o, log: o.Logger, listed: map[string]string{}}
+	s.srv = sdk.NewServer(&sdk.Implementation{Name: "toolsrv", Title: "toolsrv: tool search, ranking and sandboxed calls", Version: o.Version},
+		&sdk.ServerOptions{
+			Instructions: "This server holds many tools. Call find_tools with the user's request to get the few that fit " +
+				"(with their input schemas), then call_tool with one of their names and its arguments. " +
+				"find_tools may answer that no tool fits: then answer without a tool.",
+			Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
+			Logger:       o.Logger,
+		})
+	s.srv.AddTool(findToolsTool, s.findTools)
+	s.srv.AddTool(callToolTool, s.callTool)
+	s.sync(o.Engine.Catalog())
+	return s
+}
+
+// MCP is the SDK server, to run on a transport.
+func (s *Server) MCP() *sdk.Server { return s.srv }
+
+// Follow lists the hot tools anew whenever the catalog changes (clients
+// get notifications/tools/list_changed when the listed tools change),
+// until ctx ends.
+func (s *Server) Follow(ctx context.Context) {
+	changes := s.opts.Engine.Registry().Subscribe(ctx)
+	for range changes {
+		s.sync(s.opts.Engine.Catalog())
+	}
+}
+
+var findToolsTool = &sdk.Tool{
+	Name:  FindTools,
+	Title: "Find tools",
+	Description: "Find the tools that fit a request, among all of this server's tools (ranked by meaning and words, " +
+		"with a calibrated cut). Returns each tool's name, description, input schema and score, or says that no tool fits. " +
+		"Call a tool it returns with call_tool.",
+	InputSchema: json.RawMessage(`{"type":"object","properties":{` +
+		`"query":{"type":"string","description":"the request, in the user's words"},` +
+		`"context":{"anyOf":[{"type":"string"},{"type":"array","items":{"type":"string"}}],"description":"earlier messages of the conversation, oldest first"},` +
+		`"limit":{"type":"integer","minimum":1,"description":"the most tools to return"}},` +
+		`"required":["query"]}`),
+	Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(bool)},
+}
+
+var callToolTool = &sdk.Tool{
+	Name:  CallTool,
+	Title: "Call a tool",
+	Description: "Call a tool that find_tools returned, by its name, with arguments that match its input schema. " +
+		"The tool runs sandboxed; its output is the result, and a failing tool is an error result that says why.",
+	InputSchema: json.RawMessage(`{"type":"object","properties":{` +
+		`"name":{"type":"string","description":"the tool's name, as find_tools gave it"},` +
+		`"arguments":{"type":"object","description":"the tool's arguments (an object matching its input schema)"}},` +
+		`"required":["name"]}`),
+}
+
+// FoundTool is one tool of find_tools' answer.
+type FoundTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+	Score       float64         `json:"score"`
+	// Hot: offered because the agent's profile keeps it at hand, not for
+	// its score.
+	Hot bool `json:"hot,omitempty"`
+}
+
+// Found is find_tools' answer (its structured content, and its text).
+type Found struct {
+	Tools []FoundTool `json:"tools"`
+	// NoToolFits: nothing in the catalog serves the request; Reason says
+	// why. Answer without a tool.
+	NoToolFits bool   `json:"noToolFits"`
+	Reason     string `json:"reason,omitempty"`
+	// Degraded: the embedder failed, the ranking is lexical only.
+	Degraded       bool   `json:"degraded,omitempty"`
+	DegradedReason string `json:"degradedReason,omitempty"`
+}
+
+type findArgs struct {
+	Query   string          `json:"query"`
+	Context json.RawMessage `json:"context"`
+	Limit   json.RawMessage `json:"limit"`
+}
+
+func (s *Server) findTools(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	var a findArgs
+	if err := json.Unmarshal(orEmpty(req.Params.Arguments), &a); err != nil {
+		return errorResult("find_tools: the arguments must be an object {\"query\": \"...\"}: %v", err), nil
+	}
+	if strings.TrimSpace(a.Query) == "" {
+		return errorResult("find_tools: \"query\" is required: the user's request in their words"), nil
+	}
+	convo, err := contextArg(a.Context)
+	if err != nil {
+		return errorResult("find_tools: %v", err), nil
+	}
+	limit, err := limitArg(a.Limit)
+	if err != nil {
+		return errorResult("find_tools: %v", err), nil
+	}
+	if limit == 0 {
+		limit = s.opts.DefaultLimit
+	}
+	eng := s.opts.Engine
+	ans, err := eng.Rank(ctx, engine.Query{Text: a.Query, Context: convo, Profile: s.opts.Profile})
+	if err != nil {
+		return nil, fmt.Errorf("ranking: %w", err)
+	}
+	cat := eng.Catalog()
+	f := Found{Tools: []FoundTool{}, NoToolFits: ans.NoToolFits, Reason: ans.Reason,
+		Degraded: ans.Ranking.Degraded, DegradedReason: ans.Ranking.Reason}
+	for _, o := range ans.Offered {
+		if limit > 0 && len(f.Tools) == limit {
+			break
+		}
+		t, ok := cat.Get(o.Name)
+		if !ok {
+			continue
+		}
+		f.Tools = append(f.Tools, FoundTool{Name: t.Name, Description: t.Description, InputSchema: objectSchema(t.Args),
+			Score: round3(o.Score), Hot: o.Hot})
+	}
+	if f.NoToolFits && f.Reason == "" {
+		f.Reason = "no tool fits this request"
+	}
+	b, err := json.Marshal(f)
+	if err != nil {
+		return nil, err
+	}
+	s.log.Info("find_tools", "query", a.Query, "found", len(f.Tools), "noToolFits", f.NoToolFits, "degraded", f.Degraded)
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}, nil
+}
+
+type callArgs struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	var a callArgs
+	if err := json.Unmarshal(orEmpty(req.Params.Arguments), &a); err != nil {
+		return errorResult("call_tool: the arguments must be an object {\"name\": \"...\", \"arguments\": {...}}: %v", err), nil
+	}
+	if a.Name == "" {
+		return errorResult("call_tool: \"name\" is required: a tool name that find_tools returned"), nil
+	}
+	args := bytes.TrimSpace(a.Arguments)
+	if len(args) > 0 && args[0] == '"' {
+		// A client that can only send strings (a command line) sends the
+		// object as JSON text.
+		var text string
+		if json.Unmarshal(args, &text) == nil {
+			args = []byte(text)
+		}
+	}
+	if len(args) == 0 || string(args) == "null" {
+		args = []byte("{}")
+	}
+	return s.call(ctx, a.Name, args), nil
+}
+
+// call runs a tool for a client: a failure is an error result saying why.
+func (s *Server) call(ctx context.Context, name string, args []byte) *sdk.CallToolResult {
+	if !s.opts.Profile.Allows(name) {
+		return errorResult("tool %s: agent %s may not use it (its profile's allowTools)", name, s.opts.Profile.Name)
+	}
+	res, err := s.opts.Engine.Call(ctx, name, args, s.opts.Call)
+	s.log.Info("call", "tool", name, "err", err)
+	if err != nil {
+		var le *registry.LookupError
+		if errors.As(err, &le) && !le.Hidden() {
+			return errorResult("%v; find_tools gives the names of the tools there are", err)
+		}
+		out := errorResult("%v", err)
+		if res != nil && len(res.Content) > 0 {
+			out.Content = append(contentOf(res), out.Content...)
+		}
+		return out
+	}
+	out := &sdk.CallToolResult{Content: contentOf(res)}
+	var notes []string
+	if res.Truncated {
+		notes = append(notes, fmt.Sprintf("output truncated: the tool wrote %d bytes; the first ones are shown", res.StdoutBytes))
+	}
+	if res.Unsandboxed {
+		notes = append(notes, "this call ran unsandboxed")
+	}
+	if len(notes) > 0 {
+		out.Content = append(out.Content, &sdk.TextContent{Text: "[toolsrv: " + strings.Join(notes, "; ") + "]"})
+	}
+	return out
+}
+
+// sync lists the profile's hot tools as MCP tools of their own: added,
+// changed and removed as the catalog changes (the SDK tells clients).
+func (s *Server) sync(cat *registry.Catalog) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	want := map[string]*registry.Tool{}
+	for _, n := range thresholds.ProfileHot(cat, s.opts.Profile, nil) {
+		t, ok := cat.Get(n)
+		switch {
+		case !ok:
+		case n == FindTools || n == CallTool:
+			s.log.Warn("a hot tool has the name of one of toolsrv's own MCP tools; reach it with call_tool", "tool", n)
+		case !mcpName.MatchString(n):
+			s.log.Debug("a hot tool's name is not a valid MCP tool name; reach it with call_tool", "tool", n)
+		case !isObjectSchema(t.Args):
+			s.log.Warn("a hot tool's input schema is not an object schema; reach it with call_tool", "tool", n)
+		default:
+			want[n] = t
+		}
+	}
+	var gone []string
+	for n := range s.listed {
+		if want[n] == nil {
+			gone = append(gone, n)
+		}
+	}
+	sort.Strings(gone)
+	if len(gone) > 0 {
+		s.srv.RemoveTools(gone...)
+		for _, n := range gone {
+			delete(s.listed, n)
+		}
+	}
+	names := make([]string, 0, len(want))
+	for n := range want {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		t := want[n]
+		if s.listed[n] == t.Hash {
+			continue
+		}
+		s.listed[n] = t.Hash
+		ro := t.ReadOnly
+		s.srv.AddTool(&sdk.Tool{Name: n, Description: t.Description, InputSchema: objectSchema(t.Args),
+			Annotations: &sdk.ToolAnnotations{ReadOnlyHint: ro, OpenWorldHint: &t.Network}},
+			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return s.call(ctx, n, orEmpty(req.Params.Arguments)), nil
+			})
+	}
+}
+
+// Listed are the hot tools listed directly, sorted.
+func (s *Server) Listed() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.listed))
+	for n := range s.listed {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// mcpName is what MCP allows in a tool name.
+var mcpName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+func orEmpty(b json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(b)) == 0 || string(b) == "null" {
+		return json.RawMessage("{}")
+	}
+	return b
+}
+
+func errorResult(format string, a ...any) *sdk.CallToolResult {
+	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf(format, a...)}}}
+}
+
+// contextArg is "context": a string or an array of strings.
+func contextArg(raw json.RawMessage) ([]string, error) {
+	if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		// A command line's client sends an array as JSON text.
+		var list []string
+		if strings.HasPrefix(strings.TrimSpace(one), "[") && json.Unmarshal([]byte(one), &list) == nil {
+			return list, nil
+		}
+		return []string{one}, nil
+	}
+	var list []string
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, errors.New("\"context\" must be a string or an array of strings (earlier messages, oldest first)")
+	}
+	return list, nil
+}
+
+// limitArg is "limit": a positive integer (or its decimal text).
+func limitArg(raw json.RawMessage) (int, error) {
+	if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
+		return 0, nil
+	}
+	var n float64
+	if err := json.Unmarshal(raw, &n); err != nil {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return 0, errors.New("\"limit\" must be a positive integer")
+		}
+		if n, err = strconv.ParseFloat(s, 64); err != nil {
+			return 0, errors.New("\"limit\" must be a positive integer")
+		}
+	}
+	if n < 1 || n != float64(int(n)) {
+		return 0, fmt.Errorf("\"limit\" %v: must be a positive integer", n)
+	}
+	return int(n), nil
+}
+
+// objectSchema is a tool's argument schema as MCP wants it: an object
+// schema (a tool without one takes any object).
+func objectSchema(args json.RawMessage) json.RawMessage {
+	var m map[string]any
+	if len(args) == 0 || json.Unmarshal(args, &m) != nil || len(m) == 0 {
+		return json.RawMessage(`{"type":"object"}`)
+	}
+	if _, ok := m["type"]; !ok {
+		m["type"] = "object"
+		if b, err := json.Marshal(m); err == nil {
+			return b
+		}
+	}
+	return args
+}
+
+func isObjectSchema(args json.RawMessage) bool {
+	var m map[string]any
+	if json.Unmarshal(objectSchema(args), &m) != nil {
+		return false
+	}
+	return m["type"] == "object"
+}
+
+func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
