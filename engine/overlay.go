@@ -199,9 +199,14 @@ func (o *Overlay) startIndex(ctx context.Context, cat *registry.Catalog) {
 		return
 	}
 	o.mu.Lock()
+	if o.closed { // the session ended meanwhile
+		o.mu.Unlock()
+		stop()
+		return
+	}
 	o.ix, o.stop = ix, stop
-	o.mu.Unlock()
 	o.wg.Add(1)
+	o.mu.Unlock()
 	go func() {
 		defer o.wg.Done()
 		for ch := range changes {
