@@ -117,7 +117,18 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	sctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	e.changes = e.reg.Subscribe(sctx)
+	// The embedder (the built-in one decodes its table) and the index with
+	// its cache file are made while the registry reads the tool files.
+	var prepared chan preparedIndex
+	if !o.NoIndex {
+		prepared = make(chan preparedIndex, 1)
+		dirs := e.reg.Dirs()
+		go func() { prepared <- e.prepareIndex(ctx, dirs) }()
+	}
 	if err := e.reg.Load(ctx); err != nil {
+		if prepared != nil {
+			<-prepared
+		}
 		cancel()
 		return nil, fmt.Errorf("loading tools: %w", err)
 	}
@@ -126,6 +137,12 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 		return nil, err
 	}
 	if !o.NoIndex {
+		p := <-prepared
+		if p.err != nil {
+			e.Close()
+			return nil, p.err
+		}
+		e.emb, e.cacheDir, e.ix = p.emb, p.dir, p.ix
 		if err := e.openIndex(ctx); err != nil {
 			e.Close()
 			return nil, err
@@ -144,34 +161,57 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	return e, nil
 }
 
-func (e *Engine) openIndex(ctx context.Context) error {
-	o := e.opts
-	emb := o.Embedder
-	if emb == nil {
-		eo := o.Embed
-		if eo.Getenv == nil {
-			eo.Getenv = o.Getenv
-		}
-		if eo.Logger == nil {
-			eo.Logger = o.Logger
-		}
-		var err error
-		if emb, err = embed.Open(o.EmbedderName, eo); err != nil {
-			return err
-		}
+// preparedIndex is what prepareIndex made.
+type preparedIndex struct {
+	emb embed.Embedder
+	dir string // the index cache directory
+	ix  *index.Index
+	err error
+}
+
+// prepareIndex opens the embedder and makes the index, reading its cache
+// file for a catalog over dirs. It touches no field of e (it runs while New
+// loads the registry).
+func (e *Engine) prepareIndex(ctx context.Context, dirs []string) preparedIndex {
+	emb, err := e.openEmbedder()
+	if err != nil {
+		return preparedIndex{err: err}
 	}
-	dir := o.CacheDir
-	if dir == "" && !o.NoCache {
+	dir := e.opts.CacheDir
+	if dir == "" && !e.opts.NoCache {
 		root := e.cacheRoot()
 		if root == "" {
-			return errors.New("no cache directory: set $XDG_CACHE_HOME or $HOME, or give a cache directory (--cache DIR) or none (--no-cache)")
+			return preparedIndex{err: errors.New("no cache directory: set $XDG_CACHE_HOME or $HOME, or give a cache directory (--cache DIR) or none (--no-cache)")}
 		}
 		dir = index.CacheDirUnder(root, emb.ID())
 	}
-	e.emb, e.cacheDir = emb, dir
-	io := e.indexOptions()
-	io.Progress = o.Progress
-	e.ix = index.New(emb, io)
+	io := e.indexOptionsIn(dir)
+	io.Progress = e.opts.Progress
+	ix := index.New(emb, io)
+	ix.Preload(ctx, dirs)
+	return preparedIndex{emb: emb, dir: dir, ix: ix}
+}
+
+// openEmbedder returns Options.Embedder or opens the one named.
+func (e *Engine) openEmbedder() (embed.Embedder, error) {
+	o := e.opts
+	if o.Embedder != nil {
+		return o.Embedder, nil
+	}
+	eo := o.Embed
+	if eo.Getenv == nil {
+		eo.Getenv = o.Getenv
+	}
+	if eo.Logger == nil {
+		eo.Logger = o.Logger
+	}
+	return embed.Open(o.EmbedderName, eo)
+}
+
+// openIndex brings the prepared index in line with the loaded catalog and
+// loads the thresholds.
+func (e *Engine) openIndex(ctx context.Context) error {
+	o := e.opts
 	if err := e.ix.Sync(ctx, e.reg.Catalog()); err != nil {
 		if e.ix.Stats().Tools == 0 && len(e.reg.Catalog().Tools) > 0 {
 			return fmt.Errorf("building the index: %w", err)
@@ -201,9 +241,12 @@ func (e *Engine) openIndex(ctx context.Context) error {
 
 // indexOptions are the options of the engine's index, and of a session's
 // (Overlay).
-func (e *Engine) indexOptions() index.Options {
+func (e *Engine) indexOptions() index.Options { return e.indexOptionsIn(e.cacheDir) }
+
+// indexOptionsIn are the index options with the cache in dir.
+func (e *Engine) indexOptionsIn(dir string) index.Options {
 	o := e.opts
-	return index.Options{CacheDir: e.cacheDir, NoCache: o.NoCache, Logger: o.Logger,
+	return index.Options{CacheDir: dir, NoCache: o.NoCache, Logger: o.Logger,
 		LexicalWeight: o.LexicalWeight, NoLastStep: o.NoLearned}
 }
 

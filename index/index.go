@@ -63,6 +63,8 @@ type Index struct {
 
 	upd     sync.Mutex // serialises updates and saves; guards the fields below
 	loaded  bool       // the cache was looked at
+	// preloaded are the tool directories Preload read the cache for.
+	preloaded []string
 	path    string     // the cache file ("" without a cache)
 	state   []byte     // fitted embedder state
 	fitDocs int

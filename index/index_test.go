@@ -534,3 +534,59 @@ func TestReadOnlyCacheAndUpdate(t *testing.T) {
 		t.Error("a read-only cache was written")
 	}
 }
+
+// TestPreloadReadsTheCatalogsCache: a cache read ahead of the first Sync
+// (while the registry loads) serves that Sync when the directories match,
+// and is set aside for the catalog's own cache when they do not.
+func TestPreloadReadsTheCatalogsCache(t *testing.T) {
+	ctx := context.Background()
+	dir, cache := copyTools(t), t.TempDir()
+	cat := loadReg(t, dir).Catalog()
+	n := len(cat.Tools)
+	first := New(newHashEmbedder(64), Options{CacheDir: cache, Logger: quiet()})
+	if err := first.Sync(ctx, cat); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		preload   []string
+		wantCalls int64
+	}{
+		{"the catalog's directories", cat.Dirs, 0},
+		{"other directories", []string{t.TempDir()}, 0},
+		{"no directories", nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			emb := newHashEmbedder(64)
+			ix := New(emb, Options{CacheDir: cache, Logger: quiet()})
+			ix.Preload(ctx, tc.preload)
+			if err := ix.Sync(ctx, loadReg(t, dir).Catalog()); err != nil {
+				t.Fatal(err)
+			}
+			if got := emb.st.docCalls.Load(); got != tc.wantCalls {
+				t.Fatalf("Sync after Preload(%v) made %d embedder calls, want %d", tc.preload, got, tc.wantCalls)
+			}
+			if st := ix.Stats(); st.Tools != n || st.Vectors != n || st.Missing != 0 {
+				t.Fatalf("stats: %+v", st)
+			}
+			if got, want := ix.cachePath.Load(), first.cachePath.Load(); got == nil || *got != *want {
+				t.Fatalf("cache file %v, want %s", got, *want)
+			}
+		})
+	}
+	// A cache of other directories is no cache for these: Preload of a
+	// directory without one leaves Sync to embed, into its own file.
+	other := loadReg(t, copyTools(t)).Catalog()
+	emb := newHashEmbedder(64)
+	ix := New(emb, Options{CacheDir: cache, Logger: quiet()})
+	ix.Preload(ctx, cat.Dirs)
+	if err := ix.Sync(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if got := emb.st.docTexts.Load(); got != int64(len(other.Tools)) {
+		t.Fatalf("a catalog over other directories embedded %d texts after Preload of the cached ones, want %d", got, len(other.Tools))
+	}
+	if got, was := ix.cachePath.Load(), first.cachePath.Load(); got == nil || *got == *was {
+		t.Fatalf("the other catalog's cache file is %v, the first's %s", got, *was)
+	}
+}

@@ -5,10 +5,41 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 
 	"github.com/toolsrv/toolsrv/embed"
 )
+
+// Preload reads the cache file of a catalog over dirs ahead of the first
+// Sync, so that it can be read while the registry reads the tool files.
+// Sync then reuses it when its catalog has these directories (and reads
+// the right file when it has not). It does nothing after the first Sync.
+func (ix *Index) Preload(ctx context.Context, dirs []string) {
+	ix.upd.Lock()
+	defer ix.upd.Unlock()
+	if ix.loaded {
+		return
+	}
+	ix.loaded = true
+	ix.preloaded = slices.Clone(dirs)
+	if ix.preloaded == nil {
+		ix.preloaded = []string{}
+	}
+	ix.loadLocked(ctx, dirs)
+}
+
+// unloadLocked forgets what loadLocked read, before any update used it.
+func (ix *Index) unloadLocked() {
+	ix.loaded = false
+	ix.path = ""
+	ix.cachePath.Store(nil)
+	ix.state, ix.fitDocs, ix.drift = nil, 0, 0
+	ix.cachedProbes = nil
+	ix.mu.Lock()
+	ix.v = nil
+	ix.mu.Unlock()
+}
 
 // loadLocked reads the cache file for these tool directories, if any, and
 // installs its vectors as the starting view (with no documents yet: the
@@ -28,7 +59,8 @@ func (ix *Index) loadLocked(ctx context.Context, dirs []string) {
 		dir = d
 	}
 	ix.path = cacheFile(dir, ix.base.ID(), dirs)
-	ix.cachePath.Store(&ix.path)
+	path := ix.path
+	ix.cachePath.Store(&path)
 	h, body, err := readCache(ix.path)
 	if errors.Is(err, errNoCache) {
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -141,6 +142,10 @@ func (ix *Index) updateLocked(ctx context.Context, cat source, upserted, removed
 	// update, the documents are built while the cache file is read.
 	var docs []document
 	var drop []string
+	if ix.preloaded != nil && !slices.Equal(ix.preloaded, cat.dirs) {
+		ix.unloadLocked() // Preload read another catalog's cache
+	}
+	ix.preloaded = nil
 	if !ix.loaded {
 		ix.loaded = true
 		var wg sync.WaitGroup

@@ -121,7 +121,7 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 			return 1
 		}
 	}
-	eng, err := engine.New(ctx, engine.Options{Dirs: dirs, NoIndex: true, SharedRunner: runner, Providers: provs, ProviderWait: mf.wait(), Getenv: env.getenv, Logger: logger(env)})
+	eng, err := newEngine(ctx, env, engine.Options{Dirs: dirs, NoIndex: true, SharedRunner: runner, Providers: provs, ProviderWait: mf.wait(), Getenv: env.getenv, Logger: logger(env)})
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv call:", err)
 		return 1

@@ -133,7 +133,7 @@ func evalCorpus(ctx context.Context, env *cliEnv, ef *engineFlags, emb embed.Emb
 	opts.Embedder, opts.Thresholds, opts.NoThresholds = emb, o.thresholds, !o.offer
 	p := newIndexProgress(env)
 	opts.Progress = p.update
-	eng, err := engine.New(ctx, opts)
+	eng, err := newEngine(ctx, env, opts)
 	p.finish()
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("corpus %s: %w", c.Name, err)

@@ -32,6 +32,9 @@ type cliEnv struct {
 	// log, when set, is the logger every package the command uses gets
 	// (see logger); serve -v sets it.
 	log *slog.Logger
+	// started, when set, is called once the command's engine is open
+	// (see startupGC).
+	started func()
 }
 
 func commands() map[string]command {
@@ -66,6 +69,9 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	env := &cliEnv{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	if len(os.Args) > 1 && opensEngine(os.Args[1]) {
+		env.started = startupGC(env.getenv)
+	}
 	stopProfile := startProfile(env)
 	code := dispatch(ctx, env, os.Args[1:])
 	stopProfile()

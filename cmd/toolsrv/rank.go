@@ -129,7 +129,7 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(err)
 	}
 	opts.ProviderWait = mf.wait()
-	eng, err := engine.New(ctx, opts)
+	eng, err := newEngine(ctx, env, opts)
 	p.finish()
 	if err != nil {
 		return fail(err)

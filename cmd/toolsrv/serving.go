@@ -143,7 +143,7 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 		}
 		opts.Providers = append(opts.Providers, more...)
 	}
-	eng, err := engine.New(ctx, opts)
+	eng, err := newEngine(ctx, env, opts)
 	p.finish()
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "thresholds:") {

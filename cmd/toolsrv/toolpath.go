@@ -130,7 +130,7 @@ func loadCatalog(ctx context.Context, env *cliEnv, cmd string, tools *dirList, m
 	if err != nil {
 		return nil, p, nil, err
 	}
-	eng, err := engine.New(ctx, engine.Options{Dirs: dirs, NoIndex: true, Providers: provs, ProviderWait: mf.wait(), Getenv: env.getenv, Logger: logger(env)})
+	eng, err := newEngine(ctx, env, engine.Options{Dirs: dirs, NoIndex: true, Providers: provs, ProviderWait: mf.wait(), Getenv: env.getenv, Logger: logger(env)})
 	if err != nil {
 		return nil, p, nil, err
 	}
