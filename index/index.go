@@ -61,15 +61,15 @@ type Index struct {
 	opts  Options
 	log   *slog.Logger
 
-	upd     sync.Mutex // serialises updates and saves; guards the fields below
-	loaded  bool       // the cache was looked at
+	upd    sync.Mutex // serialises updates and saves; guards the fields below
+	loaded bool       // the cache was looked at
 	// preloaded are the tool directories Preload read the cache for.
 	preloaded []string
-	path    string     // the cache file ("" without a cache)
-	state   []byte     // fitted embedder state
-	fitDocs int
-	drift   int
-	dirty   bool
+	path      string // the cache file ("" without a cache)
+	state     []byte // fitted embedder state
+	fitDocs   int
+	drift     int
+	dirty     bool
 
 	mu sync.RWMutex // guards v
 	v  *view

@@ -58,3 +58,29 @@ func BenchmarkLoad10k(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkParseMeta parses the example tools' .meta files (the registry's
+// per-file cost at start-up, without the file system).
+func BenchmarkParseMeta(b *testing.B) {
+	paths, err := filepath.Glob("../examples/tools/*.meta")
+	if err != nil || len(paths) == 0 {
+		b.Fatalf("no example tools: %v", err)
+	}
+	var files [][]byte
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		files = append(files, data)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, data := range files {
+			if m, errs := parseMeta(data); m == nil || len(errs) > 0 {
+				b.Fatalf("parse: %v", errs)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(files)), "ns/file")
+}
