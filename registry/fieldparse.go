@@ -13,6 +13,9 @@ import (
 // value that is present and not null; its error says what to write instead.
 
 func parseString(raw json.RawMessage) (string, error) {
+	if s, ok := plainString(raw); ok {
+		return s, nil
+	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return "", fmt.Errorf("must be a string, not %s", jsonKind(raw))
@@ -29,6 +32,9 @@ func parseBool(raw json.RawMessage) (bool, error) {
 }
 
 func parseKeywords(raw json.RawMessage) ([]string, error) {
+	if ks, ok := plainStrings(raw); ok {
+		return ks, nil
+	}
 	var ks []string
 	if err := json.Unmarshal(raw, &ks); err != nil {
 		return nil, errors.New("must be an array of strings")

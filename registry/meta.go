@@ -91,9 +91,11 @@ func metaLines(parent jsonPath) bool {
 }
 
 func parseMeta(data []byte) (*Meta, FieldErrors) {
-	var top map[string]json.RawMessage
-	if err := strictUnmarshal(data, &top); err != nil {
-		return nil, FieldErrors{syntaxError(data, err)}
+	top, ok := objectMembers(data)
+	if !ok {
+		if err := strictUnmarshal(data, &top); err != nil {
+			return nil, FieldErrors{syntaxError(data, err)}
+		}
 	}
 	if top == nil {
 		return nil, FieldErrors{{Msg: "the file must hold a JSON object, not null"}}
@@ -150,7 +152,7 @@ func parseMeta(data []byte) (*Meta, FieldErrors) {
 		if m.Extra == nil {
 			m.Extra = map[string]json.RawMessage{}
 		}
-		m.Extra[k] = top[k]
+		m.Extra[k] = bytes.Clone(top[k]) // not a view of the file's bytes
 		switch msg, warn := p.judgeUnknown(k, topFieldNames, k); {
 		case msg != "":
 			p.fail(k, msg)

@@ -1,0 +1,186 @@
+package registry
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// Fast paths for the shapes nearly every .meta file has. Each answers only
+// when its input is valid and plain, and leaves everything else (errors
+// included) to encoding/json, so a file means the same either way
+// (TestFastPathsAgree, FuzzParseMeta).
+
+// objectMembers returns the members of the JSON object data holds, each
+// value a subslice of data with its surrounding space trimmed, the last of
+// a repeated key winning: what encoding/json decodes into
+// map[string]json.RawMessage, without copying every value. ok is false when
+// data is not one valid JSON document holding an object.
+func objectMembers(data []byte) (members map[string]json.RawMessage, ok bool) {
+	if !json.Valid(data) {
+		return nil, false
+	}
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return nil, false
+	}
+	members = make(map[string]json.RawMessage, 16)
+	i = skipSpace(data, i+1)
+	for i < len(data) && data[i] != '}' {
+		end, _ := stringEnd(data, i)
+		key, plain := plainString(data[i:end])
+		if !plain { // escapes, or bytes encoding/json may replace
+			if err := json.Unmarshal(data[i:end], &key); err != nil {
+				return nil, false
+			}
+		}
+		i = skipSpace(data, end)
+		i = skipSpace(data, i+1) // the colon
+		vend := valueEnd(data, i)
+		members[key] = json.RawMessage(data[i:vend:vend])
+		i = skipSpace(data, vend)
+		if i < len(data) && data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+	}
+	return members, true
+}
+
+// valueEnd returns the end of the JSON value starting at data[i], which
+// must be valid JSON.
+func valueEnd(data []byte, i int) int {
+	switch data[i] {
+	case '"':
+		end, _ := stringEnd(data, i)
+		return end
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(data); j++ {
+			switch data[j] {
+			case '"':
+				end, _ := stringEnd(data, j)
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(data)
+	}
+	j := i
+	for j < len(data) {
+		switch data[j] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return j
+		}
+		j++
+	}
+	return j
+}
+
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON white space.
+func skipSpace(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// plainString returns the text of a JSON string literal (raw, with nothing
+// around it) whose text is valid UTF-8 and whose escapes are the one-letter
+// ones (\n, \", …; not \u).
+func plainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	body := raw[1 : len(raw)-1]
+	simple := true
+	for _, c := range body {
+		if c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			simple = false
+			break
+		}
+	}
+	if simple {
+		return string(body), true
+	}
+	out := make([]byte, 0, len(body))
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		switch {
+		case c < 0x20 || c == '"':
+			return "", false
+		case c != '\\':
+			out = append(out, c)
+			continue
+		}
+		i++
+		if i == len(body) {
+			return "", false
+		}
+		switch body[i] {
+		case '"', '\\', '/':
+			out = append(out, body[i])
+		case 'n':
+			out = append(out, '\n')
+		case 't':
+			out = append(out, '\t')
+		case 'r':
+			out = append(out, '\r')
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		default: // \u and anything invalid
+			return "", false
+		}
+	}
+	if !utf8.Valid(out) { // encoding/json replaces invalid bytes
+		return "", false
+	}
+	return string(out), true
+}
+
+// plainStrings returns the texts of a JSON array (raw, with nothing around
+// it) of strings plainString reads.
+func plainStrings(raw []byte) ([]string, bool) {
+	if len(raw) < 2 || raw[0] != '[' || raw[len(raw)-1] != ']' {
+		return nil, false
+	}
+	out := []string{}
+	i := skipSpace(raw, 1)
+	for i < len(raw)-1 {
+		if raw[i] != '"' {
+			return nil, false
+		}
+		end, _ := stringEnd(raw, i)
+		if end > len(raw)-1 {
+			return nil, false
+		}
+		s, ok := plainString(raw[i:end])
+		if !ok {
+			return nil, false
+		}
+		out = append(out, s)
+		i = skipSpace(raw, end)
+		switch {
+		case i < len(raw)-1 && raw[i] == ',':
+			i = skipSpace(raw, i+1)
+			if i >= len(raw)-1 { // a trailing comma
+				return nil, false
+			}
+		case i != len(raw)-1:
+			return nil, false
+		}
+	}
+	return out, true
+}
