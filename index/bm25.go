@@ -29,7 +29,7 @@ type lexicon struct {
 	n        int
 
 	// scratch for add (reused between documents)
-	toks []string
+	tk   tokenized
 	pos  []int32 // by term id: 1 + index in cur while a document is added
 	cur  []termTF
 	// short holds, after add, id<<4 | 1<<field for every term of the
@@ -74,6 +74,27 @@ func (l *lexicon) termID(t string) int32 {
 // word costs one lookup in the term dictionary; its frequency accumulates
 // in a per-term array slot, not a per-document map.
 func (l *lexicon) add(slot int, fields []field) {
+	l.tk.fill(fields)
+	l.addTokens(slot, fields, &l.tk)
+}
+
+// tokenized is a document's fields as tokens, made ahead (see upsertAll).
+type tokenized struct {
+	toks []string // every field's tokens, in field order
+	ends []int    // by field: the end of its tokens in toks
+}
+
+// fill tokenizes fields into tk, reusing its buffers.
+func (tk *tokenized) fill(fields []field) {
+	tk.toks, tk.ends = tk.toks[:0], tk.ends[:0]
+	for _, f := range fields {
+		tk.toks = appendTokens(tk.toks, f.text)
+		tk.ends = append(tk.ends, len(tk.toks))
+	}
+}
+
+// addTokens is add with the fields already tokenized.
+func (l *lexicon) addTokens(slot int, fields []field, tk *tokenized) {
 	for len(l.docLen) <= slot {
 		l.docLen = append(l.docLen, 0)
 		l.docTerms = append(l.docTerms, nil)
@@ -82,9 +103,11 @@ func (l *lexicon) add(slot int, fields []field) {
 	cur := l.cur[:0]
 	l.short = l.short[:0]
 	var length float32
+	start := 0
 	for fi, f := range fields {
-		l.toks = appendTokens(l.toks[:0], f.text)
-		for _, t := range l.toks {
+		toks := tk.toks[start:tk.ends[fi]]
+		start = tk.ends[fi]
+		for _, t := range toks {
 			id := l.termID(t)
 			if id < 0 { // stopword
 				continue

@@ -2,6 +2,7 @@ package index
 
 import (
 	"math"
+	"reflect"
 	"testing"
 )
 
@@ -54,6 +55,31 @@ func TestLexiconIncrementalEqualsFresh(t *testing.T) {
 			if math.Abs(a[i]-b[i]) > 1e-9 {
 				t.Fatalf("%q: doc %d scores %v incrementally, %v fresh", q, i, a[i], b[i])
 			}
+		}
+	}
+}
+
+// TestUpsertAllEqualsUpsert: a view filled in bulk (fields tokenized ahead
+// on other cores, chunk by chunk) holds exactly what one filled document
+// by document holds, for sizes around the bulk threshold and the chunk.
+func TestUpsertAllEqualsUpsert(t *testing.T) {
+	for _, n := range []int{bulkMin - 1, bulkMin, 1000, 1537} {
+		docs := synthDocs(n)
+		one, bulk := newView(nil, nil), newView(nil, nil)
+		for i := range docs {
+			one.upsert(&docs[i], nil, nil)
+		}
+		bulk.upsertAll(docs, vecSet{}, nil)
+		if !reflect.DeepEqual(one.byName, bulk.byName) || !reflect.DeepEqual(one.slots, bulk.slots) || one.missing != bulk.missing {
+			t.Fatalf("%d documents: the slots differ", n)
+		}
+		a, b := one.lex, bulk.lex
+		if !reflect.DeepEqual(a.dict, b.dict) || !reflect.DeepEqual(a.postings, b.postings) || !reflect.DeepEqual(a.docLen, b.docLen) ||
+			!reflect.DeepEqual(a.docTerms, b.docTerms) || !reflect.DeepEqual(a.docPos, b.docPos) || a.totalLen != b.totalLen || a.n != b.n {
+			t.Fatalf("%d documents: the lexicons differ", n)
+		}
+		if !reflect.DeepEqual(one.short, bulk.short) {
+			t.Fatalf("%d documents: the per-field terms differ", n)
 		}
 	}
 }

@@ -221,8 +221,8 @@ func (ix *Index) updateLocked(ctx context.Context, cat source, upserted, removed
 		if s, ok := v.byName[todo[i].name]; ok && v.slots[s].hash != todo[i].hash {
 			stale = append(stale, v.slots[s].hash)
 		}
-		v.upsert(&todo[i], vecs.get(todo[i].hash), err)
 	}
+	v.upsertAll(todo, vecs, err)
 	v.rev = cat.rev
 	st := v.st
 	ix.mu.Unlock()
@@ -324,9 +324,7 @@ func (ix *Index) rebuildLocked(ctx context.Context, cat source, docs []document)
 	}
 	nv := newView(emb, st)
 	nv.reserve(len(docs))
-	for i := range docs {
-		nv.upsert(&docs[i], vecs.get(docs[i].hash), err)
-	}
+	nv.upsertAll(docs, vecs, err)
 	nv.rev = cat.rev
 	ix.mu.Lock()
 	ix.v = nv

@@ -44,6 +44,56 @@ func newView(emb embed.Embedder, st *store) *view {
 
 // upsert puts a document (and its vector, nil if unknown) into the view.
 func (v *view) upsert(d *document, vec []float32, why error) {
+	v.upsertTokens(d, nil, vec, why)
+}
+
+// bulkMin is the fewest documents upsertAll tokenizes ahead.
+const bulkMin = 512
+
+// upsertAll upserts docs in order (each with its vector from vecs), as
+// upsert does: the next chunk of documents is tokenized on other cores
+// while the lexicon takes in the current one. Two chunks of tokens are
+// held at a time, so a large catalog costs no more memory than a small one.
+func (v *view) upsertAll(docs []document, vecs vecSet, why error) {
+	if len(docs) < bulkMin {
+		for i := range docs {
+			v.upsert(&docs[i], vecs.get(docs[i].hash), why)
+		}
+		return
+	}
+	const chunk = 256
+	type batch struct{ buf, lo, hi int }
+	var bufs [2][]tokenized
+	free := make(chan int, len(bufs))
+	for b := range bufs {
+		bufs[b] = make([]tokenized, chunk)
+		free <- b
+	}
+	ready := make(chan batch)
+	go func() {
+		defer close(ready)
+		for lo := 0; lo < len(docs); lo += chunk {
+			b, hi := <-free, min(lo+chunk, len(docs))
+			tk := bufs[b]
+			parallelRows(hi-lo, 1<<10, func(x, y int) {
+				for i := x; i < y; i++ {
+					tk[i].fill(docs[lo+i].fields)
+				}
+			})
+			ready <- batch{b, lo, hi}
+		}
+	}()
+	for bt := range ready {
+		for i := bt.lo; i < bt.hi; i++ {
+			v.upsertTokens(&docs[i], &bufs[bt.buf][i-bt.lo], vecs.get(docs[i].hash), why)
+		}
+		free <- bt.buf
+	}
+}
+
+// upsertTokens is upsert with the document's fields tokenized (tk), or
+// not (nil).
+func (v *view) upsertTokens(d *document, tk *tokenized, vec []float32, why error) {
 	v.gen++
 	s, ok := v.byName[d.name]
 	hadVec := ok && v.slots[s].vec
@@ -59,7 +109,11 @@ func (v *view) upsert(d *document, vec []float32, why error) {
 		v.slots = append(v.slots, slot{})
 	}
 	v.byName[d.name] = s
-	v.lex.add(s, d.fields)
+	if tk != nil {
+		v.lex.addTokens(s, d.fields, tk)
+	} else {
+		v.lex.add(s, d.fields)
+	}
 	v.short.set(s, v.lex)
 	sl := slot{name: d.name, hash: d.hash, live: true}
 	if v.dim == 0 && vec != nil {
