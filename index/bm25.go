@@ -29,9 +29,9 @@ type lexicon struct {
 	n        int
 
 	// scratch for add (reused between documents)
-	tk   tokenized
-	pos  []int32 // by term id: 1 + index in cur while a document is added
-	cur  []termTF
+	tk  tokenized
+	pos []int32 // by term id: 1 + index in cur while a document is added
+	cur []termTF
 	// short holds, after add, id<<4 | 1<<field for every term of the
 	// document's first numShortFields fields (the learned last step's
 	// per-field matches, laststep.go), unsorted and with repeats.
