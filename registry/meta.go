@@ -6,13 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"sort"
 	"strings"
 )
-
-// nameRE is the rule for tool names (SPEC §1).
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 
 // ValidName reports why name cannot be a tool (or agent) name, or nil.
 func ValidName(name string) error {
@@ -27,10 +23,25 @@ func ValidName(name string) error {
 		return errors.New("name contains '..'")
 	case len(name) > 128:
 		return fmt.Errorf("name is %d bytes long; the limit is 128", len(name))
-	case !nameRE.MatchString(name):
+	case !nameChars(name):
 		return errors.New("name must start with a letter or digit and contain only letters, digits, '_', '.' and '-'")
 	}
 	return nil
+}
+
+// nameChars is the rule for tool names' characters,
+// ^[A-Za-z0-9][A-Za-z0-9_.-]*$, checked byte by byte (a regexp match cost
+// more than the rest of resolving a name at start-up).
+func nameChars(name string) bool {
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case i > 0 && (c == '_' || c == '.' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // match is a variant's condition: key → alternatives (OR); keys AND.

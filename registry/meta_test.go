@@ -30,6 +30,10 @@ func TestValidName(t *testing.T) {
 		{"-dash", false},
 		{"sp ace", false},
 		{"ünicode", false},
+		{"9lives", true},
+		{"srv:tool", false},
+		{"trailing\n", false},
+		{"tab\there", false},
 	}
 	for _, tc := range tests {
 		err := ValidName(tc.name)
