@@ -84,7 +84,7 @@ func TestCallCommand(t *testing.T) {
 		{"timeout", "", []string{"--timeout", "200ms", "sleeper"}, 1, "", "timed out"},
 		{"unknown tool", "", []string{"nope"}, 1, "", "unknown tool: nope"},
 		{"bypass without broker names the flag", "", []string{"escalate"}, 1, "", "toolsrv call --bypass-socket PATH"},
-		{"flags after the tool name", "", []string{"greet", "--timeout", "5s", `{"name":"eve"}`}, 0, "hello eve", ""},
+		{"flags after the tool name", "", []string{"greet", "--timeout", "2m", `{"name":"eve"}`}, 0, "hello eve", ""},
 		{"flags after the arguments", "", []string{"greet", `{"name":"eve"}`, "--json"}, 0, `"ok": true`, ""},
 		{"usage", "", []string{}, 2, "", "Usage: toolsrv call"},
 	}
