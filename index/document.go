@@ -33,29 +33,51 @@ type field struct {
 
 // document is what the index knows about one tool.
 type document struct {
-	name   string
+	name string
+	// fields are, in this order (see fieldName and the others): the name's
+	// words, the description, the keywords, the argument names and
+	// descriptions, the prompt.
 	fields []field
-	// text is what is embedded; hash identifies it (and so the vector).
-	text string
+	// hash identifies the embedded text (text), and so the vector.
 	hash string
 }
 
 // newDocument builds the document of a tool.
 func newDocument(t *registry.Tool) document {
-	nameWords := strings.Join(tokensRaw(t.Name), " ")
-	args := argText(t.Args)
-	kw := strings.Join(t.Keywords, ", ")
+	var scratch []byte
+	return newDocumentScratch(t, &scratch)
+}
+
+// newDocumentScratch is newDocument assembling the embedded text in
+// *scratch (reused by the caller for its next document) to hash it: the
+// text is not kept, it is made again when the tool must be embedded (at
+// 100k tools the texts would hold 100 MB through an update).
+func newDocumentScratch(t *registry.Tool, scratch *[]byte) document {
 	d := document{name: t.Name, fields: []field{
-		{nameWords, weightName},
+		{strings.Join(tokensRaw(t.Name), " "), weightName},
 		{t.Description, weightDescription},
-		{kw, weightKeywords},
-		{args, weightArgs},
+		{strings.Join(t.Keywords, ", "), weightKeywords},
+		{argText(t.Args), weightArgs},
 		{t.Prompt, weightPrompt},
 	}}
-	d.text = embedText(nameWords, t.Description, kw, args, t.Prompt)
-	sum := sha256.Sum256([]byte(d.text))
+	*scratch = d.appendText((*scratch)[:0])
+	sum := sha256.Sum256(*scratch)
 	d.hash = hex.EncodeToString(sum[:16])
 	return d
+}
+
+// text is what the index embeds for the document (see EmbedText).
+func (d document) text() string { return string(d.appendText(nil)) }
+
+// appendText appends the document's embedded text to b.
+func (d document) appendText(b []byte) []byte {
+	part := func(i int) string {
+		if i < len(d.fields) {
+			return d.fields[i].text
+		}
+		return ""
+	}
+	return appendEmbedText(b, part(fieldName), part(fieldDescription), part(fieldKeywords), part(fieldArgs), part(fieldPrompt))
 }
 
 // EmbedText is the text the index embeds for a tool: its name's words, the
@@ -63,32 +85,31 @@ func newDocument(t *registry.Tool) document {
 // start of the prompt (maxPromptChars bytes). The offline training harness
 // (embed/train) measures embedders on exactly this text.
 func EmbedText(t *registry.Tool) string {
-	return embedText(strings.Join(tokensRaw(t.Name), " "), t.Description, strings.Join(t.Keywords, ", "), argText(t.Args), t.Prompt)
+	return string(appendEmbedText(nil, strings.Join(tokensRaw(t.Name), " "), t.Description, strings.Join(t.Keywords, ", "), argText(t.Args), t.Prompt))
 }
 
-// embedText assembles the embedded text from a tool's parts, as prepared by
-// newDocument (which also weighs them for the lexical index).
-func embedText(nameWords, description, keywords, args, prompt string) string {
-	var b strings.Builder
-	b.WriteString(nameWords)
-	b.WriteString(": ")
-	b.WriteString(description)
+// appendEmbedText appends the embedded text assembled from a tool's parts,
+// as prepared by newDocument (which also weighs them for the lexical index).
+func appendEmbedText(b []byte, nameWords, description, keywords, args, prompt string) []byte {
+	b = append(b, nameWords...)
+	b = append(b, ": "...)
+	b = append(b, description...)
 	if keywords != "" {
-		b.WriteString("\nKeywords: ")
-		b.WriteString(keywords)
+		b = append(b, "\nKeywords: "...)
+		b = append(b, keywords...)
 	}
 	if args != "" {
-		b.WriteString("\nArguments: ")
-		b.WriteString(args)
+		b = append(b, "\nArguments: "...)
+		b = append(b, args...)
 	}
 	if p := strings.TrimSpace(prompt); p != "" {
 		if len(p) > maxPromptChars {
 			p = p[:maxPromptChars]
 		}
-		b.WriteString("\n")
-		b.WriteString(p)
+		b = append(b, '\n')
+		b = append(b, p...)
 	}
-	return b.String()
+	return b
 }
 
 // tokensRaw splits a name into words without stemming ("get_weather" →

@@ -22,11 +22,11 @@ func TestEmbedText(t *testing.T) {
 	if got := EmbedText(tool); got != want {
 		t.Fatalf("EmbedText = %q, want %q", got, want)
 	}
-	if d := newDocument(tool); d.text != want {
-		t.Fatalf("newDocument embeds %q, want %q", d.text, want)
+	if d := newDocument(tool); d.text() != want {
+		t.Fatalf("newDocument embeds %q, want %q", d.text(), want)
 	}
 	bare := &registry.Tool{Name: "ls", Description: "List files"}
-	if got := EmbedText(bare); got != "ls: List files" || newDocument(bare).text != got {
-		t.Fatalf("bare tool: EmbedText = %q, newDocument %q", got, newDocument(bare).text)
+	if got := EmbedText(bare); got != "ls: List files" || newDocument(bare).text() != got {
+		t.Fatalf("bare tool: EmbedText = %q, newDocument %q", got, newDocument(bare).text())
 	}
 }

@@ -73,7 +73,7 @@ func (ix *Index) vectors(ctx context.Context, emb embed.Embedder, st *store, doc
 			g.Go(func() error {
 				texts := make([]string, len(batch))
 				for j, d := range batch {
-					texts[j] = d.text
+					texts[j] = d.text()
 				}
 				vs, err := emb.EmbedDocuments(gctx, texts)
 				if err == nil && len(vs) != len(batch) {

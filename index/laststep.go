@@ -26,6 +26,9 @@ const (
 	numShortFields // the prompt (field 4) is not recorded per field
 )
 
+// fieldPrompt is the position of the prompt in document.fields.
+const fieldPrompt = numShortFields
+
 // shortTerms records, per slot, the distinct terms of a document's short
 // fields (name, description, keywords, argument names) as sorted
 // id<<4 | field mask, so the last step can tell in which field a query word

@@ -47,14 +47,9 @@ func synthDocs(n int) []document {
 			{strings.ReplaceAll(name, "_", " "), weightName},
 			{words(12 + r.IntN(12)), weightDescription},
 			{words(3), weightKeywords},
+			{"", weightArgs},
 			{words(40 + r.IntN(60)), weightPrompt},
 		}}
-		var b strings.Builder
-		for _, f := range d.fields {
-			b.WriteString(f.text)
-			b.WriteString("\n")
-		}
-		d.text = b.String()
 		d.hash = fmt.Sprintf("%x", i)
 		docs[i] = d
 	}
@@ -201,7 +196,7 @@ func synthToolSource(docs []document) source {
 	byName := map[string]int{}
 	for i, d := range docs {
 		tools[i] = &registry.Tool{Name: d.name, Description: d.fields[1].text,
-			Keywords: strings.Fields(d.fields[2].text), Prompt: d.fields[3].text,
+			Keywords: strings.Fields(d.fields[2].text), Prompt: d.fields[4].text,
 			Args: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"the file or directory to work on"},"limit":{"type":"integer","description":"at most this many results"}}}`)}
 		byName[d.name] = i
 	}

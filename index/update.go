@@ -118,8 +118,9 @@ func catalogSource(cat *registry.Catalog) source {
 		all: func() []document {
 			docs := make([]document, len(cat.Tools))
 			parallelRows(len(docs), 64, func(lo, hi int) {
+				var scratch []byte
 				for i := lo; i < hi; i++ {
-					docs[i] = newDocument(cat.Tools[i])
+					docs[i] = newDocumentScratch(cat.Tools[i], &scratch)
 				}
 			})
 			return docs
@@ -290,7 +291,7 @@ func (ix *Index) rebuildLocked(ctx context.Context, cat source, docs []document)
 		if !fitted || ix.refitDue(ctx, st, docs, len(docs)) {
 			texts := make([]string, len(docs))
 			for i := range docs {
-				texts[i] = docs[i].text
+				texts[i] = docs[i].text()
 			}
 			start := time.Now()
 			f, err := ix.aware.Fit(ctx, texts)
