@@ -27,8 +27,8 @@ func TestStartupGC(t *testing.T) {
 			debug.SetGCPercent(during)
 			duringLimit := debug.SetMemoryLimit(-1)
 			if tc.paused {
-				if during != -1 || duringLimit != startupHeap {
-					t.Errorf("during start-up: GOGC %d, limit %d; want -1 and %d", during, duringLimit, startupHeap)
+				if want := startupHeapLimit(); during != -1 || duringLimit != want || want <= 0 || want > startupHeap {
+					t.Errorf("during start-up: GOGC %d, limit %d; want -1 and %d (at most %d)", during, duringLimit, want, startupHeap)
 				}
 			} else if during != 100 || duringLimit != limit {
 				t.Errorf("with %v the collector was changed: GOGC %d, limit %d", tc.env, during, duringLimit)
