@@ -61,7 +61,8 @@ learn:
 # Fuzz the .meta parser for FUZZTIME (default 10m).
 FUZZTIME ?= 10m
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzParseMeta -fuzztime $(FUZZTIME) ./registry/
+	$(GO) test -run '^$$' -fuzz 'FuzzParseMeta$$' -fuzztime $(FUZZTIME) ./registry/
+	$(GO) test -run '^$$' -fuzz 'FuzzFastPaths$$' -fuzztime $(FUZZTIME) ./registry/
 
 clean:
 	rm -rf bin $(NPM_DIR)/node_modules
