@@ -250,3 +250,75 @@ func TestEmbedDocumentsParallelMatchesSerial(t *testing.T) {
 		t.Error("EmbedDocuments ignored a cancelled context")
 	}
 }
+
+// TestViewTableMatchesReadTable: the shipped table read in place (its rows
+// dequantized when read) gives exactly the values ReadTable decodes, row by
+// row and through the embedder (known terms, n-gram buckets, a fit), and a
+// damaged table is refused as ReadTable refuses it.
+func TestViewTableMatchesReadTable(t *testing.T) {
+	read, err := ReadTable(bytes.NewReader(modelFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	view, err := ViewTable(modelFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if view.Vectors != nil || view.Dim != read.Dim || view.Buckets != read.Buckets || view.MinN != read.MinN || view.MaxN != read.MaxN ||
+		!slices.Equal(view.Vocab, read.Vocab) || !slices.Equal(view.Prior, read.Prior) {
+		t.Fatal("the header, vocabulary or prior differ")
+	}
+	sum, want := make([]float32, read.Dim), make([]float32, read.Dim)
+	for r := 0; r < read.Rows(); r++ {
+		if !slices.Equal(view.Row(r), read.Row(r)) || !slices.Equal(view.Row(r), read.Row(r)) { // dequantized, then kept
+			t.Fatalf("row %d differs", r)
+		}
+		view.addRow(r, sum)
+		read.addRow(r, want)
+		if r%997 == 0 && !slices.Equal(sum, want) {
+			t.Fatalf("the sum of rows up to %d differs", r)
+		}
+	}
+	o := DefaultOptions()
+	o.ID = "t"
+	ev, err := FromTable(view, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	er, _ := FromTable(read, o)
+	ctx := context.Background()
+	docs := []string{"get_weather: returns the weather forecast for a city", "zqxjv_frobnicate: unfrobnicates a zqxjv quuxly", "convert a video to gif"}
+	fv, err := ev.Fit(ctx, docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr, _ := er.Fit(ctx, docs)
+	for _, e := range [][2]embedderUnderTest{{ev, er}, {fv, fr}} {
+		a, _ := e[0].EmbedDocuments(ctx, docs)
+		b, _ := e[1].EmbedDocuments(ctx, docs)
+		qa, _ := e[0].EmbedQuery(ctx, "frobnicate the weather quuxly")
+		qb, _ := e[1].EmbedQuery(ctx, "frobnicate the weather quuxly")
+		for i := range a {
+			if !slices.Equal(a[i], b[i]) {
+				t.Fatalf("document %d embeds differently", i)
+			}
+		}
+		if !slices.Equal(qa, qb) {
+			t.Fatal("the query embeds differently")
+		}
+	}
+	for _, cut := range []int{0, 5, 30, len(modelFile) / 2, len(modelFile) - 1} {
+		if _, err := ViewTable(modelFile[:cut]); err == nil {
+			t.Errorf("ViewTable accepted a table cut at %d bytes", cut)
+		}
+	}
+	if _, err := ViewTable(append(slices.Clip(modelFile), 0)); err == nil {
+		t.Error("ViewTable accepted trailing data")
+	}
+}
+
+// embedderUnderTest is what TestViewTableMatchesReadTable compares.
+type embedderUnderTest interface {
+	EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error)
+	EmbedQuery(ctx context.Context, text string) ([]float32, error)
+}

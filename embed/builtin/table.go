@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"sync/atomic"
 )
 
 // tableMagic starts every table file; the digit is the format version.
@@ -27,15 +28,50 @@ type Table struct {
 	MinN    int       // n-gram lengths, counted in bytes of "<term>"
 	MaxN    int
 	// Vectors holds (len(Vocab)+Buckets) rows of Dim values: vocabulary
-	// rows first, then bucket rows.
+	// rows first, then bucket rows. It is nil in a table read in place
+	// (ViewTable), whose rows stay quantized.
 	Vectors []float32
+	// quant holds, in a table read in place, each row as on disk: its
+	// float32 scale (little endian) and Dim int8 values; dequant holds the
+	// rows dequantized so far (filled on first use, by any goroutine).
+	quant   []byte
+	dequant []atomic.Pointer[[]float32]
 }
 
 // Rows is the number of vectors in the table.
 func (t *Table) Rows() int { return len(t.Vocab) + t.Buckets }
 
-// Row returns row i (not a copy).
-func (t *Table) Row(i int) []float32 { return t.Vectors[i*t.Dim : (i+1)*t.Dim] }
+// Row returns row i, read only: the table's own slice or, in a table read
+// in place, the row dequantized the first time it is read and kept (the
+// values ReadTable computes).
+func (t *Table) Row(i int) []float32 {
+	if t.quant == nil {
+		return t.Vectors[i*t.Dim : (i+1)*t.Dim]
+	}
+	if r := t.dequant[i].Load(); r != nil {
+		return *r
+	}
+	b := t.quantRow(i)
+	scale := math.Float32frombits(binary.LittleEndian.Uint32(b))
+	row := make([]float32, t.Dim)
+	for j, q := range b[4:] {
+		row[j] = float32(int8(q)) * scale
+	}
+	t.dequant[i].Store(&row) // a concurrent reader may store the same values
+	return row
+}
+
+// addRow adds row i to dst, value by value.
+func (t *Table) addRow(i int, dst []float32) {
+	for j, x := range t.Row(i) {
+		dst[j] += x
+	}
+}
+
+func (t *Table) quantRow(i int) []byte {
+	stride := 4 + t.Dim
+	return t.quant[i*stride : (i+1)*stride : (i+1)*stride]
+}
 
 // Validate checks the table's shape.
 func (t *Table) Validate() error {
@@ -44,7 +80,9 @@ func (t *Table) Validate() error {
 		return fmt.Errorf("table dimension %d out of range", t.Dim)
 	case len(t.Prior) != len(t.Vocab):
 		return fmt.Errorf("table has %d prior weights for %d terms", len(t.Prior), len(t.Vocab))
-	case len(t.Vectors) != t.Rows()*t.Dim:
+	case t.quant != nil && (t.Vectors != nil || len(t.quant) != t.Rows()*(4+t.Dim)):
+		return fmt.Errorf("table has %d bytes of quantized rows, want %d rows × %d", len(t.quant), t.Rows(), 4+t.Dim)
+	case t.quant == nil && len(t.Vectors) != t.Rows()*t.Dim:
 		return fmt.Errorf("table has %d values, want %d rows × %d", len(t.Vectors), t.Rows(), t.Dim)
 	case t.Buckets < 0 || (t.Buckets > 0 && (t.MinN < 1 || t.MaxN < t.MinN || t.MaxN > 32)):
 		return fmt.Errorf("table n-gram settings invalid: %d buckets, n %d..%d", t.Buckets, t.MinN, t.MaxN)
@@ -168,6 +206,58 @@ func ReadTable(r io.Reader) (*Table, error) {
 	if _, err := br.ReadByte(); err != io.EOF {
 		return nil, errors.New("table file has trailing data")
 	}
+	return t, t.Validate()
+}
+
+// ViewTable reads a table written by WriteTo in place: the vocabulary and
+// the prior weights are decoded, the rows stay quantized in data (which
+// must not change) and are dequantized when read (Row). For the table
+// the binary carries: no 56 MB float32 copy at every start, only of the rows
+// a catalog and its queries use.
+func ViewTable(data []byte) (*Table, error) {
+	le := binary.LittleEndian
+	if len(data) < len(tableMagic)+20 || string(data[:len(tableMagic)]) != tableMagic {
+		return nil, fmt.Errorf("not a builtin embedder table (want magic %q)", tableMagic)
+	}
+	off := len(tableMagic)
+	var hdr [5]uint32
+	for i := range hdr {
+		hdr[i] = le.Uint32(data[off:])
+		off += 4
+	}
+	if hdr[0] == 0 || hdr[0] > 4096 || hdr[1] > 1<<24 || hdr[2] > 1<<24 {
+		return nil, fmt.Errorf("table header out of range: %v", hdr)
+	}
+	t := &Table{Dim: int(hdr[0]), Buckets: int(hdr[2]), MinN: int(hdr[3]), MaxN: int(hdr[4])}
+	t.Vocab = make([]string, hdr[1])
+	for i := range t.Vocab {
+		if off >= len(data) {
+			return nil, errors.New("reading table vocabulary: unexpected end of table")
+		}
+		n := int(data[off])
+		if off+1+n > len(data) {
+			return nil, errors.New("reading table vocabulary: unexpected end of table")
+		}
+		t.Vocab[i] = string(data[off+1 : off+1+n])
+		off += 1 + n
+	}
+	if off+4*len(t.Vocab) > len(data) {
+		return nil, errors.New("reading table prior weights: unexpected end of table")
+	}
+	t.Prior = make([]float32, len(t.Vocab))
+	for i := range t.Prior {
+		t.Prior[i] = math.Float32frombits(le.Uint32(data[off:]))
+		off += 4
+	}
+	rows := len(data) - off
+	switch want := t.Rows() * (4 + t.Dim); {
+	case rows < want:
+		return nil, fmt.Errorf("reading table rows: %d bytes, want %d", rows, want)
+	case rows > want:
+		return nil, errors.New("table file has trailing data")
+	}
+	t.quant = data[off:len(data):len(data)]
+	t.dequant = make([]atomic.Pointer[[]float32], t.Rows())
 	return t, t.Validate()
 }
 
