@@ -172,7 +172,7 @@ func (e *Embedder) priorWeight(term string, row int32) float32 {
 	return 1
 }
 
-func (e *Embedder) embedAll(ctx context.Context, texts []string, w weightFunc, known map[string][]float32) ([][]float32, error) {
+func (e *Embedder) embedAll(ctx context.Context, texts []string, w weightFunc, known *oovCache) ([][]float32, error) {
 	out := make([][]float32, len(texts))
 	workers := min(runtime.GOMAXPROCS(0), (len(texts)+15)/16)
 	if workers <= 1 {
@@ -208,7 +208,7 @@ func (e *Embedder) embedAll(ctx context.Context, texts []string, w weightFunc, k
 }
 
 // embedDoc embeds a document, blending in its first line (HeadMix).
-func (e *Embedder) embedDoc(text string, w weightFunc, known map[string][]float32) []float32 {
+func (e *Embedder) embedDoc(text string, w weightFunc, known *oovCache) []float32 {
 	v := e.embed(text, w, e.opts.DocTF, known)
 	h := e.opts.HeadMix
 	if h <= 0 {
@@ -247,7 +247,7 @@ type scratch struct {
 
 // embed pools the distinct terms of doc. A text with no usable term gets a
 // fixed unit vector (so the result is never zero or NaN).
-func (e *Embedder) embed(doc string, weight weightFunc, tf bool, known map[string][]float32) []float32 {
+func (e *Embedder) embed(doc string, weight weightFunc, tf bool, known *oovCache) []float32 {
 	s := e.pool.Get().(*scratch)
 	defer e.pool.Put(s)
 	if s.stems == nil || len(s.stems) > 1<<16 {
@@ -288,10 +288,7 @@ func (e *Embedder) embed(doc string, weight weightFunc, tf bool, known map[strin
 				w *= 1 + e.opts.LeadBoost
 			}
 		}
-		v, ok := known[tok]
-		if !ok {
-			v = e.termVector(tok, row, s.tmp)
-		}
+		v := e.cachedTermVector(tok, row, s.tmp, known)
 		for i, x := range v {
 			s.vec[i] += float64(w * x)
 		}

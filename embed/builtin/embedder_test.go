@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -321,4 +322,50 @@ func TestViewTableMatchesReadTable(t *testing.T) {
 type embedderUnderTest interface {
 	EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error)
 	EmbedQuery(ctx context.Context, text string) ([]float32, error)
+}
+
+// TestOOVCacheKeepsCatalogTermsOnly: the n-gram vectors of catalog terms
+// outside the vocabulary are made on first use, on several goroutines at
+// once, and are the same made or kept; a query's own unknown words are not
+// kept (a server's queries must not grow it).
+func TestOOVCacheKeepsCatalogTermsOnly(t *testing.T) {
+	ctx := context.Background()
+	e, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []string
+	for i := range 64 {
+		docs = append(docs, fmt.Sprintf("zqx%dtool: frobnicates the blorvex %d quuxly", i%7, i))
+	}
+	fe, err := e.Fit(ctx, docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fe.(*Fitted)
+	first, _ := f.EmbedDocuments(ctx, docs) // parallel: fills the cache
+	again, _ := f.EmbedDocuments(ctx, docs)
+	r, err := e.Restore(f.State())
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored, _ := r.EmbedDocuments(ctx, docs[:1])
+	for i := range first {
+		if !slices.Equal(first[i], again[i]) {
+			t.Fatalf("document %d: made and kept vectors differ", i)
+		}
+	}
+	if !slices.Equal(first[0], restored[0]) {
+		t.Fatal("a restored embedder embeds differently")
+	}
+	kept := func(term string) bool { _, ok := f.oov.m.Load(term); return ok }
+	if !kept("blorvex") {
+		t.Error("a catalog term outside the vocabulary was not kept")
+	}
+	if _, err := f.EmbedQuery(ctx, "plimbostrate the blorvex"); err != nil {
+		t.Fatal(err)
+	}
+	if kept("plimbostrate") {
+		t.Error("a query's unknown word was kept")
+	}
 }

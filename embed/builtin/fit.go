@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"sync"
 
 	"github.com/toolsrv/toolsrv/embed/embedder"
 	"github.com/toolsrv/toolsrv/text"
@@ -21,12 +23,12 @@ import (
 type Fitted struct {
 	e     *Embedder
 	id    string
-	n     int                  // documents fitted
-	df    map[string]int       // document frequency per term
-	maxW  float32              // IDF of a term found in one document
-	mean  []float32            // mean document vector (nil: no centering)
-	oov   map[string][]float32 // n-gram vectors of catalog terms outside the vocabulary
-	prf   *prfData             // query feedback from the catalog (nil: none)
+	n     int            // documents fitted
+	df    map[string]int // document frequency per term
+	maxW  float32        // IDF of a term found in one document
+	mean  []float32      // mean document vector (nil: no centering)
+	oov   *oovCache      // n-gram vectors of catalog terms outside the vocabulary
+	prf   *prfData       // query feedback from the catalog (nil: none)
 	state []byte
 }
 
@@ -83,13 +85,7 @@ func (e *Embedder) fitted(n int, df map[string]int, mean []float32) *Fitted {
 	f := &Fitted{e: e, n: n, df: df, mean: mean}
 	f.maxW = idf(n, 1)
 	if e.t.Buckets > 0 {
-		f.oov = make(map[string][]float32)
-		tmp := make([]float32, e.t.Dim)
-		for t := range df {
-			if _, ok := e.index[t]; !ok {
-				f.oov[t] = append([]float32(nil), e.termVector(t, -1, tmp)...)
-			}
-		}
+		f.oov = &oovCache{keep: df}
 	}
 	f.setState(encodeState(n, df, mean))
 	return f
@@ -275,6 +271,32 @@ func (f *Fitted) center(v []float32) []float32 {
 	inv := float32(1 / math.Sqrt(norm))
 	for k := range v {
 		v[k] *= inv
+	}
+	return v
+}
+
+// oovCache holds the n-gram vectors of the catalog's terms outside the
+// vocabulary, each made the first time a document or query uses it (a
+// restored embedder whose documents' vectors are all cached makes few).
+// Safe for concurrent use.
+type oovCache struct {
+	keep map[string]int // the catalog's terms: only these are kept
+	m    sync.Map       // term → []float32
+}
+
+// cachedTermVector is termVector, taken from c (or kept there) for the
+// catalog's terms outside the vocabulary; c may be nil.
+func (e *Embedder) cachedTermVector(term string, row int32, tmp []float32, c *oovCache) []float32 {
+	if c == nil || row >= 0 {
+		return e.termVector(term, row, tmp)
+	}
+	if v, ok := c.m.Load(term); ok {
+		return v.([]float32)
+	}
+	v := e.termVector(term, row, tmp)
+	if _, ok := c.keep[term]; ok {
+		v = slices.Clone(v)
+		c.m.Store(term, v)
 	}
 	return v
 }

@@ -32,10 +32,7 @@ func (f *Fitted) QueryTerms(ctx context.Context, query string) (weights []float3
 		if w <= 0 {
 			continue
 		}
-		v, ok := f.oov[tok]
-		if !ok {
-			v = e.termVector(tok, row, tmp)
-		}
+		v := e.cachedTermVector(tok, row, tmp, f.oov)
 		var n float64
 		for _, x := range v {
 			n += float64(x) * float64(x)
