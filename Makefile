@@ -62,7 +62,7 @@ learn:
 FUZZTIME ?= 10m
 fuzz:
 	$(GO) test -run '^$$' -fuzz 'FuzzParseMeta$$' -fuzztime $(FUZZTIME) ./registry/
-	$(GO) test -run '^$$' -fuzz 'FuzzFastPaths$$' -fuzztime $(FUZZTIME) ./registry/
+	$(GO) test -run '^$$' -fuzz 'FuzzFastPaths$$' -fuzztime $(FUZZTIME) ./internal/jsonscan/
 
 clean:
 	rm -rf bin $(NPM_DIR)/node_modules

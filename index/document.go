@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/toolsrv/toolsrv/internal/jsonscan"
 	"github.com/toolsrv/toolsrv/registry"
 )
 
@@ -126,26 +127,86 @@ func argText(schema json.RawMessage) string {
 	if len(schema) == 0 {
 		return ""
 	}
-	var s struct {
-		Properties map[string]struct {
-			Description string `json:"description"`
-		} `json:"properties"`
+	props, ok := plainProperties(schema)
+	if !ok {
+		var s struct {
+			Properties map[string]struct {
+				Description string `json:"description"`
+			} `json:"properties"`
+		}
+		if json.Unmarshal(schema, &s) != nil {
+			return ""
+		}
+		props = make(map[string]string, len(s.Properties))
+		for n, p := range s.Properties {
+			props[n] = p.Description
+		}
 	}
-	if json.Unmarshal(schema, &s) != nil || len(s.Properties) == 0 {
+	if len(props) == 0 {
 		return ""
 	}
-	names := make([]string, 0, len(s.Properties))
-	for n := range s.Properties {
+	names := make([]string, 0, len(props))
+	for n := range props {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	parts := make([]string, 0, len(names))
 	for _, n := range names {
 		p := strings.Join(tokensRaw(n), " ")
-		if d := strings.TrimSpace(s.Properties[n].Description); d != "" {
+		if d := strings.TrimSpace(props[n]); d != "" {
 			p += " (" + d + ")"
 		}
 		parts = append(parts, p)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// plainProperties reads a schema's top-level properties' descriptions
+// (name → description) where encoding/json, decoding argText's struct,
+// would read the same: every key spelled as the struct's tags (encoding/json
+// matches them case-insensitively), each property an object, each
+// description a plain string. ok is false otherwise.
+func plainProperties(schema []byte) (map[string]string, bool) {
+	top, ok := jsonscan.Members(schema)
+	if !ok || !onlyExactly(top, "properties") {
+		return nil, false
+	}
+	raw, has := top["properties"]
+	if !has || string(raw) == "null" {
+		return map[string]string{}, true
+	}
+	props, ok := jsonscan.MembersOfValid(raw)
+	if !ok {
+		return nil, false
+	}
+	out := make(map[string]string, len(props))
+	for n, p := range props {
+		fields, ok := jsonscan.MembersOfValid(p)
+		if !ok || !onlyExactly(fields, "description") {
+			return nil, false
+		}
+		d, has := fields["description"]
+		switch {
+		case !has || string(d) == "null":
+			out[n] = ""
+		default:
+			s, ok := jsonscan.String(d)
+			if !ok {
+				return nil, false
+			}
+			out[n] = s
+		}
+	}
+	return out, true
+}
+
+// onlyExactly says that no key of m matches name case-insensitively but
+// for name itself.
+func onlyExactly(m map[string]json.RawMessage, name string) bool {
+	for k := range m {
+		if k != name && strings.EqualFold(k, name) {
+			return false
+		}
+	}
+	return true
 }

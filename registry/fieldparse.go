@@ -7,13 +7,15 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/toolsrv/toolsrv/internal/jsonscan"
 )
 
 // The parsers of the definition fields' values (metaFields). Each gets a
 // value that is present and not null; its error says what to write instead.
 
 func parseString(raw json.RawMessage) (string, error) {
-	if s, ok := plainString(raw); ok {
+	if s, ok := jsonscan.String(raw); ok {
 		return s, nil
 	}
 	var s string
@@ -32,7 +34,7 @@ func parseBool(raw json.RawMessage) (bool, error) {
 }
 
 func parseKeywords(raw json.RawMessage) ([]string, error) {
-	if ks, ok := plainStrings(raw); ok {
+	if ks, ok := jsonscan.Strings(raw); ok {
 		return ks, nil
 	}
 	var ks []string

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/toolsrv/toolsrv/internal/fileio"
+	"github.com/toolsrv/toolsrv/internal/jsonscan"
 )
 
 // maxReported is the most problems listed for one file or document; the
@@ -182,7 +183,7 @@ func scanKeys(data []byte, v *keyVisitor) ([]duplicateKey, error) {
 			wantKey = false
 			i++
 		case '"':
-			end, escaped := stringEnd(data, i)
+			end, escaped := jsonscan.StringEnd(data, i)
 			if !wantKey || len(stack) == 0 {
 				element()
 				valueDone()
@@ -243,22 +244,6 @@ func endsLiteral(c byte) bool {
 		return true
 	}
 	return false
-}
-
-// stringEnd returns the index just past the string starting at data[i] (a
-// '"'), and whether it holds escapes.
-func stringEnd(data []byte, i int) (int, bool) {
-	escaped := false
-	for j := i + 1; j < len(data); j++ {
-		switch data[j] {
-		case '\\':
-			escaped = true
-			j++
-		case '"':
-			return j + 1, escaped
-		}
-	}
-	return len(data), escaped
 }
 
 // fieldLines finds the line of a field's key in a document on demand: the

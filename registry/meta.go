@@ -8,6 +8,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/toolsrv/toolsrv/internal/jsonscan"
 )
 
 // ValidName reports why name cannot be a tool (or agent) name, or nil.
@@ -102,7 +104,7 @@ func metaLines(parent jsonPath) bool {
 }
 
 func parseMeta(data []byte) (*Meta, FieldErrors) {
-	top, ok := objectMembers(data)
+	top, ok := jsonscan.Members(data)
 	if !ok {
 		if err := strictUnmarshal(data, &top); err != nil {
 			return nil, FieldErrors{syntaxError(data, err)}

@@ -1,4 +1,4 @@
-package registry
+package jsonscan
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ var fastPathInputs = []string{
 	"{\"a\":\"\xff\\n\"}", `{"a":"\q"}`, `{"a":["x\n"]}`, `{"a":["x\"y"]}`, `{"a":["é"]}`, `{"a":["x",]}`, `{"a":[,"x"]}`, `{"a":"line\nbreak"}`,
 }
 
-// TestFastPathsAgree: objectMembers, plainString and plainStrings give what
+// TestFastPathsAgree: Members, String and Strings give what
 // encoding/json gives whenever they answer.
 func TestFastPathsAgree(t *testing.T) {
 	for _, in := range fastPathInputs {
@@ -38,28 +38,54 @@ func checkFastPaths(t *testing.T, data []byte) {
 	t.Helper()
 	var want map[string]json.RawMessage
 	err := json.Unmarshal(data, &want)
-	got, ok := objectMembers(data)
+	got, ok := Members(data)
 	switch {
 	case ok && (err != nil || want == nil):
-		t.Fatalf("objectMembers(%q) answered %v; encoding/json: %v, %v", data, got, want, err)
-	case !ok && err == nil && want != nil:
-		t.Fatalf("objectMembers(%q) did not answer; encoding/json gives %v", data, want)
+		t.Fatalf("Members(%q) answered %v; encoding/json: %v, %v", data, got, want, err)
+	case !ok && err == nil && want != nil && !keysRepeat(data):
+		t.Fatalf("Members(%q) did not answer; encoding/json gives %v", data, want)
 	case ok && !reflect.DeepEqual(got, want):
-		t.Fatalf("objectMembers(%q) = %q, encoding/json %q", data, got, want)
+		t.Fatalf("Members(%q) = %q, encoding/json %q", data, got, want)
 	}
 	for _, raw := range want {
 		raw = bytes.TrimSpace(raw)
-		if s, ok := plainString(raw); ok {
+		if s, ok := String(raw); ok {
 			var w string
 			if err := json.Unmarshal(raw, &w); err != nil || w != s {
-				t.Fatalf("plainString(%q) = %q; encoding/json: %q, %v", raw, s, w, err)
+				t.Fatalf("String(%q) = %q; encoding/json: %q, %v", raw, s, w, err)
 			}
 		}
-		if ss, ok := plainStrings(raw); ok {
+		if ss, ok := Strings(raw); ok {
 			var w []string
 			if err := json.Unmarshal(raw, &w); err != nil || !reflect.DeepEqual(w, ss) {
-				t.Fatalf("plainStrings(%q) = %q; encoding/json: %q, %v", raw, ss, w, err)
+				t.Fatalf("Strings(%q) = %q; encoding/json: %q, %v", raw, ss, w, err)
 			}
 		}
 	}
+}
+
+// keysRepeat says whether the top-level object data holds (valid JSON)
+// gives a key twice, as encoding/json reads keys.
+func keysRepeat(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		k, _ := t.(string)
+		if seen[k] {
+			return true
+		}
+		seen[k] = true
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return false
+		}
+	}
+	return false
 }

@@ -1,24 +1,28 @@
-package registry
+package jsonscan
 
 import (
 	"encoding/json"
 	"unicode/utf8"
 )
 
-// Fast paths for the shapes nearly every .meta file has. Each answers only
-// when its input is valid and plain, and leaves everything else (errors
-// included) to encoding/json, so a file means the same either way
-// (TestFastPathsAgree, FuzzParseMeta).
-
-// objectMembers returns the members of the JSON object data holds, each
-// value a subslice of data with its surrounding space trimmed, the last of
-// a repeated key winning: what encoding/json decodes into
-// map[string]json.RawMessage, without copying every value. ok is false when
-// data is not one valid JSON document holding an object.
-func objectMembers(data []byte) (members map[string]json.RawMessage, ok bool) {
+// Members returns the members of the JSON object data holds, each value a
+// subslice of data with its surrounding space trimmed: what encoding/json
+// decodes into map[string]json.RawMessage, without copying every value. ok
+// is false when data is not one valid JSON document holding an object, and
+// when a key repeats (encoding/json keeps the last value in a map but merges
+// repeated objects into a struct's map field: the caller decides).
+func Members(data []byte) (members map[string]json.RawMessage, ok bool) {
 	if !json.Valid(data) {
 		return nil, false
 	}
+	return membersOf(data)
+}
+
+// MembersOfValid is Members for data the caller knows is valid JSON (a
+// value Members returned): it does not check it again.
+func MembersOfValid(data []byte) (map[string]json.RawMessage, bool) { return membersOf(data) }
+
+func membersOf(data []byte) (members map[string]json.RawMessage, ok bool) {
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return nil, false
@@ -26,12 +30,15 @@ func objectMembers(data []byte) (members map[string]json.RawMessage, ok bool) {
 	members = make(map[string]json.RawMessage, 16)
 	i = skipSpace(data, i+1)
 	for i < len(data) && data[i] != '}' {
-		end, _ := stringEnd(data, i)
-		key, plain := plainString(data[i:end])
+		end, _ := StringEnd(data, i)
+		key, plain := String(data[i:end])
 		if !plain { // escapes, or bytes encoding/json may replace
 			if err := json.Unmarshal(data[i:end], &key); err != nil {
 				return nil, false
 			}
+		}
+		if _, dup := members[key]; dup {
+			return nil, false
 		}
 		i = skipSpace(data, end)
 		i = skipSpace(data, i+1) // the colon
@@ -50,14 +57,14 @@ func objectMembers(data []byte) (members map[string]json.RawMessage, ok bool) {
 func valueEnd(data []byte, i int) int {
 	switch data[i] {
 	case '"':
-		end, _ := stringEnd(data, i)
+		end, _ := StringEnd(data, i)
 		return end
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(data); j++ {
 			switch data[j] {
 			case '"':
-				end, _ := stringEnd(data, j)
+				end, _ := StringEnd(data, j)
 				j = end - 1
 			case '{', '[':
 				depth++
@@ -95,10 +102,10 @@ func skipSpace(data []byte, i int) int {
 	return i
 }
 
-// plainString returns the text of a JSON string literal (raw, with nothing
+// String returns the text of a JSON string literal (raw, with nothing
 // around it) whose text is valid UTF-8 and whose escapes are the one-letter
 // ones (\n, \", …; not \u).
-func plainString(raw []byte) (string, bool) {
+func String(raw []byte) (string, bool) {
 	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
 		return "", false
 	}
@@ -150,9 +157,9 @@ func plainString(raw []byte) (string, bool) {
 	return string(out), true
 }
 
-// plainStrings returns the texts of a JSON array (raw, with nothing around
-// it) of strings plainString reads.
-func plainStrings(raw []byte) ([]string, bool) {
+// Strings returns the texts of a JSON array (raw, with nothing around
+// it) of strings String reads.
+func Strings(raw []byte) ([]string, bool) {
 	if len(raw) < 2 || raw[0] != '[' || raw[len(raw)-1] != ']' {
 		return nil, false
 	}
@@ -162,11 +169,11 @@ func plainStrings(raw []byte) ([]string, bool) {
 		if raw[i] != '"' {
 			return nil, false
 		}
-		end, _ := stringEnd(raw, i)
+		end, _ := StringEnd(raw, i)
 		if end > len(raw)-1 {
 			return nil, false
 		}
-		s, ok := plainString(raw[i:end])
+		s, ok := String(raw[i:end])
 		if !ok {
 			return nil, false
 		}
@@ -183,4 +190,21 @@ func plainStrings(raw []byte) ([]string, bool) {
 		}
 	}
 	return out, true
+}
+
+// StringEnd returns the index just past the string starting at data[i] (a
+// '"'), and whether it holds escapes. data need not be valid JSON: an
+// unterminated string ends at len(data).
+func StringEnd(data []byte, i int) (int, bool) {
+	escaped := false
+	for j := i + 1; j < len(data); j++ {
+		switch data[j] {
+		case '\\':
+			escaped = true
+			j++
+		case '"':
+			return j + 1, escaped
+		}
+	}
+	return len(data), escaped
 }
