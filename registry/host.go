@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
 )
 
 // Host describes the machine variants are evaluated against and commands are
@@ -82,9 +83,12 @@ func (h StaticHost) LookPath(name string) (string, bool) {
 // memoHost caches a Host's answers for the length of one update, and answers
 // "not executable" without a stat for files absent from a directory listing
 // just read. Resolving 10k tools then costs one stat per tool, not four.
+// Safe for the update's resolving goroutines (a question two of them ask at
+// once may reach the Host twice).
 type memoHost struct {
 	Host
-	listing map[string]map[string]bool // dir → entry names, when known
+	listing map[string]map[string]bool // dir → entry names, when known (read only)
+	mu      sync.Mutex                 // guards the maps below
 	exec    map[string]bool
 	exists  map[string]bool
 	look    map[string]string // "" = not found
@@ -94,32 +98,32 @@ func newMemoHost(h Host, listing map[string]map[string]bool) *memoHost {
 	return &memoHost{Host: h, listing: listing, exec: map[string]bool{}, exists: map[string]bool{}, look: map[string]string{}}
 }
 
+// memo returns m[key], asking ask (without the lock) the first time.
+func memo[V any](mu *sync.Mutex, m map[string]V, key string, ask func() V) V {
+	mu.Lock()
+	v, ok := m[key]
+	mu.Unlock()
+	if !ok {
+		v = ask()
+		mu.Lock()
+		m[key] = v
+		mu.Unlock()
+	}
+	return v
+}
+
 func (m *memoHost) Executable(path string) bool {
 	if names, ok := m.listing[filepath.Dir(path)]; ok && !names[filepath.Base(path)] {
 		return false
 	}
-	v, ok := m.exec[path]
-	if !ok {
-		v = m.Host.Executable(path)
-		m.exec[path] = v
-	}
-	return v
+	return memo(&m.mu, m.exec, path, func() bool { return m.Host.Executable(path) })
 }
 
 func (m *memoHost) Exists(path string) bool {
-	v, ok := m.exists[path]
-	if !ok {
-		v = m.Host.Exists(path)
-		m.exists[path] = v
-	}
-	return v
+	return memo(&m.mu, m.exists, path, func() bool { return m.Host.Exists(path) })
 }
 
 func (m *memoHost) LookPath(name string) (string, bool) {
-	p, ok := m.look[name]
-	if !ok {
-		p, _ = m.Host.LookPath(name)
-		m.look[name] = p
-	}
+	p := memo(&m.mu, m.look, name, func() string { p, _ := m.Host.LookPath(name); return p })
 	return p, p != ""
 }

@@ -352,8 +352,9 @@ func (r *Registry) updateLocked(names map[string]bool, listing map[string]map[st
 	h := newMemoHost(r.opts.Host, listing)
 	r.prefetchLocked(names)
 	defer func() { r.fetched = nil }()
+	resolved := r.resolveAllLocked(names, h)
 	for n := range names {
-		res, waits := r.resolveName(n, h)
+		res, waits := resolved(n)
 		if len(waits) > 0 {
 			for _, j := range waits {
 				if r.fresh[j] {
@@ -385,6 +386,45 @@ func (r *Registry) updateLocked(names map[string]bool, listing map[string]map[st
 		r.publishLocked()
 	}
 	return p
+}
+
+// resolveAllLocked returns what each of names resolves to (see
+// resolveName). When the update read its files ahead (prefetchLocked), the
+// names are resolved on GOMAXPROCS goroutines first: resolving then only
+// reads the registry (the update holds its lock) and asks the Host through
+// h. Otherwise each is resolved when asked for.
+func (r *Registry) resolveAllLocked(names map[string]bool, h *memoHost) func(string) (*result, []*compileJob) {
+	if r.fetched == nil {
+		return func(n string) (*result, []*compileJob) { return r.resolveName(n, h) }
+	}
+	type outcome struct {
+		res   *result
+		waits []*compileJob
+	}
+	list := make([]string, 0, len(names))
+	for n := range names {
+		list = append(list, n)
+	}
+	out := make([]outcome, len(list))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(list)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(list) {
+					return
+				}
+				out[i].res, out[i].waits = r.resolveName(list[i], h)
+			}
+		})
+	}
+	wg.Wait()
+	byName := make(map[string]int, len(list))
+	for i, n := range list {
+		byName[n] = i
+	}
+	return func(n string) (*result, []*compileJob) { o := out[byName[n]]; return o.res, o.waits }
 }
 
 // resolveName decides what name means across the directories. If a file of
@@ -486,7 +526,7 @@ func problemsOf(name, file string, err error, m *Meta) []Problem {
 // a problem of that file, never a stall of the registry.
 func (r *Registry) readFile(p string) *fileEntry {
 	if fe, ok := r.fetched[p]; ok {
-		return fe
+		return fe // prefetched (the only way while names resolve in parallel)
 	}
 	return r.storeFile(p, loadFile(p, r.files[p], r.regular[p]))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -309,5 +310,50 @@ func TestBadFileNamesAreProblems(t *testing.T) {
 		if !strings.Contains(p.Msg, "bad tool name") {
 			t.Errorf("problem %q lacks a name reason", p.Msg)
 		}
+	}
+}
+
+// TestParallelResolveMatchesOneByOne: a load large enough to read and
+// resolve its names on several goroutines publishes what resolving each
+// name alone gives: tools, variants chosen by the host, co-located
+// executables, hidden tools, problems and shadowed files.
+func TestParallelResolveMatchesOneByOne(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	for i := range 3 * prefetchMin {
+		name := fmt.Sprintf("tool_%03d", i)
+		switch i % 6 {
+		case 0:
+			writeTool(t, a, name, `{"description":"plain","cmd":"cat"}`, false)
+		case 1:
+			writeTool(t, a, name, `{"description":"co-located"}`, true)
+		case 2:
+			writeTool(t, a, name, `{"description":"variants","variants":[{"match":{"binary":"no-such-binary-here"},"cmd":"x"},{"match":{"binary":"sh"},"cmd":"sh -c true"}]}`, false)
+		case 3:
+			writeTool(t, a, name, `{"description":"hidden","variants":[{"match":{"os":"plan9"},"cmd":"x"}]}`, false)
+		case 4:
+			writeTool(t, a, name, `{"description":1}`, false)
+		case 5:
+			writeTool(t, a, name, `{"description":"first","cmd":"cat"}`, false)
+			writeTool(t, b, name, `{"description":"shadowed","cmd":"cat"}`, false)
+		}
+	}
+	r := New(Options{Dirs: []string{a, b}})
+	if err := r.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.Catalog().Tools); n == 0 {
+		t.Fatal("no tools")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := newMemoHost(r.opts.Host, nil)
+	for n, got := range r.results {
+		want, waits := r.resolveName(n, h)
+		if len(waits) > 0 || want == nil || want.fp != got.fp {
+			t.Errorf("%s: resolved alone %+v (waits %d), published %+v", n, want, len(waits), got)
+		}
+	}
+	if len(r.results) != 3*prefetchMin {
+		t.Errorf("%d names resolved, want %d", len(r.results), 3*prefetchMin)
 	}
 }
