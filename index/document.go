@@ -163,50 +163,91 @@ func argText(schema json.RawMessage) string {
 
 // plainProperties reads a schema's top-level properties' descriptions
 // (name → description) where encoding/json, decoding argText's struct,
-// would read the same: every key spelled as the struct's tags (encoding/json
-// matches them case-insensitively), each property an object, each
-// description a plain string. ok is false otherwise.
+// would read the same: keys as plain ASCII strings, "properties" and
+// "description" given once and in no other spelling (encoding/json matches
+// them case-insensitively and merges repeats), each property an object,
+// each description a plain string. ok is false otherwise. It walks the
+// schema in place (jsonscan.EachMember): no map per object.
 func plainProperties(schema []byte) (map[string]string, bool) {
-	top, ok := jsonscan.Members(schema)
-	if !ok || !onlyExactly(top, "properties") {
+	if !json.Valid(schema) {
 		return nil, false
 	}
-	raw, has := top["properties"]
-	if !has || string(raw) == "null" {
-		return map[string]string{}, true
-	}
-	props, ok := jsonscan.MembersOfValid(raw)
+	var props []byte
+	ok := jsonscan.EachMember(schema, func(rawKey, value []byte) bool {
+		switch isKey(rawKey, "properties") {
+		case keyOther:
+			return true
+		case keyExact:
+			if props != nil {
+				return false // repeated
+			}
+			props = value
+			return true
+		}
+		return false // another spelling, or not plain
+	})
 	if !ok {
 		return nil, false
 	}
-	out := make(map[string]string, len(props))
-	for n, p := range props {
-		fields, ok := jsonscan.MembersOfValid(p)
-		if !ok || !onlyExactly(fields, "description") {
-			return nil, false
-		}
-		d, has := fields["description"]
-		switch {
-		case !has || string(d) == "null":
-			out[n] = ""
-		default:
-			s, ok := jsonscan.String(d)
-			if !ok {
-				return nil, false
-			}
-			out[n] = s
-		}
+	out := map[string]string{}
+	if props == nil || string(props) == "null" {
+		return out, true
 	}
-	return out, true
-}
-
-// onlyExactly says that no key of m matches name case-insensitively but
-// for name itself.
-func onlyExactly(m map[string]json.RawMessage, name string) bool {
-	for k := range m {
-		if k != name && strings.EqualFold(k, name) {
+	ok = jsonscan.EachMember(props, func(rawName, prop []byte) bool {
+		name, plain := jsonscan.String(rawName)
+		if _, seen := out[name]; !plain || seen {
 			return false
 		}
+		var desc []byte
+		if !jsonscan.EachMember(prop, func(rawKey, value []byte) bool {
+			switch isKey(rawKey, "description") {
+			case keyOther:
+				return true
+			case keyExact:
+				if desc != nil {
+					return false
+				}
+				desc = value
+				return true
+			}
+			return false
+		}) {
+			return false
+		}
+		d, plainDesc := "", true
+		if desc != nil && string(desc) != "null" {
+			d, plainDesc = jsonscan.String(desc)
+		}
+		out[name] = d
+		return plainDesc
+	})
+	return out, ok
+}
+
+// keyKind is how an object key written as rawKey compares with a name.
+type keyKind int
+
+const (
+	keyOther   keyKind = iota // another key
+	keyExact                  // the name itself
+	keyUnclear                // the name in another case, or a key not plain ASCII
+)
+
+func isKey(rawKey []byte, name string) keyKind {
+	if len(rawKey) < 2 {
+		return keyUnclear
 	}
-	return true
+	k := rawKey[1 : len(rawKey)-1]
+	for _, c := range k {
+		if c == '\\' || c >= 0x80 {
+			return keyUnclear // escapes or non-ASCII: let encoding/json judge
+		}
+	}
+	switch {
+	case string(k) == name:
+		return keyExact
+	case strings.EqualFold(string(k), name):
+		return keyUnclear
+	}
+	return keyOther
 }

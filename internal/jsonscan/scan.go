@@ -18,36 +18,51 @@ func Members(data []byte) (members map[string]json.RawMessage, ok bool) {
 	return membersOf(data)
 }
 
-// MembersOfValid is Members for data the caller knows is valid JSON (a
-// value Members returned): it does not check it again.
-func MembersOfValid(data []byte) (map[string]json.RawMessage, bool) { return membersOf(data) }
-
-func membersOf(data []byte) (members map[string]json.RawMessage, ok bool) {
+// EachMember calls f with each member of the object data holds, in order:
+// its key as written (the literal, quotes included) and its value, both
+// subslices of data; it stops when f returns false. data must be valid JSON
+// (a value Members returned, or checked with json.Valid); ok is false when
+// it holds no object or f stopped.
+func EachMember(data []byte, f func(rawKey, value []byte) bool) (ok bool) {
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
-		return nil, false
+		return false
 	}
-	members = make(map[string]json.RawMessage, 16)
 	i = skipSpace(data, i+1)
 	for i < len(data) && data[i] != '}' {
 		end, _ := StringEnd(data, i)
-		key, plain := String(data[i:end])
-		if !plain { // escapes, or bytes encoding/json may replace
-			if err := json.Unmarshal(data[i:end], &key); err != nil {
-				return nil, false
-			}
-		}
-		if _, dup := members[key]; dup {
-			return nil, false
-		}
+		rawKey := data[i:end:end]
 		i = skipSpace(data, end)
 		i = skipSpace(data, i+1) // the colon
 		vend := valueEnd(data, i)
-		members[key] = json.RawMessage(data[i:vend:vend])
+		if !f(rawKey, data[i:vend:vend]) {
+			return false
+		}
 		i = skipSpace(data, vend)
 		if i < len(data) && data[i] == ',' {
 			i = skipSpace(data, i+1)
 		}
+	}
+	return true
+}
+
+func membersOf(data []byte) (members map[string]json.RawMessage, ok bool) {
+	members = make(map[string]json.RawMessage, 16)
+	ok = EachMember(data, func(rawKey, value []byte) bool {
+		key, plain := String(rawKey)
+		if !plain { // escapes, or bytes encoding/json may replace
+			if err := json.Unmarshal(rawKey, &key); err != nil {
+				return false
+			}
+		}
+		if _, dup := members[key]; dup {
+			return false
+		}
+		members[key] = json.RawMessage(value)
+		return true
+	})
+	if !ok {
+		return nil, false
 	}
 	return members, true
 }
