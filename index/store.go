@@ -48,9 +48,6 @@ var errNoEmbedFunc = errors.New("index: chromem must not embed: vectors are comp
 
 func refuseEmbedding(context.Context, string) ([]float32, error) { return nil, errNoEmbedFunc }
 
-// metaName is the document metadata key holding the tool name.
-const metaName = "name"
-
 // newStore makes an empty in-memory store whose collection is called name.
 func newStore(name string, dim int) (*store, error) {
 	db := chromem.NewDB()
@@ -126,8 +123,9 @@ func (s *store) put(ctx context.Context, docs []vecDoc) error {
 func (s *store) add(ctx context.Context, docs []vecDoc, arena []float32) error {
 	cd := make([]chromem.Document, len(docs))
 	for i, d := range docs {
-		cd[i] = chromem.Document{ID: d.hash, Metadata: map[string]string{metaName: d.name},
-			Embedding: arena[i*s.dim : (i+1)*s.dim : (i+1)*s.dim]}
+		// No metadata: the tool's name is in byHash (a map per document
+		// was 20 MB at 100k tools).
+		cd[i] = chromem.Document{ID: d.hash, Embedding: arena[i*s.dim : (i+1)*s.dim : (i+1)*s.dim]}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -211,8 +209,10 @@ func (s *store) query(ctx context.Context, q []float32, n int) ([]result, error)
 		return nil, fmt.Errorf("vector query: %w", err)
 	}
 	out := make([]result, len(res))
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for i, r := range res {
-		out[i] = result{hash: r.ID, name: r.Metadata[metaName], similarity: r.Similarity}
+		out[i] = result{hash: r.ID, name: s.byHash[r.ID].name, similarity: r.Similarity}
 	}
 	return out, nil
 }
