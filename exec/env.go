@@ -25,23 +25,7 @@ var passedThrough = []string{"LANG", "LC_ALL", "LC_CTYPE", "TZ"}
 //	TOOLSRV_BIN          Options.ClientBin, when set (the toolsrv binary, for tool_load)
 //	Options.PassEnv      names the operator chose, when set
 func (r *Runner) toolEnv(t *registry.Tool, cc CallContext, tmp string, sandboxed bool) []string {
-	get := r.opts.Getenv
-	env := []string{"PATH=" + toolPATH, "PWD=" + cc.WorkDir, "OLLIE_TOOL=" + t.Name}
-	home := tmp
-	if !sandboxed {
-		if h := get("HOME"); h != "" {
-			home = h
-		}
-	}
-	env = append(env, "HOME="+home, "TMPDIR="+tmp)
-	if get("LANG") == "" {
-		env = append(env, "LANG=C.UTF-8")
-	}
-	for _, k := range append(append([]string(nil), passedThrough...), r.opts.PassEnv...) {
-		if v := get(k); v != "" {
-			env = append(env, k+"="+v)
-		}
-	}
+	env := append(r.baseEnv(cc.WorkDir, tmp, sandboxed), "OLLIE_TOOL="+t.Name)
 	if cc.ToolsPath != "" {
 		env = append(env, "OLLIE_TOOLS_PATH="+cc.ToolsPath)
 	}
@@ -56,6 +40,31 @@ func (r *Runner) toolEnv(t *registry.Tool, cc CallContext, tmp string, sandboxed
 	}
 	if cc.Agent != "" {
 		env = append(env, "OLLIE_UNAME="+cc.Agent)
+	}
+	return env
+}
+
+// baseEnv is what every process the runner starts gets (a tool, an MCP
+// server): PATH, PWD (dir), HOME and TMPDIR (the private temporary
+// directory tmp; the server's HOME when unsandboxed), the locale and time
+// zone, and Options.PassEnv.
+func (r *Runner) baseEnv(dir, tmp string, sandboxed bool) []string {
+	get := r.opts.Getenv
+	env := []string{"PATH=" + toolPATH, "PWD=" + dir}
+	home := tmp
+	if !sandboxed {
+		if h := get("HOME"); h != "" {
+			home = h
+		}
+	}
+	env = append(env, "HOME="+home, "TMPDIR="+tmp)
+	if get("LANG") == "" {
+		env = append(env, "LANG=C.UTF-8")
+	}
+	for _, k := range append(append([]string(nil), passedThrough...), r.opts.PassEnv...) {
+		if v := get(k); v != "" {
+			env = append(env, k+"="+v)
+		}
 	}
 	return env
 }

@@ -272,24 +272,7 @@ func (p *Process) Stop(grace time.Duration) {
 // environment (PATH, HOME and TMPDIR its temporary directory, PWD, the
 // locale) and then spec.Env.
 func (r *Runner) processEnv(spec ProcessSpec, dir, tmp string, sandboxed bool) []string {
-	get := r.opts.Getenv
-	env := []string{"PATH=" + toolPATH, "PWD=" + dir}
-	home := tmp
-	if !sandboxed {
-		if h := get("HOME"); h != "" {
-			home = h
-		}
-	}
-	env = append(env, "HOME="+home, "TMPDIR="+tmp)
-	if get("LANG") == "" {
-		env = append(env, "LANG=C.UTF-8")
-	}
-	for _, k := range append(append([]string(nil), passedThrough...), r.opts.PassEnv...) {
-		if v := get(k); v != "" {
-			env = append(env, k+"="+v)
-		}
-	}
-	return append(env, spec.Env...)
+	return append(r.baseEnv(dir, tmp, sandboxed), spec.Env...)
 }
 
 // processExecPaths are the read+execute paths of a started process
