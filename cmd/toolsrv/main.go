@@ -32,9 +32,10 @@ type cliEnv struct {
 	// log, when set, is the logger every package the command uses gets
 	// (see logger); serve -v sets it.
 	log *slog.Logger
-	// started, when set, is called once the command's engine is open
-	// (see startupGC).
-	started func()
+	// startupGC: engines open under the start-up garbage-collection
+	// regime (newEngine). Set by main only: the regime changes process-wide
+	// settings, which in-process tests opening engines at once must not.
+	startupGC bool
 }
 
 func commands() map[string]command {
@@ -68,10 +69,7 @@ func main() {
 		os.Exit(1)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	env := &cliEnv{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
-	if len(os.Args) > 1 && opensEngine(os.Args[1]) {
-		env.started = startupGC(env.getenv)
-	}
+	env := &cliEnv{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, startupGC: true}
 	stopProfile := startProfile(env)
 	code := dispatch(ctx, env, os.Args[1:])
 	stopProfile()

@@ -15,10 +15,10 @@ import (
 
 // startupHeap is the heap the garbage collector lets start-up grow to
 // before it collects (see startupGC), unless the machine is small
-// (startupHeapLimit): 10k tools load in about 270 MB without a collection;
-// 100k tools keep about 630 MB live at their peak, so a smaller limit
-// makes the collector run again and again near it (768 MiB: peak RSS
-// 0.84 GB but 7.8 s instead of 4.4 s).
+// (startupHeapLimit): 10k tools load in under 200 MB without a collection;
+// 100k tools keep about 570 MB live at their peak, so a smaller limit
+// makes the collector run again and again near it (bench/RESULTS.md: at
+// 896 MiB 0.92 GB of RSS but 4.0 s instead of 3.5 s).
 const startupHeap = 1 << 30
 
 // startupHeapLimit is startupHeap, or a quarter of the memory the machine
@@ -60,13 +60,14 @@ func cgroupMemoryMax() int64 {
 	return 0
 }
 
-// startupGC turns the garbage collector's proportional pacing off until the
-// engine is open, collecting only when the heap reaches startupHeapLimit. Loading
+// startupGC turns the garbage collector's proportional pacing off while an
+// engine opens, collecting only when the heap reaches startupHeapLimit. Loading
 // a catalog allocates a lot that stays live (every tool, document and
 // posting list), so the default pacing (a collection each time the heap
 // doubles) spends a quarter of start-up's CPU scanning memory that is not
-// garbage. The returned function restores the default pacing; it is safe to
-// call more than once. A user who set GOGC or GOMEMLIMIT keeps their choice.
+// garbage. The returned function restores what was set before; it is safe
+// to call more than once. A user who set GOGC or GOMEMLIMIT keeps their
+// choice. Not for concurrent use (the settings are the process's).
 func startupGC(getenv func(string) string) (restore func()) {
 	if getenv("GOGC") != "" || getenv("GOMEMLIMIT") != "" {
 		return func() {}
@@ -82,23 +83,14 @@ func startupGC(getenv func(string) string) (restore func()) {
 	}
 }
 
-// opensEngine names the subcommands that open one engine (with newEngine)
-// and then answer from it: start-up is most of their run. tune and bench
+// newEngine opens the engine under the start-up garbage-collection regime
+// (see startupGC): every subcommand that answers from one engine (ls, show,
+// validate, rank, eval, call, serve, mcp) opens it here; tune and bench
 // build many indexes and keep the default pacing throughout.
-func opensEngine(cmd string) bool {
-	switch cmd {
-	case "ls", "show", "validate", "rank", "eval", "call", "serve", "mcp":
-		return true
-	}
-	return false
-}
-
-// newEngine opens the engine and then ends the start-up garbage-collection
-// regime (see startupGC): every subcommand opens its engine here.
 func newEngine(ctx context.Context, env *cliEnv, opts engine.Options) (*engine.Engine, error) {
-	eng, err := engine.New(ctx, opts)
-	if env.started != nil {
-		env.started()
+	if env.startupGC {
+		restore := startupGC(env.getenv)
+		defer restore()
 	}
-	return eng, err
+	return engine.New(ctx, opts)
 }
