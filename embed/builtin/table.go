@@ -51,14 +51,19 @@ func (t *Table) Row(i int) []float32 {
 	if r := t.dequant[i].Load(); r != nil {
 		return *r
 	}
-	b := t.quantRow(i)
-	scale := math.Float32frombits(binary.LittleEndian.Uint32(b))
-	row := make([]float32, t.Dim)
-	for j, q := range b[4:] {
-		row[j] = float32(int8(q)) * scale
-	}
+	row := t.dequantize(i, make([]float32, t.Dim))
 	t.dequant[i].Store(&row) // a concurrent reader may store the same values
 	return row
+}
+
+// dequantize writes quantized row i into dst (Dim values) and returns it.
+func (t *Table) dequantize(i int, dst []float32) []float32 {
+	b := t.quantRow(i)
+	scale := math.Float32frombits(binary.LittleEndian.Uint32(b))
+	for j, q := range b[4:] {
+		dst[j] = float32(int8(q)) * scale
+	}
+	return dst
 }
 
 // addRow adds row i to dst, value by value.
@@ -159,53 +164,22 @@ func (t *Table) WriteTo(w io.Writer) (int64, error) {
 	return cw.n, bw.Flush()
 }
 
-// ReadTable reads a table written by WriteTo, dequantizing it to float32.
+// ReadTable reads a table written by WriteTo, dequantizing it to float32
+// (ViewTable, then every row).
 func ReadTable(r io.Reader) (*Table, error) {
-	br := bufio.NewReader(r)
-	le := binary.LittleEndian
-	magic := make([]byte, len(tableMagic))
-	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != tableMagic {
-		return nil, fmt.Errorf("not a builtin embedder table (want magic %q): %v", tableMagic, err)
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("reading table: %w", err)
 	}
-	var hdr [5]uint32
-	if err := binary.Read(br, le, &hdr); err != nil {
-		return nil, fmt.Errorf("reading table header: %w", err)
-	}
-	if hdr[0] == 0 || hdr[0] > 4096 || hdr[1] > 1<<24 || hdr[2] > 1<<24 {
-		return nil, fmt.Errorf("table header out of range: %v", hdr)
-	}
-	t := &Table{Dim: int(hdr[0]), Buckets: int(hdr[2]), MinN: int(hdr[3]), MaxN: int(hdr[4])}
-	t.Vocab = make([]string, hdr[1])
-	var b [256]byte
-	for i := range t.Vocab {
-		n, err := br.ReadByte()
-		if err != nil {
-			return nil, fmt.Errorf("reading table vocabulary: %w", err)
-		}
-		if _, err := io.ReadFull(br, b[:n]); err != nil {
-			return nil, fmt.Errorf("reading table vocabulary: %w", err)
-		}
-		t.Vocab[i] = string(b[:n])
-	}
-	t.Prior = make([]float32, len(t.Vocab))
-	if err := binary.Read(br, le, t.Prior); err != nil {
-		return nil, fmt.Errorf("reading table prior weights: %w", err)
+	t, err := ViewTable(data)
+	if err != nil {
+		return nil, err
 	}
 	t.Vectors = make([]float32, t.Rows()*t.Dim)
-	buf := make([]byte, 4+t.Dim)
 	for i := 0; i < t.Rows(); i++ {
-		if _, err := io.ReadFull(br, buf); err != nil {
-			return nil, fmt.Errorf("reading table row %d: %w", i, err)
-		}
-		scale := math.Float32frombits(le.Uint32(buf))
-		row := t.Row(i)
-		for j := range row {
-			row[j] = float32(int8(buf[4+j])) * scale
-		}
+		t.dequantize(i, t.Vectors[i*t.Dim:(i+1)*t.Dim])
 	}
-	if _, err := br.ReadByte(); err != io.EOF {
-		return nil, errors.New("table file has trailing data")
-	}
+	t.quant, t.dequant = nil, nil
 	return t, t.Validate()
 }
 
