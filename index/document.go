@@ -172,20 +172,7 @@ func plainProperties(schema []byte) (map[string]string, bool) {
 	if !json.Valid(schema) {
 		return nil, false
 	}
-	var props []byte
-	ok := jsonscan.EachMember(schema, func(rawKey, value []byte) bool {
-		switch isKey(rawKey, "properties") {
-		case keyOther:
-			return true
-		case keyExact:
-			if props != nil {
-				return false // repeated
-			}
-			props = value
-			return true
-		}
-		return false // another spelling, or not plain
-	})
+	props, ok := plainMember(schema, "properties")
 	if !ok {
 		return nil, false
 	}
@@ -198,30 +185,41 @@ func plainProperties(schema []byte) (map[string]string, bool) {
 		if _, seen := out[name]; !plain || seen {
 			return false
 		}
-		var desc []byte
-		if !jsonscan.EachMember(prop, func(rawKey, value []byte) bool {
-			switch isKey(rawKey, "description") {
-			case keyOther:
-				return true
-			case keyExact:
-				if desc != nil {
-					return false
-				}
-				desc = value
-				return true
-			}
-			return false
-		}) {
+		desc, ok := plainMember(prop, "description")
+		if !ok {
 			return false
 		}
-		d, plainDesc := "", true
+		d := ""
 		if desc != nil && string(desc) != "null" {
-			d, plainDesc = jsonscan.String(desc)
+			if d, ok = jsonscan.String(desc); !ok {
+				return false
+			}
 		}
 		out[name] = d
-		return plainDesc
+		return true
 	})
 	return out, ok
+}
+
+// plainMember returns the value of the member name of the object obj (nil
+// when there is none), where encoding/json would find the same: ok is false
+// when obj is not an object, when name is given twice or in another
+// spelling, or when a key is not plain ASCII.
+func plainMember(obj []byte, name string) (value []byte, ok bool) {
+	ok = jsonscan.EachMember(obj, func(rawKey, v []byte) bool {
+		switch isKey(rawKey, name) {
+		case keyOther:
+			return true
+		case keyExact:
+			if value != nil {
+				return false // repeated
+			}
+			value = v
+			return true
+		}
+		return false // another spelling, or not plain
+	})
+	return value, ok
 }
 
 // keyKind is how an object key written as rawKey compares with a name.
