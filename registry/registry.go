@@ -352,9 +352,12 @@ func (r *Registry) updateLocked(names map[string]bool, listing map[string]map[st
 	h := newMemoHost(r.opts.Host, listing)
 	r.prefetchLocked(names)
 	defer func() { r.fetched = nil }()
-	resolved := r.resolveAllLocked(names, h)
+	list := make([]string, 0, len(names))
 	for n := range names {
-		res, waits := resolved(n)
+		list = append(list, n)
+	}
+	for i, o := range r.resolveAllLocked(list, h) {
+		n, res, waits := list[i], o.res, o.waits
 		if len(waits) > 0 {
 			for _, j := range waits {
 				if r.fresh[j] {
@@ -388,43 +391,46 @@ func (r *Registry) updateLocked(names map[string]bool, listing map[string]map[st
 	return p
 }
 
-// resolveAllLocked returns what each of names resolves to (see
-// resolveName). When the update read its files ahead (prefetchLocked), the
-// names are resolved on GOMAXPROCS goroutines first: resolving then only
+// resolution is what one name resolves to (see resolveName).
+type resolution struct {
+	res   *result
+	waits []*compileJob
+}
+
+// resolveAllLocked resolves names. When the update read its files ahead
+// (prefetchLocked), they are resolved on every core: resolving then only
 // reads the registry (the update holds its lock) and asks the Host through
-// h. Otherwise each is resolved when asked for.
-func (r *Registry) resolveAllLocked(names map[string]bool, h *memoHost) func(string) (*result, []*compileJob) {
+// h. Otherwise one by one (a file read on the way is stored).
+func (r *Registry) resolveAllLocked(names []string, h *memoHost) []resolution {
+	out := make([]resolution, len(names))
+	resolve := func(i int) { out[i].res, out[i].waits = r.resolveName(names[i], h) }
 	if r.fetched == nil {
-		return func(n string) (*result, []*compileJob) { return r.resolveName(n, h) }
+		for i := range names {
+			resolve(i)
+		}
+		return out
 	}
-	type outcome struct {
-		res   *result
-		waits []*compileJob
-	}
-	list := make([]string, 0, len(names))
-	for n := range names {
-		list = append(list, n)
-	}
-	out := make([]outcome, len(list))
+	eachOnEveryCore(len(names), resolve)
+	return out
+}
+
+// eachOnEveryCore calls f(0) … f(n-1) on GOMAXPROCS goroutines and
+// returns when every call has.
+func eachOnEveryCore(n int, f func(i int)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(list)) {
+	for range min(runtime.GOMAXPROCS(0), n) {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= len(list) {
+				if i >= n {
 					return
 				}
-				out[i].res, out[i].waits = r.resolveName(list[i], h)
+				f(i)
 			}
 		})
 	}
 	wg.Wait()
-	byName := make(map[string]int, len(list))
-	for i, n := range list {
-		byName[n] = i
-	}
-	return func(n string) (*result, []*compileJob) { o := out[byName[n]]; return o.res, o.waits }
 }
 
 // resolveName decides what name means across the directories. If a file of
@@ -631,23 +637,9 @@ func (r *Registry) prefetchLocked(names map[string]bool) {
 		return
 	}
 	results := make([]loaded, len(paths))
-	workers := min(runtime.GOMAXPROCS(0), len(paths))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(paths) {
-					return
-				}
-				results[i] = loadFile(paths[i], r.files[paths[i]], r.regular[paths[i]])
-			}
-		}()
-	}
-	wg.Wait()
+	eachOnEveryCore(len(paths), func(i int) {
+		results[i] = loadFile(paths[i], r.files[paths[i]], r.regular[paths[i]])
+	})
 	r.fetched = make(map[string]*fileEntry, len(paths))
 	for i, p := range paths {
 		r.fetched[p] = r.storeFile(p, results[i])
