@@ -2,13 +2,13 @@ package tune
 
 import (
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"math"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/toolsrv/toolsrv/bench/eval"
 	"github.com/toolsrv/toolsrv/thresholds"
 )
 
@@ -21,28 +21,12 @@ type Split struct {
 }
 
 // IsHeldOut reports whether the query id belongs to the held-out part.
-func (s Split) IsHeldOut(id string) bool { return hashShare(id, "heldout") < s.HeldOut }
+func (s Split) IsHeldOut(id string) bool { return eval.Share("heldout", id) < s.HeldOut }
 
 // IsAbstain reports whether the query id is an abstention query: its
 // relevant tools are removed from the catalog and the right answer is "no
 // tool fits".
-func (s Split) IsAbstain(id string) bool { return hashShare(id, "abstain") < s.Abstain }
-
-func hashShare(id, salt string) float64 {
-	h := fnv.New64a()
-	h.Write([]byte(salt))
-	h.Write([]byte{0})
-	h.Write([]byte(id))
-	// FNV's high bits mix poorly for IDs that differ only at the end:
-	// finish with splitmix64's mixer.
-	x := h.Sum64()
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return float64(x>>11) / float64(1<<53)
-}
+func (s Split) IsAbstain(id string) bool { return eval.Share("abstain", id) < s.Abstain }
 
 // Query is one labelled query with its ranking, ready to sweep.
 type Query struct {
@@ -460,7 +444,7 @@ func Table(per map[string]thresholds.Figures) string {
 const ColdShare = 0.2
 
 // IsCold says whether ColdMin treats tool name of corpus as cold.
-func IsCold(corpus, name string) bool { return hashShare(corpus+"/"+name, "cold") < ColdShare }
+func IsCold(corpus, name string) bool { return eval.Share("cold", corpus+"/"+name) < ColdShare }
 
 // ColdMin chooses the score a cold tool needs: a fixed fifth of each
 // corpus's tools are treated as cold, and ColdMin is the lowest score (at

@@ -17,6 +17,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/toolsrv/toolsrv/bench/eval"
 )
 
 // ToolDef is one tool of a training catalog, as it goes into a .meta file.
@@ -251,20 +253,8 @@ func LoadSources(root string) ([]*Source, error) {
 	return out, nil
 }
 
-// Share is a fixed pseudo-random number in [0,1) for (salt, key).
-func Share(salt, key string) float64 {
-	h := fnv.New64a()
-	h.Write([]byte(salt))
-	h.Write([]byte{0})
-	h.Write([]byte(key))
-	x := h.Sum64()
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return float64(x>>11) / float64(1<<53)
-}
+// Share is a fixed pseudo-random number in [0,1) for (salt, key): eval.Share.
+func Share(salt, key string) float64 { return eval.Share(salt, key) }
 
 // HeldOutTool says whether a source's tool is held out: its requests are
 // never trained on (20% of each source's tools, by a fixed hash).
