@@ -222,36 +222,14 @@ func FitAnswerable(m *learn.Model, samples []Sample, o FitOptions, weightNeg flo
 			}
 		}
 	}
-	var wsum float64
-	for _, y := range ys {
+	wts := make([]float64, len(ys))
+	for i, y := range ys {
+		wts[i] = 1
 		if y == 0 {
-			wsum += weightNeg
-		} else {
-			wsum++
+			wts[i] = weightNeg
 		}
 	}
-	w := adam(dim, o, func(w, grad []float64) float64 {
-		var loss float64
-		for i, r := range rows {
-			s := w[dim]
-			for k := range dim {
-				s += w[k] * r[k]
-			}
-			p := learn.Sigmoid(s)
-			wt := 1.0
-			if ys[i] == 0 {
-				wt = weightNeg
-			}
-			pc := math.Min(math.Max(p, 1e-12), 1-1e-12)
-			loss -= wt * (ys[i]*math.Log(pc) + (1-ys[i])*math.Log(1-pc))
-			d := wt * (p - ys[i]) / wsum
-			for k := range dim {
-				grad[k] += d * r[k]
-			}
-			grad[dim] += d
-		}
-		return loss / wsum
-	})
+	w := fitStandardised(dim, rows, ys, wts, o)
 	return learn.Linear{Features: learn.AnsNames[:], Mean: mean, Scale: scale, W: w[:dim], B: w[dim]}
 }
 
@@ -269,6 +247,14 @@ func FitLogistic(names []string, rows [][]float64, ys, wts []float64, o FitOptio
 		}
 		zs[i] = z
 	}
+	w := fitStandardised(dim, zs, ys, wts, o)
+	return learn.Linear{Features: names, Mean: mean, Scale: scale, W: w[:dim], B: w[dim]}
+}
+
+// fitStandardised fits the weights (dim of them, then the bias) of a
+// logistic regression on standardised rows zs with labels ys (0/1) and
+// per-row loss weights wts (nil: 1), by Adam on the weighted mean log loss.
+func fitStandardised(dim int, zs [][]float64, ys, wts []float64, o FitOptions) []float64 {
 	var wsum float64
 	for i := range ys {
 		if wts != nil {
@@ -277,7 +263,7 @@ func FitLogistic(names []string, rows [][]float64, ys, wts []float64, o FitOptio
 			wsum++
 		}
 	}
-	w := adam(dim, o, func(w, grad []float64) float64 {
+	return adam(dim, o, func(w, grad []float64) float64 {
 		var loss float64
 		for i, r := range zs {
 			s := w[dim]
@@ -299,7 +285,6 @@ func FitLogistic(names []string, rows [][]float64, ys, wts []float64, o FitOptio
 		}
 		return loss / wsum
 	})
-	return learn.Linear{Features: names, Mean: mean, Scale: scale, W: w[:dim], B: w[dim]}
 }
 
 // FitCalibration fits the per-catalog calibration of m's answerability
