@@ -302,3 +302,33 @@ func TestLargeInputNotRead(t *testing.T) {
 		t.Errorf("tool read %s bytes, want %d (the JSON and a newline)", got, len(big)+1)
 	}
 }
+
+// TestTimeoutDuringStart ends calls whose timeout falls while the helper is
+// still starting: SIGTERM (and then KillSignal) may reach it before it has
+// started the tool or begun to supervise it. Whatever the moment, the call
+// reports a timeout with the tool killed (exit -1), and nothing it started
+// survives. (Go's runtime turns an unhandled SIGTERM in a PID namespace's
+// init into exit status 2, and outside a namespace it killed the helper and
+// left the tool to run on.)
+func TestTimeoutDuringStart(t *testing.T) {
+	for _, mode := range isolations {
+		t.Run(mode.name, func(t *testing.T) {
+			f := newFixture(t)
+			r := f.runner(func(o *Options) { o.Isolation = mode.iso; o.KillGrace = 20 * time.Millisecond })
+			tok := token(t)
+			f.add("stubborn", `{"description":"ignores SIGTERM","timeout":30}`,
+				fmt.Sprintf("#!/bin/sh\ntrap '' TERM\nsetsid sleep %[1]s &\nsleep %[1]s\n", tok))
+			tool := f.tool("stubborn")
+			for i := range 40 {
+				cc := f.cc()
+				cc.Timeout = time.Duration(200+i*150) * time.Microsecond
+				res, err := r.Call(context.Background(), tool, []byte(`{}`), cc)
+				wantKind(t, err, ErrTimeout)
+				if res == nil || res.ExitCode != -1 {
+					t.Errorf("timeout %s: result %+v, error %v", cc.Timeout, res, err)
+				}
+			}
+			goneOrKill(t, tok, "timeout during start")
+		})
+	}
+}

@@ -189,9 +189,10 @@ func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, 
 		out.Status = status
 	default:
 		// The helper was killed before it could report (timeout after the
-		// helper's grace, or an outside SIGKILL).
+		// helper's grace, or an outside SIGKILL), or the call ended while
+		// the helper was starting: the tool was killed or never ran.
 		out.Status = sandbox.Status{Exit: -1, Signal: int(syscall.SIGKILL)}
-		if !hws.Signaled() {
+		if !hws.Signaled() && !out.timedOut && ctx.Err() == nil {
 			out.Status = sandbox.Status{Exit: hws.ExitStatus()}
 		}
 	}

@@ -58,6 +58,8 @@ func LandlockABI() (int, error) {
 // be applied or the tool not started. args are os.Args[2:]:
 // POLICY "--" ARGV...
 func HelperMain(args []string) int {
+	// The server's signals are taken from here on (see supervisor).
+	sup := newSupervisor()
 	// Capabilities are per thread: keep this goroutine on the thread that
 	// drops them and then forks the tool. (Landlock, the seccomp filter
 	// and the limits apply to the whole process.)
@@ -92,6 +94,8 @@ func HelperMain(args []string) int {
 	if err := CloseInherited(StatusFD); err != nil {
 		return fail(err)
 	}
+	sup.pidNS = p.PidNS
+	sup.listen()
 	if !p.PidNS {
 		if err := becomeSubreaper(); err != nil {
 			return fail(fmt.Errorf("becoming the call's subreaper: %w", err))
@@ -111,12 +115,18 @@ func HelperMain(args []string) int {
 	} else if err := confine(p); err != nil {
 		return fail(err)
 	}
+	// A call ended before its tool started does not start it.
+	if st, ending := sup.ending(); ending {
+		report(st)
+		return 128 + st.Signal
+	}
 	// With a memory limit the tool starts traced, so that it stops right
 	// after its execve, before it runs anything, and limitMemory sets the
 	// limit on it alone.
 	attr := &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2},
 		Sys: &syscall.SysProcAttr{Ptrace: p.Memory > 0}}
 	pid, err := syscall.ForkExec(argv[0], argv, attr)
+	var ended *Status // the tool died before it could run
 	if errors.Is(err, syscall.EPERM) && p.Memory > 0 {
 		// Tracing refused (the helper is itself traced, or the system
 		// forbids ptrace): the limit goes on the helper, and so on the
@@ -127,7 +137,8 @@ func HelperMain(args []string) int {
 		attr.Sys.Ptrace = false
 		pid, err = syscall.ForkExec(argv[0], argv, attr)
 	} else if err == nil && p.Memory > 0 {
-		if lerr := limitMemory(pid, p.Memory); lerr != nil {
+		var lerr error
+		if ended, lerr = limitMemory(pid, p.Memory); lerr != nil {
 			syscall.Kill(pid, syscall.SIGKILL)
 			return fail(lerr)
 		}
@@ -148,8 +159,7 @@ func HelperMain(args []string) int {
 		}
 		null.Close()
 	}
-	sup := &supervisor{pidNS: p.PidNS}
-	st := sup.run(pid)
+	st := sup.run(pid, ended)
 	report(st)
 	if st.Signal != 0 {
 		return 128 + st.Signal

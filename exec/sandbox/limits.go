@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -121,29 +122,44 @@ func userTasks(uid int) int {
 // a race detector's shadow memory in tests) must not count against a
 // limit that may be smaller than it, and the tool runs no instruction
 // before the limit is in place.
-func limitMemory(pid int, memory int64) error {
-	var ws unix.WaitStatus
+//
+// A signal may reach the tool before its execve (the server's SIGTERM to
+// the call's process group, when the call times out as it starts): it is
+// delivered, and when it ends the tool, ended is how (the tool is reaped
+// then, and never ran).
+func limitMemory(pid int, memory int64) (ended *Status, err error) {
+wait:
 	for {
-		_, err := unix.Wait4(pid, &ws, unix.WALL, nil)
-		if errors.Is(err, unix.EINTR) {
+		var ws unix.WaitStatus
+		if _, err := unix.Wait4(pid, &ws, unix.WALL, nil); err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return nil, fmt.Errorf("waiting for the tool to start: %w", err)
+		}
+		switch {
+		case ws.Exited() || ws.Signaled():
+			st := statusOf(syscall.WaitStatus(ws))
+			return &st, nil
+		case !ws.Stopped():
+			return nil, fmt.Errorf("the tool did not stop after it started (wait status %#x)", uint32(ws))
+		case ws.StopSignal() != unix.SIGTRAP:
+			// A signal that came before the execve: deliver it.
+			if err := unix.PtraceCont(pid, int(ws.StopSignal())); err != nil {
+				return nil, fmt.Errorf("passing signal %s to the starting tool: %w", ws.StopSignal(), err)
+			}
 			continue
 		}
-		if err != nil {
-			return fmt.Errorf("waiting for the tool to start: %w", err)
-		}
-		break
-	}
-	if !ws.Stopped() {
-		return fmt.Errorf("the tool did not stop after it started (wait status %#x)", uint32(ws))
+		break wait // the stop at the execve: the tool runs nothing yet
 	}
 	lim := unix.Rlimit{Cur: uint64(memory), Max: uint64(memory)}
 	if err := unix.Prlimit(pid, unix.RLIMIT_DATA, &lim, nil); err != nil {
-		return fmt.Errorf("setting the tool's RLIMIT_DATA (memory) to %d: %w", memory, err)
+		return nil, fmt.Errorf("setting the tool's RLIMIT_DATA (memory) to %d: %w", memory, err)
 	}
 	if err := unix.PtraceDetach(pid); err != nil {
-		return fmt.Errorf("letting the tool run: %w", err)
+		return nil, fmt.Errorf("letting the tool run: %w", err)
 	}
-	return nil
+	return nil, nil
 }
 
 // limitSelf sets the memory limit on the helper itself: the fallback when

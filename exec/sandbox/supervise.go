@@ -25,37 +25,99 @@ const KillSignal = syscall.SIGUSR1
 // namespace (pidNS), killing everything is one kill(-1); otherwise the
 // helper is a child subreaper and kills its descendants one generation at
 // a time until none is left.
+//
+// It takes the helper's signals from the helper's first instruction on
+// (newSupervisor), not from when the tool runs: the server's SIGTERM and
+// KillSignal may come while the helper is still starting (a timeout of a
+// few milliseconds, a loaded machine), and Go's default for a signal
+// nobody asked for is to end the program. Outside a PID namespace that
+// left the tool running without its helper; as a namespace's init (which
+// the kernel protects from its own signals) it made the helper exit with
+// status 2.
 type supervisor struct {
-	pidNS  bool
+	pidNS bool
+	sigs  chan os.Signal
+	// killed: KillSignal came (the server ends the call).
 	killed atomic.Bool
+	// term: the first SIGTERM, SIGINT or SIGHUP that came (0: none). It is
+	// meant for the tool, which gets it from the server directly (it is in
+	// the helper's process group) once it runs; one that comes before the
+	// tool is started means the tool is not started at all.
+	term atomic.Int32
+	// wakeW wakes the supervising thread when KillSignal comes.
+	wake, wakeW *os.File
 }
 
-// run waits for the tool (pid) and returns how it ended. It must run on
-// the thread that started the tool (HelperMain locks it): Landlock gives
-// each thread of the helper a domain of its own, and a signal may only go
-// to processes in the sender's domain, which is that thread's.
-func (s *supervisor) run(pid int) Status {
-	// A signal reaches the helper on any thread; the handler only wakes the
-	// supervising thread through this pipe.
-	wake, wakeW, err := os.Pipe()
-	if err != nil {
-		wake = nil
-	}
-	sigs := make(chan os.Signal, 4)
+// newSupervisor starts taking the helper's signals. HelperMain calls it
+// first of all.
+func newSupervisor() *supervisor {
+	s := &supervisor{sigs: make(chan os.Signal, 8)}
 	// SIGTERM, SIGINT and SIGHUP reach the tool directly (it is in the
 	// helper's process group); the helper must not die of them and must
 	// not ignore them either (an ignored signal stays ignored in programs
 	// it starts). KillSignal ends the call.
-	signal.Notify(sigs, KillSignal, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	signal.Notify(s.sigs, KillSignal, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	return s
+}
+
+// listen handles the signals that came and will come: it runs after
+// CloseInherited, which would close the wake pipe.
+func (s *supervisor) listen() {
+	wake, wakeW, err := os.Pipe()
+	if err == nil {
+		s.wake, s.wakeW = wake, wakeW
+	}
+	// What came before is handled now, so that ending sees it.
+	for drained := false; !drained; {
+		select {
+		case sig := <-s.sigs:
+			s.handle(sig)
+		default:
+			drained = true
+		}
+	}
 	go func() {
-		for sig := range sigs {
-			if sig == KillSignal && s.killed.CompareAndSwap(false, true) && wakeW != nil {
-				wakeW.Write([]byte{1})
-			}
+		for sig := range s.sigs {
+			s.handle(sig)
 		}
 	}()
+}
+
+// handle records one signal.
+func (s *supervisor) handle(sig os.Signal) {
+	if sig == KillSignal {
+		if s.killed.CompareAndSwap(false, true) && s.wakeW != nil {
+			s.wakeW.Write([]byte{1})
+		}
+		return
+	}
+	if n, ok := sig.(syscall.Signal); ok {
+		s.term.CompareAndSwap(0, int32(n))
+	}
+}
+
+// ending reports whether the call is being ended (KillSignal or a
+// terminating signal came), and the Status of a tool that is then not
+// started.
+func (s *supervisor) ending() (Status, bool) {
+	switch {
+	case s.killed.Load():
+		return Status{Exit: -1, Signal: int(syscall.SIGKILL), Killed: true}, true
+	case s.term.Load() != 0:
+		return Status{Exit: -1, Signal: int(s.term.Load()), Killed: true}, true
+	}
+	return Status{}, false
+}
+
+// run waits for the tool (pid) and returns how it ended; ended is its
+// status when it has already been reaped (it died before it could run).
+// It must run on the thread that started the tool (HelperMain locks it):
+// Landlock gives each thread of the helper a domain of its own, and a
+// signal may only go to processes in the sender's domain, which is that
+// thread's.
+func (s *supervisor) run(pid int, ended *Status) Status {
 	pidfd, perr := unix.PidfdOpen(pid, 0)
-	var st *Status
+	st := ended
 	reap := func(flags int) bool {
 		for {
 			var ws syscall.WaitStatus
@@ -83,8 +145,8 @@ func (s *supervisor) run(pid int) Status {
 		if perr == nil {
 			fds = append(fds, unix.PollFd{Fd: int32(pidfd), Events: unix.POLLIN})
 		}
-		if wake != nil {
-			fds = append(fds, unix.PollFd{Fd: int32(wake.Fd()), Events: unix.POLLIN})
+		if s.wake != nil {
+			fds = append(fds, unix.PollFd{Fd: int32(s.wake.Fd()), Events: unix.POLLIN})
 		}
 		timeout := 500
 		if perr != nil {
@@ -103,8 +165,8 @@ func (s *supervisor) run(pid int) Status {
 			break
 		}
 	}
-	signal.Stop(sigs)
-	close(sigs)
+	signal.Stop(s.sigs)
+	close(s.sigs)
 	if perr == nil {
 		unix.Close(pidfd)
 	}
