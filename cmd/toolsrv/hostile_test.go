@@ -137,7 +137,7 @@ exit 0
 	writeFile(t, filepath.Join(tools, "hello.meta"), `{"description":"says hello","readOnly":true,"cmd":"echo hello"}`)
 	// forkbomb: every process forks for as long as it lives.
 	writeFile(t, filepath.Join(tools, "forkbomb.meta"), `{"description":"a fork bomb","timeout":15,
-"cmd":"exec python3 -c 'import os, time\nwhile True:\n  try: os.fork()\n  except OSError: time.sleep(0.01)' bomb-600.4242"}`)
+"cmd":"exec python3 -c 'import os, time\nwhile True:\n  try: os.fork()\n  except OSError: time.sleep(0.01)' `+bombMark(tools)+`"}`)
 	return tools
 }
 
@@ -209,6 +209,7 @@ func TestHostileToolCannotUseTheServer(t *testing.T) {
 func TestForkBombIsContained(t *testing.T) {
 	bin := buildToolsrv(t)
 	tools := hostileTools(t, bin)
+	mark := bombMark(tools)
 	h := startHostile(t, bin, tools, func(c *osexec.Cmd) {
 		if os.Geteuid() == 0 {
 			args := append([]string{"-c", `echo 1200 > /proc/sys/kernel/pid_max && exec "$@"`, "sh"}, c.Args...)
@@ -246,7 +247,7 @@ func TestForkBombIsContained(t *testing.T) {
 	// calls end at their timeout.
 	most := 0
 	for deadline := time.Now().Add(14 * time.Second); time.Now().Before(deadline) && most < 400; time.Sleep(100 * time.Millisecond) {
-		most = max(most, len(procsWith("600.4242")))
+		most = max(most, len(procsWith(mark)))
 	}
 	if most < 20 || most > 2*(300+20) {
 		t.Errorf("at most %d fork bomb processes at once: want the bombs running, and each stopped at its limit (256; at least 300 as root)", most)
@@ -274,15 +275,50 @@ func TestForkBombIsContained(t *testing.T) {
 	}
 	// Nothing of the bombs outlived their calls.
 	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) && len(procsWith("600.4242")) > 0 {
+	for time.Now().Before(deadline) && len(procsWith(mark)) > 0 {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if left := procsWith("600.4242"); len(left) > 0 {
+	if left := procsWith(mark); len(left) > 0 {
+		var some []string
+		for i, p := range left {
+			if i < 5 {
+				some = append(some, procState(p))
+			}
+		}
 		for _, p := range left {
 			syscall.Kill(p, syscall.SIGKILL)
 		}
-		t.Errorf("%d processes of the fork bombs outlived their calls", len(left))
+		t.Errorf("%d processes of the fork bombs outlived their calls; the first: %s", len(left), strings.Join(some, "; "))
 	}
+}
+
+// bombMark is the fork bomb's last argument, by which the test finds its
+// processes: unique to the test's tools directory, so that two test runs
+// at once (or another test's bomb) do not count each other's processes,
+// and unlike the server's own command line (which names the directory).
+func bombMark(tools string) string {
+	return "bomb-" + strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' {
+			return r
+		}
+		return '_'
+	}, tools)
+}
+
+// procState describes process pid for a failure message: its state and
+// parent (from /proc/PID/stat) and its PID namespace.
+func procState(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 {
+		s = s[i+1:]
+	}
+	f := strings.Fields(s)
+	if len(f) > 2 {
+		s = "state " + f[0] + " ppid " + f[1]
+	}
+	ns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
+	return fmt.Sprintf("pid %d %s %s", pid, s, ns)
 }
 
 // procsWith lists processes whose command line has arg.
