@@ -136,7 +136,7 @@ exit 0
 "cmd":"p=$(jq -r .path); echo ssh-ed25519 EVIL >> \"$p\" && echo wrote $p"}`)
 	writeFile(t, filepath.Join(tools, "hello.meta"), `{"description":"says hello","readOnly":true,"cmd":"echo hello"}`)
 	// forkbomb: every process forks for as long as it lives.
-	writeFile(t, filepath.Join(tools, "forkbomb.meta"), `{"description":"a fork bomb","timeout":15,
+	writeFile(t, filepath.Join(tools, "forkbomb.meta"), `{"description":"a fork bomb","timeout":25,
 "cmd":"exec python3 -c 'import os, time\nwhile True:\n  try: os.fork()\n  except OSError: time.sleep(0.01)' `+bombMark(tools)+`"}`)
 	return tools
 }
@@ -243,10 +243,17 @@ func TestForkBombIsContained(t *testing.T) {
 	}
 	// Watch the bombs grow to their limits, for as long as they run (they
 	// grow slowly on a loaded machine: python starts slowly, and the
-	// forks compete for the CPU): until 400 processes are seen, or the
-	// calls end at their timeout.
+	// forks compete for the CPU; at a load of 150 on two cores a bomb had
+	// not started after 14 s): until 400 processes are seen, or the calls
+	// end at their timeout.
 	most := 0
-	for deadline := time.Now().Add(14 * time.Second); time.Now().Before(deadline) && most < 400; time.Sleep(100 * time.Millisecond) {
+	var ended []error
+	for len(ended) < 2 && most < 400 {
+		select {
+		case err := <-done:
+			ended = append(ended, err)
+		case <-time.After(100 * time.Millisecond):
+		}
 		most = max(most, len(procsWith(mark)))
 	}
 	if most < 20 || most > 2*(300+20) {
@@ -262,8 +269,11 @@ func TestForkBombIsContained(t *testing.T) {
 		}
 		other.Close()
 	}
-	for i := 0; i < 2; i++ {
-		if err := <-done; err != nil && !strings.Contains(err.Error(), "timed out") {
+	for len(ended) < 2 {
+		ended = append(ended, <-done)
+	}
+	for _, err := range ended {
+		if err != nil && !strings.Contains(err.Error(), "timed out") {
 			t.Errorf("fork bomb call: %v", err)
 		}
 	}
