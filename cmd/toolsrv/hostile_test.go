@@ -234,11 +234,15 @@ func TestForkBombIsContained(t *testing.T) {
 	agent := "session/s/agent/coder/"
 	// Two bombs at once, and the server still answers: its own threads,
 	// other connections, and other calls.
-	done := make(chan error, 2)
+	type answer struct {
+		out []byte
+		err error
+	}
+	done := make(chan answer, 2)
 	for i := 0; i < 2; i++ {
 		go func() {
-			_, err := h.cl.Transact(agent+"call/forkbomb", []byte(`{}`))
-			done <- err
+			out, err := h.cl.Transact(agent+"call/forkbomb", []byte(`{}`))
+			done <- answer{out, err}
 		}()
 	}
 	// Watch the bombs grow to their limits, for as long as they run (they
@@ -247,17 +251,17 @@ func TestForkBombIsContained(t *testing.T) {
 	// not started after 14 s): until 400 processes are seen, or the calls
 	// end at their timeout.
 	most := 0
-	var ended []error
+	var ended []answer
 	for len(ended) < 2 && most < 400 {
 		select {
-		case err := <-done:
-			ended = append(ended, err)
+		case a := <-done:
+			ended = append(ended, a)
 		case <-time.After(100 * time.Millisecond):
 		}
 		most = max(most, len(procsWith(mark)))
 	}
 	if most < 20 || most > 2*(300+20) {
-		t.Errorf("at most %d fork bomb processes at once: want the bombs running, and each stopped at its limit (256; at least 300 as root)", most)
+		t.Errorf("at most %d fork bomb processes at once: want the bombs running, and each stopped at its limit (256; at least 300 as root); calls ended before: %+v", most, ended)
 	}
 	for i := 0; i < 5; i++ {
 		other, err := ninep.Connect(context.Background(), "unix:"+h.sock)
@@ -272,9 +276,9 @@ func TestForkBombIsContained(t *testing.T) {
 	for len(ended) < 2 {
 		ended = append(ended, <-done)
 	}
-	for _, err := range ended {
-		if err != nil && !strings.Contains(err.Error(), "timed out") {
-			t.Errorf("fork bomb call: %v", err)
+	for _, a := range ended {
+		if a.err == nil || !strings.Contains(a.err.Error(), "timed out") {
+			t.Errorf("fork bomb call: want it timed out, got %q, %v", a.out, a.err)
 		}
 	}
 	if err := h.cmd.Process.Signal(syscall.Signal(0)); err != nil {
