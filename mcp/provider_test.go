@@ -36,7 +36,7 @@ func newEngine(t *testing.T, ctx context.Context, cfgPath string, po ProviderOpt
 	}
 	eo.Providers = Providers(c, po)
 	if eo.ProviderWait == 0 {
-		eo.ProviderWait = time.Minute
+		eo.ProviderWait = 5 * time.Minute
 	}
 	if eo.Logger == nil {
 		eo.Logger = quiet()
@@ -96,7 +96,7 @@ func TestRealServers(t *testing.T) {
 		"memory": map[string]any{"command": filepath.Join(bin, "mcp-server-memory"), "env": map[string]string{"MEMORY_FILE_PATH": filepath.Join(memDir, "memory.jsonl")},
 			"sandbox": map[string]any{"write": []string{memDir}}},
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	eng := newEngine(t, ctx, cfg, ProviderOptions{}, engine.Options{NoThresholds: true})
 	cat := eng.Catalog()
@@ -178,12 +178,12 @@ func TestBadServers(t *testing.T) {
 		"carrier":    map[string]any{"command": "true", "type": "pigeon"},
 		"missingbin": map[string]any{"command": "no-such-mcp-server-anywhere"},
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// The hung server fails at its start timeout (1 s), not at the
 	// engine's provider wait: New returns long before that wait.
 	eng := newEngine(t, ctx, cfg, ProviderOptions{MinBackoff: 200 * time.Millisecond}, engine.Options{NoThresholds: true, ProviderWait: 10 * time.Minute})
-	rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
+	rctx, rcancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer rcancel()
 	defer func() {
 		if t.Failed() {
@@ -258,7 +258,7 @@ func TestServerRestart(t *testing.T) {
 	cfg := writeConfig(t, map[string]any{
 		"crash": merge(fakeEntry(t, "crash", map[string]string{"STARTS": starts}), map[string]any{"sandbox": map[string]any{"write": []string{dir}}}),
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	eng := newEngine(t, ctx, cfg, ProviderOptions{MinBackoff: 300 * time.Millisecond, MaxBackoff: 2 * time.Second}, engine.Options{NoThresholds: true, NoIndex: true})
 	// Meanwhile its tools are hidden with the reason (its exit and its
@@ -290,7 +290,7 @@ func TestServerRestart(t *testing.T) {
 // again: a tool it adds is in the catalog and ranked.
 func TestServerListChanged(t *testing.T) {
 	cfg := writeConfig(t, map[string]any{"changing": fakeEntry(t, "changing", nil)})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	eng := newEngine(t, ctx, cfg, ProviderOptions{}, engine.Options{NoThresholds: true})
 	if contains(catalogNames(eng.Catalog()), "changing:extra") {
@@ -351,7 +351,7 @@ func TestRestartEmbedsNothing(t *testing.T) {
 	})
 	cache := t.TempDir()
 	tools := grepTools(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var counts []int64
 	for range 2 {
@@ -362,7 +362,7 @@ func TestRestartEmbedsNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			eng, err := engine.New(ctx, engine.Options{Dirs: []string{tools}, Embedder: emb, CacheDir: cache, NoThresholds: true, Logger: quiet(),
-				Providers: Providers(c, ProviderOptions{Runner: testRunner(t), Logger: quiet()}), ProviderWait: time.Minute})
+				Providers: Providers(c, ProviderOptions{Runner: testRunner(t), Logger: quiet()}), ProviderWait: 5 * time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}

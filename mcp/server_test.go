@@ -91,7 +91,7 @@ func callTool(t *testing.T, ctx context.Context, cs *sdk.ClientSession, name str
 // failing call is an isError result; editing a hot tool's .meta sends
 // notifications/tools/list_changed and lists its new definition.
 func TestServer(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	dir := exampleTools(t)
 	self, _ := os.Executable()
@@ -218,7 +218,7 @@ func TestServer(t *testing.T) {
 // When the thresholds decide that no tool fits, find_tools says so
 // explicitly (with the reason), and offers only the agent's hot tools.
 func TestServerNoToolFits(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// Thresholds under which nothing is ever answerable.
 	b, err := os.ReadFile("../thresholds/defaults/builtin_v1-abbe22c2.json")

@@ -136,7 +136,7 @@ exit 0
 "cmd":"p=$(jq -r .path); echo ssh-ed25519 EVIL >> \"$p\" && echo wrote $p"}`)
 	writeFile(t, filepath.Join(tools, "hello.meta"), `{"description":"says hello","readOnly":true,"cmd":"echo hello"}`)
 	// forkbomb: every process forks for as long as it lives.
-	writeFile(t, filepath.Join(tools, "forkbomb.meta"), `{"description":"a fork bomb","timeout":25,
+	writeFile(t, filepath.Join(tools, "forkbomb.meta"), `{"description":"a fork bomb","timeout":150,
 "cmd":"exec python3 -c 'import os, time\nwhile True:\n  try: os.fork()\n  except OSError: time.sleep(0.01)' `+bombMark(tools)+`"}`)
 	return tools
 }
@@ -203,16 +203,19 @@ func TestHostileToolCannotUseTheServer(t *testing.T) {
 
 // Item 2: a fork bomb in one call takes neither the server nor other calls
 // down. The server runs inside an outer limit the test sets up (a PID
-// namespace with pid_max 1200 as root; a user namespace with RLIMIT_NPROC
-// 1200 otherwise), so that on code without per-call limits the bomb hits
-// that limit, not the machine's.
+// namespace with pid_max 4000 as root; a user namespace with RLIMIT_NPROC
+// 4000 otherwise), so that on code without per-call limits the bomb hits
+// that limit, not the machine's. The server's process budget is a quarter
+// of it (1000): room for both bombs (256 each; about 300 as root) and the
+// other calls at once. (With 1200 the budget was 300: one call at a time,
+// the second bomb and every other call queued behind the first.)
 func TestForkBombIsContained(t *testing.T) {
 	bin := buildToolsrv(t)
 	tools := hostileTools(t, bin)
 	mark := bombMark(tools)
 	h := startHostile(t, bin, tools, func(c *osexec.Cmd) {
 		if os.Geteuid() == 0 {
-			args := append([]string{"-c", `echo 1200 > /proc/sys/kernel/pid_max && exec "$@"`, "sh"}, c.Args...)
+			args := append([]string{"-c", `echo 4000 > /proc/sys/kernel/pid_max && exec "$@"`, "sh"}, c.Args...)
 			c.Path, c.Args = "/bin/sh", append([]string{"/bin/sh"}, args...)
 			c.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
 			return
@@ -221,7 +224,7 @@ func TestForkBombIsContained(t *testing.T) {
 		if err != nil {
 			t.Fatalf("prlimit (util-linux) is needed to set the outer limit: %v", err)
 		}
-		c.Path, c.Args = prlimit, append([]string{prlimit, "--nproc=1200"}, c.Args...)
+		c.Path, c.Args = prlimit, append([]string{prlimit, "--nproc=4000"}, c.Args...)
 		c.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER,
 			UidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}},
 			GidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}}
@@ -233,7 +236,13 @@ func TestForkBombIsContained(t *testing.T) {
 	}
 	agent := "session/s/agent/coder/"
 	// Two bombs at once, and the server still answers: its own threads,
-	// other connections, and other calls.
+	// other connections, and other calls. The bombs run on a connection
+	// of their own until the test hangs it up, which cancels their calls.
+	bombs, err := ninep.Connect(context.Background(), "unix:"+h.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bombs.Close()
 	type answer struct {
 		out []byte
 		err error
@@ -241,18 +250,17 @@ func TestForkBombIsContained(t *testing.T) {
 	done := make(chan answer, 2)
 	for i := 0; i < 2; i++ {
 		go func() {
-			out, err := h.cl.Transact(agent+"call/forkbomb", []byte(`{}`))
+			out, err := bombs.Transact(agent+"call/forkbomb", []byte(`{}`))
 			done <- answer{out, err}
 		}()
 	}
-	// Watch the bombs grow to their limits, for as long as they run (they
-	// grow slowly on a loaded machine: python starts slowly, and the
-	// forks compete for the CPU; at a load of 150 on two cores a bomb had
-	// not started after 14 s): until 400 processes are seen, or the calls
-	// end at their timeout.
+	// Watch the bombs grow to their limits (they grow slowly on a loaded
+	// machine: python starts slowly, and the forks compete for the CPU; at
+	// a load of 200 on two cores they had not grown after 25 s): until 400
+	// processes are seen, for at most 100 s.
 	most := 0
 	var ended []answer
-	for len(ended) < 2 && most < 400 {
+	for deadline := time.Now().Add(100 * time.Second); len(ended) == 0 && most < 400 && time.Now().Before(deadline); {
 		select {
 		case a := <-done:
 			ended = append(ended, a)
@@ -260,8 +268,11 @@ func TestForkBombIsContained(t *testing.T) {
 		}
 		most = max(most, len(procsWith(mark)))
 	}
+	if len(ended) > 0 {
+		t.Errorf("a fork bomb call ended on its own: %q, %v", ended[0].out, ended[0].err)
+	}
 	if most < 20 || most > 2*(300+20) {
-		t.Errorf("at most %d fork bomb processes at once: want the bombs running, and each stopped at its limit (256; at least 300 as root); calls ended before: %+v", most, ended)
+		t.Errorf("at most %d fork bomb processes at once: want the bombs running, and each stopped at its limit (256; at least 300 as root)", most)
 	}
 	for i := 0; i < 5; i++ {
 		other, err := ninep.Connect(context.Background(), "unix:"+h.sock)
@@ -273,12 +284,14 @@ func TestForkBombIsContained(t *testing.T) {
 		}
 		other.Close()
 	}
+	// Hanging up ends the bombs' calls.
+	bombs.Close()
 	for len(ended) < 2 {
-		ended = append(ended, <-done)
-	}
-	for _, a := range ended {
-		if a.err == nil || !strings.Contains(a.err.Error(), "timed out") {
-			t.Errorf("fork bomb call: want it timed out, got %q, %v", a.out, a.err)
+		select {
+		case a := <-done:
+			ended = append(ended, a)
+		case <-time.After(60 * time.Second):
+			t.Fatalf("the fork bomb calls did not end when their client hung up")
 		}
 	}
 	if err := h.cmd.Process.Signal(syscall.Signal(0)); err != nil {
@@ -288,7 +301,7 @@ func TestForkBombIsContained(t *testing.T) {
 		t.Errorf("a call after the fork bombs: %q exit %d", out, code)
 	}
 	// Nothing of the bombs outlived their calls.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) && len(procsWith(mark)) > 0 {
 		time.Sleep(50 * time.Millisecond)
 	}
