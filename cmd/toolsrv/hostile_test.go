@@ -135,9 +135,12 @@ exit 0
 	writeFile(t, filepath.Join(tools, "writer.meta"), `{"description":"writes a file","args":{"type":"object","properties":{"path":{"type":"string"}}},
 "cmd":"p=$(jq -r .path); echo ssh-ed25519 EVIL >> \"$p\" && echo wrote $p"}`)
 	writeFile(t, filepath.Join(tools, "hello.meta"), `{"description":"says hello","readOnly":true,"cmd":"echo hello"}`)
-	// forkbomb: every process forks for as long as it lives.
+	// forkbomb: every process forks for as long as it lives; a refused fork
+	// waits half a second before the next try (hundreds of processes
+	// retrying every 10 ms at their limit took every CPU, and the bombs of
+	// a second test run at the same time never started).
 	writeFile(t, filepath.Join(tools, "forkbomb.meta"), `{"description":"a fork bomb","timeout":150,
-"cmd":"exec python3 -c 'import os, time\nwhile True:\n  try: os.fork()\n  except OSError: time.sleep(0.01)' `+bombMark(tools)+`"}`)
+"cmd":"exec python3 -c 'import os, time\nwhile True:\n  try: os.fork()\n  except OSError: time.sleep(0.5)' `+bombMark(tools)+`"}`)
 	return tools
 }
 
