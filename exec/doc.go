@@ -71,7 +71,11 @@
 // counts threads. It is RLIMIT_NPROC in the call's user namespace (which
 // counts only that call's tasks) for an ordinary user; for root, whom
 // RLIMIT_NPROC exempts, the pid_max of the call's PID namespace (Linux
-// 6.14+; its kernel floor is about 300 processes); without namespaces,
+// 6.14+), set about 300 above the limit (sandbox.PidMax: once a namespace's
+// PIDs wrap around, the kernel hands out only PIDs from 300 up, and a
+// pid_max at the limit would leave a long-running tool room for a few
+// processes at most), so a root call may hold up to about 300 processes
+// more than its limit; without namespaces,
 // RLIMIT_NPROC over all of the user's processes (what runs now plus the
 // call's share), and none for root. Memory is RLIMIT_DATA (heap, stacks,
 // private mappings) of each process. Cgroups are not used: on a host whose

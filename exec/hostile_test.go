@@ -180,6 +180,31 @@ func TestProcessLimit(t *testing.T) {
 	}
 }
 
+// The process limit counts processes at once, not processes ever started:
+// a tool that has run 400 commands one after another may still run a few
+// at once. (As root the limit is its PID namespace's pid_max, and the
+// kernel hands out only PIDs from 300 up once a namespace's PIDs wrap
+// around: with pid_max at the kernel's floor, 301, a shell loop of 400
+// commands left room for one process, and "sleep &" four times failed
+// with "Cannot fork".)
+func TestProcessLimitCountsProcessesAtOnce(t *testing.T) {
+	for _, mode := range isolations {
+		t.Run(mode.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.add("builder", `{"description":"runs many commands, then a few at once","limits":{"processes":32}}`,
+				"#!/bin/sh\nfor i in $(seq 400); do /bin/true || exit 1; done\nfor j in 1 2 3 4 5 6 7 8; do sleep 0.2 & done\nwait\necho built\n")
+			r := f.runner(func(o *Options) { o.Isolation = mode.iso })
+			res, err := f.call(r, "builder", `{}`)
+			if err != nil {
+				t.Fatalf("%v", err)
+			}
+			if strings.TrimSpace(string(res.Stdout)) != "built" {
+				t.Errorf("stdout %q stderr %q", res.Stdout, res.Stderr)
+			}
+		})
+	}
+}
+
 // Calls of a dead server leave temporary directories behind; the next
 // runner sweeps them, and leaves those of live processes alone.
 func TestStaleCallDirectoriesSwept(t *testing.T) {

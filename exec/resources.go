@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/toolsrv/toolsrv/exec/sandbox"
 	"github.com/toolsrv/toolsrv/registry"
 )
 
@@ -25,8 +26,8 @@ type Limits struct {
 // Defaults of Options.
 const (
 	// DefaultProcesses is a call's process limit unless the tool asks for
-	// another. A root toolsrv limits through the PID namespace's pid_max,
-	// whose kernel floor is about 300.
+	// another. A root toolsrv limits through the PID namespace's pid_max
+	// (sandbox.PidMax: about 300 more than the limit).
 	DefaultProcesses = 256
 	// DefaultMemory is a call's per-process memory limit unless the tool
 	// asks for another (2 GiB).
@@ -83,11 +84,16 @@ func defaultProcessBudget() int64 {
 	return max(budget, DefaultProcesses)
 }
 
-// admit waits until the call's processes fit in the budget.
+// admit waits until the call's processes fit in the budget. A call of a
+// root toolsrv in a PID namespace counts for what its namespace may hold
+// (sandbox.PidMax), which is more than its limit.
 func (r *Runner) admit(ctx context.Context, l Limits) (func(), error) {
 	w := int64(l.Processes)
 	if w <= 0 || r.budget == nil {
 		return func() {}, nil
+	}
+	if r.iso.root && r.iso.namespaces() {
+		w = int64(sandbox.PidMax(l.Processes))
 	}
 	w = min(w, r.budgetSize)
 	if err := r.budget.Acquire(ctx, w); err != nil {

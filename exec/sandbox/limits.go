@@ -36,8 +36,23 @@ func Marked(pid int) (bool, error) {
 // call's count.
 const helperTasks = 16
 
-// minPidMax is the kernel's lowest pid_max (RESERVED_PIDS + 1).
-const minPidMax = 301
+// reservedPIDs is the kernel's RESERVED_PIDS: once a PID namespace has
+// handed out PIDs past it, new processes get PIDs in [reservedPIDs,
+// pid_max) only. A pid_max of N would then leave a long-running tool room
+// for N-300 processes at once: at the kernel's lowest pid_max (301), one,
+// after its first 300 processes (a build that had run 300 compilers could
+// no longer run two at once).
+const reservedPIDs = 300
+
+// PidMax is the pid_max of the PID namespace of a call of a root toolsrv
+// limited to processes processes (the limit's mechanism there): the
+// helper's tasks and reservedPIDs come on top, so that the call has room
+// for its processes however many it has started before. It may therefore
+// hold up to reservedPIDs more processes at once than its limit, until the
+// namespace's PIDs first wrap around.
+func PidMax(processes int) int {
+	return processes + helperTasks + 1 + reservedPIDs
+}
 
 // applyLimits sets the limits of the call on the helper; the tool and
 // everything it starts inherit them.
@@ -59,10 +74,7 @@ func applyLimits(p Policy) error {
 		case p.PidNS && os.Geteuid() == 0 && !p.UserNS:
 			// Root is exempt from RLIMIT_NPROC; the PID namespace's own
 			// pid_max (Linux 6.14+) bounds how many processes it holds.
-			n := p.Processes + helperTasks + 1
-			if n < minPidMax {
-				n = minPidMax
-			}
+			n := PidMax(p.Processes)
 			if err := os.WriteFile("/proc/sys/kernel/pid_max", []byte(strconv.Itoa(n)), 0); err != nil {
 				return fmt.Errorf("limiting the call to %d processes (pid_max of its PID namespace, Linux 6.14 or later): %w", p.Processes, err)
 			}
