@@ -163,7 +163,7 @@ func TestProcessLimit(t *testing.T) {
 			}
 			f := newFixture(t)
 			// 700 background sleeps, with a limit of 64 processes (a root
-			// toolsrv's floor is about 300: the kernel's lowest pid_max).
+			// call's namespace holds up to sandbox.PidMax(64), about 380).
 			tok := token(t)
 			f.add("spawner", `{"description":"starts processes","limits":{"processes":64}}`,
 				fmt.Sprintf("#!/bin/sh\nfor i in $(seq 700); do sleep %s & done\necho spawned\n", tok))
