@@ -37,40 +37,22 @@ func dotsI8Go(q []int16, m []int8, out []int32) {
 }
 
 // quantizeRow writes the int8 version of vec into dst and returns its scale
-// (max |vec| / 127; 0 for a zero row). Each value is rounded half away from
-// zero, as math.Round does, without its call and without a branch (rows are
-// random: a mispredicted branch per value cost more than the call). vec
-// holds no NaN (checkVector).
+// (max |vec| / 127; 0 for a zero row).
 func quantizeRow(dst []int8, vec []float32) float32 {
-	var mx float64
+	var mx float32
 	for _, x := range vec {
-		mx = max(mx, math.Abs(float64(x)))
+		mx = max(mx, float32(math.Abs(float64(x))))
 	}
 	if mx == 0 {
 		clear(dst)
 		return 0
 	}
-	scale := float32(mx) / 127
-	inv := 127 / mx
-	dst = dst[:len(vec)]
+	scale := mx / 127
+	inv := 127 / float64(mx)
 	for i, x := range vec {
-		// |y| ≤ 127 (up to one rounding step): the truncation to int32
-		// and the fraction y-t are exact.
-		y := float64(x) * inv
-		t := int32(y)
-		f := y - float64(t)
-		t += oneIf(f >= 0.5) - oneIf(f <= -0.5)
-		dst[i] = int8(max(-127, min(127, t)))
+		dst[i] = int8(max(-127, min(127, math.Round(float64(x)*inv))))
 	}
 	return scale
-}
-
-// oneIf is 1 when b holds, else 0 (compiled to a flag move, not a branch).
-func oneIf(b bool) int32 {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // quantQuery is a query vector quantised to int16 for the kernel.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 )
 
@@ -208,83 +207,4 @@ func TestQuantRankMatchesExact(t *testing.T) {
 		}
 	}
 	t.Logf("re-scored exactly: %.0f tools per query on average, of %d", float64(totalCand)/float64(5*len(tests)), len(v.byName))
-}
-
-// quantizeRowRef is quantizeRow as first written (math.Round), the
-// reference the faster one must match bit for bit.
-func quantizeRowRef(dst []int8, vec []float32) float32 {
-	var mx float32
-	for _, x := range vec {
-		mx = max(mx, float32(math.Abs(float64(x))))
-	}
-	if mx == 0 {
-		clear(dst)
-		return 0
-	}
-	scale := mx / 127
-	inv := 127 / float64(mx)
-	for i, x := range vec {
-		dst[i] = int8(max(-127, min(127, math.Round(float64(x)*inv))))
-	}
-	return scale
-}
-
-func TestQuantizeRowMatchesRound(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	halves := make([]float32, 255) // with max 127 the scale is 1: k+0.5 exactly
-	for i := range halves {
-		halves[i] = float32(i-127) + 0.5
-	}
-	halves[0] = -127
-	cases := map[string][]float32{
-		"zero":     make([]float32, 16),
-		"halves":   halves,
-		"one":      {0, 0, -3, 0},
-		"negzero":  {float32(math.Copysign(0, -1)), 1},
-		"tiny":     {1e-38, -1e-38, 5e-39},
-		"extremes": {math.MaxFloat32, -math.MaxFloat32, 1},
-	}
-	for i := range 2000 {
-		v := make([]float32, 1+rng.IntN(300))
-		for j := range v {
-			v[j] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(9)-4)))
-			if rng.IntN(10) == 0 {
-				v[j] = float32(rng.IntN(255)-127) / float32(1+rng.IntN(4)) // exact quotients, often halves
-			}
-		}
-		cases[fmt.Sprint("random", i)] = v
-	}
-	for name, v := range cases {
-		got, want := make([]int8, len(v)), make([]int8, len(v))
-		gs, ws := quantizeRow(got, v), quantizeRowRef(want, v)
-		if gs != ws || !slices.Equal(got, want) {
-			t.Fatalf("%s: scale %v, want %v\n got %v\nwant %v", name, gs, ws, got, want)
-		}
-	}
-}
-
-// BenchmarkQuantizeRow quantizes 1,000 different rows (one row again and
-// again would let the branch predictor learn it).
-func BenchmarkQuantizeRow(b *testing.B) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	rows := make([][]float32, 1000)
-	for r := range rows {
-		rows[r] = make([]float32, 256)
-		for i := range rows[r] {
-			rows[r][i] = float32(rng.NormFloat64())
-		}
-	}
-	dst := make([]int8, 256)
-	for _, bc := range []struct {
-		name string
-		f    func([]int8, []float32) float32
-	}{{"ours", quantizeRow}, {"math.Round", quantizeRowRef}} {
-		b.Run(bc.name, func(b *testing.B) {
-			for b.Loop() {
-				for _, v := range rows {
-					bc.f(dst, v)
-				}
-			}
-		})
-	}
 }
