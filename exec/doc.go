@@ -56,10 +56,12 @@
 // is told to kill every process of the call (SIGUSR1, also its
 // parent-death signal: a server that dies takes its calls along); a
 // second later the group gets SIGKILL. When the tool's main process ends,
-// for any reason, whatever it left behind is killed too. The helper takes
-// these signals from its first instruction: a timeout that falls while it
-// is still starting ends the call as well (a tool not yet started is not
-// started; one that dies before its execve is reported killed). Time spent
+// for any reason, whatever it left behind is killed too. A timeout that
+// falls while the helper is still starting ends the call as well: the
+// helper takes these signals from the start of its main function and then
+// does not start the tool (one that dies before its execve is reported
+// killed); a signal before that ends the helper before it started
+// anything. Time spent
 // waiting for a concurrency class, for the process budget or for bypass
 // approval does not count against the timeout; the caller's context
 // bounds it.

@@ -259,9 +259,8 @@ func TestForkBombIsContained(t *testing.T) {
 			done <- answer{out, err}
 		}()
 	}
-	// Watch the bombs grow to their limits (they grow slowly on a loaded
-	// machine: python starts slowly, and the forks compete for the CPU; at
-	// a load of 200 on two cores they had not grown after 25 s): until 400
+	// Watch the bombs grow to their limits (slowly on a loaded machine:
+	// python starts slowly, and the forks compete for the CPU): until 400
 	// processes are seen, for at most 100 s.
 	most := 0
 	var ended []answer

@@ -26,14 +26,16 @@ const KillSignal = syscall.SIGUSR1
 // helper is a child subreaper and kills its descendants one generation at
 // a time until none is left.
 //
-// It takes the helper's signals from the helper's first instruction on
+// It takes the helper's signals from the start of HelperMain on
 // (newSupervisor), not from when the tool runs: the server's SIGTERM and
 // KillSignal may come while the helper is still starting (a timeout of a
 // few milliseconds, a loaded machine), and Go's default for a signal
 // nobody asked for is to end the program. Outside a PID namespace that
-// left the tool running without its helper; as a namespace's init (which
-// the kernel protects from its own signals) it made the helper exit with
-// status 2.
+// left the tool running without its helper. A signal that comes earlier
+// still, while the Go runtime starts, ends the helper before it has
+// started anything (as a namespace's init, which the kernel protects from
+// its own signals, with exit status 2); the server reports such a call
+// as killed.
 type supervisor struct {
 	pidNS bool
 	sigs  chan os.Signal
