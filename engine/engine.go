@@ -125,14 +125,19 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 		dirs := e.reg.Dirs()
 		go func() { prepared <- e.prepareIndex(ctx, dirs) }()
 	}
-	if err := e.reg.Load(ctx); err != nil {
+	// On failure New returns only once that work has ended too.
+	abandon := func() {
 		if prepared != nil {
 			<-prepared
 		}
+	}
+	if err := e.reg.Load(ctx); err != nil {
+		abandon()
 		cancel()
 		return nil, fmt.Errorf("loading tools: %w", err)
 	}
 	if err := e.startProviders(ctx, sctx); err != nil {
+		abandon()
 		e.Close()
 		return nil, err
 	}
