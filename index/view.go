@@ -2,6 +2,7 @@ package index
 
 import (
 	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/internal/parallel"
 )
 
 // view is what Rank reads: the documents, their vectors and the lexicon.
@@ -75,11 +76,7 @@ func (v *view) upsertAll(docs []document, vecs vecSet, why error) {
 		for lo := 0; lo < len(docs); lo += chunk {
 			b, hi := <-free, min(lo+chunk, len(docs))
 			tk := bufs[b]
-			parallelRows(hi-lo, 1<<10, func(x, y int) {
-				for i := x; i < y; i++ {
-					tk[i].fill(docs[lo+i].fields)
-				}
-			})
+			parallel.Each(hi-lo, func(i int) { tk[i].fill(docs[lo+i].fields) })
 			ready <- batch{b, lo, hi}
 		}
 	}()

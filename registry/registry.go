@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +18,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/toolsrv/toolsrv/internal/fileio"
+	"github.com/toolsrv/toolsrv/internal/parallel"
 )
 
 // MaxMetaSize is the largest .meta file read.
@@ -410,27 +410,8 @@ func (r *Registry) resolveAllLocked(names []string, h *memoHost) []resolution {
 		}
 		return out
 	}
-	eachOnEveryCore(len(names), resolve)
+	parallel.Each(len(names), resolve)
 	return out
-}
-
-// eachOnEveryCore calls f(0) … f(n-1) on GOMAXPROCS goroutines and
-// returns when every call has.
-func eachOnEveryCore(n int, f func(i int)) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), n) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				f(i)
-			}
-		})
-	}
-	wg.Wait()
 }
 
 // resolveName decides what name means across the directories. If a file of
@@ -637,7 +618,7 @@ func (r *Registry) prefetchLocked(names map[string]bool) {
 		return
 	}
 	results := make([]loaded, len(paths))
-	eachOnEveryCore(len(paths), func(i int) {
+	parallel.Each(len(paths), func(i int) {
 		results[i] = loadFile(paths[i], r.files[paths[i]], r.regular[paths[i]])
 	})
 	r.fetched = make(map[string]*fileEntry, len(paths))
