@@ -110,7 +110,7 @@ func (r *Registry) Provide(ctx context.Context, provider string, p Provision) er
 		if schemaBounds(raw) != "" {
 			continue
 		}
-		j, isNew := r.jobLocked(raw)
+		j, isNew := r.jobLocked(sha256.Sum256(raw), raw)
 		jobs[i] = j
 		if isNew {
 			fresh = append(fresh, j)

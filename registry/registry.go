@@ -527,6 +527,7 @@ type loaded struct {
 	mtime        time.Time
 	forgetOld    bool // the old entry no longer applies
 	parsedAfresh bool // fe is new: its schemas are still to be scheduled
+	schemas      []schemaPrep
 }
 
 // loadFile reads and parses the .meta file at p, unless old (the entry read
@@ -567,10 +568,12 @@ func loadFile(p string, old *fileEntry, listedRegular bool) loaded {
 	}
 	fe := &fileEntry{size: fi.Size(), mtime: fi.ModTime(), sum: sum}
 	fe.meta, fe.errs = parseMeta(raw)
+	var schemas []schemaPrep
 	if fe.meta != nil {
 		fe.meta.lines.fromFile(p, sum)
+		schemas = prepareSchemas(fe.meta)
 	}
-	return loaded{fe: fe, parsedAfresh: true}
+	return loaded{fe: fe, parsedAfresh: true, schemas: schemas}
 }
 
 // storeFile records what loadFile found and schedules the compiles of a
@@ -586,13 +589,7 @@ func (r *Registry) storeFile(p string, l loaded) *fileEntry {
 	}
 	fe := l.fe
 	if l.parsedAfresh && fe.meta != nil {
-		fe.jobs = map[int]*compileJob{}
-		r.addJob(fe, -1, fe.meta.args())
-		for i, v := range fe.meta.Variants {
-			if a := v.args(); a != nil {
-				r.addJob(fe, i, a)
-			}
-		}
+		r.addJobs(fe, l.schemas)
 	}
 	r.files[p] = fe
 	return fe
@@ -630,26 +627,59 @@ func (r *Registry) prefetchLocked(names map[string]bool) {
 // prefetchMin is the fewest files read in parallel.
 const prefetchMin = 64
 
-// addJob attaches the compile of one schema to fe, unless the schema is out
-// of bounds (then that is one of fe's problems).
-func (r *Registry) addJob(fe *fileEntry, idx int, raw json.RawMessage) {
-	if raw == nil {
-		raw = defaultArgs
-	}
-	if why := schemaBounds(raw); why != "" {
-		field := "args"
-		if idx >= 0 {
-			field = fmt.Sprintf("variants[%d].args", idx)
+// schemaPrep is one schema of a parsed file as its compile job needs it:
+// checked against the bounds and hashed where the file is read (on every
+// core, see prefetchLocked), so that attaching the job under the lock is a
+// map lookup.
+type schemaPrep struct {
+	idx    int // -1: the top-level schema; else the variant's
+	raw    json.RawMessage
+	bounds string // why the schema is out of bounds ("" if it is not)
+	key    [32]byte
+}
+
+// prepareSchemas prepares the top-level schema of m (the default when it
+// sets none) and each variant's own.
+func prepareSchemas(m *Meta) []schemaPrep {
+	prep := func(idx int, raw json.RawMessage) schemaPrep {
+		if raw == nil {
+			raw = defaultArgs
 		}
-		fe.errs = append(fe.errs, &FieldError{Field: field, Line: fe.meta.Line(field), Msg: why})
-		sortByLine(fe.errs)
-		return
+		p := schemaPrep{idx: idx, raw: raw, bounds: schemaBounds(raw)}
+		if p.bounds == "" {
+			p.key = sha256.Sum256(raw)
+		}
+		return p
 	}
-	j, fresh := r.jobLocked(raw)
-	if fresh {
-		r.fresh[j] = true
+	out := []schemaPrep{prep(-1, m.args())}
+	for i, v := range m.Variants {
+		if a := v.args(); a != nil {
+			out = append(out, prep(i, a))
+		}
 	}
-	fe.jobs[idx] = j
+	return out
+}
+
+// addJobs attaches the compiles of a newly parsed file's schemas to fe
+// (unless a schema is out of bounds: then that is one of fe's problems).
+func (r *Registry) addJobs(fe *fileEntry, schemas []schemaPrep) {
+	fe.jobs = map[int]*compileJob{}
+	for _, p := range schemas {
+		if p.bounds != "" {
+			field := "args"
+			if p.idx >= 0 {
+				field = fmt.Sprintf("variants[%d].args", p.idx)
+			}
+			fe.errs = append(fe.errs, &FieldError{Field: field, Line: fe.meta.Line(field), Msg: p.bounds})
+			sortByLine(fe.errs)
+			continue
+		}
+		j, fresh := r.jobLocked(p.key, p.raw)
+		if fresh {
+			r.fresh[j] = true
+		}
+		fe.jobs[p.idx] = j
+	}
 }
 
 // pathErrMsg is err without the path (a Problem names the file already).

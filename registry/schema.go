@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"runtime"
@@ -196,10 +195,9 @@ func runJobs(jobs []*compileJob, compile func([]byte) (*jsonschema.Schema, error
 // repeat a few shapes many times). Guarded by Registry.mu.
 type schemaCache map[[32]byte]*compileJob
 
-// job returns the job for raw, creating it (not started) when there is
-// none; created reports that.
-func (c schemaCache) job(raw json.RawMessage) (j *compileJob, created bool) {
-	key := sha256.Sum256(raw)
+// job returns the job for raw (whose SHA-256 is key), creating it (not
+// started) when there is none; created reports that.
+func (c schemaCache) job(key [32]byte, raw json.RawMessage) (j *compileJob, created bool) {
 	if j, ok := c[key]; ok {
 		return j, false
 	}
@@ -246,11 +244,11 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// jobLocked returns the compile job for raw and whether it is new and must
-// be run. A schema the known-schemas cache vouches for is settled at once,
+// jobLocked returns the compile job for raw (its SHA-256 is key) and
+// whether it is new and must be run. A schema the known-schemas cache vouches for is settled at once,
 // to be compiled on first use.
-func (r *Registry) jobLocked(raw json.RawMessage) (j *compileJob, fresh bool) {
-	j, created := r.schemas.job(raw)
+func (r *Registry) jobLocked(key [32]byte, raw json.RawMessage) (j *compileJob, fresh bool) {
+	j, created := r.schemas.job(key, raw)
 	if !created {
 		return j, false
 	}

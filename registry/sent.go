@@ -50,16 +50,11 @@ func (r *Registry) ResolveSent(ctx context.Context, name, file string, data []by
 	fe.meta, fe.errs = parseMeta(data)
 	var fresh []*compileJob
 	if fe.meta != nil {
-		fe.jobs = map[int]*compileJob{}
+		schemas := prepareSchemas(fe.meta)
 		r.mu.Lock()
 		before := len(r.fresh)
-		r.addJob(fe, -1, fe.meta.args())
-		for i, v := range fe.meta.Variants {
-			if a := v.args(); a != nil {
-				r.addJob(fe, i, a)
-			}
-		}
-		// addJob marks the jobs it creates for the update in progress;
+		r.addJobs(fe, schemas)
+		// addJobs marks the jobs it creates for the update in progress;
 		// this is no update, so they are ours to run.
 		if len(r.fresh) > before {
 			for _, j := range fe.jobs {
