@@ -21,6 +21,7 @@ const (
 // Not safe for concurrent use; the Index guards it.
 type lexicon struct {
 	dict     map[string]int32 // term → id; stopwords map to -1
+	terms    []string         // by term id: the term (for the lexical cache, lexcache.go)
 	postings [][]posting      // by term id: documents that contain it (any order)
 	docLen   []float32        // by slot; 0 for a free slot
 	docTerms [][]int32        // by slot: the distinct term ids, for removal
@@ -63,11 +64,21 @@ func (l *lexicon) termID(t string) int32 {
 	if id, ok := l.dict[t]; ok {
 		return id
 	}
+	t = strings.Clone(t) // t may point into a document's text
 	id := int32(len(l.postings))
-	l.dict[strings.Clone(t)] = id // t may point into a document's text
+	l.dict[t] = id
+	l.terms = append(l.terms, t)
 	l.postings = append(l.postings, nil)
 	l.pos = append(l.pos, 0)
 	return id
+}
+
+// termIDBytes is termID for a term held in bytes (no copy unless new).
+func (l *lexicon) termIDBytes(t []byte) int32 {
+	if id, ok := l.dict[string(t)]; ok {
+		return id
+	}
+	return l.termID(string(t))
 }
 
 // add indexes the fields of a document in slot (which must be free). Each
@@ -95,11 +106,6 @@ func (tk *tokenized) fill(fields []field) {
 
 // addTokens is add with the fields already tokenized.
 func (l *lexicon) addTokens(slot int, fields []field, tk *tokenized) {
-	for len(l.docLen) <= slot {
-		l.docLen = append(l.docLen, 0)
-		l.docTerms = append(l.docTerms, nil)
-		l.docPos = append(l.docPos, nil)
-	}
 	cur := l.cur[:0]
 	l.short = l.short[:0]
 	var length float32
@@ -124,6 +130,20 @@ func (l *lexicon) addTokens(slot int, fields []field, tk *tokenized) {
 			length += f.weight
 		}
 	}
+	l.cur = cur
+	l.place(slot, length)
+}
+
+// place records the document in l.cur (its distinct terms with their
+// frequencies, in order of first occurrence) and of the given length in
+// slot, and resets the per-term scratch.
+func (l *lexicon) place(slot int, length float32) {
+	for len(l.docLen) <= slot {
+		l.docLen = append(l.docLen, 0)
+		l.docTerms = append(l.docTerms, nil)
+		l.docPos = append(l.docPos, nil)
+	}
+	cur := l.cur
 	if length == 0 {
 		length = 1 // an empty document still occupies its slot
 	}
@@ -135,7 +155,6 @@ func (l *lexicon) addTokens(slot int, fields []field, tk *tokenized) {
 		ids[i] = c.id
 		l.pos[c.id] = 0
 	}
-	l.cur = cur
 	l.docLen[slot] = length
 	l.docTerms[slot] = ids
 	l.docPos[slot] = pos

@@ -69,7 +69,7 @@ func TestUpsertAllEqualsUpsert(t *testing.T) {
 		for i := range docs {
 			one.upsert(&docs[i], nil, nil)
 		}
-		bulk.upsertAll(docs, vecSet{}, nil)
+		bulk.upsertAll(docs, vecSet{}, nil, nil)
 		if !reflect.DeepEqual(one.byName, bulk.byName) || !reflect.DeepEqual(one.slots, bulk.slots) || one.missing != bulk.missing {
 			t.Fatalf("%d documents: the slots differ", n)
 		}

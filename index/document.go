@@ -2,6 +2,7 @@ package index
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"sort"
@@ -41,6 +42,10 @@ type document struct {
 	fields []field
 	// hash identifies the embedded text (text), and so the vector.
 	hash string
+	// lexKey identifies the fields' texts, and so the document's lexical
+	// entry (lexcache.go). hash does not: the embedded text holds only the
+	// start of the prompt, and does not say where one field ends.
+	lexKey lexKey
 }
 
 // newDocument builds the document of a tool.
@@ -64,7 +69,20 @@ func newDocumentScratch(t *registry.Tool, scratch *[]byte) document {
 	*scratch = d.appendText((*scratch)[:0])
 	sum := sha256.Sum256(*scratch)
 	d.hash = hex.EncodeToString(sum[:16])
+	*scratch = d.appendFields((*scratch)[:0])
+	sum = sha256.Sum256(*scratch)
+	d.lexKey = lexKey(sum[:len(lexKey{})])
 	return d
+}
+
+// appendFields appends the fields' texts to b, each after its length, so
+// that no two documents append the same bytes (lexKey's input).
+func (d document) appendFields(b []byte) []byte {
+	for _, f := range d.fields {
+		b = binary.AppendUvarint(b, uint64(len(f.text)))
+		b = append(b, f.text...)
+	}
+	return b
 }
 
 // text is what the index embeds for the document (see EmbedText).

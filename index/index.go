@@ -70,6 +70,13 @@ type Index struct {
 	fitDocs   int
 	drift     int
 	dirty     bool
+	// lexc is the lexical cache file read with the cache (lexcache.go),
+	// until the first update takes it; lexDirty: documents were tokenized
+	// since the file was last written; tokenized counts the documents
+	// tokenized by this index.
+	lexc      *lexCache
+	lexDirty  bool
+	tokenized int
 
 	mu sync.RWMutex // guards v
 	v  *view

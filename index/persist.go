@@ -36,6 +36,7 @@ func (ix *Index) unloadLocked() {
 	ix.cachePath.Store(nil)
 	ix.state, ix.fitDocs, ix.drift = nil, 0, 0
 	ix.cachedProbes = nil
+	ix.lexc = nil
 	ix.mu.Lock()
 	ix.v = nil
 	ix.mu.Unlock()
@@ -61,6 +62,7 @@ func (ix *Index) loadLocked(ctx context.Context, dirs []string) {
 	ix.path = cacheFile(dir, ix.base.ID(), dirs)
 	path := ix.path
 	ix.cachePath.Store(&path)
+	ix.loadLexLocked()
 	h, body, err := readCache(ix.path)
 	if errors.Is(err, errNoCache) {
 		return
@@ -115,15 +117,62 @@ func (ix *Index) loadLocked(ctx context.Context, dirs []string) {
 	ix.mu.Unlock()
 }
 
-// saveLocked writes the cache file if the index changed since the last save.
+// loadLexLocked reads the lexical cache beside the cache file, if there
+// is a usable one.
+func (ix *Index) loadLexLocked() {
+	c, err := readLexCache(lexPath(ix.path))
+	switch {
+	case errors.Is(err, errNoLex):
+	case err != nil:
+		ix.log.Info("index: lexical cache unusable; tokenizing the catalog", "file", lexPath(ix.path), "err", err)
+	default:
+		ix.lexc = c
+	}
+}
+
+// takeLexLocked hands the lexical cache to the update about to index docs,
+// once, unless the first two documents it has entries for show that it
+// disagrees with tokenizing them (then it is dropped, and rewritten at the
+// next save).
+func (ix *Index) takeLexLocked(docs []document) *lexApply {
+	lx := ix.lexc.applier()
+	ix.lexc = nil
+	if lx == nil {
+		return nil
+	}
+	checked := 0
+	for i := 0; i < len(docs) && checked < 2; i++ {
+		if !lx.has(docs[i].lexKey) {
+			continue
+		}
+		if !lx.agrees(&docs[i]) {
+			ix.log.Warn("index: the lexical cache disagrees with tokenizing; ignoring it", "file", lexPath(ix.path), "tool", docs[i].name)
+			return nil
+		}
+		checked++
+	}
+	return lx
+}
+
+// saveLocked writes the cache file if the index changed since the last
+// save, and the lexical cache if documents were tokenized since.
 func (ix *Index) saveLocked() error {
-	if ix.opts.NoCache || ix.opts.ReadOnlyCache || ix.path == "" || !ix.dirty {
+	if ix.opts.NoCache || ix.opts.ReadOnlyCache || ix.path == "" || !ix.dirty && !ix.lexDirty {
 		return nil
 	}
 	ix.mu.RLock()
 	v := ix.v
 	ix.mu.RUnlock()
-	if v == nil || v.st == nil {
+	if v != nil && ix.lexDirty {
+		ix.mu.RLock()
+		err := writeLexCache(lexPath(ix.path), v)
+		ix.mu.RUnlock()
+		if err != nil {
+			return err
+		}
+		ix.lexDirty = false
+	}
+	if v == nil || v.st == nil || !ix.dirty {
 		return nil
 	}
 	var buf writeBuffer

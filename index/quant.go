@@ -107,6 +107,12 @@ func (v *view) quantOK() bool {
 // background) current. hadVec says whether the slot held a vector before.
 // The row is vec itself, not a copy: vec is the store's (read-only) vector.
 func (v *view) setRow(s int, vec []float32, hadVec bool) {
+	v.setRowQuantized(s, vec, hadVec, nil, 0, false)
+}
+
+// setRowQuantized is setRow given vec quantized (q and scale, when
+// quantized: see upsertAll).
+func (v *view) setRowQuantized(s int, vec []float32, hadVec bool, q []int8, scale float32, quantized bool) {
 	if v.dim == 0 {
 		return
 	}
@@ -133,6 +139,11 @@ func (v *view) setRow(s int, vec []float32, hadVec bool) {
 		v.colSum[i] += float64(x)
 	}
 	v.nvec++
+	if quantized {
+		copy(v.qmat[s*v.dim:(s+1)*v.dim], q)
+		v.qscale[s] = scale
+		return
+	}
 	v.qscale[s] = quantizeRow(v.qmat[s*v.dim:(s+1)*v.dim], vec)
 }
 

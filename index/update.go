@@ -203,6 +203,7 @@ func (ix *Index) updateLocked(ctx context.Context, cat source, upserted, removed
 		return ix.rebuildLocked(ctx, cat, cat.all())
 	}
 	ix.drift += fresh
+	lx := ix.takeLexLocked(todo)
 	ix.mu.Lock()
 	v := ix.v
 	if len(v.slots) == 0 && len(v.byName) == 0 {
@@ -223,7 +224,7 @@ func (ix *Index) updateLocked(ctx context.Context, cat source, upserted, removed
 			stale = append(stale, v.slots[s].hash)
 		}
 	}
-	v.upsertAll(todo, vecs, err)
+	ix.noteTokenized(v.upsertAll(todo, vecs, err, lx))
 	v.rev = cat.rev
 	st := v.st
 	ix.mu.Unlock()
@@ -241,6 +242,15 @@ func (ix *Index) updateLocked(ctx context.Context, cat source, upserted, removed
 		ix.pruneLocked(ctx)
 	}
 	return err
+}
+
+// noteTokenized records that an update tokenized n documents (their
+// lexical entries are then to be saved).
+func (ix *Index) noteTokenized(n int) {
+	ix.tokenized += n
+	if n > 0 {
+		ix.lexDirty = true
+	}
 }
 
 // needRebuild says whether the view must be built anew rather than updated:
@@ -325,7 +335,7 @@ func (ix *Index) rebuildLocked(ctx context.Context, cat source, docs []document)
 	}
 	nv := newView(emb, st)
 	nv.reserve(len(docs))
-	nv.upsertAll(docs, vecs, err)
+	ix.noteTokenized(nv.upsertAll(docs, vecs, err, ix.takeLexLocked(docs)))
 	nv.rev = cat.rev
 	ix.mu.Lock()
 	ix.v = nv

@@ -31,6 +31,7 @@ type view struct {
 
 type slot struct {
 	name, hash string
+	lex        lexKey // the document's lexical cache key (lexcache.go)
 	live, vec  bool
 	doc        *document // kept only while the vector is missing, to retry
 }
@@ -45,7 +46,36 @@ func newView(emb embed.Embedder, st *store) *view {
 
 // upsert puts a document (and its vector, nil if unknown) into the view.
 func (v *view) upsert(d *document, vec []float32, why error) {
-	v.upsertTokens(d, nil, vec, why)
+	v.upsertAhead(d, nil, vec, why, nil)
+}
+
+// ahead is what upsertAll makes of a document on other cores: its tokens
+// (unless its lexical entry is cached) and its quantized row.
+type ahead struct {
+	tk        tokenized
+	tokenized bool
+	q         []int8
+	qscale    float32
+	quantized bool
+}
+
+// make fills a for d, whose vector is vec (nil: none).
+func (a *ahead) make(d *document, vec []float32, lx *lexApply) {
+	if a.tokenized = !lx.has(d.lexKey); a.tokenized {
+		a.tk.fill(d.fields)
+	}
+	if a.quantized = vec != nil; a.quantized {
+		a.q = growZero(a.q[:0], len(vec))
+		a.qscale = quantizeRow(a.q, vec)
+	}
+}
+
+// row is the quantized row made ahead, if it has dim values.
+func (a *ahead) row(dim int) ([]int8, float32, bool) {
+	if a == nil || !a.quantized || len(a.q) != dim {
+		return nil, 0, false
+	}
+	return a.q, a.qscale, true
 }
 
 // bulkMin is the fewest documents upsertAll tokenizes ahead.
@@ -55,19 +85,26 @@ const bulkMin = 512
 // upsert does: the next chunk of documents is tokenized on other cores
 // while the lexicon takes in the current one. Two chunks of tokens are
 // held at a time, so a large catalog costs no more memory than a small one.
-func (v *view) upsertAll(docs []document, vecs vecSet, why error) {
+// A document that has an entry in lx (the lexical cache, nil for none) is
+// not tokenized. It returns how many documents were.
+func (v *view) upsertAll(docs []document, vecs vecSet, why error, lx *lexApply) (fresh int) {
+	count := func(tokenized bool) {
+		if tokenized {
+			fresh++
+		}
+	}
 	if len(docs) < bulkMin {
 		for i := range docs {
-			v.upsert(&docs[i], vecs.get(docs[i].hash), why)
+			count(v.upsertAhead(&docs[i], nil, vecs.get(docs[i].hash), why, lx))
 		}
-		return
+		return fresh
 	}
 	const chunk = 256
 	type batch struct{ buf, lo, hi int }
-	var bufs [2][]tokenized
+	var bufs [2][]ahead
 	free := make(chan int, len(bufs))
 	for b := range bufs {
-		bufs[b] = make([]tokenized, chunk)
+		bufs[b] = make([]ahead, chunk)
 		free <- b
 	}
 	ready := make(chan batch)
@@ -75,22 +112,27 @@ func (v *view) upsertAll(docs []document, vecs vecSet, why error) {
 		defer close(ready)
 		for lo := 0; lo < len(docs); lo += chunk {
 			b, hi := <-free, min(lo+chunk, len(docs))
-			tk := bufs[b]
-			parallel.Each(hi-lo, func(i int) { tk[i].fill(docs[lo+i].fields) })
+			buf := bufs[b]
+			parallel.Each(hi-lo, func(i int) {
+				d := &docs[lo+i]
+				buf[i].make(d, vecs.get(d.hash), lx)
+			})
 			ready <- batch{b, lo, hi}
 		}
 	}()
 	for bt := range ready {
 		for i := bt.lo; i < bt.hi; i++ {
-			v.upsertTokens(&docs[i], &bufs[bt.buf][i-bt.lo], vecs.get(docs[i].hash), why)
+			count(v.upsertAhead(&docs[i], &bufs[bt.buf][i-bt.lo], vecs.get(docs[i].hash), why, lx))
 		}
 		free <- bt.buf
 	}
+	return fresh
 }
 
-// upsertTokens is upsert with the document's fields tokenized (tk), or
-// not (nil).
-func (v *view) upsertTokens(d *document, tk *tokenized, vec []float32, why error) {
+// upsertAhead is upsert with what was made ahead for the document (a, or
+// nil), and its lexical entry taken from lx when lx has one. It says
+// whether the document was tokenized.
+func (v *view) upsertAhead(d *document, a *ahead, vec []float32, why error, lx *lexApply) (tokenized bool) {
 	v.gen++
 	s, ok := v.byName[d.name]
 	hadVec := ok && v.slots[s].vec
@@ -106,18 +148,23 @@ func (v *view) upsertTokens(d *document, tk *tokenized, vec []float32, why error
 		v.slots = append(v.slots, slot{})
 	}
 	v.byName[d.name] = s
-	if tk != nil {
-		v.lex.addTokens(s, d.fields, tk)
-	} else {
+	switch {
+	case lx.has(d.lexKey) && lx.add(v.lex, s, d.lexKey):
+	case a != nil && a.tokenized:
+		v.lex.addTokens(s, d.fields, &a.tk)
+		tokenized = true
+	default:
 		v.lex.add(s, d.fields)
+		tokenized = true
 	}
 	v.short.set(s, v.lex)
-	sl := slot{name: d.name, hash: d.hash, live: true}
+	sl := slot{name: d.name, hash: d.hash, lex: d.lexKey, live: true}
 	if v.dim == 0 && vec != nil {
 		v.dim = len(vec)
 	}
 	if vec != nil && len(vec) == v.dim {
-		v.setRow(s, vec, hadVec)
+		q, scale, ok := a.row(v.dim)
+		v.setRowQuantized(s, vec, hadVec, q, scale, ok)
 		sl.vec = true
 	} else {
 		v.setRow(s, nil, hadVec)
@@ -131,6 +178,7 @@ func (v *view) upsertTokens(d *document, tk *tokenized, vec []float32, why error
 	if v.missing == 0 {
 		v.err = nil
 	}
+	return tokenized
 }
 
 // remove drops a document from the view.

@@ -1,0 +1,366 @@
+package index
+
+// The lexical cache keeps each document's lexical entry — what the lexicon
+// makes of its tokens: its distinct terms with their weighted frequencies
+// (in order of first occurrence), its length and its short-field terms —
+// in a file beside the index cache, so that a start reads the entries
+// instead of tokenizing the catalog again (at 10,000 tools, tokenizing and
+// interning every word was a third of the index's start).
+//
+// An entry is keyed by the digest of the document's fields (lexKey), not by
+// the tool, so the file serves whatever the catalog now holds: a new or
+// changed document is tokenized as before, and the file is written again
+// from the view when any was. Entries applied in the catalog's order build
+// the same lexicon, term ids and posting order included, as tokenizing.
+//
+// The file only saves time. One that is missing, unreadable, corrupt or of
+// another format is ignored and replaced at the next save; an entry that
+// does not decode is a miss. In case the analysis changed without the
+// format saying so, the first two documents that have an entry are also
+// tokenized, and a difference discards the whole file.
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/toolsrv/toolsrv/internal/fileio"
+)
+
+// lexKey identifies a document's fields (document.lexKey).
+type lexKey [16]byte
+
+// lexMagic starts every lexical cache file; the number is its layout.
+const lexMagic = "toolsrv-lexicon 1\n"
+
+// lexAnalysis names the analysis the entries come from; change it with
+// anything that changes a document's tokens (text.Index, appendTokens, the
+// order of document.fields). The field weights are added by lexFormat.
+const lexAnalysis = "index-1"
+
+// lexFormat is what a file's entries depend on besides the fields' texts.
+func lexFormat() string {
+	return fmt.Sprintf("%s weights=%v,%v,%v,%v,%v short=%d", lexAnalysis,
+		weightName, weightDescription, weightKeywords, weightArgs, weightPrompt, numShortFields)
+}
+
+// lexHeader is the JSON line after lexMagic.
+type lexHeader struct {
+	Format     string `json:"format"`
+	Terms      int    `json:"terms"`
+	Docs       int    `json:"docs"`
+	BodyLen    int    `json:"bodyLen"`
+	BodySHA256 string `json:"bodySha256"`
+}
+
+// lexPath is the lexical cache beside the index cache file at indexPath.
+func lexPath(indexPath string) string {
+	return strings.TrimSuffix(indexPath, ".gob") + ".lex"
+}
+
+// The body, little-endian throughout:
+//
+//	terms  uint32, then per term: len uint32, bytes
+//	docs   uint32, then per document:
+//	  key [16]byte, length float32,
+//	  n uint32, n × (term uint32, tf float32)     distinct terms
+//	  m uint32, m × uint32 (term<<4 | field mask) short-field terms
+//
+// where term is an index into the file's terms.
+
+// lexCache is a read lexical cache file.
+type lexCache struct {
+	body  []byte
+	vocab [][]byte       // by term index: the term (in body)
+	at    map[lexKey]int // an entry's offset in body, after its key
+}
+
+// errNoLex means there is no lexical cache file (nothing to report).
+var errNoLex = errors.New("no lexical cache")
+
+// readLexCache reads and checks the lexical cache file at path.
+func readLexCache(path string) (*lexCache, error) {
+	data, err := fileio.ReadRegular(path, maxCacheSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, errNoLex
+	}
+	if err != nil {
+		return nil, err
+	}
+	rest, ok := bytes.CutPrefix(data, []byte(lexMagic))
+	if !ok {
+		return nil, errors.New("not a lexical cache of this version")
+	}
+	line, body, ok := bytes.Cut(rest, []byte("\n"))
+	if !ok {
+		return nil, errors.New("truncated header")
+	}
+	var h lexHeader
+	if err := json.Unmarshal(line, &h); err != nil {
+		return nil, fmt.Errorf("bad header: %w", err)
+	}
+	if h.Format != lexFormat() {
+		return nil, fmt.Errorf("entries of %q, this index makes %q", h.Format, lexFormat())
+	}
+	if len(body) != h.BodyLen {
+		return nil, fmt.Errorf("body is %d bytes, header says %d (half-written file)", len(body), h.BodyLen)
+	}
+	sum := sha256.Sum256(body)
+	if hex.EncodeToString(sum[:]) != h.BodySHA256 {
+		return nil, errors.New("body checksum mismatch (corrupted file)")
+	}
+	return parseLex(body)
+}
+
+// parseLex indexes a body: the terms and where each entry starts.
+func parseLex(body []byte) (*lexCache, error) {
+	bad := errors.New("truncated or corrupt lexical cache")
+	r := lexBytes{b: body}
+	nt, ok := r.count(4)
+	if !ok {
+		return nil, bad
+	}
+	c := &lexCache{body: body, vocab: make([][]byte, nt)}
+	for i := range c.vocab {
+		n, ok := r.count(1)
+		if !ok {
+			return nil, bad
+		}
+		c.vocab[i] = r.next(n)
+	}
+	nd, ok := r.count(16 + 4 + 4 + 4)
+	if !ok {
+		return nil, bad
+	}
+	c.at = make(map[lexKey]int, nd)
+	for range nd {
+		var k lexKey
+		copy(k[:], r.next(len(k)))
+		off := r.off
+		r.next(4) // length
+		n, ok := r.count(8)
+		if !ok {
+			return nil, bad
+		}
+		r.next(8 * n)
+		m, ok := r.count(4)
+		if !ok {
+			return nil, bad
+		}
+		r.next(4 * m)
+		c.at[k] = off
+	}
+	if r.off != len(body) {
+		return nil, bad
+	}
+	return c, nil
+}
+
+// lexBytes reads a body.
+type lexBytes struct {
+	b   []byte
+	off int
+}
+
+// count reads a uint32 count of items of at least size bytes each; ok is
+// false when they cannot fit in what is left.
+func (r *lexBytes) count(size int) (int, bool) {
+	if len(r.b)-r.off < 4 {
+		return 0, false
+	}
+	n := int(binary.LittleEndian.Uint32(r.b[r.off:]))
+	r.off += 4
+	if n > (len(r.b)-r.off)/size {
+		return 0, false
+	}
+	return n, true
+}
+
+// next returns the next n bytes (the caller checked they are there).
+func (r *lexBytes) next(n int) []byte {
+	s := r.b[r.off : r.off+n : r.off+n]
+	r.off += n
+	return s
+}
+
+func (r *lexBytes) u32() uint32 {
+	x := binary.LittleEndian.Uint32(r.b[r.off:])
+	r.off += 4
+	return x
+}
+
+// lexApply puts a lexCache's entries into one lexicon.
+type lexApply struct {
+	c     *lexCache
+	remap []int32 // by term index: the lexicon's term id + 1 (0: not yet looked up)
+}
+
+func (c *lexCache) applier() *lexApply {
+	if c == nil {
+		return nil
+	}
+	return &lexApply{c: c, remap: make([]int32, len(c.vocab))}
+}
+
+// has says whether there is an entry for key.
+func (a *lexApply) has(key lexKey) bool {
+	if a == nil {
+		return false
+	}
+	_, ok := a.c.at[key]
+	return ok
+}
+
+// add indexes the entry of key in slot of l, as addTokens would, and leaves
+// the short-field terms in l.short. It returns false, changing no document
+// of l, when there is no entry or it does not decode.
+func (a *lexApply) add(l *lexicon, slot int, key lexKey) bool {
+	off, ok := a.c.at[key]
+	if !ok {
+		return false
+	}
+	r := lexBytes{b: a.c.body, off: off}
+	length := math.Float32frombits(r.u32())
+	n := int(r.u32())
+	cur := l.cur[:0]
+	ok = true
+	for range n {
+		id := a.id(l, r.u32())
+		tf := math.Float32frombits(r.u32())
+		if id < 0 || l.pos[id] != 0 || !(tf > 0) { // unknown, stopword, repeated
+			ok = false
+			break
+		}
+		l.pos[id] = 1
+		cur = append(cur, termTF{id, tf})
+	}
+	for _, c := range cur {
+		l.pos[c.id] = 0
+	}
+	l.cur = cur
+	if !ok || !(length > 0) {
+		return false
+	}
+	m := int(r.u32())
+	l.short = l.short[:0]
+	for range m {
+		x := r.u32()
+		id := a.id(l, x>>4)
+		if id < 0 || x&0xf == 0 {
+			return false
+		}
+		l.short = append(l.short, uint32(id)<<4|x&0xf)
+	}
+	l.place(slot, length)
+	return true
+}
+
+// id is the lexicon's id of the file's term i, -1 if there is none.
+func (a *lexApply) id(l *lexicon, i uint32) int32 {
+	if int(i) >= len(a.remap) {
+		return -1
+	}
+	if a.remap[i] == 0 {
+		id := l.termIDBytes(a.c.vocab[i])
+		if id < 0 {
+			return -1
+		}
+		a.remap[i] = id + 1
+	}
+	return a.remap[i] - 1
+}
+
+// agrees tokenizes d and says whether that gives the document the entry
+// the file holds for it (see the file comment).
+func (a *lexApply) agrees(d *document) bool {
+	fresh, cached := newLexicon(), newLexicon()
+	fresh.add(0, d.fields)
+	var fs, cs shortTerms
+	fs.set(0, fresh)
+	if !a.applier().add(cached, 0, d.lexKey) {
+		return false
+	}
+	cs.set(0, cached)
+	return fresh.docLen[0] == cached.docLen[0] &&
+		slices.Equal(fresh.docTerms[0], cached.docTerms[0]) &&
+		slices.Equal(fresh.terms, cached.terms) &&
+		slices.EqualFunc(fresh.postings, cached.postings, func(x, y []posting) bool { return slices.Equal(x, y) }) &&
+		slices.Equal(fs.bySlot[0], cs.bySlot[0])
+}
+
+// applier is a fresh lexApply over the same file.
+func (a *lexApply) applier() *lexApply { return a.c.applier() }
+
+// encodeLex writes the lexical entries of v's live documents: the body of
+// a lexical cache file, and how many terms and documents it holds.
+func encodeLex(v *view) (body []byte, terms, docs int) {
+	l := v.lex
+	vocab := make([]int32, len(l.terms)) // term id → index in the file + 1
+	var names []int32                    // by index in the file: the term id
+	index := func(id int32) uint32 {
+		if vocab[id] == 0 {
+			names = append(names, id)
+			vocab[id] = int32(len(names))
+		}
+		return uint32(vocab[id] - 1)
+	}
+	le := binary.LittleEndian
+	var entries []byte
+	for s := range v.slots {
+		sl := &v.slots[s]
+		if !sl.live || s >= len(l.docLen) || l.docLen[s] == 0 {
+			continue
+		}
+		docs++
+		entries = append(entries, sl.lex[:]...)
+		entries = le.AppendUint32(entries, math.Float32bits(l.docLen[s]))
+		entries = le.AppendUint32(entries, uint32(len(l.docTerms[s])))
+		for i, id := range l.docTerms[s] {
+			entries = le.AppendUint32(entries, index(id))
+			entries = le.AppendUint32(entries, math.Float32bits(l.postings[id][l.docPos[s][i]].tf))
+		}
+		short := v.short.row(s)
+		entries = le.AppendUint32(entries, uint32(len(short)))
+		for _, x := range short {
+			entries = le.AppendUint32(entries, index(int32(x>>4))<<4|x&0xf)
+		}
+	}
+	body = le.AppendUint32(body, uint32(len(names)))
+	for _, id := range names {
+		body = le.AppendUint32(body, uint32(len(l.terms[id])))
+		body = append(body, l.terms[id]...)
+	}
+	body = le.AppendUint32(body, uint32(docs))
+	return append(body, entries...), len(names), docs
+}
+
+// writeLexCache writes v's entries to path atomically.
+func writeLexCache(path string, v *view) error {
+	body, terms, docs := encodeLex(v)
+	sum := sha256.Sum256(body)
+	hj, err := json.Marshal(lexHeader{Format: lexFormat(), Terms: terms, Docs: docs,
+		BodyLen: len(body), BodySHA256: hex.EncodeToString(sum[:])})
+	if err != nil {
+		return err
+	}
+	err = fileio.WriteAtomic(path, 0o644, func(w io.Writer) error {
+		io.WriteString(w, lexMagic)
+		w.Write(hj)
+		io.WriteString(w, "\n")
+		_, err := w.Write(body)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("writing the lexical cache: %w", err)
+	}
+	return nil
+}
