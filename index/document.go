@@ -187,7 +187,7 @@ func argText(schema json.RawMessage) string {
 // each description a plain string. ok is false otherwise. It walks the
 // schema in place (jsonscan.EachMember): no map per object.
 func plainProperties(schema []byte) (map[string]string, bool) {
-	if !json.Valid(schema) {
+	if !jsonscan.Valid(schema) {
 		return nil, false
 	}
 	props, ok := plainMember(schema, "properties")

@@ -104,7 +104,7 @@ func metaLines(parent jsonPath) bool {
 }
 
 func parseMeta(data []byte) (*Meta, FieldErrors) {
-	top, ok := jsonscan.Members(data)
+	top, ok, distinct := jsonscan.Object(data)
 	if !ok {
 		if err := strictUnmarshal(data, &top); err != nil {
 			return nil, FieldErrors{syntaxError(data, err)}
@@ -114,9 +114,12 @@ func parseMeta(data []byte) (*Meta, FieldErrors) {
 		return nil, FieldErrors{{Msg: "the file must hold a JSON object, not null"}}
 	}
 	p := &metaParser{lines: newFieldLines(data, metaLines)}
-	dups, err := scanKeys(data, nil)
-	if err != nil {
-		return nil, FieldErrors{{Msg: "not valid JSON: " + err.Error()}}
+	var dups []duplicateKey
+	if !distinct { // a key repeats somewhere, or one is escaped: look closer
+		var err error
+		if dups, err = scanKeys(data, nil); err != nil {
+			return nil, FieldErrors{{Msg: "not valid JSON: " + err.Error()}}
+		}
 	}
 	for _, d := range collapseDuplicates(dups) {
 		p.errs = append(p.errs, &FieldError{Field: d.Path.field(), Line: d.Line, Msg: d.message() + ", which is ambiguous: keep one"})

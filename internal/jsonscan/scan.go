@@ -12,16 +12,28 @@ import (
 // when a key repeats (encoding/json keeps the last value in a map but merges
 // repeated objects into a struct's map field: the caller decides).
 func Members(data []byte) (members map[string]json.RawMessage, ok bool) {
-	if !json.Valid(data) {
+	if !Valid(data) {
 		return nil, false
 	}
 	return membersOf(data)
 }
 
+// Object is Members and Check in one pass over data: the members (ok as
+// Members says) and whether every object in the document, at any depth,
+// has distinct keys written without escapes (Check's distinctKeys).
+func Object(data []byte) (members map[string]json.RawMessage, ok, distinctKeys bool) {
+	valid, distinct := Check(data)
+	if !valid {
+		return nil, false, false
+	}
+	members, ok = membersOf(data)
+	return members, ok, distinct
+}
+
 // EachMember calls f with each member of the object data holds, in order:
 // its key as written (the literal, quotes included) and its value, both
 // subslices of data; it stops when f returns false. data must be valid JSON
-// (a value Members returned, or checked with json.Valid); ok is false when
+// (a value Members returned, or checked with Valid); ok is false when
 // it holds no object or f stopped.
 func EachMember(data []byte, f func(rawKey, value []byte) bool) (ok bool) {
 	i := skipSpace(data, 0)
