@@ -38,7 +38,8 @@ type document struct {
 	name string
 	// fields are, in this order (see fieldName and the others): the name's
 	// words, the description, the keywords, the argument names and
-	// descriptions, the prompt.
+	// descriptions, the prompt. A document recalled from the document
+	// memo (lexcache.go) has none until they are needed (need).
 	fields []field
 	// hash identifies the embedded text (text), and so the vector.
 	hash string
@@ -46,6 +47,10 @@ type document struct {
 	// entry (lexcache.go). hash does not: the embedded text holds only the
 	// start of the prompt, and does not say where one field ends.
 	lexKey lexKey
+	// tool is what the document is made of; toolHash is its Hash (what
+	// the document memo is keyed by, with the name).
+	tool     *registry.Tool
+	toolHash string
 }
 
 // newDocument builds the document of a tool.
@@ -59,13 +64,7 @@ func newDocument(t *registry.Tool) document {
 // text is not kept, it is made again when the tool must be embedded (at
 // 100k tools the texts would hold 100 MB through an update).
 func newDocumentScratch(t *registry.Tool, scratch *[]byte) document {
-	d := document{name: t.Name, fields: []field{
-		{strings.Join(tokensRaw(t.Name), " "), weightName},
-		{t.Description, weightDescription},
-		{strings.Join(t.Keywords, ", "), weightKeywords},
-		{argText(t.Args), weightArgs},
-		{t.Prompt, weightPrompt},
-	}}
+	d := document{name: t.Name, fields: fieldsOf(t), tool: t, toolHash: t.Hash}
 	*scratch = d.appendText((*scratch)[:0])
 	sum := sha256.Sum256(*scratch)
 	d.hash = hex.EncodeToString(sum[:16])
@@ -73,6 +72,31 @@ func newDocumentScratch(t *registry.Tool, scratch *[]byte) document {
 	sum = sha256.Sum256(*scratch)
 	d.lexKey = lexKey(sum[:len(lexKey{})])
 	return d
+}
+
+// fieldsOf are the weighted fields of a tool's document.
+func fieldsOf(t *registry.Tool) []field {
+	return []field{
+		{strings.Join(tokensRaw(t.Name), " "), weightName},
+		{t.Description, weightDescription},
+		{strings.Join(t.Keywords, ", "), weightKeywords},
+		{argText(t.Args), weightArgs},
+		{t.Prompt, weightPrompt},
+	}
+}
+
+// need makes the fields of a document recalled without them. The caller
+// must be the only one using d.
+func (d *document) need() {
+	if d.fields == nil && d.tool != nil {
+		d.fields = fieldsOf(d.tool)
+	}
+}
+
+// text is what the index embeds for the document (see EmbedText).
+func (d document) text() string {
+	d.need() // on the copy
+	return string(d.appendText(nil))
 }
 
 // appendFields appends the fields' texts to b, each after its length, so
@@ -84,9 +108,6 @@ func (d document) appendFields(b []byte) []byte {
 	}
 	return b
 }
-
-// text is what the index embeds for the document (see EmbedText).
-func (d document) text() string { return string(d.appendText(nil)) }
 
 // appendText appends the document's embedded text to b.
 func (d document) appendText(b []byte) []byte {

@@ -77,6 +77,10 @@ type Index struct {
 	lexc      *lexCache
 	lexDirty  bool
 	tokenized int
+	// program is executableID ("" until the cache is read or written);
+	// recalled counts the documents recalled from the document memo.
+	program  string
+	recalled int
 
 	mu sync.RWMutex // guards v
 	v  *view

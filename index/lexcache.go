@@ -30,10 +30,13 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"os"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/toolsrv/toolsrv/internal/fileio"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // lexKey identifies a document's fields (document.lexKey).
@@ -55,9 +58,12 @@ func lexFormat() string {
 
 // lexHeader is the JSON line after lexMagic.
 type lexHeader struct {
-	Format     string `json:"format"`
-	Terms      int    `json:"terms"`
-	Docs       int    `json:"docs"`
+	Format string `json:"format"`
+	Terms  int    `json:"terms"`
+	Docs   int    `json:"docs"`
+	// Binary identifies the program that wrote the document memo
+	// (executableID); the memo is used only by the same one.
+	Binary     string `json:"binary,omitempty"`
 	BodyLen    int    `json:"bodyLen"`
 	BodySHA256 string `json:"bodySha256"`
 }
@@ -74,6 +80,8 @@ func lexPath(indexPath string) string {
 //	  key [16]byte, length float32,
 //	  n uint32, n × (term uint32, tf float32)     distinct terms
 //	  m uint32, m × uint32 (term<<4 | field mask) short-field terms
+//	tools  uint32, then per tool (the document memo):
+//	  name, tool hash, document hash (each len uint32, bytes), lexKey [16]byte
 //
 // where term is an index into the file's terms.
 
@@ -82,13 +90,66 @@ type lexCache struct {
 	body  []byte
 	vocab [][]byte       // by term index: the term (in body)
 	at    map[lexKey]int // an entry's offset in body, after its key
+	memo  *docMemo       // nil unless this program wrote it
+}
+
+// docMemo is the document memo: the hash and lexKey of each tool's
+// document by the tool's name and Hash, so that a start need not assemble
+// and hash the documents of tools that did not change. A tool's Hash
+// covers its .meta file, variant and command (or its provider's
+// definition), from which this program makes its document the same way
+// every time; another program (a rebuilt toolsrv) might not, so the memo
+// is keyed by the executable (executableID). As a check, the first two
+// documents recalled are also made, and a difference drops the memo.
+type docMemo struct {
+	m map[memoKey]memoEntry
+}
+
+type memoKey struct{ name, tool string }
+
+type memoEntry struct {
+	hash string
+	key  lexKey
+}
+
+// recall is the document of t as the memo knows it (without its fields:
+// see document.need).
+func (m *docMemo) recall(t *registry.Tool) (document, bool) {
+	if m == nil || t.Hash == "" {
+		return document{}, false
+	}
+	e, ok := m.m[memoKey{t.Name, t.Hash}]
+	if !ok {
+		return document{}, false
+	}
+	return document{name: t.Name, hash: strings.Clone(e.hash), lexKey: e.key, tool: t, toolHash: t.Hash}, true
+}
+
+// executableID identifies the running program's file (path, size, time,
+// inode): a rebuilt or replaced toolsrv has another. "" if it cannot be
+// told.
+func executableID() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	fi, err := os.Stat(exe)
+	if err != nil {
+		return ""
+	}
+	var ino uint64
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		ino = st.Ino
+	}
+	return fmt.Sprintf("%s %d %d %d", exe, fi.Size(), fi.ModTime().UnixNano(), ino)
 }
 
 // errNoLex means there is no lexical cache file (nothing to report).
 var errNoLex = errors.New("no lexical cache")
 
-// readLexCache reads and checks the lexical cache file at path.
-func readLexCache(path string) (*lexCache, error) {
+// readLexCache reads and checks the lexical cache file at path; its
+// document memo is read when it was written by program (executableID).
+func readLexCache(path, program string) (*lexCache, error) {
 	data, err := fileio.ReadRegular(path, maxCacheSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, errNoLex
@@ -118,11 +179,12 @@ func readLexCache(path string) (*lexCache, error) {
 	if hex.EncodeToString(sum[:]) != h.BodySHA256 {
 		return nil, errors.New("body checksum mismatch (corrupted file)")
 	}
-	return parseLex(body)
+	return parseLex(body, program != "" && h.Binary == program)
 }
 
-// parseLex indexes a body: the terms and where each entry starts.
-func parseLex(body []byte) (*lexCache, error) {
+// parseLex indexes a body: the terms, where each entry starts and, with
+// memo, the document memo.
+func parseLex(body []byte, memo bool) (*lexCache, error) {
 	bad := errors.New("truncated or corrupt lexical cache")
 	r := lexBytes{b: body}
 	nt, ok := r.count(4)
@@ -158,6 +220,38 @@ func parseLex(body []byte) (*lexCache, error) {
 		}
 		r.next(4 * m)
 		c.at[k] = off
+	}
+	nm, ok := r.count(3*4 + len(lexKey{}))
+	if !ok {
+		return nil, bad
+	}
+	// The memo's strings are cut from one copy of its part of the file.
+	sec := string(body[r.off:])
+	base := r.off
+	str := func() (string, bool) {
+		n, ok := r.count(1)
+		if !ok {
+			return "", false
+		}
+		at := r.off - base
+		r.next(n)
+		return sec[at : at+n], true
+	}
+	if memo {
+		c.memo = &docMemo{m: make(map[memoKey]memoEntry, nm)}
+	}
+	for range nm {
+		name, ok1 := str()
+		tool, ok2 := str()
+		hash, ok3 := str()
+		if !ok1 || !ok2 || !ok3 || len(body)-r.off < len(lexKey{}) {
+			return nil, bad
+		}
+		var k lexKey
+		copy(k[:], r.next(len(k)))
+		if memo {
+			c.memo.m[memoKey{name, tool}] = memoEntry{hash, k}
+		}
 	}
 	if r.off != len(body) {
 		return nil, bad
@@ -282,6 +376,7 @@ func (a *lexApply) id(l *lexicon, i uint32) int32 {
 // agrees tokenizes d and says whether that gives the document the entry
 // the file holds for it (see the file comment).
 func (a *lexApply) agrees(d *document) bool {
+	d.need()
 	fresh, cached := newLexicon(), newLexicon()
 	fresh.add(0, d.fields)
 	var fs, cs shortTerms
@@ -340,14 +435,34 @@ func encodeLex(v *view) (body []byte, terms, docs int) {
 		body = append(body, l.terms[id]...)
 	}
 	body = le.AppendUint32(body, uint32(docs))
-	return append(body, entries...), len(names), docs
+	body = append(body, entries...)
+	var memo []byte
+	tools := 0
+	str := func(x string) {
+		memo = le.AppendUint32(memo, uint32(len(x)))
+		memo = append(memo, x...)
+	}
+	for s := range v.slots {
+		sl := &v.slots[s]
+		if !sl.live || sl.tool == "" {
+			continue
+		}
+		tools++
+		str(sl.name)
+		str(sl.tool)
+		str(sl.hash)
+		memo = append(memo, sl.lex[:]...)
+	}
+	body = le.AppendUint32(body, uint32(tools))
+	return append(body, memo...), len(names), docs
 }
 
-// writeLexCache writes v's entries to path atomically.
-func writeLexCache(path string, v *view) error {
+// writeLexCache writes v's entries and document memo to path atomically;
+// program is executableID.
+func writeLexCache(path string, v *view, program string) error {
 	body, terms, docs := encodeLex(v)
 	sum := sha256.Sum256(body)
-	hj, err := json.Marshal(lexHeader{Format: lexFormat(), Terms: terms, Docs: docs,
+	hj, err := json.Marshal(lexHeader{Format: lexFormat(), Terms: terms, Docs: docs, Binary: program,
 		BodyLen: len(body), BodySHA256: hex.EncodeToString(sum[:])})
 	if err != nil {
 		return err

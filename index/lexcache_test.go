@@ -91,8 +91,8 @@ func TestLexicalCache(t *testing.T) {
 
 			// A restart reads every entry and builds the same index.
 			again := open(cache)
-			if again.tokenized != 0 {
-				t.Fatalf("restart tokenized %d documents, want 0", again.tokenized)
+			if again.tokenized != 0 || again.recalled != total {
+				t.Fatalf("restart tokenized %d documents and recalled %d, want 0 and %d", again.tokenized, again.recalled, total)
 			}
 			fresh := tokenizing()
 			sameLexical(t, "restart", fresh.v, again.v)
@@ -108,8 +108,8 @@ func TestLexicalCache(t *testing.T) {
 			writeMeta(t, dir, "get_weather", `{"description":"Weather report and seven day outlook for any town.","cmd":"cat"}`)
 			cat = loadReg(t, dir).Catalog()
 			edited := open(cache)
-			if edited.tokenized != 1 {
-				t.Fatalf("after one edit tokenized %d documents, want 1", edited.tokenized)
+			if edited.tokenized != 1 || edited.recalled != total-1 {
+				t.Fatalf("after one edit tokenized %d documents and recalled %d, want 1 and %d", edited.tokenized, edited.recalled, total-1)
 			}
 			sameLexical(t, "after an edit", tokenizing().v, edited.v)
 			if ix := open(cache); ix.tokenized != 0 {
@@ -152,7 +152,7 @@ func TestLexicalCacheDisagreeing(t *testing.T) {
 	id := v.lex.docTerms[0][0]
 	p := &v.lex.postings[id][v.lex.docPos[0][0]]
 	p.tf *= 2
-	if err := writeLexCache(lexPath(ix.path), v); err != nil {
+	if err := writeLexCache(lexPath(ix.path), v, ix.program); err != nil {
 		t.Fatal(err)
 	}
 	p.tf /= 2
@@ -187,5 +187,57 @@ func TestLexKeySeparatesFields(t *testing.T) {
 		if k(p[0]) == k(p[1]) {
 			t.Errorf("pair %d: the same lexical key input for different fields", i)
 		}
+	}
+}
+
+// TestDocumentMemo: the memo is used only by the program that wrote it,
+// and one whose documents are not what making them gives is dropped.
+func TestDocumentMemo(t *testing.T) {
+	ctx := context.Background()
+	dir, cache := copyTools(t), t.TempDir()
+	cat := loadReg(t, dir).Catalog()
+	total := len(cat.Tools)
+	open := func() *Index {
+		t.Helper()
+		ix := New(newHashEmbedder(64), Options{CacheDir: cache, Logger: quiet()})
+		if err := ix.Sync(ctx, cat); err != nil {
+			t.Fatal(err)
+		}
+		return ix
+	}
+	first := open()
+	want := first.v
+	rewrite := func(program string, change func(v *view)) {
+		t.Helper()
+		v := first.v
+		saved := slices.Clone(v.slots)
+		change(v)
+		if err := writeLexCache(lexPath(first.path), v, program); err != nil {
+			t.Fatal(err)
+		}
+		copy(v.slots, saved)
+	}
+	cases := []struct {
+		name    string
+		program string
+		change  func(v *view)
+	}{
+		{"another program", "some other toolsrv", func(*view) {}},
+		{"wrong hash", first.program, func(v *view) { v.slots[0].hash = strings.Repeat("0", 32) }},
+		{"wrong lexical key", first.program, func(v *view) { v.slots[0].lex[3] ^= 1 }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rewrite(c.program, c.change)
+			ix := open()
+			if ix.recalled != 0 {
+				t.Fatalf("recalled %d documents from a memo it must not use", ix.recalled)
+			}
+			sameLexical(t, c.name, want, ix.v)
+			// The file is written again, and the next start uses it.
+			if ix := open(); ix.recalled != total {
+				t.Fatalf("the next start recalled %d documents, want %d", ix.recalled, total)
+			}
+		})
 	}
 }

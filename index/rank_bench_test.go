@@ -62,7 +62,7 @@ func synthSource(docs []document) source {
 		byName[d.name] = i
 	}
 	return source{rev: 1, n: len(docs),
-		all: func() []document { return docs },
+		all: func(*docMemo) []document { return docs },
 		get: func(n string) (document, bool) {
 			i, ok := byName[n]
 			if !ok {
@@ -201,7 +201,7 @@ func synthToolSource(docs []document) source {
 		byName[d.name] = i
 	}
 	return source{rev: 1, n: len(tools),
-		all: func() []document {
+		all: func(*docMemo) []document {
 			out := make([]document, len(tools))
 			for i, t := range tools {
 				out[i] = newDocument(t)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/toolsrv/toolsrv/embed"
@@ -108,18 +107,24 @@ type source struct {
 	rev  uint64
 	dirs []string
 	n    int
-	all  func() []document
+	// all makes the documents of the whole catalog, recalling from memo
+	// (nil: none) those it knows.
+	all  func(memo *docMemo) []document
 	get  func(name string) (document, bool)
 	has  func(name string) bool
 }
 
 func catalogSource(cat *registry.Catalog) source {
 	return source{rev: cat.Revision, dirs: cat.Dirs, n: len(cat.Tools),
-		all: func() []document {
+		all: func(memo *docMemo) []document {
 			docs := make([]document, len(cat.Tools))
 			parallelRows(len(docs), 64, func(lo, hi int) {
 				var scratch []byte
 				for i := lo; i < hi; i++ {
+					if d, ok := memo.recall(cat.Tools[i]); ok {
+						docs[i] = d
+						continue
+					}
 					docs[i] = newDocumentScratch(cat.Tools[i], &scratch)
 				}
 			})
@@ -140,7 +145,8 @@ func catalogSource(cat *registry.Catalog) source {
 // it are removed); otherwise only the named tools.
 func (ix *Index) updateLocked(ctx context.Context, cat source, upserted, removed []string, full bool) error {
 	// The documents to (re)index and the names to drop. At the first
-	// update, the documents are built while the cache file is read.
+	// update the cache is read first: its document memo saves making
+	// most documents (Preload reads it ahead, while the registry loads).
 	var docs []document
 	var drop []string
 	if ix.preloaded != nil && !slices.Equal(ix.preloaded, cat.dirs) {
@@ -149,14 +155,10 @@ func (ix *Index) updateLocked(ctx context.Context, cat source, upserted, removed
 	ix.preloaded = nil
 	if !ix.loaded {
 		ix.loaded = true
-		var wg sync.WaitGroup
-		if full {
-			wg.Go(func() { docs = cat.all() })
-		}
 		ix.loadLocked(ctx, cat.dirs)
-		wg.Wait()
-	} else if full {
-		docs = cat.all()
+	}
+	if full {
+		docs = ix.documentsLocked(cat)
 	}
 	ix.mu.RLock()
 	cur := ix.v
@@ -183,7 +185,7 @@ func (ix *Index) updateLocked(ctx context.Context, cat source, upserted, removed
 
 	if ix.needRebuild(ctx, cur, docs, cat.n) {
 		if !full {
-			docs = cat.all()
+			docs = cat.all(nil)
 		}
 		return ix.rebuildLocked(ctx, cat, docs)
 	}
@@ -200,7 +202,7 @@ func (ix *Index) updateLocked(ctx context.Context, cat source, upserted, removed
 	vecs, fresh, err := ix.vectors(ctx, cur.emb, cur.st, todo)
 	if errors.Is(err, errDimChanged) {
 		ix.log.Warn("index: the embedder's dimension changed; rebuilding", "err", err)
-		return ix.rebuildLocked(ctx, cat, cat.all())
+		return ix.rebuildLocked(ctx, cat, cat.all(nil))
 	}
 	ix.drift += fresh
 	lx := ix.takeLexLocked(todo)

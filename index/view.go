@@ -32,6 +32,7 @@ type view struct {
 type slot struct {
 	name, hash string
 	lex        lexKey // the document's lexical cache key (lexcache.go)
+	tool       string // the tool's Hash (the document memo's key, with name)
 	live, vec  bool
 	doc        *document // kept only while the vector is missing, to retry
 }
@@ -62,6 +63,7 @@ type ahead struct {
 // make fills a for d, whose vector is vec (nil: none).
 func (a *ahead) make(d *document, vec []float32, lx *lexApply) {
 	if a.tokenized = !lx.has(d.lexKey); a.tokenized {
+		d.need()
 		a.tk.fill(d.fields)
 	}
 	if a.quantized = vec != nil; a.quantized {
@@ -154,11 +156,12 @@ func (v *view) upsertAhead(d *document, a *ahead, vec []float32, why error, lx *
 		v.lex.addTokens(s, d.fields, &a.tk)
 		tokenized = true
 	default:
+		d.need()
 		v.lex.add(s, d.fields)
 		tokenized = true
 	}
 	v.short.set(s, v.lex)
-	sl := slot{name: d.name, hash: d.hash, lex: d.lexKey, live: true}
+	sl := slot{name: d.name, hash: d.hash, lex: d.lexKey, tool: d.toolHash, live: true}
 	if v.dim == 0 && vec != nil {
 		v.dim = len(vec)
 	}
