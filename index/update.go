@@ -109,9 +109,9 @@ type source struct {
 	n    int
 	// all makes the documents of the whole catalog, recalling from memo
 	// (nil: none) those it knows.
-	all  func(memo *docMemo) []document
-	get  func(name string) (document, bool)
-	has  func(name string) bool
+	all func(memo *docMemo) []document
+	get func(name string) (document, bool)
+	has func(name string) bool
 }
 
 func catalogSource(cat *registry.Catalog) source {
