@@ -63,6 +63,7 @@ FUZZTIME ?= 10m
 fuzz:
 	$(GO) test -run '^$$' -fuzz 'FuzzParseMeta$$' -fuzztime $(FUZZTIME) ./registry/
 	$(GO) test -run '^$$' -fuzz 'FuzzFastPaths$$' -fuzztime $(FUZZTIME) ./internal/jsonscan/
+	$(GO) test -run '^$$' -fuzz 'FuzzCheck$$' -fuzztime $(FUZZTIME) ./internal/jsonscan/
 
 clean:
 	rm -rf bin $(NPM_DIR)/node_modules

@@ -16,10 +16,11 @@ import (
 // startupHeap is the heap the garbage collector lets start-up grow to
 // before it collects (see startupGC), unless the machine is small
 // (startupHeapLimit): 10k tools load in under 200 MB without a collection;
-// 100k tools keep about 570 MB live at their peak, so a smaller limit
-// makes the collector run again and again near it (bench/RESULTS.md: at
-// 896 MiB 0.92 GB of RSS but 4.0 s instead of 3.5 s).
-const startupHeap = 1 << 30
+// 100k tools collect a few times near it. It bounds start-up's RSS (0.95 GB
+// at 100k tools); a smaller limit makes the collector run again and again
+// (bench/RESULTS.md, "Issue 12, fifth round": at 800 MiB 2.8 s instead of
+// 2.6 s, at 750 MiB 3.1-3.3 s; at 1 GiB 2.4 s but 1.08 GB).
+const startupHeap = 896 << 20
 
 // startupHeapLimit is startupHeap, or a quarter of the memory the machine
 // (or this process's cgroup v2) has when that is less.
