@@ -17,36 +17,13 @@ const linearKeys = 24
 // escape or invalid UTF-8 (Check does not decode keys): the caller then
 // looks closer.
 func Check(data []byte) (valid, distinctKeys bool) {
-	var c checker
-	c.init(data, true)
-	valid = c.run()
-	return valid, valid && c.distinct
+	return check(data, true)
 }
 
 // Valid is json.Valid, about twice as fast (Check without the keys).
 func Valid(data []byte) bool {
-	var c checker
-	c.init(data, false)
-	return c.run()
-}
-
-// checker is Check's state.
-type checker struct {
-	data []byte
-	// distinct: no key seen so far repeats or is escaped (false from the
-	// start when keys are not looked at).
-	distinct bool
-	stack    []frame
-	keys     [][]byte // the keys of every open object, innermost last
-	// The first frames and keys live here: a usual document allocates
-	// nothing.
-	stackBuf [16]frame
-	keysBuf  [48][]byte
-}
-
-func (c *checker) init(data []byte, keys bool) {
-	c.data, c.distinct = data, keys
-	c.stack, c.keys = c.stackBuf[:0], c.keysBuf[:0]
+	valid, _ := check(data, false)
+	return valid
 }
 
 // frame is an open object or array.
@@ -56,32 +33,44 @@ type frame struct {
 	big   map[string]struct{} // object: its keys, once it has many
 }
 
-// states of run.
+// states of check.
 const (
 	wantValue = iota // a value starts at i
 	wantKey          // an object key starts at i
 	afterValue
 )
 
-func (c *checker) run() bool {
-	data := c.data
+// check is Check; with keys false it does not look at keys. Its state is
+// in local slices whose first frames and keys live on the stack: a usual
+// document allocates nothing.
+func check(data []byte, keys bool) (valid, distinct bool) {
+	var stackArr [16]frame
+	var keysArr [48][]byte
+	stack, seen := stackArr[:0], keysArr[:0] // seen: the keys of every open object, innermost last
+	distinct = keys
+	pop := func() {
+		if f := stack[len(stack)-1]; f.obj {
+			seen = seen[:f.first]
+		}
+		stack = stack[:len(stack)-1]
+	}
 	i, state := skipSpace(data, 0), wantValue
 	for {
 		switch state {
 		case wantValue:
 			if i >= len(data) {
-				return false
+				return false, false
 			}
 			switch b := data[i]; {
 			case b == '{' || b == '[':
-				if len(c.stack) == maxDepth {
-					return false
+				if len(stack) == maxDepth {
+					return false, false
 				}
-				c.stack = append(c.stack, frame{obj: b == '{', first: len(c.keys)})
+				stack = append(stack, frame{obj: b == '{', first: len(seen)})
 				i = skipSpace(data, i+1)
 				switch {
 				case i < len(data) && data[i] == ']' && b == '[', i < len(data) && data[i] == '}' && b == '{':
-					c.pop()
+					pop()
 					i, state = i+1, afterValue
 				case b == '{':
 					state = wantKey
@@ -90,63 +79,67 @@ func (c *checker) run() bool {
 			case b == '"':
 				end, _, ok := stringEnd(data, i)
 				if !ok {
-					return false
+					return false, false
 				}
 				i = end
 			case b == '-' || b >= '0' && b <= '9':
 				end, ok := numberEnd(data, i)
 				if !ok {
-					return false
+					return false, false
 				}
 				i = end
 			case b == 't':
 				if !literal(data, i, "true") {
-					return false
+					return false, false
 				}
 				i += 4
 			case b == 'f':
 				if !literal(data, i, "false") {
-					return false
+					return false, false
 				}
 				i += 5
 			case b == 'n':
 				if !literal(data, i, "null") {
-					return false
+					return false, false
 				}
 				i += 4
 			default:
-				return false
+				return false, false
 			}
 			state = afterValue
 		case wantKey:
 			if i >= len(data) || data[i] != '"' {
-				return false
+				return false, false
 			}
 			end, escaped, ok := stringEnd(data, i)
 			if !ok {
-				return false
+				return false, false
 			}
-			if c.distinct {
+			if distinct {
 				k := data[i+1 : end-1]
 				// encoding/json reads each invalid UTF-8 byte as U+FFFD:
 				// such keys are compared as it reads them, by the caller.
-				c.addKey(k, escaped || !utf8.Valid(k))
+				if escaped || !utf8.Valid(k) {
+					distinct = false
+				} else {
+					seen, distinct = addKey(&stack[len(stack)-1], seen, k)
+				}
 			}
 			i = skipSpace(data, end)
 			if i >= len(data) || data[i] != ':' {
-				return false
+				return false, false
 			}
 			i, state = skipSpace(data, i+1), wantValue
 		case afterValue:
 			i = skipSpace(data, i)
-			n := len(c.stack)
+			n := len(stack)
 			if n == 0 {
-				return i == len(data)
+				return i == len(data), distinct
 			}
 			if i >= len(data) {
-				return false
+				return false, false
 			}
-			top := &c.stack[n-1]
+			top := &stack[n-1]
 			switch data[i] {
 			case ',':
 				i = skipSpace(data, i+1)
@@ -156,55 +149,41 @@ func (c *checker) run() bool {
 				}
 			case '}', ']':
 				if (data[i] == '}') != top.obj {
-					return false
+					return false, false
 				}
-				c.pop()
+				pop()
 				i++
 			default:
-				return false
+				return false, false
 			}
 		}
 	}
 }
 
-// pop closes the innermost container.
-func (c *checker) pop() {
-	f := c.stack[len(c.stack)-1]
-	if f.obj {
-		c.keys = c.keys[:f.first]
-	}
-	c.stack = c.stack[:len(c.stack)-1]
-}
-
-// addKey records a key of the innermost object, noting a repeat (or a key
-// that is unclear: escaped, or not valid UTF-8, which it does not compare).
-func (c *checker) addKey(k []byte, unclear bool) {
-	if unclear {
-		c.distinct = false
-		return
-	}
-	f := &c.stack[len(c.stack)-1]
+// addKey records k, a key of the object f (whose keys, unless it has many,
+// are seen[f.first:]), and says whether it is new to it.
+func addKey(f *frame, seen [][]byte, k []byte) ([][]byte, bool) {
 	if f.big != nil {
-		if _, seen := f.big[string(k)]; seen {
-			c.distinct = false
+		if _, dup := f.big[string(k)]; dup {
+			return seen, false
 		}
 		f.big[string(k)] = struct{}{}
-		return
+		return seen, true
 	}
-	for _, o := range c.keys[f.first:] {
+	for _, o := range seen[f.first:] {
 		if string(o) == string(k) {
-			c.distinct = false
-			return
+			return seen, false
 		}
 	}
-	c.keys = append(c.keys, k)
-	if len(c.keys)-f.first > linearKeys {
+	seen = append(seen, k)
+	if len(seen)-f.first > linearKeys {
 		f.big = make(map[string]struct{}, 2*linearKeys)
-		for _, o := range c.keys[f.first:] {
+		for _, o := range seen[f.first:] {
 			f.big[string(o)] = struct{}{}
 		}
-		c.keys = c.keys[:f.first]
+		seen = seen[:f.first]
 	}
+	return seen, true
 }
 
 // stringEnd checks the string starting at data[i] (a '"') and returns the
