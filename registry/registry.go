@@ -279,30 +279,31 @@ func (r *Registry) rescanLocked(ctx context.Context, deferPublish bool) (pending
 	}
 	seenFiles := map[string]bool{}
 	listing := map[string]map[string]bool{}
-	r.regular = map[string]bool{}
+	r.regular = make(map[string]bool, len(r.files))
 	defer func() { r.regular = nil }()
 	for i, dir := range r.opts.Dirs {
 		if err := ctx.Err(); err != nil {
 			return pending{}, err
 		}
-		r.present[i] = map[string]bool{}
-		ents, err := os.ReadDir(dir)
+		ents, err := readDirUnsorted(dir)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			r.log.Warn("cannot read tool directory", "dir", dir, "err", err)
 		}
+		r.present[i] = make(map[string]bool, len(ents))
 		listing[dir] = make(map[string]bool, len(ents))
 		for _, e := range ents {
-			if e.Type().IsRegular() {
-				r.regular[filepath.Join(dir, e.Name())] = true
-			}
 			listing[dir][e.Name()] = true
 			n, ok := metaName(e.Name())
 			if !ok || e.IsDir() {
 				continue
 			}
+			p := filepath.Join(dir, e.Name())
+			if e.Type().IsRegular() {
+				r.regular[p] = true
+			}
 			r.present[i][n] = true
 			names[n] = true
-			seenFiles[filepath.Join(dir, e.Name())] = true
+			seenFiles[p] = true
 		}
 	}
 	for p := range r.files {
@@ -314,6 +315,17 @@ func (r *Registry) rescanLocked(ctx context.Context, deferPublish bool) (pending
 		r.pruneSchemasLocked()
 	}
 	return r.updateLocked(names, listing, deferPublish), nil
+}
+
+// readDirUnsorted is os.ReadDir without the sort: the listing goes into
+// maps (sorting 10,000 names was a tenth of it).
+func readDirUnsorted(dir string) ([]os.DirEntry, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
 }
 
 // pruneSchemasLocked drops the compile jobs no file uses any more. Jobs in
