@@ -75,7 +75,7 @@ func lexPath(indexPath string) string {
 
 // The body, little-endian throughout:
 //
-//	terms  uint32, then per term: len uint32, bytes
+//	terms  uint32, then per term: len uint32, bytes, documents uint32
 //	docs   uint32, then per document:
 //	  key [16]byte, length float32,
 //	  n uint32, n × (term uint32, tf float32)     distinct terms
@@ -89,6 +89,7 @@ func lexPath(indexPath string) string {
 type lexCache struct {
 	body  []byte
 	vocab [][]byte       // by term index: the term (in body)
+	df    []int32        // by term index: how many of the file's documents hold it
 	at    map[lexKey]int // an entry's offset in body, after its key
 	memo  *docMemo       // nil unless this program wrote it
 }
@@ -191,13 +192,18 @@ func parseLex(body []byte, memo bool) (*lexCache, error) {
 	if !ok {
 		return nil, bad
 	}
-	c := &lexCache{body: body, vocab: make([][]byte, nt)}
+	c := &lexCache{body: body, vocab: make([][]byte, nt), df: make([]int32, nt)}
 	for i := range c.vocab {
 		n, ok := r.count(1)
-		if !ok {
+		if !ok || len(body)-r.off < n+4 {
 			return nil, bad
 		}
 		c.vocab[i] = r.next(n)
+		df := r.u32()
+		if df > uint32(len(body)) {
+			return nil, bad
+		}
+		c.df[i] = int32(df)
 	}
 	nd, ok := r.count(16 + 4 + 4 + 4)
 	if !ok {
@@ -296,6 +302,10 @@ func (r *lexBytes) u32() uint32 {
 type lexApply struct {
 	c     *lexCache
 	remap []int32 // by term index: the lexicon's term id + 1 (0: not yet looked up)
+	// arena holds the posting lists of the terms new to the lexicon, each
+	// with room for the documents the file says hold it (one allocation
+	// instead of growing thousands of lists).
+	arena []posting
 }
 
 func (c *lexCache) applier() *lexApply {
@@ -360,17 +370,32 @@ func (a *lexApply) add(l *lexicon, slot int, key lexKey) bool {
 
 // id is the lexicon's id of the file's term i, -1 if there is none.
 func (a *lexApply) id(l *lexicon, i uint32) int32 {
+	if int(i) < len(a.remap) {
+		if x := a.remap[i]; x != 0 {
+			return x - 1
+		}
+	}
+	return a.lookUp(l, i)
+}
+
+// lookUp is id for a term not seen yet: it is interned and, if new to
+// the lexicon, given its room in the arena.
+func (a *lexApply) lookUp(l *lexicon, i uint32) int32 {
 	if int(i) >= len(a.remap) {
 		return -1
 	}
-	if a.remap[i] == 0 {
-		id := l.termIDBytes(a.c.vocab[i])
-		if id < 0 {
-			return -1
-		}
-		a.remap[i] = id + 1
+	id := l.termIDBytes(a.c.vocab[i])
+	if id < 0 {
+		return -1
 	}
-	return a.remap[i] - 1
+	if df := int(a.c.df[i]); l.postings[id] == nil && df > 0 {
+		if len(a.arena) < df {
+			a.arena = make([]posting, max(df, 1<<14))
+		}
+		l.postings[id], a.arena = a.arena[:0:df], a.arena[df:]
+	}
+	a.remap[i] = id + 1
+	return id
 }
 
 // agrees tokenizes d and says whether that gives the document the entry
@@ -408,6 +433,7 @@ func encodeLex(v *view) (body []byte, terms, docs int) {
 		}
 		return uint32(vocab[id] - 1)
 	}
+	var df []int32 // by index in the file: its documents
 	le := binary.LittleEndian
 	var entries []byte
 	for s := range v.slots {
@@ -420,7 +446,12 @@ func encodeLex(v *view) (body []byte, terms, docs int) {
 		entries = le.AppendUint32(entries, math.Float32bits(l.docLen[s]))
 		entries = le.AppendUint32(entries, uint32(len(l.docTerms[s])))
 		for i, id := range l.docTerms[s] {
-			entries = le.AppendUint32(entries, index(id))
+			x := index(id)
+			if int(x) >= len(df) {
+				df = append(df, make([]int32, int(x)+1-len(df))...)
+			}
+			df[x]++
+			entries = le.AppendUint32(entries, x)
 			entries = le.AppendUint32(entries, math.Float32bits(l.postings[id][l.docPos[s][i]].tf))
 		}
 		short := v.short.row(s)
@@ -430,9 +461,11 @@ func encodeLex(v *view) (body []byte, terms, docs int) {
 		}
 	}
 	body = le.AppendUint32(body, uint32(len(names)))
-	for _, id := range names {
+	df = append(df, make([]int32, len(names)-len(df))...)
+	for x, id := range names {
 		body = le.AppendUint32(body, uint32(len(l.terms[id])))
 		body = append(body, l.terms[id]...)
+		body = le.AppendUint32(body, uint32(df[x]))
 	}
 	body = le.AppendUint32(body, uint32(docs))
 	body = append(body, entries...)
