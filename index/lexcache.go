@@ -231,9 +231,14 @@ func parseLex(body []byte, memo bool) (*lexCache, error) {
 	if !ok {
 		return nil, bad
 	}
-	// The memo's strings are cut from one copy of its part of the file.
-	sec := string(body[r.off:])
+	// The memo's strings are cut from one copy of its part of the file
+	// (none when the memo is not used).
+	var sec string
 	base := r.off
+	if memo {
+		sec = string(body[r.off:])
+		c.memo = &docMemo{m: make(map[memoKey]memoEntry, nm)}
+	}
 	str := func() (string, bool) {
 		n, ok := r.count(1)
 		if !ok {
@@ -241,10 +246,10 @@ func parseLex(body []byte, memo bool) (*lexCache, error) {
 		}
 		at := r.off - base
 		r.next(n)
+		if !memo {
+			return "", true
+		}
 		return sec[at : at+n], true
-	}
-	if memo {
-		c.memo = &docMemo{m: make(map[memoKey]memoEntry, nm)}
 	}
 	for range nm {
 		name, ok1 := str()
@@ -304,15 +309,17 @@ type lexApply struct {
 	remap []int32 // by term index: the lexicon's term id + 1 (0: not yet looked up)
 	// arena holds the posting lists of the terms new to the lexicon, each
 	// with room for the documents the file says hold it (one allocation
-	// instead of growing thousands of lists).
+	// of chunk postings instead of growing thousands of lists; none when
+	// chunk is 0).
 	arena []posting
+	chunk int
 }
 
 func (c *lexCache) applier() *lexApply {
 	if c == nil {
 		return nil
 	}
-	return &lexApply{c: c, remap: make([]int32, len(c.vocab))}
+	return &lexApply{c: c, remap: make([]int32, len(c.vocab)), chunk: 1 << 14}
 }
 
 // has says whether there is an entry for key.
@@ -388,9 +395,9 @@ func (a *lexApply) lookUp(l *lexicon, i uint32) int32 {
 	if id < 0 {
 		return -1
 	}
-	if df := int(a.c.df[i]); l.postings[id] == nil && df > 0 {
+	if df := int(a.c.df[i]); l.postings[id] == nil && df > 0 && a.chunk > 0 {
 		if len(a.arena) < df {
-			a.arena = make([]posting, max(df, 1<<14))
+			a.arena = make([]posting, max(df, a.chunk))
 		}
 		l.postings[id], a.arena = a.arena[:0:df], a.arena[df:]
 	}
@@ -406,7 +413,8 @@ func (a *lexApply) agrees(d *document) bool {
 	fresh.add(0, d.fields)
 	var fs, cs shortTerms
 	fs.set(0, fresh)
-	if !a.applier().add(cached, 0, d.lexKey) {
+	one := &lexApply{c: a.c, remap: make([]int32, len(a.c.vocab))} // no arena for one document
+	if !one.add(cached, 0, d.lexKey) {
 		return false
 	}
 	cs.set(0, cached)
@@ -416,9 +424,6 @@ func (a *lexApply) agrees(d *document) bool {
 		slices.EqualFunc(fresh.postings, cached.postings, func(x, y []posting) bool { return slices.Equal(x, y) }) &&
 		slices.Equal(fs.bySlot[0], cs.bySlot[0])
 }
-
-// applier is a fresh lexApply over the same file.
-func (a *lexApply) applier() *lexApply { return a.c.applier() }
 
 // encodeLex writes the lexical entries of v's live documents: the body of
 // a lexical cache file, and how many terms and documents it holds.
