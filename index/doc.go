@@ -6,7 +6,7 @@
 // of the documents:
 //
 //   - dense vectors from an [embed.Embedder], stored in a chromem-go
-//     collection (the source of truth, persisted with chromem's Export under
+//     collection (the source of truth, persisted in a file of our own under
 //     the user cache directory, one file per embedder and tool directory set)
 //     and mirrored in a flat float32 matrix plus an int8 copy with one scale
 //     per row. A top-k ranking scans the int8 copy (AVX2 kernel on amd64),
@@ -36,7 +36,10 @@
 //
 // Updates are incremental: vectors are keyed by the embedder's ID and a hash
 // of the document text, so a restart with nothing changed embeds nothing and
-// one edited tool costs one embedding. Reads keep being served while an
+// one edited tool costs one embedding. Beside the vectors, a lexical cache
+// keeps each document's BM25 entry and which document each tool made
+// (lexcache.go), so a restart neither tokenizes nor assembles the documents
+// of unchanged tools. Reads keep being served while an
 // update embeds. If the embedder fails or misses the caller's deadline, Rank
 // answers from the lexical scores alone and marks the answer Degraded.
 package index
