@@ -190,3 +190,9 @@ func writeMeta(t *testing.T, dir, name, meta string) {
 		t.Fatal(err)
 	}
 }
+
+// upsert puts a document (and its vector, nil if unknown) into the view, as
+// an update does for one document.
+func (v *view) upsert(d *document, vec []float32, why error) {
+	v.upsertAhead(d, nil, vec, why, nil)
+}

@@ -45,11 +45,6 @@ func newView(emb embed.Embedder, st *store) *view {
 	return v
 }
 
-// upsert puts a document (and its vector, nil if unknown) into the view.
-func (v *view) upsert(d *document, vec []float32, why error) {
-	v.upsertAhead(d, nil, vec, why, nil)
-}
-
 // ahead is what upsertAll makes of a document on other cores: its tokens
 // (unless its lexical entry is cached) and its quantized row.
 type ahead struct {

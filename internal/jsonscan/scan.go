@@ -5,22 +5,14 @@ import (
 	"unicode/utf8"
 )
 
-// Members returns the members of the JSON object data holds, each value a
+// Object returns the members of the JSON object data holds, each value a
 // subslice of data with its surrounding space trimmed: what encoding/json
 // decodes into map[string]json.RawMessage, without copying every value. ok
 // is false when data is not one valid JSON document holding an object, and
 // when a key repeats (encoding/json keeps the last value in a map but merges
-// repeated objects into a struct's map field: the caller decides).
-func Members(data []byte) (members map[string]json.RawMessage, ok bool) {
-	if !Valid(data) {
-		return nil, false
-	}
-	return membersOf(data)
-}
-
-// Object is Members and Check in one pass over data: the members (ok as
-// Members says) and whether every object in the document, at any depth,
-// has distinct keys written without escapes (Check's distinctKeys).
+// repeated objects into a struct's map field: the caller decides). It also
+// says, as Check does in the same pass, whether every object in the
+// document, at any depth, has distinct keys written plainly.
 func Object(data []byte) (members map[string]json.RawMessage, ok, distinctKeys bool) {
 	valid, distinct := Check(data)
 	if !valid {
@@ -33,7 +25,7 @@ func Object(data []byte) (members map[string]json.RawMessage, ok, distinctKeys b
 // EachMember calls f with each member of the object data holds, in order:
 // its key as written (the literal, quotes included) and its value, both
 // subslices of data; it stops when f returns false. data must be valid JSON
-// (a value Members returned, or checked with Valid); ok is false when
+// (a value Object returned, or checked with Valid); ok is false when
 // it holds no object or f stopped.
 func EachMember(data []byte, f func(rawKey, value []byte) bool) (ok bool) {
 	i := skipSpace(data, 0)

@@ -19,7 +19,7 @@ var fastPathInputs = []string{
 	"{\"a\":\"\xff\\n\"}", `{"a":"\q"}`, `{"a":["x\n"]}`, `{"a":["x\"y"]}`, `{"a":["é"]}`, `{"a":["x",]}`, `{"a":[,"x"]}`, `{"a":"line\nbreak"}`,
 }
 
-// TestFastPathsAgree: Members, String and Strings give what
+// TestFastPathsAgree: Object, String and Strings give what
 // encoding/json gives whenever they answer.
 func TestFastPathsAgree(t *testing.T) {
 	for _, in := range fastPathInputs {
@@ -38,14 +38,14 @@ func checkFastPaths(t *testing.T, data []byte) {
 	t.Helper()
 	var want map[string]json.RawMessage
 	err := json.Unmarshal(data, &want)
-	got, ok := Members(data)
+	got, ok, _ := Object(data)
 	switch {
 	case ok && (err != nil || want == nil):
-		t.Fatalf("Members(%q) answered %v; encoding/json: %v, %v", data, got, want, err)
+		t.Fatalf("Object(%q) answered %v; encoding/json: %v, %v", data, got, want, err)
 	case !ok && err == nil && want != nil && !keysRepeat(data):
-		t.Fatalf("Members(%q) did not answer; encoding/json gives %v", data, want)
+		t.Fatalf("Object(%q) did not answer; encoding/json gives %v", data, want)
 	case ok && !reflect.DeepEqual(got, want):
-		t.Fatalf("Members(%q) = %q, encoding/json %q", data, got, want)
+		t.Fatalf("Object(%q) = %q, encoding/json %q", data, got, want)
 	}
 	for _, raw := range want {
 		raw = bytes.TrimSpace(raw)
