@@ -1,19 +1,12 @@
 package index
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/toolsrv/toolsrv/internal/fileio"
 )
 
 // cacheMagic starts every index file; the number is the format version.
@@ -36,9 +29,8 @@ type cacheHeader struct {
 	// Probes are the probe logits of the answerability's calibration
 	// (probes.go), if any.
 	Probes *cacheProbes `json:"probes,omitempty"`
-	// BodyLen and BodySHA256 detect a truncated or corrupted body.
-	BodyLen    int    `json:"bodyLen"`
-	BodySHA256 string `json:"bodySha256"`
+	// bodyCheck detects a truncated or corrupted body.
+	bodyCheck
 }
 
 // cacheProbes is probeState as the cache file holds it.
@@ -81,65 +73,25 @@ func cacheFile(dir, embedderID string, toolDirs []string) string {
 	return filepath.Join(dir, "index-"+hex.EncodeToString(sum[:8])+".gob")
 }
 
-// writeCache writes header and body atomically (fileio.WriteAtomic), so a
-// crash leaves the previous file or the new one, never half of one.
+// writeCache writes header and body atomically (writeFramed).
 func writeCache(path string, h cacheHeader, body []byte) error {
-	sum := sha256.Sum256(body)
-	h.BodyLen = len(body)
-	h.BodySHA256 = hex.EncodeToString(sum[:])
-	hj, err := json.Marshal(h)
-	if err != nil {
-		return err
-	}
-	err = fileio.WriteAtomic(path, 0o644, func(w io.Writer) error {
-		io.WriteString(w, cacheMagic)
-		w.Write(hj)
-		io.WriteString(w, "\n")
-		_, err := w.Write(body)
-		return err
-	})
-	if err != nil {
+	if err := writeFramed(path, cacheMagic, &h, body); err != nil {
 		return fmt.Errorf("writing index cache: %w", err)
 	}
 	return nil
 }
 
 // errNoCache means there is no index file yet (not an error to report).
-var errNoCache = errors.New("no index cache")
+var errNoCache = errNoFile
 
 // maxCacheSize bounds the index file read into memory. A catalog of 100,000
 // tools with 768-dimensional vectors makes a file of about 0.6 GB.
 const maxCacheSize = 4 << 30
 
-// readCache reads and verifies an index file. Only a regular file is read
-// (a named pipe put in its place fails at once instead of blocking), and at
-// most maxCacheSize bytes of it.
+// readCache reads and verifies an index file (readFramed), at most
+// maxCacheSize bytes of it.
 func readCache(path string) (cacheHeader, []byte, error) {
 	var h cacheHeader
-	data, err := fileio.ReadRegular(path, maxCacheSize)
-	if errors.Is(err, fs.ErrNotExist) {
-		return h, nil, errNoCache
-	}
-	if err != nil {
-		return h, nil, err
-	}
-	rest, ok := bytes.CutPrefix(data, []byte(cacheMagic))
-	if !ok {
-		return h, nil, errors.New("not an index file of this version")
-	}
-	line, body, ok := bytes.Cut(rest, []byte("\n"))
-	if !ok {
-		return h, nil, errors.New("truncated header")
-	}
-	if err := json.Unmarshal(line, &h); err != nil {
-		return h, nil, fmt.Errorf("bad header: %w", err)
-	}
-	if len(body) != h.BodyLen {
-		return h, nil, fmt.Errorf("body is %d bytes, header says %d (half-written file)", len(body), h.BodyLen)
-	}
-	sum := sha256.Sum256(body)
-	if hex.EncodeToString(sum[:]) != h.BodySHA256 {
-		return h, nil, errors.New("body checksum mismatch (corrupted file)")
-	}
-	return h, body, nil
+	body, err := readFramed(path, cacheMagic, &h, maxCacheSize)
+	return h, body, err
 }

@@ -20,22 +20,15 @@ package index
 // tokenized, and a difference discards the whole file.
 
 import (
-	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"math"
 	"os"
 	"slices"
 	"strings"
 	"syscall"
 
-	"github.com/toolsrv/toolsrv/internal/fileio"
 	"github.com/toolsrv/toolsrv/registry"
 )
 
@@ -63,9 +56,8 @@ type lexHeader struct {
 	Docs   int    `json:"docs"`
 	// Binary identifies the program that wrote the document memo
 	// (executableID); the memo is used only by the same one.
-	Binary     string `json:"binary,omitempty"`
-	BodyLen    int    `json:"bodyLen"`
-	BodySHA256 string `json:"bodySha256"`
+	Binary string `json:"binary,omitempty"`
+	bodyCheck
 }
 
 // lexPath is the lexical cache beside the index cache file at indexPath.
@@ -148,37 +140,20 @@ func executableID() string {
 // errNoLex means there is no lexical cache file (nothing to report).
 var errNoLex = errors.New("no lexical cache")
 
-// readLexCache reads and checks the lexical cache file at path; its
-// document memo is read when it was written by program (executableID).
+// readLexCache reads and checks the lexical cache file at path
+// (readFramed); its document memo is read when it was written by program
+// (executableID).
 func readLexCache(path, program string) (*lexCache, error) {
-	data, err := fileio.ReadRegular(path, maxCacheSize)
-	if errors.Is(err, fs.ErrNotExist) {
+	var h lexHeader
+	body, err := readFramed(path, lexMagic, &h, maxCacheSize)
+	if errors.Is(err, errNoFile) {
 		return nil, errNoLex
 	}
 	if err != nil {
 		return nil, err
 	}
-	rest, ok := bytes.CutPrefix(data, []byte(lexMagic))
-	if !ok {
-		return nil, errors.New("not a lexical cache of this version")
-	}
-	line, body, ok := bytes.Cut(rest, []byte("\n"))
-	if !ok {
-		return nil, errors.New("truncated header")
-	}
-	var h lexHeader
-	if err := json.Unmarshal(line, &h); err != nil {
-		return nil, fmt.Errorf("bad header: %w", err)
-	}
 	if h.Format != lexFormat() {
 		return nil, fmt.Errorf("entries of %q, this index makes %q", h.Format, lexFormat())
-	}
-	if len(body) != h.BodyLen {
-		return nil, fmt.Errorf("body is %d bytes, header says %d (half-written file)", len(body), h.BodyLen)
-	}
-	sum := sha256.Sum256(body)
-	if hex.EncodeToString(sum[:]) != h.BodySHA256 {
-		return nil, errors.New("body checksum mismatch (corrupted file)")
 	}
 	return parseLex(body, program != "" && h.Binary == program)
 }
@@ -495,24 +470,12 @@ func encodeLex(v *view) (body []byte, terms, docs int) {
 	return append(body, memo...), len(names), docs
 }
 
-// writeLexCache writes v's entries and document memo to path atomically;
-// program is executableID.
+// writeLexCache writes v's entries and document memo to path atomically
+// (writeFramed); program is executableID.
 func writeLexCache(path string, v *view, program string) error {
 	body, terms, docs := encodeLex(v)
-	sum := sha256.Sum256(body)
-	hj, err := json.Marshal(lexHeader{Format: lexFormat(), Terms: terms, Docs: docs, Binary: program,
-		BodyLen: len(body), BodySHA256: hex.EncodeToString(sum[:])})
-	if err != nil {
-		return err
-	}
-	err = fileio.WriteAtomic(path, 0o644, func(w io.Writer) error {
-		io.WriteString(w, lexMagic)
-		w.Write(hj)
-		io.WriteString(w, "\n")
-		_, err := w.Write(body)
-		return err
-	})
-	if err != nil {
+	h := lexHeader{Format: lexFormat(), Terms: terms, Docs: docs, Binary: program}
+	if err := writeFramed(path, lexMagic, &h, body); err != nil {
 		return fmt.Errorf("writing the lexical cache: %w", err)
 	}
 	return nil
