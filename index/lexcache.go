@@ -24,12 +24,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strings"
-	"syscall"
-
-	"github.com/toolsrv/toolsrv/registry"
 )
 
 // lexKey identifies a document's fields (document.lexKey).
@@ -84,57 +80,6 @@ type lexCache struct {
 	df    []int32        // by term index: how many of the file's documents hold it
 	at    map[lexKey]int // an entry's offset in body, after its key
 	memo  *docMemo       // nil unless this program wrote it
-}
-
-// docMemo is the document memo: the hash and lexKey of each tool's
-// document by the tool's name and Hash, so that a start need not assemble
-// and hash the documents of tools that did not change. A tool's Hash
-// covers its .meta file, variant and command (or its provider's
-// definition), from which this program makes its document the same way
-// every time; another program (a rebuilt toolsrv) might not, so the memo
-// is keyed by the executable (executableID). As a check, the first two
-// documents recalled are also made, and a difference drops the memo.
-type docMemo struct {
-	m map[memoKey]memoEntry
-}
-
-type memoKey struct{ name, tool string }
-
-type memoEntry struct {
-	hash string
-	key  lexKey
-}
-
-// recall is the document of t as the memo knows it (without its fields:
-// see document.need).
-func (m *docMemo) recall(t *registry.Tool) (document, bool) {
-	if m == nil || t.Hash == "" {
-		return document{}, false
-	}
-	e, ok := m.m[memoKey{t.Name, t.Hash}]
-	if !ok {
-		return document{}, false
-	}
-	return document{name: t.Name, hash: strings.Clone(e.hash), lexKey: e.key, tool: t, toolHash: t.Hash}, true
-}
-
-// executableID identifies the running program's file (path, size, time,
-// inode): a rebuilt or replaced toolsrv has another. "" if it cannot be
-// told.
-func executableID() string {
-	exe, err := os.Executable()
-	if err != nil {
-		return ""
-	}
-	fi, err := os.Stat(exe)
-	if err != nil {
-		return ""
-	}
-	var ino uint64
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		ino = st.Ino
-	}
-	return fmt.Sprintf("%s %d %d %d", exe, fi.Size(), fi.ModTime().UnixNano(), ino)
 }
 
 // errNoLex means there is no lexical cache file (nothing to report).

@@ -157,41 +157,6 @@ func (ix *Index) takeLexLocked(docs []document) *lexApply {
 	return lx
 }
 
-// documentsLocked makes the documents of a whole catalog, recalling those
-// the document memo knows (lexcache.go) unless the first two it recalls
-// are not what making them gives (then the memo is dropped). Making any
-// that the memo could have held marks the lexical cache for saving.
-func (ix *Index) documentsLocked(cat source) []document {
-	var memo *docMemo
-	if ix.lexc != nil {
-		memo = ix.lexc.memo
-		ix.lexc.memo = nil // once
-	}
-	docs := cat.all(memo)
-	recalled, checked := 0, 0
-	for i := range docs {
-		d := &docs[i]
-		switch {
-		case d.fields != nil: // made
-			if d.toolHash != "" && ix.program != "" {
-				ix.lexDirty = true // so that the memo holds it next time
-			}
-		case checked < 2:
-			checked++
-			if made := newDocument(d.tool); made.hash != d.hash || made.lexKey != d.lexKey {
-				ix.log.Warn("index: the document memo disagrees with making the documents; ignoring it", "file", lexPath(ix.path), "tool", d.name)
-				ix.lexDirty = true
-				return cat.all(nil)
-			}
-			fallthrough
-		default:
-			recalled++
-		}
-	}
-	ix.recalled += recalled
-	return docs
-}
-
 // saveLocked writes the cache file if the index changed since the last
 // save, and the lexical cache if documents were tokenized since.
 func (ix *Index) saveLocked() error {
