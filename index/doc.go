@@ -38,8 +38,8 @@
 // of the document text, so a restart with nothing changed embeds nothing and
 // one edited tool costs one embedding. Beside the vectors, a lexical cache
 // keeps each document's BM25 entry and which document each tool made
-// (lexcache.go), so a restart neither tokenizes nor assembles the documents
-// of unchanged tools. Reads keep being served while an
-// update embeds. If the embedder fails or misses the caller's deadline, Rank
+// (lexcache.go, docmemo.go), so a restart neither tokenizes nor assembles
+// the documents of unchanged tools. Reads keep being served while an update
+// embeds. If the embedder fails or misses the caller's deadline, Rank
 // answers from the lexical scores alone and marks the answer Degraded.
 package index

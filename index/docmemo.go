@@ -65,7 +65,7 @@ func executableID() string {
 }
 
 // documentsLocked makes the documents of a whole catalog, recalling those
-// the document memo knows (lexcache.go) unless the first two it recalls
+// the document memo knows unless the first two it recalls
 // are not what making them gives (then the memo is dropped). Making any
 // that the memo could have held marks the lexical cache for saving.
 func (ix *Index) documentsLocked(cat source) []document {

@@ -39,7 +39,7 @@ type document struct {
 	// fields are, in this order (see fieldName and the others): the name's
 	// words, the description, the keywords, the argument names and
 	// descriptions, the prompt. A document recalled from the document
-	// memo (lexcache.go) has none until they are needed (need).
+	// memo (docmemo.go) has none until they are needed (need).
 	fields []field
 	// hash identifies the embedded text (text), and so the vector.
 	hash string
