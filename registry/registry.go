@@ -478,7 +478,7 @@ func (r *Registry) resolveName(name string, h Host) (*result, []*compileJob) {
 		case res.tool == nil:
 			res.tool = t
 			res.hidden = nil
-			fmt.Fprintf(&fp, "T%s\x00", t.Hash)
+			fp.WriteString("T" + t.Hash + "\x00")
 		default:
 			res.shadows = append(res.shadows, Shadow{Name: name, File: p, ShadowedBy: res.tool.File})
 			fmt.Fprintf(&fp, "S%s\x00", p)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -125,11 +126,32 @@ func resolve(name, file, dir string, digest [32]byte, m *Meta, schemas map[int]*
 		return nil, "", err
 	}
 	t.Command = cmd
-	sum := sha256.New()
-	sum.Write(digest[:])
-	fmt.Fprintf(sum, "\x00%d\x00%s\x00%s", idx, cmd.Kind, strings.Join(cmd.Argv, "\x00"))
-	t.Hash = hex.EncodeToString(sum.Sum(nil))[:16]
+	t.Hash = toolHash(digest, idx, cmd)
 	return t, "", nil
+}
+
+// toolHash is a resolved tool's Hash: the first 16 hex digits of the
+// SHA-256 of its file's digest, the variant and the command, NUL-separated.
+func toolHash(digest [32]byte, idx int, cmd Command) string {
+	n := len(digest) + 24 + len(cmd.Kind)
+	for _, a := range cmd.Argv {
+		n += len(a) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, digest[:]...)
+	b = append(b, 0)
+	b = strconv.AppendInt(b, int64(idx), 10)
+	b = append(b, 0)
+	b = append(b, cmd.Kind...)
+	b = append(b, 0)
+	for i, a := range cmd.Argv {
+		if i > 0 {
+			b = append(b, 0)
+		}
+		b = append(b, a...)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }
 
 // resolveCommand applies SPEC §4: a co-located executable, then cmd (an
