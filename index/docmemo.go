@@ -65,12 +65,15 @@ func executableID() string {
 }
 
 // documentsLocked makes the documents of a whole catalog, recalling those
-// the document memo knows unless the first two it recalls
-// are not what making them gives (then the memo is dropped). Making any
-// that the memo could have held marks the lexical cache for saving.
+// the document memo knows unless the first two it recalls are not what
+// making them gives (then the memo is dropped). At the first update after
+// the lexical cache was read, making any that the memo could have held
+// marks the file for saving; later updates (a retry of the whole catalog)
+// leave it, since the file was written from the view that holds them.
 func (ix *Index) documentsLocked(cat source) []document {
 	var memo *docMemo
-	if ix.lexc != nil {
+	fromFile := ix.lexc != nil
+	if fromFile {
 		memo = ix.lexc.memo
 		ix.lexc.memo = nil // once
 	}
@@ -80,7 +83,7 @@ func (ix *Index) documentsLocked(cat source) []document {
 		d := &docs[i]
 		switch {
 		case d.fields != nil: // made
-			if d.toolHash != "" && ix.program != "" {
+			if fromFile && d.toolHash != "" && ix.program != "" {
 				ix.lexDirty = true // so that the memo holds it next time
 			}
 		case checked < 2:

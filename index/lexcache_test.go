@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -239,5 +240,33 @@ func TestDocumentMemo(t *testing.T) {
 				t.Fatalf("the next start recalled %d documents, want %d", ix.recalled, total)
 			}
 		})
+	}
+}
+
+// TestLexicalCacheNotRewrittenForNothing: a later update of the whole
+// catalog (Sync again, or the retry of missing vectors) that changes no
+// document leaves the lexical cache file alone.
+func TestLexicalCacheNotRewrittenForNothing(t *testing.T) {
+	ctx := context.Background()
+	dir, cache := copyTools(t), t.TempDir()
+	cat := loadReg(t, dir).Catalog()
+	ix := New(newHashEmbedder(64), Options{CacheDir: cache, Logger: quiet()})
+	if err := ix.Sync(ctx, cat); err != nil {
+		t.Fatal(err)
+	}
+	inode := func() uint64 {
+		t.Helper()
+		fi, err := os.Stat(lexPath(ix.path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Sys().(*syscall.Stat_t).Ino
+	}
+	before := inode()
+	if err := ix.Sync(ctx, cat); err != nil {
+		t.Fatal(err)
+	}
+	if after := inode(); after != before {
+		t.Errorf("a second Sync with nothing changed wrote the lexical cache again")
 	}
 }
