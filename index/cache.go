@@ -81,9 +81,6 @@ func writeCache(path string, h cacheHeader, body []byte) error {
 	return nil
 }
 
-// errNoCache means there is no index file yet (not an error to report).
-var errNoCache = errNoFile
-
 // maxCacheSize bounds the index file read into memory. A catalog of 100,000
 // tools with 768-dimensional vectors makes a file of about 0.6 GB.
 const maxCacheSize = 4 << 30

@@ -82,18 +82,12 @@ type lexCache struct {
 	memo  *docMemo       // nil unless this program wrote it
 }
 
-// errNoLex means there is no lexical cache file (nothing to report).
-var errNoLex = errors.New("no lexical cache")
-
 // readLexCache reads and checks the lexical cache file at path
-// (readFramed); its document memo is read when it was written by program
-// (executableID).
+// (readFramed: errNoFile when there is none); its document memo is read
+// when it was written by program (executableID).
 func readLexCache(path, program string) (*lexCache, error) {
 	var h lexHeader
 	body, err := readFramed(path, lexMagic, &h, maxCacheSize)
-	if errors.Is(err, errNoFile) {
-		return nil, errNoLex
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -253,8 +247,12 @@ func (a *lexApply) has(key lexKey) bool {
 
 // add indexes the entry of key in slot of l, as addTokens would, and leaves
 // the short-field terms in l.short. It returns false, changing no document
-// of l, when there is no entry or it does not decode.
+// of l, when there is no entry (or no cache: a is nil) or it does not
+// decode.
 func (a *lexApply) add(l *lexicon, slot int, key lexKey) bool {
+	if a == nil {
+		return false
+	}
 	off, ok := a.c.at[key]
 	if !ok {
 		return false
@@ -351,14 +349,15 @@ func encodeLex(v *view) (body []byte, terms, docs int) {
 	l := v.lex
 	vocab := make([]int32, len(l.terms)) // term id → index in the file + 1
 	var names []int32                    // by index in the file: the term id
+	var df []int32                       // by index in the file: its documents
 	index := func(id int32) uint32 {
 		if vocab[id] == 0 {
 			names = append(names, id)
+			df = append(df, 0)
 			vocab[id] = int32(len(names))
 		}
 		return uint32(vocab[id] - 1)
 	}
-	var df []int32 // by index in the file: its documents
 	le := binary.LittleEndian
 	var entries []byte
 	for s := range v.slots {
@@ -372,9 +371,6 @@ func encodeLex(v *view) (body []byte, terms, docs int) {
 		entries = le.AppendUint32(entries, uint32(len(l.docTerms[s])))
 		for i, id := range l.docTerms[s] {
 			x := index(id)
-			if int(x) >= len(df) {
-				df = append(df, make([]int32, int(x)+1-len(df))...)
-			}
 			df[x]++
 			entries = le.AppendUint32(entries, x)
 			entries = le.AppendUint32(entries, math.Float32bits(l.postings[id][l.docPos[s][i]].tf))
@@ -386,7 +382,6 @@ func encodeLex(v *view) (body []byte, terms, docs int) {
 		}
 	}
 	body = le.AppendUint32(body, uint32(len(names)))
-	df = append(df, make([]int32, len(names)-len(df))...)
 	for x, id := range names {
 		body = le.AppendUint32(body, uint32(len(l.terms[id])))
 		body = append(body, l.terms[id]...)

@@ -64,7 +64,7 @@ func (ix *Index) loadLocked(ctx context.Context, dirs []string) {
 	ix.cachePath.Store(&path)
 	ix.loadLexLocked()
 	h, body, err := readCache(ix.path)
-	if errors.Is(err, errNoCache) {
+	if errors.Is(err, errNoFile) {
 		return
 	}
 	discard := func(why string, err error) {
@@ -125,7 +125,7 @@ func (ix *Index) loadLexLocked() {
 	}
 	c, err := readLexCache(lexPath(ix.path), ix.program)
 	switch {
-	case errors.Is(err, errNoLex):
+	case errors.Is(err, errNoFile):
 	case err != nil:
 		ix.log.Info("index: lexical cache unusable; tokenizing the catalog", "file", lexPath(ix.path), "err", err)
 	default:

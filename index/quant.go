@@ -107,12 +107,12 @@ func (v *view) quantOK() bool {
 // background) current. hadVec says whether the slot held a vector before.
 // The row is vec itself, not a copy: vec is the store's (read-only) vector.
 func (v *view) setRow(s int, vec []float32, hadVec bool) {
-	v.setRowQuantized(s, vec, hadVec, nil, 0, false)
+	v.setRowQuantized(s, vec, hadVec, nil, 0)
 }
 
-// setRowQuantized is setRow given vec quantized (q and scale, when
-// quantized: see upsertAll).
-func (v *view) setRowQuantized(s int, vec []float32, hadVec bool, q []int8, scale float32, quantized bool) {
+// setRowQuantized is setRow given vec quantized ahead (q and scale; q nil:
+// quantize it here; see upsertAll).
+func (v *view) setRowQuantized(s int, vec []float32, hadVec bool, q []int8, scale float32) {
 	if v.dim == 0 {
 		return
 	}
@@ -139,7 +139,7 @@ func (v *view) setRowQuantized(s int, vec []float32, hadVec bool, q []int8, scal
 		v.colSum[i] += float64(x)
 	}
 	v.nvec++
-	if quantized {
+	if q != nil {
 		copy(v.qmat[s*v.dim:(s+1)*v.dim], q)
 		v.qscale[s] = scale
 		return

@@ -50,9 +50,8 @@ func newView(emb embed.Embedder, st *store) *view {
 type ahead struct {
 	tk        tokenized
 	tokenized bool
-	q         []int8
+	q         []int8 // empty when the document has no vector
 	qscale    float32
-	quantized bool
 }
 
 // make fills a for d, whose vector is vec (nil: none).
@@ -61,18 +60,18 @@ func (a *ahead) make(d *document, vec []float32, lx *lexApply) {
 		d.need()
 		a.tk.fill(d.fields)
 	}
-	if a.quantized = vec != nil; a.quantized {
-		a.q = growZero(a.q[:0], len(vec))
+	a.q = growZero(a.q[:0], len(vec))
+	if vec != nil {
 		a.qscale = quantizeRow(a.q, vec)
 	}
 }
 
-// row is the quantized row made ahead, if it has dim values.
-func (a *ahead) row(dim int) ([]int8, float32, bool) {
-	if a == nil || !a.quantized || len(a.q) != dim {
-		return nil, 0, false
+// row is the quantized row made ahead, nil unless it has dim values.
+func (a *ahead) row(dim int) ([]int8, float32) {
+	if a == nil || dim == 0 || len(a.q) != dim {
+		return nil, 0
 	}
-	return a.q, a.qscale, true
+	return a.q, a.qscale
 }
 
 // bulkMin is the fewest documents upsertAll tokenizes ahead.
@@ -146,7 +145,7 @@ func (v *view) upsertAhead(d *document, a *ahead, vec []float32, why error, lx *
 	}
 	v.byName[d.name] = s
 	switch {
-	case lx.has(d.lexKey) && lx.add(v.lex, s, d.lexKey):
+	case lx.add(v.lex, s, d.lexKey):
 	case a != nil && a.tokenized:
 		v.lex.addTokens(s, d.fields, &a.tk)
 		tokenized = true
@@ -161,8 +160,8 @@ func (v *view) upsertAhead(d *document, a *ahead, vec []float32, why error, lx *
 		v.dim = len(vec)
 	}
 	if vec != nil && len(vec) == v.dim {
-		q, scale, ok := a.row(v.dim)
-		v.setRowQuantized(s, vec, hadVec, q, scale, ok)
+		q, scale := a.row(v.dim)
+		v.setRowQuantized(s, vec, hadVec, q, scale)
 		sl.vec = true
 	} else {
 		v.setRow(s, nil, hadVec)
