@@ -103,14 +103,11 @@ func (r *Registry) Provide(ctx context.Context, provider string, p Provision) er
 	jobs := make([]*compileJob, len(tools))
 	var fresh []*compileJob
 	for i, t := range tools {
-		raw := t.Args
-		if len(raw) == 0 {
-			raw = defaultArgs
-		}
-		if schemaBounds(raw) != "" {
+		p := prepareSchema(-1, t.Args)
+		if p.bounds != "" {
 			continue
 		}
-		j, isNew := r.jobLocked(sha256.Sum256(raw), raw)
+		j, isNew := r.jobLocked(p.key, p.raw)
 		jobs[i] = j
 		if isNew {
 			fresh = append(fresh, j)

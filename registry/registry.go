@@ -650,23 +650,25 @@ type schemaPrep struct {
 	key    [32]byte
 }
 
+// prepareSchema prepares one schema (the default when raw is empty).
+func prepareSchema(idx int, raw json.RawMessage) schemaPrep {
+	if len(raw) == 0 {
+		raw = defaultArgs
+	}
+	p := schemaPrep{idx: idx, raw: raw, bounds: schemaBounds(raw)}
+	if p.bounds == "" {
+		p.key = sha256.Sum256(raw)
+	}
+	return p
+}
+
 // prepareSchemas prepares the top-level schema of m (the default when it
 // sets none) and each variant's own.
 func prepareSchemas(m *Meta) []schemaPrep {
-	prep := func(idx int, raw json.RawMessage) schemaPrep {
-		if raw == nil {
-			raw = defaultArgs
-		}
-		p := schemaPrep{idx: idx, raw: raw, bounds: schemaBounds(raw)}
-		if p.bounds == "" {
-			p.key = sha256.Sum256(raw)
-		}
-		return p
-	}
-	out := []schemaPrep{prep(-1, m.args())}
+	out := []schemaPrep{prepareSchema(-1, m.args())}
 	for i, v := range m.Variants {
 		if a := v.args(); a != nil {
-			out = append(out, prep(i, a))
+			out = append(out, prepareSchema(i, a))
 		}
 	}
 	return out
@@ -683,7 +685,6 @@ func (r *Registry) addJobs(fe *fileEntry, schemas []schemaPrep) {
 				field = fmt.Sprintf("variants[%d].args", p.idx)
 			}
 			fe.errs = append(fe.errs, &FieldError{Field: field, Line: fe.meta.Line(field), Msg: p.bounds})
-			sortByLine(fe.errs)
 			continue
 		}
 		j, fresh := r.jobLocked(p.key, p.raw)
@@ -692,6 +693,7 @@ func (r *Registry) addJobs(fe *fileEntry, schemas []schemaPrep) {
 		}
 		fe.jobs[p.idx] = j
 	}
+	sortByLine(fe.errs)
 }
 
 // pathErrMsg is err without the path (a Problem names the file already).
