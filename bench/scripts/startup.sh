@@ -6,7 +6,9 @@
 # there are SIZE of them; it is made once under $STARTUP_DIR (default /tmp/toolsrv-startup).
 #   bench/scripts/startup.sh CORPORA 10000 5 /tmp/old/toolsrv bin/toolsrv
 # Each binary has its own cache directory, warmed by one run first. Prints one line per
-# run: label, wall, user and system CPU, peak RSS (GNU time).
+# run: label, wall, user and system CPU, peak RSS (GNU time). The Python is $PYTHON, else
+# the interpreter python3 runs: a launcher such as pyenv's shim (a shell script) would add
+# ~50 ms to every run, which is not Python reading files.
 set -eu
 CORPORA=$1; SIZE=$2; RUNS=$3; shift 3
 DIR=${STARTUP_DIR:-/tmp/toolsrv-startup}
@@ -38,6 +40,8 @@ for f in os.listdir(d):
         n += 1
 print(n)
 EOF
+PY=${PYTHON:-$(python3 -c 'import sys; print(sys.executable)')}
+echo "python: $PY ($("$PY" --version 2>&1))"
 i=0
 for b in "$@"; do
   i=$((i + 1))
@@ -49,5 +53,5 @@ for r in $(seq "$RUNS"); do
     i=$((i + 1))
     XDG_CACHE_HOME=$DIR/cache-$i /usr/bin/time -f "$SIZE $b wall %e s user %U s sys %S s maxrss %M KB" "$b" rank --tools "$CAT" "$Q" 2>&1 >/dev/null | tail -1
   done
-  /usr/bin/time -f "$SIZE python wall %e s user %U s sys %S s maxrss %M KB" python3 "$DIR/readall.py" "$CAT" 2>&1 >/dev/null | tail -1
+  /usr/bin/time -f "$SIZE python wall %e s user %U s sys %S s maxrss %M KB" "$PY" "$DIR/readall.py" "$CAT" 2>&1 >/dev/null | tail -1
 done
