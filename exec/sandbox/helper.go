@@ -89,6 +89,13 @@ func HelperMain(args []string) int {
 	if err := checkPolicy(p); err != nil {
 		return fail(err)
 	}
+	// Whether the helper may take the memory limit on itself, measured
+	// before the sandbox hides /proc from it.
+	selfLimit := false
+	if p.Memory > 0 {
+		data, err := dataSize()
+		selfLimit = err == nil && canLimitSelf(data, p.Memory)
+	}
 	// Nothing the helper inherited beyond the standard streams and the
 	// status pipe reaches the tool.
 	if err := CloseInherited(StatusFD); err != nil {
@@ -120,14 +127,22 @@ func HelperMain(args []string) int {
 		report(st)
 		return 128 + st.Signal
 	}
-	// With a memory limit the tool starts traced, so that it stops right
-	// after its execve, before it runs anything, and limitMemory sets the
-	// limit on it alone.
+	// The memory limit: on the helper itself when it holds little (the
+	// tool inherits it at the fork, and the helper stays far below it);
+	// else the tool starts traced, so that it stops right after its
+	// execve, before it runs anything, and limitMemory sets the limit on it
+	// alone.
+	traced := p.Memory > 0 && !selfLimit
+	if selfLimit {
+		if err := limitSelf(p.Memory); err != nil {
+			return fail(err)
+		}
+	}
 	attr := &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2},
-		Sys: &syscall.SysProcAttr{Ptrace: p.Memory > 0}}
+		Sys: &syscall.SysProcAttr{Ptrace: traced}}
 	pid, err := syscall.ForkExec(argv[0], argv, attr)
 	var ended *Status // the tool died before it could run
-	if errors.Is(err, syscall.EPERM) && p.Memory > 0 {
+	if errors.Is(err, syscall.EPERM) && traced {
 		// Tracing refused (the helper is itself traced, or the system
 		// forbids ptrace): the limit goes on the helper, and so on the
 		// tool, before it starts.
@@ -136,7 +151,7 @@ func HelperMain(args []string) int {
 		}
 		attr.Sys.Ptrace = false
 		pid, err = syscall.ForkExec(argv[0], argv, attr)
-	} else if err == nil && p.Memory > 0 {
+	} else if err == nil && traced {
 		var lerr error
 		if ended, lerr = limitMemory(pid, p.Memory); lerr != nil {
 			syscall.Kill(pid, syscall.SIGKILL)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -129,11 +130,12 @@ func userTasks(uid int) int {
 
 // limitMemory gives the tool (pid, stopped right after its execve by
 // PTRACE_TRACEME: HelperMain starts it traced when there is a memory
-// limit) its memory limit, then lets it run. The limit is set on the tool
-// only, never on the helper: the helper's own memory (the Go runtime, and
-// a race detector's shadow memory in tests) must not count against a
-// limit that may be smaller than it, and the tool runs no instruction
-// before the limit is in place.
+// limit and cannot take it on itself, see canLimitSelf) its memory limit,
+// then lets it run. The limit is set on the tool only, never on the
+// helper: the helper's own memory (the Go runtime, and a race detector's
+// shadow memory in tests) must not count against a limit that may be
+// smaller than it, and the tool runs no instruction before the limit is
+// in place.
 //
 // A signal may reach the tool before its execve (the server's SIGTERM to
 // the call's process group, when the call times out as it starts): it is
@@ -174,9 +176,46 @@ wait:
 	return nil, nil
 }
 
-// limitSelf sets the memory limit on the helper itself: the fallback when
-// the tool cannot be started traced. The helper then allocates little; a
-// limit below what its runtime already holds may make it fail, and the
+// selfLimitMargin is the room the helper keeps between what it holds and
+// a memory limit it takes on itself (canLimitSelf): after the fork it
+// allocates only a few kilobytes, within the heap arena it has already
+// mapped, but a new arena would take 64 MiB at once.
+const selfLimitMargin = 128 << 20
+
+// canLimitSelf reports whether the helper, holding data bytes of data
+// memory, may take a memory limit on itself (limitSelf) instead of tracing
+// the tool's start (limitMemory), which costs a ptrace stop per call. The
+// tool inherits the limit at the fork and counts only its own memory
+// against it, as with limitMemory; the helper must stay far below it. The
+// slim helper holds about 80 MiB, so it traces only under limits below
+// about 210 MiB; a race-detector build holds some 400 MiB.
+func canLimitSelf(data, memory int64) bool {
+	return data > 0 && memory-data >= selfLimitMargin
+}
+
+// dataSize is the data memory the helper holds (the "data" field of
+// /proc/self/statm, which counts the stack too: an upper bound of what
+// RLIMIT_DATA counts).
+func dataSize() (int64, error) {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 6 {
+		return 0, fmt.Errorf("/proc/self/statm: %q has no data field", b)
+	}
+	pages, err := strconv.ParseInt(f[5], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("/proc/self/statm: %w", err)
+	}
+	return pages * int64(os.Getpagesize()), nil
+}
+
+// limitSelf sets the memory limit on the helper itself, and so on the
+// tool it starts: when the helper holds little (canLimitSelf), and as the
+// fallback when the tool cannot be started traced. In the fallback a limit
+// below what the helper's runtime already holds may make it fail, and the
 // call with it.
 func limitSelf(memory int64) error {
 	lim := unix.Rlimit{Cur: uint64(memory), Max: uint64(memory)}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -173,3 +174,43 @@ func TestUnder(t *testing.T) {
 
 // atFDCWD is AT_FDCWD as the 64-bit register value a system call sees.
 const atFDCWD = uint64(0xffffffffffffff9c)
+
+// The helper takes the memory limit on itself only far below it.
+func TestCanLimitSelf(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		data, memory int64
+		want         bool
+	}{
+		{data: 80 * mib, memory: 2048 * mib, want: true},  // the default limit
+		{data: 80 * mib, memory: 256 * mib, want: true},   // 176 MiB to spare
+		{data: 80 * mib, memory: 207 * mib, want: false},  // 127 MiB: less than the margin
+		{data: 80 * mib, memory: 64 * mib, want: false},   // below what the helper holds
+		{data: 0, memory: 2048 * mib, want: false},        // unknown
+		{data: 414 * mib, memory: 256 * mib, want: false}, // a race-detector test binary
+		{data: 414 * mib, memory: 2048 * mib, want: true}, // the same, with the default limit
+		{data: 80 * mib, memory: 80*mib + selfLimitMargin, want: true},
+	} {
+		if got := canLimitSelf(tc.data, tc.memory); got != tc.want {
+			t.Errorf("canLimitSelf(%d MiB, %d MiB) = %v, want %v", tc.data/mib, tc.memory/mib, got, tc.want)
+		}
+	}
+}
+
+// dataSize reads this process's data memory: more than nothing (the test
+// binary's heap) and less than its whole address space.
+func TestDataSize(t *testing.T) {
+	data, err := dataSize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size int64
+	fmt.Sscan(string(b), &size)
+	if size *= int64(os.Getpagesize()); data <= 0 || data > size {
+		t.Errorf("dataSize() = %d, want in (0, %d] (the address space)", data, size)
+	}
+}

@@ -167,8 +167,10 @@ func (s *supervisor) run(pid int, ended *Status) Status {
 			break
 		}
 	}
-	signal.Stop(s.sigs)
-	close(s.sigs)
+	// The signals stay taken: the helper reports and exits next, and a
+	// late SIGTERM must not end it before it has reported. (signal.Stop
+	// also waits for the signal loop to go idle: a quarter of a
+	// millisecond per call.)
 	if perr == nil {
 		unix.Close(pidfd)
 	}
