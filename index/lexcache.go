@@ -32,7 +32,7 @@ import (
 type lexKey [16]byte
 
 // lexMagic starts every lexical cache file; the number is its layout.
-const lexMagic = "toolsrv-lexicon 1\n"
+const lexMagic = "toolsrv-lexicon 2\n"
 
 // lexAnalysis names the analysis the entries come from; change it with
 // anything that changes a document's tokens (text.Index, appendTokens, the

@@ -291,8 +291,13 @@ func importStore(ctx context.Context, data []byte, name string, dim int) (*store
 			return nil, errors.New("truncated vector file")
 		}
 		row := len(arena)
-		for i := range dim {
-			arena = append(arena, math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:])))
+		if row+dim > cap(arena) { // countRecords counted fewer
+			return nil, errors.New("corrupt vector file")
+		}
+		arena = arena[:row+dim]
+		dst, src := arena[row:], data[:4*dim]
+		for i := range dst { // one bounds check a row, not one append a number
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i : 4*i+4]))
 		}
 		data = data[4*dim:]
 		if err := checkVector(arena[row:], dim); err != nil {

@@ -75,19 +75,6 @@ func ReadRegularInfo(path string, limit int64) ([]byte, fs.FileInfo, error) {
 	return readOpened(f, fi, path, limit)
 }
 
-// ReadListedRegular is ReadRegularInfo for a path that its directory's
-// listing just showed as a regular file (fs.DirEntry.Type): the check of the
-// path before opening it is skipped (one system call of three on a large
-// directory), the check of the opened descriptor is not, so a named pipe or
-// device swapped in since the listing is still refused without blocking.
-func ReadListedRegular(path string, limit int64) ([]byte, fs.FileInfo, error) {
-	f, fi, err := openChecked(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	return readOpened(f, fi, path, limit)
-}
-
 func readOpened(f *os.File, fi fs.FileInfo, path string, limit int64) ([]byte, fs.FileInfo, error) {
 	defer f.Close()
 	if fi.Size() > limit {

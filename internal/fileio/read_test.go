@@ -149,3 +149,19 @@ func TestOpenRegularChecksTheDescriptor(t *testing.T) {
 		t.Errorf("read %q", b[:n])
 	}
 }
+
+// A file whose size says nothing (procfs gives 0) is read to its end, and
+// within the limit.
+func TestReadListedRegularSizeZero(t *testing.T) {
+	want, err := os.ReadFile("/proc/self/limits") // the same for every read
+	if err != nil || len(want) == 0 {
+		t.Fatalf("no /proc/self/limits: %v", err)
+	}
+	got, fi, err := ReadListedRegular("/proc/self/limits", 1<<20)
+	if err != nil || string(got) != string(want) || fi.Size() != 0 {
+		t.Fatalf("ReadListedRegular = %d bytes (size %v), %v; want the %d bytes os.ReadFile read (size 0)", len(got), fi, err, len(want))
+	}
+	if _, _, err := ReadListedRegular("/proc/self/limits", 10); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("with a 10-byte limit: %v, want ErrTooLarge", err)
+	}
+}

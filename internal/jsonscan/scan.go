@@ -2,6 +2,7 @@ package jsonscan
 
 import (
 	"encoding/json"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -129,51 +130,58 @@ func String(raw []byte) (string, bool) {
 		return "", false
 	}
 	body := raw[1 : len(raw)-1]
-	simple := true
-	for _, c := range body {
-		if c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
-			simple = false
-			break
-		}
-	}
-	if simple {
-		return string(body), true
-	}
-	out := make([]byte, 0, len(body))
+	// One pass: plain bytes are copied in runs between escapes (the long
+	// prompts of a catalog are most of its start-up's strings).
+	var b strings.Builder
+	start, ascii := 0, true
 	for i := 0; i < len(body); i++ {
 		c := body[i]
 		switch {
-		case c < 0x20 || c == '"':
-			return "", false
-		case c != '\\':
-			out = append(out, c)
+		case c >= 0x80:
+			ascii = false
 			continue
+		case c >= 0x20 && c != '"' && c != '\\':
+			continue
+		case c != '\\':
+			return "", false
 		}
+		if b.Cap() == 0 {
+			b.Grow(len(body))
+		}
+		b.Write(body[start:i])
 		i++
 		if i == len(body) {
 			return "", false
 		}
-		switch body[i] {
+		switch e := body[i]; e {
 		case '"', '\\', '/':
-			out = append(out, body[i])
+			b.WriteByte(e)
 		case 'n':
-			out = append(out, '\n')
+			b.WriteByte('\n')
 		case 't':
-			out = append(out, '\t')
+			b.WriteByte('\t')
 		case 'r':
-			out = append(out, '\r')
+			b.WriteByte('\r')
 		case 'b':
-			out = append(out, '\b')
+			b.WriteByte('\b')
 		case 'f':
-			out = append(out, '\f')
+			b.WriteByte('\f')
 		default: // \u and anything invalid
 			return "", false
 		}
+		start = i + 1
 	}
-	if !utf8.Valid(out) { // encoding/json replaces invalid bytes
+	var out string
+	if b.Cap() == 0 { // no escapes
+		out = string(body)
+	} else {
+		b.Write(body[start:])
+		out = b.String()
+	}
+	if !ascii && !utf8.ValidString(out) { // encoding/json replaces invalid bytes
 		return "", false
 	}
-	return string(out), true
+	return out, true
 }
 
 // Strings returns the texts of a JSON array (raw, with nothing around
