@@ -117,8 +117,12 @@ func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, 
 	var statusOK bool
 	var statusErr error
 	statusDone := make(chan struct{})
+	reported := make(chan struct{}) // closed when the helper reported a status
 	go func() {
 		status, statusOK, statusErr = sandbox.ReadStatus(statusR)
+		if statusOK {
+			close(reported)
+		}
 		close(statusDone)
 	}()
 	// The helper's end: its wait status (reaped here, by PID).
@@ -140,6 +144,10 @@ func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, 
 	var hws syscall.WaitStatus
 	select {
 	case hws = <-waitErr:
+	case <-reported:
+		// The helper has ended everything of the call and reported: the
+		// call is over, whether or not the helper has finished exiting
+		// (it is reaped in the background: waitErr has room).
 	case <-tctx.Done():
 		out.timedOut = ctx.Err() == nil
 		// The tool gets SIGTERM (the helper passes it by), then the helper

@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -212,5 +214,47 @@ func TestDataSize(t *testing.T) {
 	fmt.Sscan(string(b), &size)
 	if size *= int64(os.Getpagesize()); data <= 0 || data > size {
 		t.Errorf("dataSize() = %d, want in (0, %d] (the address space)", data, size)
+	}
+}
+
+// ReadStatus answers as soon as the helper has written its line, while
+// the helper still holds the pipe (it reports, then exits); nothing
+// written is no status, and anything else is an error.
+func TestReadStatus(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if _, err := w.Write([]byte(`{"exit":3,"killed":true}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		st  Status
+		ok  bool
+		err error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		st, ok, err := ReadStatus(r)
+		got <- answer{st, ok, err}
+	}()
+	select {
+	case a := <-got:
+		if !a.ok || a.err != nil || a.st != (Status{Exit: 3, Killed: true}) {
+			t.Errorf("ReadStatus = %+v, %v, %v", a.st, a.ok, a.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("ReadStatus waited for the writer to close the pipe")
+	}
+	for in, wantOK := range map[string]bool{"": false, `{"exit":0}`: true} {
+		st, ok, err := ReadStatus(strings.NewReader(in))
+		if ok != wantOK || err != nil || st.Exit != 0 {
+			t.Errorf("ReadStatus(%q) = %+v, %v, %v", in, st, ok, err)
+		}
+	}
+	if _, ok, err := ReadStatus(strings.NewReader("oops\n")); ok || err == nil {
+		t.Errorf("ReadStatus(garbage) = %v, %v; want an error", ok, err)
 	}
 }

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,10 +23,11 @@ type Status struct {
 }
 
 // ReadStatus parses what the helper wrote; ok is false when it wrote
-// nothing.
+// nothing. It returns as soon as the helper has written its line (one JSON
+// object and a newline), without waiting for the helper to exit.
 func ReadStatus(r io.Reader) (st Status, ok bool, err error) {
-	b, err := io.ReadAll(io.LimitReader(r, 64<<10))
-	if err != nil {
+	b, err := bufio.NewReaderSize(io.LimitReader(r, 64<<10), 512).ReadBytes('\n')
+	if err != nil && err != io.EOF {
 		return Status{}, false, err
 	}
 	if len(b) == 0 {
