@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -178,7 +179,8 @@ type Runner struct {
 	iso    *isolation
 	calls  *callTable
 	temp   tempDirs
-	swept  chan struct{} // closed when the start's sweep of temp is done
+	swept  chan struct{} // closed when the sweep of temp is done (tempDir)
+	sweep  sync.Once
 
 	budget     *semaphore.Weighted
 	budgetSize int64
@@ -262,16 +264,7 @@ func NewRunner(opts Options) (*Runner, error) {
 	if r.log == nil {
 		r.log = slog.Default()
 	}
-	// The sweep runs beside the first calls rather than before them: a
-	// one-shot "toolsrv call" would otherwise wait for a listing of the
-	// whole temporary directory. It never touches a live process's
-	// directories, ours included; cut short by the process's exit, it
-	// resumes at the next start.
 	r.swept = make(chan struct{})
-	go func() {
-		defer close(r.swept)
-		r.temp.sweep(r.log)
-	}()
 	if r.iso.root && !r.iso.pidMax {
 		r.log.Warn("this kernel has no pid_max per PID namespace (Linux 6.14+): calls of a root toolsrv get no process limit; run toolsrv as an ordinary user")
 	}

@@ -238,7 +238,8 @@ func TestProcessLimitCountsProcessesAtOnce(t *testing.T) {
 }
 
 // Calls of a dead server leave temporary directories behind; the next
-// runner sweeps them, and leaves those of live processes alone.
+// runner sweeps them (when it makes its first), and leaves those of live
+// processes alone.
 func TestStaleCallDirectoriesSwept(t *testing.T) {
 	root := t.TempDir()
 	dead := filepath.Join(root, fmt.Sprintf("%s%d-1234", tempPrefix, deadPID(t)))
@@ -253,7 +254,15 @@ func TestStaleCallDirectoriesSwept(t *testing.T) {
 	past := time.Now().Add(-2 * legacyTempAge)
 	os.Chtimes(old, past, past)
 	f := newFixture(t)
-	<-f.runner(func(o *Options) { o.TempRoot = root }).swept
+	r := f.runner(func(o *Options) { o.TempRoot = root })
+	mine, err := r.tempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-r.swept
+	if !exists(mine) {
+		t.Error("the sweep removed the runner's own directory")
+	}
 	for d, want := range map[string]bool{dead: false, live: true, old: false, other: true} {
 		if exists(d) != want {
 			t.Errorf("%s exists = %v, want %v", filepath.Base(d), !want, want)
