@@ -64,7 +64,6 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz 'FuzzParseMeta$$' -fuzztime $(FUZZTIME) ./registry/
 	$(GO) test -run '^$$' -fuzz 'FuzzFastPaths$$' -fuzztime $(FUZZTIME) ./internal/jsonscan/
 	$(GO) test -run '^$$' -fuzz 'FuzzCheck$$' -fuzztime $(FUZZTIME) ./internal/jsonscan/
-	$(GO) test -run '^$$' -fuzz 'FuzzStringMatchesPlain$$' -fuzztime $(FUZZTIME) ./internal/jsonscan/
 
 clean:
 	rm -rf bin $(NPM_DIR)/node_modules

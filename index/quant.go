@@ -37,38 +37,20 @@ func dotsI8Go(q []int16, m []int8, out []int32) {
 }
 
 // quantizeRow writes the int8 version of vec into dst and returns its scale
-// (max |vec| / 127; 0 for a zero row): each component is x/scale rounded
-// half away from zero, as math.Round does. vec is finite (checkVector);
-// a row that is not is written as zeros.
-//
-// It runs for every row at start-up, so it avoids what is slow in the
-// plain form (TestQuantizeRowMatchesPlain holds it to that form bit for
-// bit): the float max, which minds NaN (the bits of |x| order as |x| does
-// for every finite x), and math.Round (x/scale is within ±127, where a
-// truncating conversion and the exact remainder round it).
+// (max |vec| / 127; 0 for a zero row).
 func quantizeRow(dst []int8, vec []float32) float32 {
-	var mb uint32
+	var mx float32
 	for _, x := range vec {
-		mb = max(mb, math.Float32bits(x)&^(1<<31))
+		mx = max(mx, float32(math.Abs(float64(x))))
 	}
-	mx := math.Float32frombits(mb)
-	dst = dst[:len(vec)]
-	if mx == 0 || mb >= 0x7f800000 { // zero, or Inf or NaN
+	if mx == 0 {
 		clear(dst)
-		return mx / 127
+		return 0
 	}
 	scale := mx / 127
 	inv := 127 / float64(mx)
 	for i, x := range vec {
-		v := float64(x) * inv
-		n := int32(v)       // truncated: |v| ≤ 127·(1+2⁻⁵²)
-		d := v - float64(n) // exact
-		if d >= 0.5 {
-			n++
-		} else if d <= -0.5 {
-			n--
-		}
-		dst[i] = int8(min(127, max(-127, n)))
+		dst[i] = int8(max(-127, min(127, math.Round(float64(x)*inv))))
 	}
 	return scale
 }

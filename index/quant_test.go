@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 )
 
@@ -208,86 +207,4 @@ func TestQuantRankMatchesExact(t *testing.T) {
 		}
 	}
 	t.Logf("re-scored exactly: %.0f tools per query on average, of %d", float64(totalCand)/float64(5*len(tests)), len(v.byName))
-}
-
-// quantizeRowPlain is quantizeRow as first written, with the float min and
-// max: the reference the faster form must match bit for bit.
-func quantizeRowPlain(dst []int8, vec []float32) float32 {
-	var mx float32
-	for _, x := range vec {
-		mx = max(mx, float32(math.Abs(float64(x))))
-	}
-	if mx == 0 {
-		clear(dst)
-		return 0
-	}
-	scale := mx / 127
-	inv := 127 / float64(mx)
-	for i, x := range vec {
-		dst[i] = int8(max(-127, min(127, math.Round(float64(x)*inv))))
-	}
-	return scale
-}
-
-func TestQuantizeRowMatchesPlain(t *testing.T) {
-	r := rand.New(rand.NewPCG(9, 10))
-	tiny := math.Float32frombits(1) // the smallest subnormal
-	rows := [][]float32{
-		{0, 0, 0},
-		{float32(math.Copysign(0, -1)), 0, 0},
-		{tiny, -tiny, 0},
-		{1, -1, 0.5, -0.5},
-		{math.MaxFloat32, -math.MaxFloat32, 1},
-		{1e-30, 3e-31, -2e-30},
-		{0.5, 1.5, 2.5, -0.5, -1.5, -127},                // halves, away from zero
-		{0.49999997, 127, 0.50000006, 126.5, -126.49999}, // just below and above halves
-	}
-	for range 500 {
-		v := randUnit(r, 256)
-		if r.IntN(4) == 0 {
-			v[r.IntN(256)] *= 1e6
-		}
-		rows = append(rows, v)
-	}
-	for range 500 { // components at exact halves of the scale
-		v := make([]float32, 16)
-		for i := range v {
-			v[i] = float32(r.IntN(255)-127) / 2
-		}
-		v[0] = 127
-		rows = append(rows, v)
-	}
-	for i, v := range rows {
-		got, want := make([]int8, len(v)), make([]int8, len(v))
-		gs, ws := quantizeRow(got, v), quantizeRowPlain(want, v)
-		if math.Float32bits(gs) != math.Float32bits(ws) || !slices.Equal(got, want) {
-			t.Fatalf("row %d %v: scale %v %v, want %v %v", i, v[:min(4, len(v))], gs, got[:min(4, len(v))], ws, want[:min(4, len(v))])
-		}
-	}
-}
-
-// A row that is not finite (checkVector keeps such rows out) is zeros.
-func TestQuantizeRowNotFinite(t *testing.T) {
-	for _, v := range [][]float32{{float32(math.Inf(1)), 1}, {1, float32(math.NaN())}} {
-		dst := []int8{5, 5}
-		quantizeRow(dst, v)
-		if dst[0] != 0 || dst[1] != 0 {
-			t.Errorf("%v quantizes to %v, want zeros", v, dst)
-		}
-	}
-}
-
-func BenchmarkQuantizeRow(b *testing.B) {
-	v := randUnit(rand.New(rand.NewPCG(1, 2)), 256)
-	dst := make([]int8, 256)
-	for _, bc := range []struct {
-		name string
-		f    func([]int8, []float32) float32
-	}{{"plain", quantizeRowPlain}, {"bits", quantizeRow}} {
-		b.Run(bc.name, func(b *testing.B) {
-			for b.Loop() {
-				bc.f(dst, v)
-			}
-		})
-	}
 }

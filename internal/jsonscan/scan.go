@@ -2,7 +2,6 @@ package jsonscan
 
 import (
 	"encoding/json"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -130,58 +129,51 @@ func String(raw []byte) (string, bool) {
 		return "", false
 	}
 	body := raw[1 : len(raw)-1]
-	// One pass: plain bytes are copied in runs between escapes (the long
-	// prompts of a catalog are most of its start-up's strings).
-	var b strings.Builder
-	start, ascii := 0, true
+	simple := true
+	for _, c := range body {
+		if c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			simple = false
+			break
+		}
+	}
+	if simple {
+		return string(body), true
+	}
+	out := make([]byte, 0, len(body))
 	for i := 0; i < len(body); i++ {
 		c := body[i]
 		switch {
-		case c >= 0x80:
-			ascii = false
-			continue
-		case c >= 0x20 && c != '"' && c != '\\':
-			continue
-		case c != '\\':
+		case c < 0x20 || c == '"':
 			return "", false
+		case c != '\\':
+			out = append(out, c)
+			continue
 		}
-		if b.Cap() == 0 {
-			b.Grow(len(body))
-		}
-		b.Write(body[start:i])
 		i++
 		if i == len(body) {
 			return "", false
 		}
-		switch e := body[i]; e {
+		switch body[i] {
 		case '"', '\\', '/':
-			b.WriteByte(e)
+			out = append(out, body[i])
 		case 'n':
-			b.WriteByte('\n')
+			out = append(out, '\n')
 		case 't':
-			b.WriteByte('\t')
+			out = append(out, '\t')
 		case 'r':
-			b.WriteByte('\r')
+			out = append(out, '\r')
 		case 'b':
-			b.WriteByte('\b')
+			out = append(out, '\b')
 		case 'f':
-			b.WriteByte('\f')
+			out = append(out, '\f')
 		default: // \u and anything invalid
 			return "", false
 		}
-		start = i + 1
 	}
-	var out string
-	if b.Cap() == 0 { // no escapes
-		out = string(body)
-	} else {
-		b.Write(body[start:])
-		out = b.String()
-	}
-	if !ascii && !utf8.ValidString(out) { // encoding/json replaces invalid bytes
+	if !utf8.Valid(out) { // encoding/json replaces invalid bytes
 		return "", false
 	}
-	return out, true
+	return string(out), true
 }
 
 // Strings returns the texts of a JSON array (raw, with nothing around

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
-	"unicode/utf8"
 )
 
 // fastPathInputs are JSON texts (valid and not) the fast paths must agree
@@ -89,71 +88,4 @@ func keysRepeat(data []byte) bool {
 		}
 	}
 	return false
-}
-
-// stringPlain is String as first written (a byte at a time): String must
-// answer exactly when it did, with the same text.
-func stringPlain(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
-		return "", false
-	}
-	body := raw[1 : len(raw)-1]
-	out := make([]byte, 0, len(body))
-	for i := 0; i < len(body); i++ {
-		c := body[i]
-		switch {
-		case c < 0x20 || c == '"':
-			return "", false
-		case c != '\\':
-			out = append(out, c)
-			continue
-		}
-		i++
-		if i == len(body) {
-			return "", false
-		}
-		switch body[i] {
-		case '"', '\\', '/':
-			out = append(out, body[i])
-		case 'n':
-			out = append(out, '\n')
-		case 't':
-			out = append(out, '\t')
-		case 'r':
-			out = append(out, '\r')
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		default:
-			return "", false
-		}
-	}
-	if !utf8.Valid(out) {
-		return "", false
-	}
-	return string(out), true
-}
-
-func checkStringPlain(t *testing.T, raw []byte) {
-	t.Helper()
-	got, ok := String(raw)
-	want, wok := stringPlain(raw)
-	if got != want || ok != wok {
-		t.Fatalf("String(%q) = %q, %v; the plain form: %q, %v", raw, got, ok, want, wok)
-	}
-}
-
-func TestStringMatchesPlain(t *testing.T) {
-	for _, in := range []string{`""`, `"a"`, `"é"`, `"a\nb"`, `"\""`, `"x\"`, `"\q"`, `"\u0041"`, `"a"b"`,
-		"\"\x01\"", "\"\xff\"", "\"\xff\\n\"", "\"\xc3\\n\xa9\"", `"tab\there"`, `"\/\b\f\r"`, `"`, `x`, `"é\n"`} {
-		checkStringPlain(t, []byte(in))
-	}
-}
-
-func FuzzStringMatchesPlain(f *testing.F) {
-	for _, in := range []string{`"a\nb"`, `"é"`, "\"\xff\\n\""} {
-		f.Add([]byte(in))
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) { checkStringPlain(t, raw) })
 }
