@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -179,8 +178,7 @@ type Runner struct {
 	iso    *isolation
 	calls  *callTable
 	temp   tempDirs
-	swept  chan struct{} // closed when the sweep of temp is done (tempDir)
-	sweep  sync.Once
+	swept  chan struct{} // closed when NewRunner's sweep of temp is done
 
 	budget     *semaphore.Weighted
 	budgetSize int64
@@ -264,7 +262,16 @@ func NewRunner(opts Options) (*Runner, error) {
 	if r.log == nil {
 		r.log = slog.Default()
 	}
+	// Stale call directories are swept beside the first calls, not before
+	// them: with a few hundred entries in the temporary directory a
+	// synchronous sweep cost every "toolsrv call" about a millisecond. The
+	// sweep never touches a live process's directories, ours included; cut
+	// short by the process's exit, it resumes at the next start.
 	r.swept = make(chan struct{})
+	go func() {
+		defer close(r.swept)
+		r.temp.sweep(r.log)
+	}()
 	if r.iso.root && !r.iso.pidMax {
 		r.log.Warn("this kernel has no pid_max per PID namespace (Linux 6.14+): calls of a root toolsrv get no process limit; run toolsrv as an ordinary user")
 	}

@@ -238,8 +238,7 @@ func TestProcessLimitCountsProcessesAtOnce(t *testing.T) {
 }
 
 // Calls of a dead server leave temporary directories behind; the next
-// runner sweeps them (when it makes its first), and leaves those of live
-// processes alone.
+// runner sweeps them, and leaves those of live processes alone.
 func TestStaleCallDirectoriesSwept(t *testing.T) {
 	root := t.TempDir()
 	dead := filepath.Join(root, fmt.Sprintf("%s%d-1234", tempPrefix, deadPID(t)))
@@ -255,7 +254,7 @@ func TestStaleCallDirectoriesSwept(t *testing.T) {
 	os.Chtimes(old, past, past)
 	f := newFixture(t)
 	r := f.runner(func(o *Options) { o.TempRoot = root })
-	mine, err := r.tempDir()
+	mine, err := r.temp.make()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc Cal
 	fail := func(kind error, msg string, err error, res *Result) (*Result, error) {
 		return res, &CallError{Tool: t.Name, Kind: kind, Msg: msg, Err: err, Result: res}
 	}
-	tmp, err := r.tempDir()
+	tmp, err := r.temp.make()
 	if err != nil {
 		return fail(ErrStart, "cannot make the call's temporary directory", err, nil)
 	}

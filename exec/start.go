@@ -121,7 +121,7 @@ func (r *Runner) Start(ctx context.Context, spec ProcessSpec) (*Process, error) 
 	if err != nil {
 		return fail(ErrCanceled, "", err)
 	}
-	tmp, err := r.tempDir()
+	tmp, err := r.temp.make()
 	if err != nil {
 		leave()
 		return fail(ErrStart, "cannot make its temporary directory", err)

@@ -30,25 +30,6 @@ func (d tempDirs) make() (string, error) {
 	return os.MkdirTemp(d.root, fmt.Sprintf("%s%d-", tempPrefix, d.pid))
 }
 
-// tempDir makes a call's temporary directory. The first one also starts
-// the sweep of the directories that dead processes left (Runner.swept is
-// closed when it is done): after the call's own directory is made, not
-// before, and beside the call rather than before it. A one-shot "toolsrv
-// call" would otherwise wait for a listing of the whole temporary
-// directory, and its mkdir there for the listing's lock. The sweep never
-// touches a live process's directories, ours included; cut short by the
-// process's exit, it resumes at the next start.
-func (r *Runner) tempDir() (string, error) {
-	dir, err := r.temp.make()
-	r.sweep.Do(func() {
-		go func() {
-			defer close(r.swept)
-			r.temp.sweep(r.log)
-		}()
-	})
-	return dir, err
-}
-
 // sweep removes the temporary directories that calls of dead toolsrv
 // processes left behind (a server killed with SIGKILL cannot clean up).
 // A directory whose process is alive is left alone, whoever that process
