@@ -120,10 +120,7 @@ func (ix *Index) loadLocked(ctx context.Context, dirs []string) {
 // loadLexLocked reads the lexical cache beside the cache file, if there
 // is a usable one.
 func (ix *Index) loadLexLocked() {
-	if ix.program == "" {
-		ix.program = executableID()
-	}
-	c, err := readLexCache(lexPath(ix.path), ix.program)
+	c, err := readLexCache(lexPath(ix.path), ix.programLocked())
 	switch {
 	case errors.Is(err, errNoFile):
 	case err != nil:
@@ -131,6 +128,14 @@ func (ix *Index) loadLexLocked() {
 	default:
 		ix.lexc = c
 	}
+}
+
+// programLocked is executableID, found once.
+func (ix *Index) programLocked() string {
+	if ix.program == "" {
+		ix.program = executableID()
+	}
+	return ix.program
 }
 
 // takeLexLocked hands the lexical cache to the update about to index docs,
@@ -167,11 +172,9 @@ func (ix *Index) saveLocked() error {
 	v := ix.v
 	ix.mu.RUnlock()
 	if v != nil && ix.lexDirty {
-		if ix.program == "" {
-			ix.program = executableID()
-		}
+		program := ix.programLocked()
 		ix.mu.RLock()
-		err := writeLexCache(lexPath(ix.path), v, ix.program)
+		err := writeLexCache(lexPath(ix.path), v, program)
 		ix.mu.RUnlock()
 		if err != nil {
 			return err
