@@ -2,9 +2,8 @@ package fileio
 
 import (
 	"errors"
+	"io"
 	"io/fs"
-	"math"
-	"os"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -27,12 +26,7 @@ import (
 func ReadListedRegular(path string, limit int64) ([]byte, fs.FileInfo, error) {
 	fd, err := openNonblock(path)
 	if err != nil {
-		// A socket (ENXIO) or a device without a driver cannot be opened
-		// at all: say what it is rather than how the open failed.
-		if fi, serr := os.Stat(path); serr == nil && !fi.Mode().IsRegular() {
-			return nil, nil, notRegular(path, fi.Mode())
-		}
-		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		return nil, nil, openFailed(path, &fs.PathError{Op: "open", Path: path, Err: err})
 	}
 	defer syscall.Close(fd)
 	var st syscall.Stat_t
@@ -43,38 +37,39 @@ func ReadListedRegular(path string, limit int64) ([]byte, fs.FileInfo, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, nil, notRegular(path, fi.Mode())
 	}
-	if limit < 0 {
-		limit = 0
+	if st.Size > max(limit, 0) {
+		return nil, nil, tooLarge(path, max(limit, 0))
 	}
-	if st.Size > limit {
-		return nil, nil, tooLarge(path, limit)
-	}
-	limit = min(limit, math.MaxInt-1)
-	data := make([]byte, 0, max(512, min(st.Size, limit)+1))
-	for {
-		// Never more than limit+1 bytes, whatever the file claims its size is.
-		n, err := syscall.Read(fd, data[len(data):min(int64(cap(data)), limit+1)])
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		if err != nil {
-			return nil, nil, &fs.PathError{Op: "read", Path: path, Err: err}
-		}
-		data = data[:len(data)+n]
-		if n == 0 || int64(len(data)) == st.Size {
-			break
-		}
-		if int64(len(data)) > limit {
-			return nil, nil, tooLarge(path, limit)
-		}
-		if len(data) == cap(data) {
-			data = append(data, 0)[:len(data)]
-		}
-	}
-	if int64(len(data)) > limit {
-		return nil, nil, tooLarge(path, limit)
+	data, err := readBounded(&fdReader{fd: fd, left: st.Size}, path, st.Size, limit)
+	if err != nil {
+		return nil, nil, err
 	}
 	return data, fi, nil
+}
+
+// fdReader reads a descriptor; it reports the end of the file with the
+// read that brings it to the size fstat gave (left), without a read more.
+type fdReader struct {
+	fd   int
+	left int64
+}
+
+func (r *fdReader) Read(p []byte) (int, error) {
+	for {
+		n, err := syscall.Read(r.fd, p)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case err != nil:
+			return 0, err
+		case n == 0 && len(p) > 0:
+			return 0, io.EOF
+		}
+		if r.left -= int64(n); r.left == 0 {
+			return n, io.EOF
+		}
+		return n, nil
+	}
 }
 
 // openNonblock opens path read-only without blocking (a named pipe

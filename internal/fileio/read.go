@@ -38,12 +38,7 @@ func openChecked(path string) (*os.File, fs.FileInfo, error) {
 	// returns at once instead of waiting for a writer.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
-		// A socket (ENXIO) or a device without a driver cannot be opened
-		// at all: say what it is rather than how the open failed.
-		if fi, serr := os.Stat(path); serr == nil && !fi.Mode().IsRegular() {
-			return nil, nil, notRegular(path, fi.Mode())
-		}
-		return nil, nil, err
+		return nil, nil, openFailed(path, err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
@@ -116,6 +111,16 @@ func readBounded(r io.Reader, name string, hint, limit int64) ([]byte, error) {
 		return nil, tooLarge(name, limit)
 	}
 	return data, nil
+}
+
+// openFailed is the error of an open of path that failed with err: a
+// socket (ENXIO) or a device without a driver cannot be opened at all, so
+// it says what the path is rather than how the open failed.
+func openFailed(path string, err error) error {
+	if fi, serr := os.Stat(path); serr == nil && !fi.Mode().IsRegular() {
+		return notRegular(path, fi.Mode())
+	}
+	return err
 }
 
 func notRegular(path string, m fs.FileMode) error {
