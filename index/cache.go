@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/toolsrv/toolsrv/internal/fileio"
 )
 
 // cacheMagic starts every index file; the number is the format version.
@@ -29,8 +31,8 @@ type cacheHeader struct {
 	// Probes are the probe logits of the answerability's calibration
 	// (probes.go), if any.
 	Probes *cacheProbes `json:"probes,omitempty"`
-	// bodyCheck detects a truncated or corrupted body.
-	bodyCheck
+	// BodyCheck detects a truncated or corrupted body.
+	fileio.BodyCheck
 }
 
 // cacheProbes is probeState as the cache file holds it.
@@ -73,9 +75,9 @@ func cacheFile(dir, embedderID string, toolDirs []string) string {
 	return filepath.Join(dir, "index-"+hex.EncodeToString(sum[:8])+".gob")
 }
 
-// writeCache writes header and body atomically (writeFramed).
+// writeCache writes header and body atomically (fileio.WriteFramed).
 func writeCache(path string, h cacheHeader, body []byte) error {
-	if err := writeFramed(path, cacheMagic, &h, body); err != nil {
+	if err := fileio.WriteFramed(path, cacheMagic, &h, body); err != nil {
 		return fmt.Errorf("writing index cache: %w", err)
 	}
 	return nil
@@ -85,10 +87,10 @@ func writeCache(path string, h cacheHeader, body []byte) error {
 // tools with 768-dimensional vectors makes a file of about 0.6 GB.
 const maxCacheSize = 4 << 30
 
-// readCache reads and verifies an index file (readFramed), at most
+// readCache reads and verifies an index file (fileio.ReadFramed), at most
 // maxCacheSize bytes of it.
 func readCache(path string) (cacheHeader, []byte, error) {
 	var h cacheHeader
-	body, err := readFramed(path, cacheMagic, &h, maxCacheSize)
+	body, err := fileio.ReadFramed(path, cacheMagic, &h, maxCacheSize)
 	return h, body, err
 }

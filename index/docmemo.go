@@ -5,10 +5,7 @@ package index
 // documents of tools that did not change.
 
 import (
-	"fmt"
-	"os"
 	"strings"
-	"syscall"
 
 	"github.com/toolsrv/toolsrv/registry"
 )
@@ -19,7 +16,7 @@ import (
 // covers its .meta file, variant and command (or its provider's
 // definition), from which this program makes its document the same way
 // every time; another program (a rebuilt toolsrv) might not, so the memo
-// is keyed by the executable (executableID). As a check, the first two
+// is keyed by the executable (fileio.ExecutableID). As a check, the first two
 // documents recalled are also made, and a difference drops the memo.
 type docMemo struct {
 	m map[memoKey]memoEntry
@@ -43,25 +40,6 @@ func (m *docMemo) recall(t *registry.Tool) (document, bool) {
 		return document{}, false
 	}
 	return document{name: t.Name, hash: strings.Clone(e.hash), lexKey: e.key, tool: t, toolHash: t.Hash}, true
-}
-
-// executableID identifies the running program's file (path, size, time,
-// inode): a rebuilt or replaced toolsrv has another. "" if it cannot be
-// told.
-func executableID() string {
-	exe, err := os.Executable()
-	if err != nil {
-		return ""
-	}
-	fi, err := os.Stat(exe)
-	if err != nil {
-		return ""
-	}
-	var ino uint64
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		ino = st.Ino
-	}
-	return fmt.Sprintf("%s %d %d %d", exe, fi.Size(), fi.ModTime().UnixNano(), ino)
 }
 
 // documentsLocked makes the documents of a whole catalog, recalling those

@@ -77,7 +77,7 @@ type Index struct {
 	lexc      *lexCache
 	lexDirty  bool
 	tokenized int
-	// program is executableID ("" until the cache is read or written);
+	// program is fileio.ExecutableID ("" until the cache is read or written);
 	// recalled counts the documents recalled from the document memo.
 	program  string
 	recalled int

@@ -26,6 +26,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/toolsrv/toolsrv/internal/fileio"
 )
 
 // lexKey identifies a document's fields (document.lexKey).
@@ -51,9 +53,9 @@ type lexHeader struct {
 	Terms  int    `json:"terms"`
 	Docs   int    `json:"docs"`
 	// Binary identifies the program that wrote the document memo
-	// (executableID); the memo is used only by the same one.
+	// (fileio.ExecutableID); the memo is used only by the same one.
 	Binary string `json:"binary,omitempty"`
-	bodyCheck
+	fileio.BodyCheck
 }
 
 // lexPath is the lexical cache beside the index cache file at indexPath.
@@ -83,11 +85,11 @@ type lexCache struct {
 }
 
 // readLexCache reads and checks the lexical cache file at path
-// (readFramed: errNoFile when there is none); its document memo is read
-// when it was written by program (executableID).
+// (fileio.ReadFramed: fileio.ErrNoFile when there is none); its document memo is read
+// when it was written by program (fileio.ExecutableID).
 func readLexCache(path, program string) (*lexCache, error) {
 	var h lexHeader
-	body, err := readFramed(path, lexMagic, &h, maxCacheSize)
+	body, err := fileio.ReadFramed(path, lexMagic, &h, maxCacheSize)
 	if err != nil {
 		return nil, err
 	}
@@ -411,11 +413,11 @@ func encodeLex(v *view) (body []byte, terms, docs int) {
 }
 
 // writeLexCache writes v's entries and document memo to path atomically
-// (writeFramed); program is executableID.
+// (fileio.WriteFramed); program is fileio.ExecutableID.
 func writeLexCache(path string, v *view, program string) error {
 	body, terms, docs := encodeLex(v)
 	h := lexHeader{Format: lexFormat(), Terms: terms, Docs: docs, Binary: program}
-	if err := writeFramed(path, lexMagic, &h, body); err != nil {
+	if err := fileio.WriteFramed(path, lexMagic, &h, body); err != nil {
 		return fmt.Errorf("writing the lexical cache: %w", err)
 	}
 	return nil

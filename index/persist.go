@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/internal/fileio"
 )
 
 // Preload reads the cache file of a catalog over dirs ahead of the first
@@ -64,7 +65,7 @@ func (ix *Index) loadLocked(ctx context.Context, dirs []string) {
 	ix.cachePath.Store(&path)
 	ix.loadLexLocked()
 	h, body, err := readCache(ix.path)
-	if errors.Is(err, errNoFile) {
+	if errors.Is(err, fileio.ErrNoFile) {
 		return
 	}
 	discard := func(why string, err error) {
@@ -122,7 +123,7 @@ func (ix *Index) loadLocked(ctx context.Context, dirs []string) {
 func (ix *Index) loadLexLocked() {
 	c, err := readLexCache(lexPath(ix.path), ix.programLocked())
 	switch {
-	case errors.Is(err, errNoFile):
+	case errors.Is(err, fileio.ErrNoFile):
 	case err != nil:
 		ix.log.Info("index: lexical cache unusable; tokenizing the catalog", "file", lexPath(ix.path), "err", err)
 	default:
@@ -130,10 +131,10 @@ func (ix *Index) loadLexLocked() {
 	}
 }
 
-// programLocked is executableID, found once.
+// programLocked is fileio.ExecutableID, found once.
 func (ix *Index) programLocked() string {
 	if ix.program == "" {
-		ix.program = executableID()
+		ix.program = fileio.ExecutableID()
 	}
 	return ix.program
 }

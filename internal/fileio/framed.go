@@ -1,4 +1,4 @@
-package index
+package fileio
 
 import (
 	"bytes"
@@ -8,12 +8,10 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
-
-	"github.com/toolsrv/toolsrv/internal/fileio"
 )
 
-// The index's files (the vector cache, cache.go, and the lexical cache,
-// lexcache.go) have one framing: a magic line naming the format and its
+// toolsrv's cache files (the index's vector and lexical caches, the
+// registry's catalog snapshot) have one framing: a magic line naming the format and its
 // version, a JSON header line, then a binary body whose length and
 // CRC-32C the header gives, so that a truncated or corrupted file is
 // found out before it is decoded.
@@ -24,8 +22,8 @@ import (
 // filesystems' block checksum) and is computed in hardware: checking a
 // 10k-tool cache took 11 ms of CPU with SHA-256, which is start-up time.
 
-// bodyCheck is the part of a header that describes the body.
-type bodyCheck struct {
+// BodyCheck is the part of a header that describes the body.
+type BodyCheck struct {
 	BodyLen    int    `json:"bodyLen"`
 	BodyCRC32C uint32 `json:"bodyCrc32c"`
 }
@@ -36,22 +34,22 @@ func bodySum(body []byte) uint32 {
 	return crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli))
 }
 
-func (c *bodyCheck) check() *bodyCheck { return c }
+func (c *BodyCheck) check() *BodyCheck { return c }
 
-// framedHeader is a header struct that embeds bodyCheck.
-type framedHeader interface{ check() *bodyCheck }
+// FramedHeader is a header struct that embeds BodyCheck.
+type FramedHeader interface{ check() *BodyCheck }
 
-// writeFramed writes magic, h (its body check filled in) and body to path
-// atomically (fileio.WriteAtomic), so a crash leaves the previous file or
+// WriteFramed writes magic, h (its body check filled in) and body to path
+// atomically (WriteAtomic), so a crash leaves the previous file or
 // the new one, never half of one.
-func writeFramed(path, magic string, h framedHeader, body []byte) error {
+func WriteFramed(path, magic string, h FramedHeader, body []byte) error {
 	c := h.check()
 	c.BodyLen, c.BodyCRC32C = len(body), bodySum(body)
 	hj, err := json.Marshal(h)
 	if err != nil {
 		return err
 	}
-	return fileio.WriteAtomic(path, 0o644, func(w io.Writer) error {
+	return WriteAtomic(path, 0o644, func(w io.Writer) error {
 		io.WriteString(w, magic)
 		w.Write(hj)
 		io.WriteString(w, "\n")
@@ -60,17 +58,17 @@ func writeFramed(path, magic string, h framedHeader, body []byte) error {
 	})
 }
 
-// errNoFile means there is no such file yet (not an error to report).
-var errNoFile = errors.New("no such file yet")
+// ErrNoFile means there is no such file yet (not an error to report).
+var ErrNoFile = errors.New("no such file yet")
 
-// readFramed reads a file writeFramed wrote into h and returns its body,
+// ReadFramed reads a file WriteFramed wrote into h and returns its body,
 // checked against the header. Only a regular file is read (a named pipe
 // put in its place fails at once instead of blocking), and at most limit
 // bytes of it.
-func readFramed(path, magic string, h framedHeader, limit int64) ([]byte, error) {
-	data, err := fileio.ReadRegular(path, limit)
+func ReadFramed(path, magic string, h FramedHeader, limit int64) ([]byte, error) {
+	data, err := ReadRegular(path, limit)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, errNoFile
+		return nil, ErrNoFile
 	}
 	if err != nil {
 		return nil, err
