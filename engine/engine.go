@@ -112,7 +112,8 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 		o.RankTimeout = 2 * time.Second
 	}
 	e := &Engine{opts: o, log: o.Logger}
-	e.reg = registry.New(registry.Options{Dirs: o.Dirs, Host: o.Host, Logger: o.Logger, SchemaCache: e.schemaCache()})
+	e.reg = registry.New(registry.Options{Dirs: o.Dirs, Host: o.Host, Logger: o.Logger, SchemaCache: e.schemaCache(),
+		CatalogCache: e.catalogCache()})
 	// Subscribe before the first load: Run follows from there.
 	sctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
@@ -276,6 +277,15 @@ func (e *Engine) schemaCache() string {
 		return filepath.Join(e.opts.CacheDir, "schemas.known")
 	case e.cacheRoot() != "":
 		return filepath.Join(e.cacheRoot(), "toolsrv", "schemas.known")
+	}
+	return ""
+}
+
+// catalogCache is the registry's catalog snapshot file (see
+// registry.Options.CatalogCache), beside the known-schemas file.
+func (e *Engine) catalogCache() string {
+	if known := e.schemaCache(); known != "" {
+		return registry.CatalogCacheFile(filepath.Dir(known), e.opts.Dirs)
 	}
 	return ""
 }

@@ -41,6 +41,11 @@
 //     compiled off the registry's lock, each with Options.CompileTimeout; a
 //     tool whose compile is still running keeps its previous state, and
 //     Load waits only for the compiles it started.
+//   - A restart takes an unchanged file's parse from the catalog snapshot
+//     (Options.CatalogCache, snapshot.go) after one stat: size,
+//     modification and change time, inode and device must all match. A
+//     file changed within 2 s of the load that read it, or with a
+//     problem, is read every time.
 //   - Agent profiles have only "autoLoad" and "allowTools"; anything else,
 //     a null allowTools or a name that cannot be a tool is an error.
 //
@@ -50,8 +55,10 @@
 // .guarded(why) if a misspelling of it must be an error, and how show
 // prints it (.shown or .shownBelow). Add that member to Tool (tool.go),
 // its JSON name the field's. Parsing, the variant overlay, the Tool build,
-// the near-miss check and show all follow from the entry. The tests then
-// ask for a sample value in fieldSamples (field_test.go) and showSamples
+// the near-miss check, the catalog snapshot's codec (from the value's
+// type) and show all follow from the entry. The tests then ask for a
+// sample value in fieldSamples (field_test.go: TestSnapshotFields checks
+// that it survives the snapshot) and showSamples
 // (cmd/toolsrv/show_test.go), and for the field in README's Fields (and in
 // its list of guarded fields, if guarded).
 package registry

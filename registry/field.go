@@ -29,12 +29,19 @@ type fieldDef struct {
 	label string
 	text  func(t *Tool) string
 	block bool
+	// enc and dec write a parsed value to the catalog snapshot and read
+	// it back (snapshot.go); field derives them from the value's type.
+	enc func(w *snapWriter, v any)
+	dec func(r *snapReader) any
 }
 
 // field declares a field parsed by parse into a T, stored on the Tool at
 // the member at returns, dflt when the definition does not set it.
 func field[T any](name string, parse func(json.RawMessage) (T, error), at func(*Tool) *T, dflt T) fieldDef {
+	enc, dec := valueCodec[T]()
 	return fieldDef{
+		enc:  enc,
+		dec:  dec,
 		name: name,
 		parse: func(raw json.RawMessage) (any, error) {
 			v, err := parse(raw)

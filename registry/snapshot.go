@@ -1,0 +1,435 @@
+package registry
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/toolsrv/toolsrv/internal/fileio"
+)
+
+// The catalog snapshot (Options.CatalogCache) keeps, between runs, what
+// every .meta file of the tool directories parsed into, with the file's
+// size, times and inode. A load that finds a file unchanged by one stat
+// takes its parse from the snapshot instead of opening, reading, hashing
+// and parsing it: at 10,000 tools that was two fifths of a warm start's
+// CPU.
+//
+// What counts as unchanged is stricter than what the registry checks while
+// it watches (size and modification time): the change time and the inode
+// must match too. A program cannot set a file's change time, and an editor
+// that saves by renaming makes a new inode, so a file rewritten with the
+// same size and a restored modification time (cp -p, touch -d, an archive
+// unpacked again) is read again. A file whose change time is within
+// snapRacy of the load that read it is left out of the snapshot: it could
+// have been written again within the filesystem's time granularity after
+// it was read, with the same times (git's "racy" entries). It is read
+// again at the next start, and kept from then on.
+//
+// Only a file that parsed without problems is kept; the others are read
+// every time, so that their problems come with their lines. The snapshot is
+// written by one build of toolsrv and used only by it (fileio.ExecutableID):
+// a parser that changed never sees another's output. A missing, foreign,
+// truncated or corrupt snapshot is an empty one: it only ever speeds a load
+// up.
+
+// snapMagic names the format of the snapshot file and its version.
+const snapMagic = "toolsrv-catalog 1\n"
+
+// maxSnapBytes bounds the snapshot file read (about 1.2 KB a tool).
+const maxSnapBytes = 1 << 30
+
+// snapRacy is how recently changed a file may be and still be kept.
+const snapRacy = 2 * time.Second
+
+// CatalogCacheFile names the catalog snapshot of a set of tool directories
+// in dir (a cache directory): different directory lists keep different
+// snapshots instead of evicting each other.
+func CatalogCacheFile(dir string, toolDirs []string) string {
+	abs := make([]string, len(toolDirs))
+	for i, d := range toolDirs {
+		abs[i] = d
+		if a, err := filepath.Abs(d); err == nil {
+			abs[i] = a
+		}
+	}
+	sum := sha256.Sum256([]byte(strings.Join(abs, "\x00")))
+	return filepath.Join(dir, "catalog-"+hex.EncodeToString(sum[:8])+".snap")
+}
+
+// fileKey is what says a file is the one read before.
+type fileKey struct {
+	size, mtime, ctime int64 // bytes; nanoseconds since 1970
+	ino, dev           uint64
+}
+
+// keyOf is the key of a stat; the zero key (no stat) matches nothing.
+func keyOf(st *syscall.Stat_t) fileKey {
+	if st == nil {
+		return fileKey{}
+	}
+	return fileKey{size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: st.Ino, dev: uint64(st.Dev)}
+}
+
+// snapEntry is one file of a snapshot: its key, its SHA-256 and its
+// encoded Meta (decoded only if the file is found unchanged).
+type snapEntry struct {
+	key  fileKey
+	sum  [32]byte
+	meta []byte
+}
+
+// snapshot is a snapshot file as read: .meta path → entry.
+type snapshot map[string]*snapEntry
+
+// snapHeader is the snapshot file's header line.
+type snapHeader struct {
+	fileio.BodyCheck
+	Program string `json:"program"`
+	Files   int    `json:"files"`
+}
+
+// readSnapshot reads the snapshot at path written by program. No file is
+// an empty snapshot and no error.
+func readSnapshot(path, program string) (snapshot, error) {
+	var h snapHeader
+	body, err := fileio.ReadFramed(path, snapMagic, &h, maxSnapBytes)
+	switch {
+	case errors.Is(err, fileio.ErrNoFile):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case h.Program != program || program == "":
+		return nil, errors.New("written by another build of toolsrv; it will be rewritten")
+	}
+	r := snapReader{b: body}
+	s := make(snapshot, min(h.Files, len(body)))
+	for r.err == nil && len(r.b) > 0 {
+		p := r.str()
+		e := &snapEntry{key: fileKey{size: r.varint(), mtime: r.varint(), ctime: r.varint(), ino: r.uvarint(), dev: r.uvarint()}}
+		copy(e.sum[:], r.fixed(len(e.sum)))
+		e.meta = r.bytes()
+		s[p] = e
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("malformed: %w", r.err)
+	}
+	return s, nil
+}
+
+// keepable says the catalog snapshot keeps fe: it parsed without
+// problems, and it was not changed within snapRacy of since (the start of
+// the load that read it).
+func (fe *fileEntry) keepable(since time.Time) bool {
+	return fe.meta != nil && len(fe.errs) == 0 && fe.key != (fileKey{}) && fe.key.ctime < since.Add(-snapRacy).UnixNano()
+}
+
+// encodeSnapshot encodes the files the snapshot keeps (see keepable); n
+// is how many.
+func encodeSnapshot(files map[string]*fileEntry, since time.Time) (body []byte, n int, err error) {
+	var w snapWriter
+	for p, fe := range files {
+		if !fe.keepable(since) {
+			continue
+		}
+		w.str(p)
+		w.varint(fe.key.size)
+		w.varint(fe.key.mtime)
+		w.varint(fe.key.ctime)
+		w.uvarint(fe.key.ino)
+		w.uvarint(fe.key.dev)
+		w.b = append(w.b, fe.sum[:]...)
+		var m snapWriter
+		m.meta(fe.meta)
+		if m.err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", p, m.err)
+		}
+		w.bytes(m.b)
+		n++
+	}
+	return w.b, n, nil
+}
+
+// writeSnapshot writes an encoded snapshot of n files to path (making its
+// directory if there is none).
+func writeSnapshot(path, program string, body []byte, n int) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return fileio.WriteFramed(path, snapMagic, &snapHeader{Program: program, Files: n}, body)
+}
+
+// snapWriter appends values to b; the first value that cannot be written
+// is err.
+type snapWriter struct {
+	b   []byte
+	err error
+}
+
+func (w *snapWriter) uvarint(x uint64) { w.b = binary.AppendUvarint(w.b, x) }
+func (w *snapWriter) varint(x int64)   { w.b = binary.AppendVarint(w.b, x) }
+func (w *snapWriter) bytes(p []byte)   { w.uvarint(uint64(len(p))); w.b = append(w.b, p...) }
+func (w *snapWriter) str(s string)     { w.uvarint(uint64(len(s))); w.b = append(w.b, s...) }
+
+func (w *snapWriter) bool(v bool) {
+	if v {
+		w.b = append(w.b, 1)
+	} else {
+		w.b = append(w.b, 0)
+	}
+}
+
+// count writes a length that tells nil (0) from empty (1).
+func (w *snapWriter) count(n int, isNil bool) {
+	if isNil {
+		w.uvarint(0)
+		return
+	}
+	w.uvarint(uint64(n) + 1)
+}
+
+func (w *snapWriter) strs(ss []string) {
+	w.count(len(ss), ss == nil)
+	for _, s := range ss {
+		w.str(s)
+	}
+}
+
+// fields writes the fields f sets, each by its declaration's codec.
+func (w *snapWriter) fields(f fields) {
+	w.count(len(f), f == nil)
+	for i := range metaFields {
+		d := &metaFields[i]
+		if v, ok := f[d.name]; ok {
+			w.uvarint(uint64(i))
+			d.enc(w, v)
+		}
+	}
+}
+
+// meta writes everything a parsed Meta holds but its lines (which are
+// read from the file when a problem needs one).
+func (w *snapWriter) meta(m *Meta) {
+	w.fields(m.fields)
+	w.count(len(m.Variants), m.Variants == nil)
+	for _, v := range m.Variants {
+		w.count(len(v.Match), v.Match == nil)
+		for k, alts := range v.Match {
+			w.str(k)
+			w.strs(alts)
+		}
+		w.fields(v.fields)
+	}
+	w.count(len(m.Extra), m.Extra == nil)
+	for k, raw := range m.Extra {
+		w.str(k)
+		w.bytes(raw)
+	}
+	w.strs(m.Warnings)
+}
+
+// snapReader reads what snapWriter wrote; after the first malformed value
+// err is set and every read returns a zero value.
+type snapReader struct {
+	b   []byte
+	err error
+}
+
+var errSnapShort = errors.New("ends in the middle of a value")
+
+func (r *snapReader) fail(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+	r.b = nil
+}
+
+func (r *snapReader) uvarint() uint64 {
+	x, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail(errSnapShort)
+		return 0
+	}
+	r.b = r.b[n:]
+	return x
+}
+
+func (r *snapReader) varint() int64 {
+	x, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.fail(errSnapShort)
+		return 0
+	}
+	r.b = r.b[n:]
+	return x
+}
+
+// fixed reads n bytes (a view of the snapshot's bytes).
+func (r *snapReader) fixed(n int) []byte {
+	if n > len(r.b) {
+		r.fail(errSnapShort)
+		return nil
+	}
+	p := r.b[:n:n]
+	r.b = r.b[n:]
+	return p
+}
+
+// bytes reads a length-prefixed view of the snapshot's bytes.
+func (r *snapReader) bytes() []byte {
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		r.fail(errSnapShort)
+		return nil
+	}
+	return r.fixed(int(n))
+}
+
+func (r *snapReader) str() string { return string(r.bytes()) }
+
+func (r *snapReader) bool() bool {
+	b := r.fixed(1)
+	return len(b) == 1 && b[0] == 1
+}
+
+// count reads what snapWriter.count wrote. A count larger than the bytes
+// left (each element takes one at least) is malformed.
+func (r *snapReader) count() (n int, isNil bool) {
+	c := r.uvarint()
+	switch {
+	case c == 0:
+		return 0, r.err == nil
+	case c-1 > uint64(len(r.b)):
+		r.fail(errSnapShort)
+		return 0, true
+	}
+	return int(c - 1), false
+}
+
+func (r *snapReader) strs() []string {
+	n, isNil := r.count()
+	if isNil {
+		return nil
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = r.str()
+	}
+	return out
+}
+
+func (r *snapReader) fields() fields {
+	n, isNil := r.count()
+	if isNil {
+		return nil
+	}
+	f := make(fields, n)
+	for range n {
+		i := r.uvarint()
+		if i >= uint64(len(metaFields)) {
+			r.fail(fmt.Errorf("field number %d out of range", i))
+			return f
+		}
+		d := &metaFields[i]
+		f[d.name] = d.dec(r)
+	}
+	return f
+}
+
+// meta reads a Meta that snapWriter.meta wrote.
+func (r *snapReader) meta() *Meta {
+	m := &Meta{lines: newFieldLines(nil, metaLines)}
+	m.fields = r.fields()
+	if n, isNil := r.count(); !isNil {
+		m.Variants = make([]variant, n)
+		for i := range m.Variants {
+			v := &m.Variants[i]
+			if k, isNil := r.count(); !isNil {
+				v.Match = make(match, k)
+				for range k {
+					key := r.str()
+					v.Match[key] = r.strs()
+				}
+			}
+			v.fields = r.fields()
+		}
+	}
+	if n, isNil := r.count(); !isNil {
+		m.Extra = make(map[string]json.RawMessage, n)
+		for range n {
+			k := r.str()
+			m.Extra[k] = bytes.Clone(r.bytes()) // not a view of the snapshot
+		}
+	}
+	m.Warnings = r.strs()
+	return m
+}
+
+// decodeMeta decodes an entry's Meta, whose lines come from the file at
+// path (when a problem asks for one).
+func (e *snapEntry) decodeMeta(path string) (*Meta, error) {
+	r := snapReader{b: e.meta}
+	m := r.meta()
+	switch {
+	case r.err != nil:
+		return nil, r.err
+	case len(r.b) > 0:
+		return nil, errors.New("bytes left after the definition")
+	}
+	m.lines.fromFile(path, e.sum)
+	return m, nil
+}
+
+// valueCodec is how a field parsed into a T is written to a snapshot and
+// read back (field derives each declaration's from T): strings, flags,
+// durations, string lists and raw JSON directly, another string type by
+// its kind, anything else as JSON (a struct such as ToolLimits). Every
+// field's sample value must survive the round trip (TestSnapshotFields).
+func valueCodec[T any]() (enc func(*snapWriter, any), dec func(*snapReader) any) {
+	var zero T
+	switch any(zero).(type) {
+	case string:
+		return func(w *snapWriter, v any) { w.str(v.(string)) }, func(r *snapReader) any { return r.str() }
+	case bool:
+		return func(w *snapWriter, v any) { w.bool(v.(bool)) }, func(r *snapReader) any { return r.bool() }
+	case time.Duration:
+		return func(w *snapWriter, v any) { w.varint(int64(v.(time.Duration))) },
+			func(r *snapReader) any { return time.Duration(r.varint()) }
+	case []string:
+		return func(w *snapWriter, v any) { w.strs(v.([]string)) }, func(r *snapReader) any { return r.strs() }
+	case json.RawMessage:
+		return func(w *snapWriter, v any) { w.bytes(v.(json.RawMessage)) },
+			func(r *snapReader) any { return json.RawMessage(bytes.Clone(r.bytes())) }
+	}
+	if t := reflect.TypeFor[T](); t.Kind() == reflect.String {
+		return func(w *snapWriter, v any) { w.str(reflect.ValueOf(v).String()) },
+			func(r *snapReader) any {
+				x := reflect.New(t).Elem()
+				x.SetString(r.str())
+				return x.Interface()
+			}
+	}
+	return func(w *snapWriter, v any) {
+			b, err := json.Marshal(v)
+			if err != nil && w.err == nil {
+				w.err = err
+			}
+			w.bytes(b)
+		}, func(r *snapReader) any {
+			var x T
+			if err := json.Unmarshal(r.bytes(), &x); err != nil && r.err == nil {
+				r.fail(err)
+			}
+			return x
+		}
+}
