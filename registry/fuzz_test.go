@@ -3,12 +3,14 @@ package registry
 import (
 	"crypto/sha256"
 	"errors"
+	"reflect"
 	"testing"
 )
 
 // FuzzParseMeta feeds arbitrary bytes to the .meta parser and schema
 // compiler: they must never panic, an error must always be a *FieldError
-// with a message, and a parsed Meta must resolve without panicking.
+// with a message, and a parsed Meta must come back from the catalog
+// snapshot as it was and resolve without panicking.
 func FuzzParseMeta(f *testing.F) {
 	seeds := []string{
 		`{"description":"d","cmd":"jq","args":{"type":"object","properties":{"p":{"type":"string"}}}}`,
@@ -32,6 +34,18 @@ func FuzzParseMeta(f *testing.F) {
 			}
 			return
 		}
+		var w snapWriter
+		w.meta(m)
+		back, err := (&snapEntry{meta: string(w.b)}).decodeMeta("/tools/fuzz.meta")
+		if w.err != nil || err != nil {
+			t.Fatalf("snapshot: %v, %v", w.err, err)
+		}
+		lines := m.lines
+		back.lines, m.lines = nil, nil
+		if !reflect.DeepEqual(back, m) {
+			t.Fatalf("parsed %+v, the snapshot gave %+v", m, back)
+		}
+		m.lines = lines
 		schemas, err := compileSchemas(m)
 		if err != nil {
 			var fe *FieldError
@@ -50,5 +64,23 @@ func FuzzParseMeta(f *testing.F) {
 			}
 			_ = tool.ValidateArgs([]byte(`{"p":"x"}`))
 		}
+	})
+}
+
+// FuzzSnapshotDecode feeds arbitrary bytes to the snapshot's decoders as
+// a body and as one definition: they must fail, never panic.
+func FuzzSnapshotDecode(f *testing.F) {
+	var w snapWriter
+	m, err := ParseMeta([]byte(`{"description":"d","keywords":["k"],"limits":{"processes":4},"variants":[{"match":{"os":"linux"},"cmd":"c"}],"x":1}`))
+	if err != nil {
+		f.Fatal(err)
+	}
+	w.meta(m)
+	f.Add(w.b)
+	f.Add([]byte{})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _ = (&snapEntry{meta: string(data)}).decodeMeta("/tools/fuzz.meta")
+		_, _ = parseSnapshot(data, len(data))
 	})
 }

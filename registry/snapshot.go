@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -86,7 +85,7 @@ func keyOf(st *syscall.Stat_t) fileKey {
 type snapEntry struct {
 	key  fileKey
 	sum  [32]byte
-	meta []byte
+	meta string
 }
 
 // snapshot is a snapshot file as read: .meta path → entry.
@@ -112,13 +111,20 @@ func readSnapshot(path, program string) (snapshot, error) {
 	case h.Program != program || program == "":
 		return nil, errors.New("written by another build of toolsrv; it will be rewritten")
 	}
-	r := snapReader{b: body}
-	s := make(snapshot, min(h.Files, len(body)))
-	for r.err == nil && len(r.b) > 0 {
+	return parseSnapshot(body, h.Files)
+}
+
+// parseSnapshot parses a snapshot's body of (about) files entries.
+func parseSnapshot(body []byte, files int) (snapshot, error) {
+	// One string of the whole body: every string read from it (paths,
+	// descriptions, prompts) is a substring, not a copy of its own.
+	r := snapReader{s: string(body)}
+	s := make(snapshot, max(0, min(files, len(body))))
+	for r.err == nil && len(r.s) > 0 {
 		p := r.str()
 		e := &snapEntry{key: fileKey{size: r.varint(), mtime: r.varint(), ctime: r.varint(), ino: r.uvarint(), dev: r.uvarint()}}
 		copy(e.sum[:], r.fixed(len(e.sum)))
-		e.meta = r.bytes()
+		e.meta = r.str()
 		s[p] = e
 	}
 	if r.err != nil {
@@ -238,10 +244,11 @@ func (w *snapWriter) meta(m *Meta) {
 	w.strs(m.Warnings)
 }
 
-// snapReader reads what snapWriter wrote; after the first malformed value
-// err is set and every read returns a zero value.
+// snapReader reads what snapWriter wrote from a string; after the first
+// malformed value err is set and every read returns a zero value. The
+// strings it returns are substrings of s.
 type snapReader struct {
-	b   []byte
+	s   string
 	err error
 }
 
@@ -251,56 +258,59 @@ func (r *snapReader) fail(err error) {
 	if r.err == nil {
 		r.err = err
 	}
-	r.b = nil
+	r.s = ""
 }
 
+// uvarint is binary.Uvarint on a string.
 func (r *snapReader) uvarint() uint64 {
-	x, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.fail(errSnapShort)
-		return 0
+	var x uint64
+	for i := 0; i < len(r.s) && i < binary.MaxVarintLen64; i++ {
+		b := r.s[i]
+		if b < 0x80 {
+			if i == binary.MaxVarintLen64-1 && b > 1 {
+				break // overflows 64 bits
+			}
+			r.s = r.s[i+1:]
+			return x | uint64(b)<<(7*i)
+		}
+		x |= uint64(b&0x7f) << (7 * i)
 	}
-	r.b = r.b[n:]
-	return x
+	r.fail(errSnapShort)
+	return 0
 }
 
+// varint is binary.Varint on a string (zig-zag, as AppendVarint writes).
 func (r *snapReader) varint() int64 {
-	x, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail(errSnapShort)
-		return 0
+	ux := r.uvarint()
+	x := int64(ux >> 1)
+	if ux&1 != 0 {
+		x = ^x
 	}
-	r.b = r.b[n:]
 	return x
 }
 
-// fixed reads n bytes (a view of the snapshot's bytes).
-func (r *snapReader) fixed(n int) []byte {
-	if n > len(r.b) {
+// fixed reads n bytes.
+func (r *snapReader) fixed(n int) string {
+	if n > len(r.s) {
 		r.fail(errSnapShort)
-		return nil
+		return ""
 	}
-	p := r.b[:n:n]
-	r.b = r.b[n:]
+	p := r.s[:n]
+	r.s = r.s[n:]
 	return p
 }
 
-// bytes reads a length-prefixed view of the snapshot's bytes.
-func (r *snapReader) bytes() []byte {
+// str reads a length-prefixed string.
+func (r *snapReader) str() string {
 	n := r.uvarint()
-	if n > uint64(len(r.b)) {
+	if n > uint64(len(r.s)) {
 		r.fail(errSnapShort)
-		return nil
+		return ""
 	}
 	return r.fixed(int(n))
 }
 
-func (r *snapReader) str() string { return string(r.bytes()) }
-
-func (r *snapReader) bool() bool {
-	b := r.fixed(1)
-	return len(b) == 1 && b[0] == 1
-}
+func (r *snapReader) bool() bool { return r.fixed(1) == "\x01" }
 
 // count reads what snapWriter.count wrote. A count larger than the bytes
 // left (each element takes one at least) is malformed.
@@ -309,7 +319,7 @@ func (r *snapReader) count() (n int, isNil bool) {
 	switch {
 	case c == 0:
 		return 0, r.err == nil
-	case c-1 > uint64(len(r.b)):
+	case c-1 > uint64(len(r.s)):
 		r.fail(errSnapShort)
 		return 0, true
 	}
@@ -368,7 +378,7 @@ func (r *snapReader) meta() *Meta {
 		m.Extra = make(map[string]json.RawMessage, n)
 		for range n {
 			k := r.str()
-			m.Extra[k] = bytes.Clone(r.bytes()) // not a view of the snapshot
+			m.Extra[k] = json.RawMessage(r.str())
 		}
 	}
 	m.Warnings = r.strs()
@@ -378,12 +388,12 @@ func (r *snapReader) meta() *Meta {
 // decodeMeta decodes an entry's Meta, whose lines come from the file at
 // path (when a problem asks for one).
 func (e *snapEntry) decodeMeta(path string) (*Meta, error) {
-	r := snapReader{b: e.meta}
+	r := snapReader{s: e.meta}
 	m := r.meta()
 	switch {
 	case r.err != nil:
 		return nil, r.err
-	case len(r.b) > 0:
+	case len(r.s) > 0:
 		return nil, errors.New("bytes left after the definition")
 	}
 	m.lines.fromFile(path, e.sum)
@@ -409,7 +419,7 @@ func valueCodec[T any]() (enc func(*snapWriter, any), dec func(*snapReader) any)
 		return func(w *snapWriter, v any) { w.strs(v.([]string)) }, func(r *snapReader) any { return r.strs() }
 	case json.RawMessage:
 		return func(w *snapWriter, v any) { w.bytes(v.(json.RawMessage)) },
-			func(r *snapReader) any { return json.RawMessage(bytes.Clone(r.bytes())) }
+			func(r *snapReader) any { return json.RawMessage(r.str()) }
 	}
 	if t := reflect.TypeFor[T](); t.Kind() == reflect.String {
 		return func(w *snapWriter, v any) { w.str(reflect.ValueOf(v).String()) },
@@ -427,7 +437,7 @@ func valueCodec[T any]() (enc func(*snapWriter, any), dec func(*snapReader) any)
 			w.bytes(b)
 		}, func(r *snapReader) any {
 			var x T
-			if err := json.Unmarshal(r.bytes(), &x); err != nil && r.err == nil {
+			if err := json.Unmarshal([]byte(r.str()), &x); err != nil && r.err == nil {
 				r.fail(err)
 			}
 			return x

@@ -31,10 +31,10 @@ func TestSnapshotFields(t *testing.T) {
 			if w.err != nil {
 				t.Fatalf("%s: %v", d.name, w.err)
 			}
-			r := snapReader{b: w.b}
+			r := snapReader{s: string(w.b)}
 			got := d.dec(&r)
-			if r.err != nil || len(r.b) != 0 {
-				t.Fatalf("%s: reading back %s: err %v, %d bytes left", d.name, raw, r.err, len(r.b))
+			if r.err != nil || len(r.s) != 0 {
+				t.Fatalf("%s: reading back %s: err %v, %d bytes left", d.name, raw, r.err, len(r.s))
 			}
 			if !reflect.DeepEqual(got, v) {
 				t.Errorf("%s: %s parsed into %#v, came back as %#v", d.name, raw, v, got)
@@ -69,7 +69,7 @@ func TestSnapshotMeta(t *testing.T) {
 		}
 		var w snapWriter
 		w.meta(m)
-		e := &snapEntry{meta: w.b}
+		e := &snapEntry{meta: string(w.b)}
 		got, err := e.decodeMeta("/nowhere/" + name)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
