@@ -271,8 +271,11 @@ func (r *Registry) snapshotLocked() snapshot {
 }
 
 // saveSnapshot writes the catalog snapshot after the first Load, unless
-// it holds what the file it read held. A snapshot that cannot be written
-// is logged: it only costs the next start time.
+// it holds what the file it read held, or nearly: while fewer than one
+// file in snapSlack changed since it was written (read afresh, or gone),
+// those few are read at each start, which costs less than rewriting (and
+// syncing) the whole snapshot after every edit of one tool. A snapshot
+// that cannot be written is logged: it only costs the next start time.
 func (r *Registry) saveSnapshot() {
 	r.mu.Lock()
 	old := r.snapshotLocked()
@@ -290,7 +293,9 @@ func (r *Registry) saveSnapshot() {
 			}
 		}
 	}
-	if kept == fromOld && fromOld == len(old) {
+	// Files read afresh (edited or new) and entries not used (edited or
+	// gone): an edit is both, so the larger of the two counts the changes.
+	if changed := max(kept-fromOld, len(old)-fromOld); len(old) > 0 && changed*snapSlack < kept || changed == 0 {
 		r.mu.Unlock()
 		return
 	}

@@ -51,6 +51,10 @@ const maxSnapBytes = 1 << 30
 // snapRacy is how recently changed a file may be and still be kept.
 const snapRacy = 2 * time.Second
 
+// snapSlack: the snapshot is rewritten once more than one file in
+// snapSlack changed since it was written (see saveSnapshot).
+const snapSlack = 64
+
 // CatalogCacheFile names the catalog snapshot of a set of tool directories
 // in dir (a cache directory): different directory lists keep different
 // snapshots instead of evicting each other.

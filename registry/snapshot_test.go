@@ -225,6 +225,9 @@ func TestSnapshotLoad(t *testing.T) {
 			if _, snapped := load(t, dir, cache, true); len(snapped) != 0 {
 				t.Fatalf("the first load took %v from a snapshot that did not exist", snapped)
 			}
+			// The racy rule is off in these loads (the clock is moved on), so
+			// a change must not share the writes' timestamp tick (a few ms).
+			time.Sleep(20 * time.Millisecond)
 			tc.change(t, dir, cache)
 			r, snapped := load(t, dir, cache, true)
 			if !slices.Equal(snapped, tc.wantSnapped) {
@@ -253,5 +256,68 @@ func TestSnapshotLoad(t *testing.T) {
 	load(t, dir, cache, false)
 	if _, snapped := load(t, dir, cache, false); len(snapped) != 0 {
 		t.Errorf("files written just now were taken from the snapshot: %v", snapped)
+	}
+}
+
+// A few changed files are read at each start rather than the snapshot
+// rewritten after every edit; more than one in snapSlack rewrites it.
+func TestSnapshotSlack(t *testing.T) {
+	dir, cache := t.TempDir(), filepath.Join(t.TempDir(), "catalog.snap")
+	const n = 3 * snapSlack
+	for i := range n {
+		writeTool(t, dir, fmt.Sprintf("t%03d", i), fmt.Sprintf(`{"description":"tool %03d","cmd":"/bin/true"}`, i), false)
+	}
+	load := func() *Registry {
+		t.Helper()
+		r := New(Options{Dirs: []string{dir}, CatalogCache: cache})
+		r.now = func() time.Time { return time.Now().Add(time.Minute) }
+		if err := r.Load(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	written := func() time.Time {
+		t.Helper()
+		fi, err := os.Stat(cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.ModTime()
+	}
+	load()
+	first := written()
+	time.Sleep(20 * time.Millisecond) // see TestSnapshotLoad
+	// Edit 2 (< n/snapSlack = 3): read afresh, right, the snapshot kept.
+	for i := range 2 {
+		writeTool(t, dir, fmt.Sprintf("t%03d", i), fmt.Sprintf(`{"description":"edited tool %d","cmd":"/bin/true"}`, i), false)
+	}
+	for range 2 {
+		r := load()
+		if tool, _ := r.Catalog().Get("t001"); tool == nil || tool.Description != "edited tool 1" {
+			t.Fatalf("an edited file was not read: %+v", tool)
+		}
+		if r.files[filepath.Join(dir, "t001.meta")].snapped {
+			t.Fatal("the edited file came from the snapshot")
+		}
+		if !r.files[filepath.Join(dir, "t100.meta")].snapped {
+			t.Fatal("an unchanged file did not come from the snapshot")
+		}
+	}
+	if !written().Equal(first) {
+		t.Error("the snapshot was rewritten for 2 changed files in 192")
+	}
+	// Two more (4 > 3): rewritten, and then every file comes from it.
+	for i := 2; i < 4; i++ {
+		writeTool(t, dir, fmt.Sprintf("t%03d", i), `{"description":"edited","cmd":"/bin/true"}`, false)
+	}
+	time.Sleep(10 * time.Millisecond) // a later modification time than first, on any clock
+	load()
+	if written().Equal(first) {
+		t.Error("the snapshot was not rewritten for 4 changed files in 192")
+	}
+	for p, fe := range load().files {
+		if !fe.snapped {
+			t.Errorf("%s read after the rewrite", p)
+		}
 	}
 }
