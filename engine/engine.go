@@ -118,8 +118,11 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	sctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	e.changes = e.reg.Subscribe(sctx)
-	// The embedder (the built-in one decodes its table) and the index with
-	// its cache file are made while the registry reads the tool files.
+	// The registry's catalog snapshot is read first (its goroutine then
+	// has the second core at once), the embedder (the built-in one decodes
+	// its table) and the index with its cache file are made while the
+	// registry reads the tool files.
+	e.reg.Preload()
 	var prepared chan preparedIndex
 	if !o.NoIndex {
 		prepared = make(chan preparedIndex, 1)

@@ -240,6 +240,16 @@ func (r *Registry) Load(ctx context.Context) error {
 	return nil
 }
 
+// Preload starts reading the catalog snapshot (Options.CatalogCache)
+// that the first Load uses, so that it is read while the caller starts
+// other work; Load starts it itself otherwise. Calling it first, before
+// starting other goroutines, gives the read a core of its own at once.
+func (r *Registry) Preload() {
+	r.mu.Lock()
+	r.openSnapshotLocked()
+	r.mu.Unlock()
+}
+
 // openSnapshotLocked starts reading the catalog snapshot for the first
 // Load, beside the listing of the directories (snapshotLocked waits for
 // it).

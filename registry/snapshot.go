@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/toolsrv/toolsrv/internal/fileio"
 )
@@ -121,8 +122,11 @@ func readSnapshot(path, program string) (snapshot, error) {
 // parseSnapshot parses a snapshot's body of (about) files entries.
 func parseSnapshot(body []byte, files int) (snapshot, error) {
 	// One string of the whole body: every string read from it (paths,
-	// descriptions, prompts) is a substring, not a copy of its own.
-	r := snapReader{s: string(body)}
+	// descriptions, prompts) is a substring, not a copy of its own. The
+	// body is not copied into it either (unsafe.String): it is a buffer
+	// of its own that nothing writes after the read, and copying 11 MB at
+	// 10,000 tools was a third of reading the snapshot.
+	r := snapReader{s: unsafe.String(unsafe.SliceData(body), len(body))}
 	s := make(snapshot, max(0, min(files, len(body))))
 	for r.err == nil && len(r.s) > 0 {
 		p := r.str()
