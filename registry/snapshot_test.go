@@ -112,6 +112,9 @@ func TestSnapshotLoad(t *testing.T) {
 		writeTool(t, dir, "b", `{"description":"tool b","cmd":"/bin/true","variants":[{"match":{"os":"plan9"},"cmd":"/bin/false"}]}`, false)
 		writeTool(t, dir, "c", `{"description":"tool c","cmd":"/bin/true","timeout":"90s"}`, false)
 		writeTool(t, dir, "broken", broken, false)
+		// Parses (so the snapshot keeps it) but does not resolve: its
+		// problem's line is read from the file when asked for.
+		writeTool(t, dir, "nocmd", "{\"description\":\"no such command\",\n\"cmd\":\"no-such-command-of-toolsrv\"}", false)
 		return dir, cache
 	}
 	// load loads dir with the snapshot at cache; later moves the racy
@@ -153,7 +156,7 @@ func TestSnapshotLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	all := []string{"a.meta", "b.meta", "c.meta"}
+	all := []string{"a.meta", "b.meta", "c.meta", "nocmd.meta"}
 
 	for _, tc := range []struct {
 		name        string
@@ -171,7 +174,7 @@ func TestSnapshotLoad(t *testing.T) {
 			if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
 				t.Fatal(err)
 			}
-		}, []string{"b.meta", "c.meta"}},
+		}, []string{"b.meta", "c.meta", "nocmd.meta"}},
 		{"replaced by a rename", func(t *testing.T, dir, _ string) {
 			tmp := filepath.Join(dir, ".a.meta.tmp")
 			if err := os.WriteFile(tmp, []byte(aSame), 0o644); err != nil {
@@ -180,13 +183,13 @@ func TestSnapshotLoad(t *testing.T) {
 			if err := os.Rename(tmp, filepath.Join(dir, "a.meta")); err != nil {
 				t.Fatal(err)
 			}
-		}, []string{"b.meta", "c.meta"}},
+		}, []string{"b.meta", "c.meta", "nocmd.meta"}},
 		{"removed and added", func(t *testing.T, dir, _ string) {
 			if err := os.Remove(filepath.Join(dir, "b.meta")); err != nil {
 				t.Fatal(err)
 			}
 			writeTool(t, dir, "d", `{"description":"tool d","cmd":"/bin/true"}`, false)
-		}, []string{"a.meta", "c.meta"}},
+		}, []string{"a.meta", "c.meta", "nocmd.meta"}},
 		{"broken fixed", func(t *testing.T, dir, _ string) {
 			writeTool(t, dir, "broken", `{"description":"fixed","cmd":"/bin/true"}`, false)
 		}, all},
