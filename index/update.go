@@ -191,10 +191,13 @@ func (ix *Index) updateLocked(ctx context.Context, cat source, upserted, removed
 	}
 
 	// Incremental: keep documents whose text is unchanged and vector known.
+	// The text is both what is embedded (hash) and what is indexed
+	// lexically (lexKey): an edit past the embedded start of a long prompt
+	// changes only the second.
 	var todo []document
 	for i := range docs {
 		d := &docs[i]
-		if s, ok := cur.byName[d.name]; ok && cur.slots[s].hash == d.hash && cur.slots[s].vec {
+		if s, ok := cur.byName[d.name]; ok && cur.slots[s].hash == d.hash && cur.slots[s].lex == d.lexKey && cur.slots[s].vec {
 			continue
 		}
 		todo = append(todo, *d)
