@@ -81,6 +81,10 @@ type Index struct {
 	// recalled counts the documents recalled from the document memo.
 	program  string
 	recalled int
+	// pre is the view Preload filled from the caches, until the first
+	// update adopts or drops it (prefill.go); prefilled counts adoptions.
+	pre       *view
+	prefilled int
 
 	mu sync.RWMutex // guards v
 	v  *view

@@ -28,6 +28,7 @@ func (ix *Index) Preload(ctx context.Context, dirs []string) {
 		ix.preloaded = []string{}
 	}
 	ix.loadLocked(ctx, dirs)
+	ix.prefillLocked()
 }
 
 // unloadLocked forgets what loadLocked read, before any update used it.
@@ -38,6 +39,7 @@ func (ix *Index) unloadLocked() {
 	ix.state, ix.fitDocs, ix.drift = nil, 0, 0
 	ix.cachedProbes = nil
 	ix.lexc = nil
+	ix.pre = nil
 	ix.mu.Lock()
 	ix.v = nil
 	ix.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -198,5 +199,37 @@ func TestStoreExportImport(t *testing.T) {
 		if st, err := importStore(ctx, bad, "m", d); err == nil {
 			t.Errorf("%s: imported %d vectors without an error", name, st.count())
 		}
+	}
+}
+
+// Where alreadyUnit says so, normalizing a vector changes no bit of it:
+// importStore skips the pass for those, and must store what it did before.
+func TestAlreadyUnit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	skipped := 0
+	for range 20000 {
+		v := make([]float32, 1+rng.IntN(512))
+		for i := range v {
+			v[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(7)-3)))
+		}
+		normalizeInto(v, v)
+		if rng.IntN(4) == 0 { // a length drifted by a few steps of the last bit
+			i := rng.IntN(len(v))
+			v[i] = math.Float32frombits(math.Float32bits(v[i]) + uint32(rng.IntN(64)))
+		}
+		again := slices.Clone(v)
+		normalizeInto(again, again)
+		if !alreadyUnit(sumSquares(v)) {
+			continue
+		}
+		skipped++
+		for i := range v {
+			if math.Float32bits(v[i]) != math.Float32bits(again[i]) {
+				t.Fatalf("alreadyUnit, yet normalizing moved element %d of %d: %g -> %g", i, len(v), v[i], again[i])
+			}
+		}
+	}
+	if skipped < 10000 {
+		t.Errorf("only %d of 20000 unit vectors taken as already unit", skipped)
 	}
 }

@@ -159,7 +159,9 @@ func (ix *Index) updateLocked(ctx context.Context, cat source, upserted, removed
 	}
 	if full {
 		docs = ix.documentsLocked(cat)
+		ix.adoptPrefillLocked(docs)
 	}
+	ix.pre = nil
 	ix.mu.RLock()
 	cur := ix.v
 	ix.mu.RUnlock()
@@ -195,9 +197,13 @@ func (ix *Index) updateLocked(ctx context.Context, cat source, upserted, removed
 	// lexically (lexKey): an edit past the embedded start of a long prompt
 	// changes only the second.
 	var todo []document
+	var retag []int // kept documents whose tool's Hash changed (the memo's key)
 	for i := range docs {
 		d := &docs[i]
 		if s, ok := cur.byName[d.name]; ok && cur.slots[s].hash == d.hash && cur.slots[s].lex == d.lexKey && cur.slots[s].vec {
+			if d.toolHash != "" && cur.slots[s].tool != d.toolHash {
+				retag = append(retag, i)
+			}
 			continue
 		}
 		todo = append(todo, *d)
@@ -216,6 +222,9 @@ func (ix *Index) updateLocked(ctx context.Context, cat source, upserted, removed
 	}
 	if v.st == nil && vecs.store != nil {
 		v.st, v.dim = vecs.store, vecs.store.dim
+	}
+	for _, i := range retag {
+		v.slots[v.byName[docs[i].name]].tool = docs[i].toolHash
 	}
 	var stale []string // vectors of removed tools and of replaced texts
 	for _, n := range drop {
