@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"syscall"
 	"time"
@@ -419,8 +418,8 @@ func (e *snapEntry) decodeMeta(path string) (*Meta, error) {
 
 // valueCodec is how a field parsed into a T is written to a snapshot and
 // read back (field derives each declaration's from T): strings, flags,
-// durations, string lists and raw JSON directly, another string type by
-// its kind, anything else as JSON (a struct such as ToolLimits). Every
+// durations, string lists, raw JSON and the registry's string types
+// directly, anything else as JSON (a struct such as ToolLimits). Every
 // field's sample value must survive the round trip (TestSnapshotFields).
 func valueCodec[T any]() (enc func(*snapWriter, any), dec func(*snapReader) any) {
 	var zero T
@@ -429,6 +428,11 @@ func valueCodec[T any]() (enc func(*snapWriter, any), dec func(*snapReader) any)
 		return func(w *snapWriter, v any) { w.str(v.(string)) }, func(r *snapReader) any { return r.str() }
 	case bool:
 		return func(w *snapWriter, v any) { w.bool(v.(bool)) }, func(r *snapReader) any { return r.bool() }
+	case Tier: // the registry's own string types, without reflection
+		return func(w *snapWriter, v any) { w.str(string(v.(Tier))) }, func(r *snapReader) any { return Tier(r.str()) }
+	case Concurrency:
+		return func(w *snapWriter, v any) { w.str(string(v.(Concurrency))) },
+			func(r *snapReader) any { return Concurrency(r.str()) }
 	case time.Duration:
 		return func(w *snapWriter, v any) { w.varint(int64(v.(time.Duration))) },
 			func(r *snapReader) any { return time.Duration(r.varint()) }
@@ -437,14 +441,6 @@ func valueCodec[T any]() (enc func(*snapWriter, any), dec func(*snapReader) any)
 	case json.RawMessage:
 		return func(w *snapWriter, v any) { w.bytes(v.(json.RawMessage)) },
 			func(r *snapReader) any { return json.RawMessage(r.str()) }
-	}
-	if t := reflect.TypeFor[T](); t.Kind() == reflect.String {
-		return func(w *snapWriter, v any) { w.str(reflect.ValueOf(v).String()) },
-			func(r *snapReader) any {
-				x := reflect.New(t).Elem()
-				x.SetString(r.str())
-				return x.Interface()
-			}
 	}
 	return func(w *snapWriter, v any) {
 			b, err := json.Marshal(v)
