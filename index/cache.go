@@ -12,7 +12,7 @@ import (
 )
 
 // cacheMagic starts every index file; the number is the format version.
-const cacheMagic = "toolsrv-index 3\n"
+const cacheMagic = "toolsrv-index 4\n"
 
 // cacheHeader is the first JSON line of an index file. The body that follows
 // is the vectors as store.export writes them.

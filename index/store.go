@@ -37,10 +37,14 @@ type store struct {
 	byHash map[string]storedVec
 }
 
-// storedVec is one stored vector and the tool it was made for.
+// storedVec is one stored vector and the tool it was made for, with its
+// int8 row for the index's scan when the cache file gave it (q nil
+// otherwise: the view quantizes the vector itself).
 type storedVec struct {
-	vec  []float32
-	name string
+	vec    []float32
+	name   string
+	q      []int8
+	qscale float32
 }
 
 // errNoEmbedFunc is returned if chromem ever tries to embed by itself.
@@ -113,10 +117,12 @@ func normalizeInto(out, v []float32) {
 	}
 }
 
-// vecDoc is one vector to store.
+// vecDoc is one vector to store (with its int8 row, when known).
 type vecDoc struct {
 	hash, name string
 	vec        []float32
+	q          []int8
+	qscale     float32
 }
 
 // put stores vectors (normalised copies) under their document hashes.
@@ -159,7 +165,7 @@ func (s *store) add(ctx context.Context, docs []vecDoc, arena []float32) error {
 		}
 	}
 	for i, d := range docs {
-		s.byHash[d.hash] = storedVec{vec: cd[i].Embedding, name: d.name}
+		s.byHash[d.hash] = storedVec{vec: cd[i].Embedding, name: d.name, q: d.q, qscale: d.qscale}
 	}
 	return nil
 }
@@ -171,6 +177,15 @@ func (s *store) get(hash string) ([]float32, bool) {
 	defer s.mu.Unlock()
 	sv, ok := s.byHash[hash]
 	return sv.vec, ok
+}
+
+// quant returns the int8 row and scale stored for hash (nil when none is:
+// see storedVec).
+func (s *store) quant(hash string) ([]int8, float32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sv := s.byHash[hash]
+	return sv.q, sv.qscale
 }
 
 // has says whether a vector is stored for hash.
@@ -248,8 +263,10 @@ func (s *store) count() int {
 }
 
 // export writes every stored vector: per vector the hash and the tool name
-// (each a uvarint length and the bytes) and dim little-endian float32s, in
-// hash order (so equal stores write equal bytes). chromem-go's own Export
+// (each a uvarint length and the bytes), dim little-endian float32s, and
+// the vector's int8 row (dim bytes) and its scale (a float32), in hash
+// order (so equal stores write equal bytes). The row is what quantizeRow
+// makes of the vector, so that a start need not quantize again. chromem-go's own Export
 // (gob) took 3 s to read back at 100,000 tools and a copy of every vector
 // to get them out again; this is read into one block that the collection
 // and the index share.
@@ -258,6 +275,7 @@ func (s *store) export(w io.Writer) error {
 	defer s.mu.Unlock()
 	bw := bufio.NewWriter(w)
 	var buf []byte
+	q := make([]int8, s.dim)
 	for _, h := range slices.Sorted(maps.Keys(s.byHash)) {
 		sv := s.byHash[h]
 		buf = binary.AppendUvarint(buf[:0], uint64(len(h)))
@@ -267,6 +285,11 @@ func (s *store) export(w io.Writer) error {
 		for _, x := range sv.vec {
 			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(x))
 		}
+		scale := quantizeRow(q, sv.vec)
+		for _, x := range q {
+			buf = append(buf, byte(x))
+		}
+		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(scale))
 		if _, err := bw.Write(buf); err != nil {
 			return err
 		}
@@ -287,6 +310,7 @@ func importStore(ctx context.Context, data []byte, name string, dim int) (*store
 	}
 	docs := make([]vecDoc, 0, n)
 	arena := make([]float32, 0, n*dim)
+	qarena := make([]int8, n*dim)
 	field := func() (string, error) {
 		n, k := binary.Uvarint(data)
 		if k <= 0 || n > uint64(len(data)-k) || n > 4096 {
@@ -305,7 +329,7 @@ func importStore(ctx context.Context, data []byte, name string, dim int) (*store
 		if err != nil {
 			return nil, err
 		}
-		if len(data) < 4*dim {
+		if len(data) < 5*dim+4 {
 			return nil, errors.New("truncated vector file")
 		}
 		row := len(arena)
@@ -317,7 +341,12 @@ func importStore(ctx context.Context, data []byte, name string, dim int) (*store
 		for i := range dst { // one bounds check a row, not one append a number
 			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i : 4*i+4]))
 		}
-		data = data[4*dim:]
+		q := qarena[row : row+dim : row+dim]
+		for i, b := range data[4*dim : 5*dim] {
+			q[i] = int8(b)
+		}
+		qscale := math.Float32frombits(binary.LittleEndian.Uint32(data[5*dim:]))
+		data = data[5*dim+4:]
 		vec := arena[row:]
 		sq, err := checkedSumSquares(vec, dim)
 		if err != nil {
@@ -326,11 +355,14 @@ func importStore(ctx context.Context, data []byte, name string, dim int) (*store
 		// Stored vectors are unit vectors; normalising again in place keeps
 		// chromem from copying one whose length drifted in the last bit.
 		// Where that cannot change a bit (nearly every vector) the pass is
-		// skipped: 6 ms of CPU at 10k tools.
+		// skipped (6 ms of CPU at 10k tools), and the stored int8 row is
+		// the one quantizing the vector gives (17 ms). A vector normalised
+		// again is quantized by the view, as it was before.
 		if !alreadyUnit(sq) {
 			normalizeInto(vec, vec)
+			q, qscale = nil, 0
 		}
-		docs = append(docs, vecDoc{hash: hash, name: tool})
+		docs = append(docs, vecDoc{hash: hash, name: tool, q: q, qscale: qscale})
 	}
 	st, err := newStore(name, dim)
 	if err != nil {
@@ -354,10 +386,10 @@ func countRecords(data []byte, dim int) (int, error) {
 			}
 			data = data[k+int(l):]
 		}
-		if len(data) < 4*dim {
+		if len(data) < 5*dim+4 {
 			return 0, errors.New("truncated vector file")
 		}
-		data = data[4*dim:]
+		data = data[5*dim+4:]
 		n++
 	}
 	return n, nil

@@ -181,6 +181,23 @@ func TestStoreExportImport(t *testing.T) {
 			}
 		}
 	}
+	// The int8 rows come with the vectors, as quantizing them gives.
+	withRow := 0
+	for _, d := range docs {
+		vec, _ := back.get(d.hash)
+		q, qs := back.quant(d.hash)
+		if q == nil {
+			continue
+		}
+		withRow++
+		fresh := make([]int8, dim)
+		if scale := quantizeRow(fresh, vec); !slices.Equal(q, fresh) || qs != scale {
+			t.Fatalf("%s: stored row %v × %v, quantizing gives %v × %v", d.hash, q, qs, fresh, scale)
+		}
+	}
+	if withRow < 45 {
+		t.Errorf("only %d of 50 imported vectors came with their int8 row", withRow)
+	}
 	var again strings.Builder
 	if err := back.export(&again); err != nil || again.String() != b.String() {
 		t.Errorf("a re-export differs (%v): the file would change on every start", err)
@@ -189,7 +206,7 @@ func TestStoreExportImport(t *testing.T) {
 		"truncated":      body[:len(body)-3],
 		"wrong dim":      body,
 		"huge length":    append([]byte{0xff, 0xff, 0xff, 0xff, 0x0f}, body...),
-		"zero vector":    append(append([]byte{1, 'z', 1, 'z'}, make([]byte, 4*dim)...), body...),
+		"zero vector":    append(append([]byte{1, 'z', 1, 'z'}, make([]byte, 5*dim+4)...), body...),
 		"one stray byte": append(append([]byte(nil), body...), 7),
 	} {
 		d := dim

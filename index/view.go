@@ -54,14 +54,20 @@ type ahead struct {
 	qscale    float32
 }
 
-// make fills a for d, whose vector is vec (nil: none).
-func (a *ahead) make(d *document, vec []float32, lx *lexApply) {
+// make fills a for d, whose vector is vec (nil: none) and its int8 row q
+// with scale qs, when the store has it (nil: quantized here).
+func (a *ahead) make(d *document, vec []float32, q []int8, qs float32, lx *lexApply) {
 	if a.tokenized = !lx.has(d.lexKey); a.tokenized {
 		d.need()
 		a.tk.fill(d.fields)
 	}
 	a.q = growZero(a.q[:0], len(vec))
-	if vec != nil {
+	switch {
+	case vec == nil:
+	case len(q) == len(vec):
+		copy(a.q, q)
+		a.qscale = qs
+	default:
 		a.qscale = quantizeRow(a.q, vec)
 	}
 }
@@ -111,7 +117,8 @@ func (v *view) upsertAll(docs []document, vecs vecSet, why error, lx *lexApply) 
 			buf := bufs[b]
 			parallel.Each(hi-lo, func(i int) {
 				d := &docs[lo+i]
-				buf[i].make(d, vecs.get(d.hash), lx)
+				q, qs := vecs.quant(d.hash)
+				buf[i].make(d, vecs.get(d.hash), q, qs, lx)
 			})
 			ready <- batch{b, lo, hi}
 		}
