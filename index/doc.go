@@ -39,7 +39,10 @@
 // one edited tool costs one embedding. Beside the vectors, a lexical cache
 // keeps each document's BM25 entry and which document each tool made
 // (lexcache.go, docmemo.go), so a restart neither tokenizes nor assembles
-// the documents of unchanged tools. Reads keep being served while an update
+// the documents of unchanged tools; the vector file keeps each vector's
+// int8 row. Preload fills the index from both files while the registry
+// loads, and the first update indexes only what differs (prefill.go).
+// Reads keep being served while an update
 // embeds. If the embedder fails or misses the caller's deadline, Rank
 // answers from the lexical scores alone and marks the answer Degraded.
 package index

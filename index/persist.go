@@ -13,8 +13,9 @@ import (
 )
 
 // Preload reads the cache file of a catalog over dirs ahead of the first
-// Sync, so that it can be read while the registry reads the tool files.
-// Sync then reuses it when its catalog has these directories (and reads
+// Sync, so that it can be read while the registry reads the tool files,
+// and fills a view of the catalog the cache was written for (prefill.go).
+// Sync then reuses both when its catalog has these directories (and reads
 // the right file when it has not). It does nothing after the first Sync.
 func (ix *Index) Preload(ctx context.Context, dirs []string) {
 	ix.upd.Lock()
