@@ -309,12 +309,14 @@ func (r *Registry) saveSnapshot() {
 		r.mu.Unlock()
 		return
 	}
-	body, n, err := encodeSnapshot(r.files, r.snapSince)
-	r.mu.Unlock()
-	if err == nil {
-		err = writeSnapshot(r.opts.CatalogCache, fileio.ExecutableID(), body, n)
+	files := make([]snapFile, 0, kept)
+	for p, fe := range r.files {
+		if fe.keepable(r.snapSince) {
+			files = append(files, snapFile{path: p, key: fe.key, sum: fe.sum, meta: fe.meta})
+		}
 	}
-	if err != nil {
+	r.mu.Unlock()
+	if err := writeSnapshot(r.opts.CatalogCache, fileio.ExecutableID(), files); err != nil {
 		r.log.Warn("cannot write the catalog snapshot", "file", r.opts.CatalogCache, "err", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,48 +148,45 @@ func (fe *fileEntry) keepable(since time.Time) bool {
 	return fe.meta != nil && len(fe.errs) == 0 && fe.key != (fileKey{}) && fe.key.ctime < since.Add(-snapRacy).UnixNano()
 }
 
-// encodeSnapshot encodes the files the snapshot keeps (see keepable); n
-// is how many.
-func encodeSnapshot(files map[string]*fileEntry, since time.Time) (body []byte, n int, err error) {
-	// The body is about as large as the files: allocated once, with room
-	// to spare, rather than grown (at 100,000 tools, growing it and a
-	// buffer per file made the collector run again and again near the
-	// start-up heap limit: 1.3 s).
-	size := 0
-	for p, fe := range files {
-		size += len(p) + int(fe.size) + 64
-	}
-	w := snapWriter{b: make([]byte, 0, size+size/8)}
-	var m snapWriter // one definition, reused
-	for p, fe := range files {
-		if !fe.keepable(since) {
-			continue
-		}
-		w.str(p)
-		w.varint(fe.key.size)
-		w.varint(fe.key.mtime)
-		w.varint(fe.key.ctime)
-		w.uvarint(fe.key.ino)
-		w.uvarint(fe.key.dev)
-		w.b = append(w.b, fe.sum[:]...)
-		m.b = m.b[:0]
-		m.meta(fe.meta)
-		if m.err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", p, m.err)
-		}
-		w.bytes(m.b)
-		n++
-	}
-	return w.b, n, nil
+// snapFile is what the snapshot keeps of a file, taken under the
+// registry's lock (a parsed Meta is never changed).
+type snapFile struct {
+	path string
+	key  fileKey
+	sum  [32]byte
+	meta *Meta
 }
 
-// writeSnapshot writes an encoded snapshot of n files to path (making its
-// directory if there is none).
-func writeSnapshot(path, program string, body []byte, n int) error {
+// writeSnapshot writes the snapshot of files to path (making its
+// directory if there is none), encoding one file at a time as it writes
+// (fileio.WriteFramedStream: the snapshot is as large as the files).
+func writeSnapshot(path, program string, files []snapFile) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	return fileio.WriteFramed(path, snapMagic, &snapHeader{Program: program, Files: n}, body)
+	return fileio.WriteFramedStream(path, snapMagic, &snapHeader{Program: program, Files: len(files)}, func(out io.Writer) error {
+		var w, m snapWriter // one file's entry and its definition, reused
+		for _, f := range files {
+			m.b = m.b[:0]
+			m.meta(f.meta)
+			if m.err != nil {
+				return fmt.Errorf("%s: %w", f.path, m.err)
+			}
+			w.b = w.b[:0]
+			w.str(f.path)
+			w.varint(f.key.size)
+			w.varint(f.key.mtime)
+			w.varint(f.key.ctime)
+			w.uvarint(f.key.ino)
+			w.uvarint(f.key.dev)
+			w.b = append(w.b, f.sum[:]...)
+			w.bytes(m.b)
+			if _, err := out.Write(w.b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // snapWriter appends values to b; the first value that cannot be written

@@ -1,6 +1,7 @@
 package fileio
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,8 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"math"
+	"os"
 )
 
 // toolsrv's cache files (the index's vector and lexical caches, the
@@ -56,6 +59,61 @@ func WriteFramed(path, magic string, h FramedHeader, body []byte) error {
 		_, err := w.Write(body)
 		return err
 	})
+}
+
+// WriteFramedStream is WriteFramed for a body that write produces, for
+// one too large to hold in memory whole (the registry's catalog snapshot
+// at 100,000 tools: a buffer of 130 MB made the collector run again and
+// again near the start-up heap limit). Room for the header line is left
+// after the magic (the width of h with the widest body check, padded with
+// spaces, which a JSON reader skips), the body streamed through its
+// checksum, and the header written into the room at the end. ReadFramed
+// reads both kinds.
+func WriteFramedStream(path, magic string, h FramedHeader, write func(io.Writer) error) error {
+	c := h.check()
+	c.BodyLen, c.BodyCRC32C = math.MaxInt64, math.MaxUint32
+	widest, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(path, 0o644, func(w *bufio.Writer, f *os.File) error {
+		io.WriteString(w, magic)
+		room := append(bytes.Repeat([]byte{' '}, len(widest)), '\n')
+		w.Write(room)
+		body := &checksummed{w: w, crc: crc32.MakeTable(crc32.Castagnoli)}
+		if err := write(body); err != nil {
+			return err
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		c.BodyLen, c.BodyCRC32C = body.n, body.sum
+		hj, err := json.Marshal(h)
+		if err != nil {
+			return err
+		}
+		if len(hj) > len(widest) {
+			return fmt.Errorf("header of %d bytes in room for %d", len(hj), len(widest))
+		}
+		copy(room, hj)
+		_, err = f.WriteAt(room, int64(len(magic)))
+		return err
+	})
+}
+
+// checksummed passes writes on to w, counting them and summing them.
+type checksummed struct {
+	w   io.Writer
+	crc *crc32.Table
+	n   int
+	sum uint32
+}
+
+func (c *checksummed) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += n
+	c.sum = crc32.Update(c.sum, c.crc, p[:n])
+	return n, err
 }
 
 // ErrNoFile means there is no such file yet (not an error to report).

@@ -14,7 +14,13 @@ import (
 // renamed over path, and the directory synced so the rename itself is
 // durable. The directory is created (0755) when missing. On failure the
 // temporary file is removed and path is untouched.
-func WriteAtomic(path string, perm os.FileMode, write func(io.Writer) error) (err error) {
+func WriteAtomic(path string, perm os.FileMode, write func(io.Writer) error) error {
+	return writeAtomic(path, perm, func(w *bufio.Writer, _ *os.File) error { return write(w) })
+}
+
+// writeAtomic is WriteAtomic whose write also gets the temporary file
+// under the buffered writer (to patch what it wrote: flush first).
+func writeAtomic(path string, perm os.FileMode, write func(*bufio.Writer, *os.File) error) (err error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
@@ -31,7 +37,7 @@ func WriteAtomic(path string, perm os.FileMode, write func(io.Writer) error) (er
 		}
 	}()
 	w := bufio.NewWriterSize(f, 256<<10)
-	if err := write(w); err != nil {
+	if err := write(w, f); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err := w.Flush(); err != nil {
