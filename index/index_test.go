@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -174,7 +175,7 @@ func forgeBody(t *testing.T, b []byte) []byte {
 		t.Fatal(err)
 	}
 	path := writeTemp(t, nil)
-	if err := writeCache(path, h, []byte("this is not a gob stream")); err != nil {
+	if err := writeCache(path, h, func(w io.Writer) error { _, err := io.WriteString(w, "this is not a gob stream"); return err }); err != nil {
 		t.Fatal(err)
 	}
 	out, _ := os.ReadFile(path)

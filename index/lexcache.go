@@ -23,6 +23,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strings"
@@ -345,79 +346,118 @@ func (a *lexApply) agrees(d *document) bool {
 		slices.Equal(fs.bySlot[0], cs.bySlot[0])
 }
 
-// encodeLex writes the lexical entries of v's live documents: the body of
-// a lexical cache file, and how many terms and documents it holds.
-func encodeLex(v *view) (body []byte, terms, docs int) {
+// lexPlan is the vocabulary of a lexical cache file (its first section)
+// and the counts its header gives, found by going over v's documents once
+// before its entries are written (write), so that the body is never held
+// whole (at 100,000 tools, 49 MB grown by appending).
+type lexPlan struct {
+	v           *view
+	vocab       []int32 // term id → index in the file + 1
+	names       []int32 // by index in the file: the term id
+	df          []int32 // by index in the file: its documents
+	docs, tools int
+}
+
+// live says that slot s has a lexical entry to write.
+func (p *lexPlan) live(s int) bool {
+	l := p.v.lex
+	return p.v.slots[s].live && s < len(l.docLen) && l.docLen[s] != 0
+}
+
+// planLex finds the vocabulary of v's live documents, in the order their
+// entries name their terms.
+func planLex(v *view) *lexPlan {
 	l := v.lex
-	vocab := make([]int32, len(l.terms)) // term id → index in the file + 1
-	var names []int32                    // by index in the file: the term id
-	var df []int32                       // by index in the file: its documents
-	index := func(id int32) uint32 {
-		if vocab[id] == 0 {
-			names = append(names, id)
-			df = append(df, 0)
-			vocab[id] = int32(len(names))
+	p := &lexPlan{v: v, vocab: make([]int32, len(l.terms))}
+	index := func(id int32) int32 {
+		if p.vocab[id] == 0 {
+			p.names = append(p.names, id)
+			p.df = append(p.df, 0)
+			p.vocab[id] = int32(len(p.names))
 		}
-		return uint32(vocab[id] - 1)
+		return p.vocab[id] - 1
 	}
-	le := binary.LittleEndian
-	var entries []byte
 	for s := range v.slots {
-		sl := &v.slots[s]
-		if !sl.live || s >= len(l.docLen) || l.docLen[s] == 0 {
+		if v.slots[s].live && v.slots[s].tool != "" {
+			p.tools++
+		}
+		if !p.live(s) {
 			continue
 		}
-		docs++
-		entries = append(entries, sl.lex[:]...)
-		entries = le.AppendUint32(entries, math.Float32bits(l.docLen[s]))
-		entries = le.AppendUint32(entries, uint32(len(l.docTerms[s])))
+		p.docs++
+		for _, id := range l.docTerms[s] {
+			p.df[index(id)]++
+		}
+		for _, x := range v.short.row(s) {
+			index(int32(x >> 4))
+		}
+	}
+	return p
+}
+
+// write writes the body: the vocabulary, the entries of the live
+// documents and the document memo.
+func (p *lexPlan) write(out io.Writer) (err error) {
+	v, l, le := p.v, p.v.lex, binary.LittleEndian
+	var b []byte
+	flush := func(force bool) {
+		if err == nil && (force || len(b) >= 64<<10) {
+			_, err = out.Write(b)
+			b = b[:0]
+		}
+	}
+	b = le.AppendUint32(b, uint32(len(p.names)))
+	for x, id := range p.names {
+		b = le.AppendUint32(b, uint32(len(l.terms[id])))
+		b = append(b, l.terms[id]...)
+		b = le.AppendUint32(b, uint32(p.df[x]))
+		flush(false)
+	}
+	b = le.AppendUint32(b, uint32(p.docs))
+	for s := range v.slots {
+		if !p.live(s) {
+			continue
+		}
+		b = append(b, v.slots[s].lex[:]...)
+		b = le.AppendUint32(b, math.Float32bits(l.docLen[s]))
+		b = le.AppendUint32(b, uint32(len(l.docTerms[s])))
 		for i, id := range l.docTerms[s] {
-			x := index(id)
-			df[x]++
-			entries = le.AppendUint32(entries, x)
-			entries = le.AppendUint32(entries, math.Float32bits(l.postings[id][l.docPos[s][i]].tf))
+			b = le.AppendUint32(b, uint32(p.vocab[id]-1))
+			b = le.AppendUint32(b, math.Float32bits(l.postings[id][l.docPos[s][i]].tf))
 		}
 		short := v.short.row(s)
-		entries = le.AppendUint32(entries, uint32(len(short)))
+		b = le.AppendUint32(b, uint32(len(short)))
 		for _, x := range short {
-			entries = le.AppendUint32(entries, index(int32(x>>4))<<4|x&0xf)
+			b = le.AppendUint32(b, uint32(p.vocab[int32(x>>4)]-1)<<4|x&0xf)
 		}
+		flush(false)
 	}
-	body = le.AppendUint32(body, uint32(len(names)))
-	for x, id := range names {
-		body = le.AppendUint32(body, uint32(len(l.terms[id])))
-		body = append(body, l.terms[id]...)
-		body = le.AppendUint32(body, uint32(df[x]))
-	}
-	body = le.AppendUint32(body, uint32(docs))
-	body = append(body, entries...)
-	var memo []byte
-	tools := 0
 	str := func(x string) {
-		memo = le.AppendUint32(memo, uint32(len(x)))
-		memo = append(memo, x...)
+		b = le.AppendUint32(b, uint32(len(x)))
+		b = append(b, x...)
 	}
+	b = le.AppendUint32(b, uint32(p.tools))
 	for s := range v.slots {
 		sl := &v.slots[s]
 		if !sl.live || sl.tool == "" {
 			continue
 		}
-		tools++
 		str(sl.name)
 		str(sl.tool)
 		str(sl.hash)
-		memo = append(memo, sl.lex[:]...)
+		b = append(b, sl.lex[:]...)
+		flush(false)
 	}
-	body = le.AppendUint32(body, uint32(tools))
-	return append(body, memo...), len(names), docs
+	flush(true)
+	return err
 }
 
 // writeLexCache writes v's entries and document memo to path atomically
-// (fileio.WriteFramed); program is fileio.ExecutableID.
+// (fileio.WriteFramedStream); program is fileio.ExecutableID.
 func writeLexCache(path string, v *view, program string) error {
-	body, terms, docs := encodeLex(v)
-	h := lexHeader{Format: lexFormat(), Terms: terms, Docs: docs, Binary: program}
-	if err := fileio.WriteFramed(path, lexMagic, &h, body); err != nil {
+	p := planLex(v)
+	h := lexHeader{Format: lexFormat(), Terms: len(p.names), Docs: p.docs, Binary: program}
+	if err := fileio.WriteFramedStream(path, lexMagic, &h, p.write); err != nil {
 		return fmt.Errorf("writing the lexical cache: %w", err)
 	}
 	return nil

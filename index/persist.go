@@ -188,10 +188,6 @@ func (ix *Index) saveLocked() error {
 	if v == nil || v.st == nil || !ix.dirty {
 		return nil
 	}
-	var buf writeBuffer
-	if err := v.st.export(&buf); err != nil {
-		return fmt.Errorf("exporting vectors: %w", err)
-	}
 	h := cacheHeader{Embedder: ix.base.ID(), Model: v.emb.ID(), Dim: v.st.dim, FitDocs: ix.fitDocs, Drift: ix.drift}
 	if ps := ix.probes.Load(); ps != nil {
 		h.Probes = &cacheProbes{Model: ps.model, Digest: ps.digest, Logits: ps.logits}
@@ -199,14 +195,9 @@ func (ix *Index) saveLocked() error {
 	if _, ok := v.emb.(embed.Fitted); ok {
 		h.State = ix.state
 	}
-	if err := writeCache(ix.path, h, buf.b); err != nil {
+	if err := writeCache(ix.path, h, v.st.export); err != nil {
 		return err
 	}
 	ix.dirty = false
 	return nil
 }
-
-// writeBuffer is a minimal growable byte sink.
-type writeBuffer struct{ b []byte }
-
-func (w *writeBuffer) Write(p []byte) (int, error) { w.b = append(w.b, p...); return len(p), nil }

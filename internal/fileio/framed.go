@@ -68,7 +68,7 @@ func WriteFramed(path, magic string, h FramedHeader, body []byte) error {
 // after the magic (the width of h with the widest body check, padded with
 // spaces, which a JSON reader skips), the body streamed through its
 // checksum, and the header written into the room at the end. ReadFramed
-// reads both kinds.
+// reads both kinds. h's other fields must be final when it is called.
 func WriteFramedStream(path, magic string, h FramedHeader, write func(io.Writer) error) error {
 	c := h.check()
 	c.BodyLen, c.BodyCRC32C = math.MaxInt64, math.MaxUint32
