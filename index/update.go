@@ -241,6 +241,7 @@ func (ix *Index) updateLocked(ctx context.Context, cat source, upserted, removed
 	ix.noteTokenized(v.upsertAll(todo, vecs, err, lx))
 	v.rev = cat.rev
 	st := v.st
+	stale = v.unused(stale)
 	ix.mu.Unlock()
 	ix.probeDrift += len(todo) + len(drop)
 	if fresh > 0 {

@@ -206,3 +206,29 @@ func (v *view) remove(name string) {
 		v.err = nil
 	}
 }
+
+// unused keeps the hashes no live document of v has: two tools with the
+// same text share one stored vector, which the removal of one of them
+// must leave to the other.
+func (v *view) unused(hashes []string) []string {
+	if len(hashes) == 0 {
+		return hashes
+	}
+	set := make(map[string]bool, len(hashes))
+	for _, h := range hashes {
+		set[h] = true
+	}
+	for i := range v.slots {
+		if v.slots[i].live && set[v.slots[i].hash] {
+			delete(set, v.slots[i].hash)
+		}
+	}
+	out := hashes[:0]
+	for _, h := range hashes {
+		if set[h] {
+			out = append(out, h)
+			delete(set, h) // once each
+		}
+	}
+	return out
+}
