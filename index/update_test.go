@@ -8,8 +8,6 @@ import (
 	"testing"
 )
 
-// What an update keeps and what it replaces.
-
 // An edit past the embedded start of a long prompt changes the document's
 // lexical entry but not its vector: a live index must take it in.
 func TestPromptTailEditReachesTheLexicalIndex(t *testing.T) {
