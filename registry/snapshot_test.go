@@ -313,7 +313,7 @@ func TestSnapshotSlack(t *testing.T) {
 	for i := 2; i < 4; i++ {
 		writeTool(t, dir, fmt.Sprintf("t%03d", i), `{"description":"edited","cmd":"/bin/true"}`, false)
 	}
-	time.Sleep(10 * time.Millisecond) // a later modification time than first, on any clock
+	time.Sleep(20 * time.Millisecond) // a later modification time than first (see TestSnapshotLoad)
 	load()
 	if written().Equal(first) {
 		t.Error("the snapshot was not rewritten for 4 changed files in 192")
