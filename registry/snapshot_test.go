@@ -118,12 +118,14 @@ func TestSnapshotLoad(t *testing.T) {
 		return dir, cache
 	}
 	// load loads dir with the snapshot at cache; later moves the racy
-	// rule's clock on, so that files just written count as old.
+	// rule's clock on, so that files just written count as old; without
+	// it the load happens half of snapRacy after the last file changed.
 	load := func(t *testing.T, dir, cache string, later bool) (*Registry, []string) {
 		t.Helper()
 		r := New(Options{Dirs: []string{dir}, CatalogCache: cache})
-		if later {
-			r.now = func() time.Time { return time.Now().Add(time.Minute) }
+		r.now = func() time.Time { return time.Now().Add(time.Minute) }
+		if !later {
+			r.now = func() time.Time { return lastChange(t, dir).Add(snapRacy / 2) }
 		}
 		if err := r.Load(context.Background()); err != nil {
 			t.Fatal(err)
@@ -258,8 +260,28 @@ func TestSnapshotLoad(t *testing.T) {
 	dir, cache := setup(t)
 	load(t, dir, cache, false)
 	if _, snapped := load(t, dir, cache, false); len(snapped) != 0 {
-		t.Errorf("files written just now were taken from the snapshot: %v", snapped)
+		t.Errorf("files changed within snapRacy of the load were taken from the snapshot: %v", snapped)
 	}
+}
+
+// lastChange is the latest change time of dir's files.
+func lastChange(t *testing.T, dir string) time.Time {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last time.Time
+	for _, e := range ents {
+		var st syscall.Stat_t
+		if err := syscall.Stat(filepath.Join(dir, e.Name()), &st); err != nil {
+			t.Fatal(err)
+		}
+		if c := time.Unix(st.Ctim.Unix()); c.After(last) {
+			last = c
+		}
+	}
+	return last
 }
 
 // A few changed files are read at each start rather than the snapshot
