@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
+	"sort"
 
 	"github.com/toolsrv/toolsrv/internal/fileio"
 )
@@ -28,22 +30,27 @@ import (
 // only ever speeds up a load: a missing, corrupt or foreign file is the
 // empty set, and a known schema that fails its lazy compile makes the call
 // fail (Tool.Schema), not pass unchecked.
+//
+// The file's keys are sorted, and searched where they were read: a start
+// reads the file and builds nothing (a set of 4,000 keys put in a map took
+// 0.45 ms, a seventh of what a call adds to a command that only lists).
 type knownSchemas struct {
 	path   string
 	salt   []byte
-	set    map[[knownKeySize]byte]struct{}
+	sorted []byte // the file's keys, knownKeySize bytes each, in order
+	added  map[[knownKeySize]byte]struct{}
 	change bool // added to since loaded or saved
 }
 
 const (
 	knownKeySize  = 16
-	knownMagic    = "toolsrv-known-schemas 1\n"
+	knownMagic    = "toolsrv-known-schemas 2\n"
 	maxKnownBytes = 64 << 20 // 4M schemas
 )
 
 // loadKnownSchemas reads the set at path ("": none, nothing is kept).
 func loadKnownSchemas(path string) (*knownSchemas, error) {
-	k := &knownSchemas{path: path, salt: knownSalt(), set: map[[knownKeySize]byte]struct{}{}}
+	k := &knownSchemas{path: path, salt: knownSalt(), added: map[[knownKeySize]byte]struct{}{}}
 	if path == "" {
 		return k, nil
 	}
@@ -55,12 +62,16 @@ func loadKnownSchemas(path string) (*knownSchemas, error) {
 		return k, err
 	}
 	head := knownMagic + string(k.salt) + "\n"
-	if !bytes.HasPrefix(data, []byte(head)) || (len(data)-len(head))%knownKeySize != 0 {
+	keys, ok := bytes.CutPrefix(data, []byte(head))
+	if !ok || len(keys)%knownKeySize != 0 {
 		return k, fmt.Errorf("%s: not a known-schemas file of this version; it will be rewritten", path)
 	}
-	for rest := data[len(head):]; len(rest) > 0; rest = rest[knownKeySize:] {
-		k.set[[knownKeySize]byte(rest[:knownKeySize])] = struct{}{}
+	for i := knownKeySize; i < len(keys); i += knownKeySize {
+		if bytes.Compare(keys[i-knownKeySize:i], keys[i:i+knownKeySize]) >= 0 {
+			return k, fmt.Errorf("%s: keys out of order; it will be rewritten", path)
+		}
 	}
+	k.sorted = keys
 	return k, nil
 }
 
@@ -93,7 +104,18 @@ func (k *knownSchemas) has(raw json.RawMessage) bool {
 	if k == nil || k.path == "" {
 		return false
 	}
-	_, ok := k.set[k.key(raw)]
+	return k.hasKey(k.key(raw))
+}
+
+// hasKey looks key up in the file's keys (a binary search) and among those
+// added since.
+func (k *knownSchemas) hasKey(key [knownKeySize]byte) bool {
+	n := len(k.sorted) / knownKeySize
+	i := sort.Search(n, func(i int) bool { return bytes.Compare(k.sorted[i*knownKeySize:(i+1)*knownKeySize], key[:]) >= 0 })
+	if i < n && bytes.Equal(k.sorted[i*knownKeySize:(i+1)*knownKeySize], key[:]) {
+		return true
+	}
+	_, ok := k.added[key]
 	return ok
 }
 
@@ -106,9 +128,8 @@ func (k *knownSchemas) add(jobs []*compileJob) {
 		if j.schema == nil || j.known {
 			continue
 		}
-		key := k.key(j.raw)
-		if _, ok := k.set[key]; !ok {
-			k.set[key] = struct{}{}
+		if key := k.key(j.raw); !k.hasKey(key) {
+			k.added[key] = struct{}{}
 			k.change = true
 		}
 	}
@@ -117,16 +138,24 @@ func (k *knownSchemas) add(jobs []*compileJob) {
 // snapshot returns the file's contents if the set changed since the last
 // snapshot, else nil.
 func (k *knownSchemas) snapshot() []byte {
-	if k == nil || !k.change || len(k.set)*knownKeySize > maxKnownBytes {
+	if k == nil || !k.change || len(k.sorted)+len(k.added)*knownKeySize > maxKnownBytes {
 		return nil
 	}
 	k.change = false
+	keys := make([][]byte, 0, len(k.sorted)/knownKeySize+len(k.added))
+	for i := 0; i < len(k.sorted); i += knownKeySize {
+		keys = append(keys, k.sorted[i:i+knownKeySize])
+	}
+	for key := range k.added {
+		keys = append(keys, bytes.Clone(key[:]))
+	}
+	slices.SortFunc(keys, bytes.Compare)
 	var b bytes.Buffer
 	b.WriteString(knownMagic)
 	b.Write(k.salt)
 	b.WriteByte('\n')
-	for key := range k.set {
-		b.Write(key[:])
+	for _, key := range keys {
+		b.Write(key)
 	}
 	return b.Bytes()
 }

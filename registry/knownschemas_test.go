@@ -3,8 +3,10 @@ package registry
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -100,7 +102,7 @@ func TestKnownSchemas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k.set[k.key(json.RawMessage(`{"type":"object","minimum":"five"}`))] = struct{}{}
+	k.added[k.key(json.RawMessage(`{"type":"object","minimum":"five"}`))] = struct{}{}
 	k.change = true
 	if err := writeKnownSchemas(cache, k.snapshot()); err != nil {
 		t.Fatal(err)
@@ -112,5 +114,59 @@ func TestKnownSchemas(t *testing.T) {
 	}
 	if err := b.ValidateArgs([]byte(`{}`)); err == nil || !strings.Contains(err.Error(), "toolsrv validate") {
 		t.Errorf("a lying cache let a call through: %v", err)
+	}
+}
+
+// The file's keys are written in order and searched where they were read:
+// every key written is found after a restart, none other is, and a file
+// whose keys are out of order is rewritten rather than searched.
+func TestKnownSchemasSearchedInPlace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "schemas.known")
+	k, err := loadKnownSchemas(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in, out [][knownKeySize]byte
+	for i := range 1000 {
+		key := k.key(json.RawMessage(fmt.Sprintf(`{"type":"object","title":"%d"}`, i)))
+		if i%2 == 0 {
+			in = append(in, key)
+			k.added[key] = struct{}{}
+		} else {
+			out = append(out, key)
+		}
+	}
+	k.change = true
+	if err := writeKnownSchemas(path, k.snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	back, err := loadKnownSchemas(path)
+	if err != nil || len(back.sorted) != len(in)*knownKeySize || len(back.added) != 0 {
+		t.Fatalf("reloaded %d bytes of keys, %d added (want %d, 0): %v", len(back.sorted), len(back.added), len(in)*knownKeySize, err)
+	}
+	for _, key := range in {
+		if !back.hasKey(key) {
+			t.Fatalf("key %x written but not found", key)
+		}
+	}
+	for _, key := range out {
+		if back.hasKey(key) {
+			t.Fatalf("key %x found but never written", key)
+		}
+	}
+	// Out of order: the first two keys swapped.
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := data[len(data)-len(back.sorted):]
+	first := slices.Clone(body[:knownKeySize])
+	copy(body[:knownKeySize], body[knownKeySize:2*knownKeySize])
+	copy(body[knownKeySize:2*knownKeySize], first)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if k, err := loadKnownSchemas(path); err == nil || len(k.sorted) != 0 {
+		t.Errorf("a file with its keys out of order was taken (%d bytes of keys): %v", len(k.sorted), err)
 	}
 }
