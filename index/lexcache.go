@@ -453,11 +453,11 @@ func (p *lexPlan) write(out io.Writer) (err error) {
 }
 
 // writeLexCache writes v's entries and document memo to path atomically
-// (fileio.WriteFramedStream); program is fileio.ExecutableID.
+// (fileio.WriteFramed); program is fileio.ExecutableID.
 func writeLexCache(path string, v *view, program string) error {
 	p := planLex(v)
 	h := lexHeader{Format: lexFormat(), Terms: len(p.names), Docs: p.docs, Binary: program}
-	if err := fileio.WriteFramedStream(path, lexMagic, &h, p.write); err != nil {
+	if err := fileio.WriteFramed(path, lexMagic, &h, p.write); err != nil {
 		return fmt.Errorf("writing the lexical cache: %w", err)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -154,7 +155,7 @@ func TestSnapshotLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 		body = change(&h, body)
-		if err := fileio.WriteFramed(cache, snapMagic, &h, body); err != nil {
+		if err := fileio.WriteFramed(cache, snapMagic, &h, func(w io.Writer) error { _, err := w.Write(body); return err }); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -42,34 +42,17 @@ func (c *BodyCheck) check() *BodyCheck { return c }
 // FramedHeader is a header struct that embeds BodyCheck.
 type FramedHeader interface{ check() *BodyCheck }
 
-// WriteFramed writes magic, h (its body check filled in) and body to path
-// atomically (WriteAtomic), so a crash leaves the previous file or
-// the new one, never half of one.
-func WriteFramed(path, magic string, h FramedHeader, body []byte) error {
-	c := h.check()
-	c.BodyLen, c.BodyCRC32C = len(body), bodySum(body)
-	hj, err := json.Marshal(h)
-	if err != nil {
-		return err
-	}
-	return WriteAtomic(path, 0o644, func(w io.Writer) error {
-		io.WriteString(w, magic)
-		w.Write(hj)
-		io.WriteString(w, "\n")
-		_, err := w.Write(body)
-		return err
-	})
-}
-
-// WriteFramedStream is WriteFramed for a body that write produces, for
-// one too large to hold in memory whole (the registry's catalog snapshot
-// at 100,000 tools: a buffer of 130 MB made the collector run again and
-// again near the start-up heap limit). Room for the header line is left
+// WriteFramed writes magic, h (its body check filled in) and the body
+// that write produces to path atomically (WriteAtomic), so a crash leaves
+// the previous file or the new one, never half of one. The body is
+// streamed, never held whole (the caches run to 100 MB and more at
+// 100,000 tools, and a buffer that large made the collector run again and
+// again near the start-up heap limit): room for the header line is left
 // after the magic (the width of h with the widest body check, padded with
-// spaces, which a JSON reader skips), the body streamed through its
-// checksum, and the header written into the room at the end. ReadFramed
-// reads both kinds. h's other fields must be final when it is called.
-func WriteFramedStream(path, magic string, h FramedHeader, write func(io.Writer) error) error {
+// spaces, which a JSON reader skips), the body goes through its checksum,
+// and the header is written into the room at the end. h's other fields
+// must be final when it is called.
+func WriteFramed(path, magic string, h FramedHeader, write func(io.Writer) error) error {
 	c := h.check()
 	c.BodyLen, c.BodyCRC32C = math.MaxInt64, math.MaxUint32
 	widest, err := json.Marshal(h)

@@ -15,18 +15,20 @@ type testHeader struct {
 	Program string `json:"program"`
 }
 
-// A streamed body reads back as a body written whole does, and a damaged
-// one is refused the same way.
-func TestWriteFramedStream(t *testing.T) {
+// A body written in one piece or in many reads back whole, with the
+// header, and a damaged one is refused.
+func TestWriteFramed(t *testing.T) {
 	dir := t.TempDir()
 	body := bytes.Repeat([]byte("toolsrv \x00\xff"), 100_000)
 	for _, tc := range []struct {
 		name  string
 		write func(path string, h *testHeader) error
 	}{
-		{"whole", func(path string, h *testHeader) error { return WriteFramed(path, "test 1\n", h, body) }},
-		{"streamed", func(path string, h *testHeader) error {
-			return WriteFramedStream(path, "test 1\n", h, func(w io.Writer) error {
+		{"one piece", func(path string, h *testHeader) error {
+			return WriteFramed(path, "test 1\n", h, func(w io.Writer) error { _, err := w.Write(body); return err })
+		}},
+		{"many pieces", func(path string, h *testHeader) error {
+			return WriteFramed(path, "test 1\n", h, func(w io.Writer) error {
 				for rest := body; len(rest) > 0; rest = rest[min(len(rest), 4097):] {
 					if _, err := w.Write(rest[:min(len(rest), 4097)]); err != nil {
 						return err
