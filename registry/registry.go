@@ -82,7 +82,6 @@ type Registry struct {
 	// Load started (see keepable).
 	snap      snapshot
 	snapRead  chan snapshot
-	snapTried bool
 	snapSince time.Time
 	// provided holds each provider's tools (see Provide).
 	provided map[string]*provision
@@ -93,10 +92,9 @@ type Registry struct {
 
 // fileEntry caches one parsed .meta file.
 type fileEntry struct {
-	size  int64
-	mtime time.Time
-	// key is the file's stat when it was read (its zero value when not
-	// known); snapped says the parse came from the catalog snapshot.
+	// key is the file's stat when it was read: size, times, inode (its
+	// zero value when not known); snapped says the parse came from the
+	// catalog snapshot.
 	key     fileKey
 	snapped bool
 	sum     [32]byte
@@ -254,10 +252,10 @@ func (r *Registry) Preload() {
 // Load, beside the listing of the directories (snapshotLocked waits for
 // it).
 func (r *Registry) openSnapshotLocked() {
-	if r.opts.CatalogCache == "" || r.snapTried {
+	if r.opts.CatalogCache == "" || !r.snapSince.IsZero() { // read once
 		return
 	}
-	r.snapTried, r.snapSince = true, r.now()
+	r.snapSince = r.now()
 	r.snapRead = make(chan snapshot, 1)
 	go func() {
 		s, err := readSnapshot(r.opts.CatalogCache, fileio.ExecutableID())
@@ -652,11 +650,9 @@ func (r *Registry) readFile(p string) *fileEntry {
 // loaded is what loadFile found at a path.
 type loaded struct {
 	fe *fileEntry // nil: the file is gone
-	// unchanged: fe is the old entry, whose size and mtime become these
-	// (and its key, when not zero: the contents were compared).
+	// unchanged: fe is the old entry, whose key becomes key when that is
+	// not zero (the contents were read and compared: its times changed).
 	unchanged    bool
-	size         int64
-	mtime        time.Time
 	key          fileKey
 	forgetOld    bool // the old entry no longer applies
 	parsedAfresh bool // fe is new: its schemas are still to be scheduled
@@ -683,8 +679,8 @@ func loadFile(p string, old *fileEntry, listedRegular bool, snap *snapEntry) loa
 	var fi fs.FileInfo
 	var err error
 	if old != nil {
-		if fi, err = os.Stat(p); err == nil && fi.Mode().IsRegular() && old.size == fi.Size() && old.mtime.Equal(fi.ModTime()) {
-			return loaded{fe: old, unchanged: true, size: fi.Size(), mtime: fi.ModTime()}
+		if fi, err = os.Stat(p); err == nil && fi.Mode().IsRegular() && old.key.size == fi.Size() && old.key.mtime == fi.ModTime().UnixNano() {
+			return loaded{fe: old, unchanged: true}
 		}
 	}
 	switch {
@@ -706,9 +702,9 @@ func loadFile(p string, old *fileEntry, listedRegular bool, snap *snapEntry) loa
 	sum := sha256.Sum256(raw)
 	st, _ := fi.Sys().(*syscall.Stat_t)
 	if old != nil && old.sum == sum {
-		return loaded{fe: old, unchanged: true, size: fi.Size(), mtime: fi.ModTime(), key: keyOf(st)}
+		return loaded{fe: old, unchanged: true, key: keyOf(st)}
 	}
-	fe := &fileEntry{size: fi.Size(), mtime: fi.ModTime(), key: keyOf(st), sum: sum}
+	fe := &fileEntry{key: keyOf(st), sum: sum}
 	fe.meta, fe.errs = parseMeta(raw)
 	var schemas []schemaPrep
 	if fe.meta != nil {
@@ -729,7 +725,7 @@ func loadSnapped(p string, e *snapEntry) (loaded, bool) {
 	if err != nil {
 		return loaded{}, false
 	}
-	fe := &fileEntry{size: st.Size, mtime: time.Unix(st.Mtim.Unix()), key: e.key, snapped: true, sum: e.sum, meta: m}
+	fe := &fileEntry{key: e.key, snapped: true, sum: e.sum, meta: m}
 	return loaded{fe: fe, parsedAfresh: true, schemas: prepareSchemas(m)}, true
 }
 
@@ -738,7 +734,6 @@ func loadSnapped(p string, e *snapEntry) (loaded, bool) {
 func (r *Registry) storeFile(p string, l loaded) *fileEntry {
 	switch {
 	case l.unchanged:
-		l.fe.size, l.fe.mtime = l.size, l.mtime
 		if l.key != (fileKey{}) {
 			l.fe.key = l.key
 		}
