@@ -130,7 +130,7 @@ func parseSnapshot(body []byte, files int) (snapshot, error) {
 	s := make(snapshot, max(0, min(files, len(body))))
 	for r.err == nil && len(r.s) > 0 {
 		p := r.str()
-		e := &snapEntry{key: fileKey{size: r.varint(), mtime: r.varint(), ctime: r.varint(), ino: r.uvarint(), dev: r.uvarint()}}
+		e := &snapEntry{key: r.key()}
 		copy(e.sum[:], r.fixed(len(e.sum)))
 		e.meta = r.str()
 		s[p] = e
@@ -174,11 +174,7 @@ func writeSnapshot(path, program string, files []snapFile) error {
 			}
 			w.b = w.b[:0]
 			w.str(f.path)
-			w.varint(f.key.size)
-			w.varint(f.key.mtime)
-			w.varint(f.key.ctime)
-			w.uvarint(f.key.ino)
-			w.uvarint(f.key.dev)
+			w.key(f.key)
 			w.b = append(w.b, f.sum[:]...)
 			w.bytes(m.b)
 			if _, err := out.Write(w.b); err != nil {
@@ -200,6 +196,14 @@ func (w *snapWriter) uvarint(x uint64) { w.b = binary.AppendUvarint(w.b, x) }
 func (w *snapWriter) varint(x int64)   { w.b = binary.AppendVarint(w.b, x) }
 func (w *snapWriter) bytes(p []byte)   { w.uvarint(uint64(len(p))); w.b = append(w.b, p...) }
 func (w *snapWriter) str(s string)     { w.uvarint(uint64(len(s))); w.b = append(w.b, s...) }
+
+func (w *snapWriter) key(k fileKey) {
+	w.varint(k.size)
+	w.varint(k.mtime)
+	w.varint(k.ctime)
+	w.uvarint(k.ino)
+	w.uvarint(k.dev)
+}
 
 func (w *snapWriter) bool(v bool) {
 	if v {
@@ -275,32 +279,33 @@ func (r *snapReader) fail(err error) {
 	r.s = ""
 }
 
-// uvarint is binary.Uvarint on a string.
+// next is the start of r.s where a varint can be (the conversion of at
+// most binary.MaxVarintLen64 bytes does not escape: no allocation).
+func (r *snapReader) next() []byte { return []byte(r.s[:min(len(r.s), binary.MaxVarintLen64)]) }
+
 func (r *snapReader) uvarint() uint64 {
-	var x uint64
-	for i := 0; i < len(r.s) && i < binary.MaxVarintLen64; i++ {
-		b := r.s[i]
-		if b < 0x80 {
-			if i == binary.MaxVarintLen64-1 && b > 1 {
-				break // overflows 64 bits
-			}
-			r.s = r.s[i+1:]
-			return x | uint64(b)<<(7*i)
-		}
-		x |= uint64(b&0x7f) << (7 * i)
+	x, n := binary.Uvarint(r.next())
+	if n <= 0 {
+		r.fail(errSnapShort)
+		return 0
 	}
-	r.fail(errSnapShort)
-	return 0
+	r.s = r.s[n:]
+	return x
 }
 
-// varint is binary.Varint on a string (zig-zag, as AppendVarint writes).
 func (r *snapReader) varint() int64 {
-	ux := r.uvarint()
-	x := int64(ux >> 1)
-	if ux&1 != 0 {
-		x = ^x
+	x, n := binary.Varint(r.next())
+	if n <= 0 {
+		r.fail(errSnapShort)
+		return 0
 	}
+	r.s = r.s[n:]
 	return x
+}
+
+// key reads what snapWriter.key wrote.
+func (r *snapReader) key() fileKey {
+	return fileKey{size: r.varint(), mtime: r.varint(), ctime: r.varint(), ino: r.uvarint(), dev: r.uvarint()}
 }
 
 // fixed reads n bytes.
