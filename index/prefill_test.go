@@ -126,6 +126,11 @@ func TestPrefillAnswersAsAFreshBuild(t *testing.T) {
 					t.Fatal("the update did not adopt the prefilled view")
 				}
 				checkLikeFresh(t, ctx, ix, cat, cache, wrap, queries)
+				for h := range ix.v.st.ids() {
+					if q, _ := ix.v.st.quant(h); q != nil {
+						t.Fatal("the store keeps the int8 rows the view took")
+					}
+				}
 				if tc.name == "unchanged" && (ix.tokenized != 0 || emb.st.docTexts.Load() != 0) {
 					t.Errorf("an unchanged catalog tokenized %d documents and embedded %d", ix.tokenized, emb.st.docTexts.Load())
 				}

@@ -35,6 +35,8 @@ type store struct {
 	// byHash mirrors the collection: chromem's GetByID deep-copies and it
 	// has no listing, and both are needed for every tool at every start.
 	byHash map[string]storedVec
+	// rows: some stored vectors have their int8 row (see forgetRows).
+	rows bool
 }
 
 // storedVec is one stored vector and the tool it was made for, with its
@@ -166,8 +168,26 @@ func (s *store) add(ctx context.Context, docs []vecDoc, arena []float32) error {
 	}
 	for i, d := range docs {
 		s.byHash[d.hash] = storedVec{vec: cd[i].Embedding, name: d.name, q: d.q, qscale: d.qscale}
+		s.rows = s.rows || d.q != nil
 	}
 	return nil
+}
+
+// forgetRows drops the int8 rows the cache file gave: once the first
+// update has copied them into the view they are the view's (and at
+// 100,000 tools a second copy of 26 MB). export makes them again from
+// the vectors.
+func (s *store) forgetRows() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.rows {
+		return
+	}
+	for h, sv := range s.byHash {
+		sv.q, sv.qscale = nil, 0
+		s.byHash[h] = sv
+	}
+	s.rows = false
 }
 
 // get returns the vector stored for hash: the stored slice itself, which
@@ -329,7 +349,7 @@ func importStore(ctx context.Context, data []byte, name string, dim int) (*store
 		if err != nil {
 			return nil, err
 		}
-		if len(data) < 5*dim+4 {
+		if len(data) < recordRest(dim) {
 			return nil, errors.New("truncated vector file")
 		}
 		row := len(arena)
@@ -346,7 +366,7 @@ func importStore(ctx context.Context, data []byte, name string, dim int) (*store
 			q[i] = int8(b)
 		}
 		qscale := math.Float32frombits(binary.LittleEndian.Uint32(data[5*dim:]))
-		data = data[5*dim+4:]
+		data = data[recordRest(dim):]
 		vec := arena[row:]
 		sq, err := checkedSumSquares(vec, dim)
 		if err != nil {
@@ -374,6 +394,10 @@ func importStore(ctx context.Context, data []byte, name string, dim int) (*store
 	return st, nil
 }
 
+// recordRest is the size of a vector file's record after its hash and
+// tool name: dim float32s, the int8 row (dim bytes) and its scale.
+func recordRest(dim int) int { return 5*dim + 4 }
+
 // countRecords counts the vectors of an export body, checking only its
 // framing (importStore checks the rest).
 func countRecords(data []byte, dim int) (int, error) {
@@ -386,10 +410,10 @@ func countRecords(data []byte, dim int) (int, error) {
 			}
 			data = data[k+int(l):]
 		}
-		if len(data) < 5*dim+4 {
+		if len(data) < recordRest(dim) {
 			return 0, errors.New("truncated vector file")
 		}
-		data = data[5*dim+4:]
+		data = data[recordRest(dim):]
 		n++
 	}
 	return n, nil

@@ -363,7 +363,8 @@ func (ix *Index) rebuildLocked(ctx context.Context, cat source, docs []document)
 	return err
 }
 
-// pruneLocked deletes stored vectors that no live document uses any more.
+// pruneLocked deletes stored vectors that no live document uses any more,
+// and the int8 rows the cache file gave (the view holds them now).
 func (ix *Index) pruneLocked(ctx context.Context) {
 	ix.mu.RLock()
 	v := ix.v
@@ -371,6 +372,7 @@ func (ix *Index) pruneLocked(ctx context.Context) {
 	if v == nil || v.st == nil {
 		return
 	}
+	v.st.forgetRows() // the view has them now
 	live := map[string]bool{}
 	withVec := 0
 	ix.mu.RLock()
