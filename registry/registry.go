@@ -292,6 +292,8 @@ func (r *Registry) saveSnapshot() {
 		r.mu.Unlock()
 		return
 	}
+	// Counted before anything is gathered: a warm start writes nothing
+	// and allocates nothing here.
 	kept, fromOld := 0, 0
 	for _, fe := range r.files {
 		if fe.keepable(r.snapSince) {
@@ -315,7 +317,7 @@ func (r *Registry) saveSnapshot() {
 	}
 	r.mu.Unlock()
 	if err := writeSnapshot(r.opts.CatalogCache, fileio.ExecutableID(), files); err != nil {
-		r.log.Warn("cannot write the catalog snapshot", "file", r.opts.CatalogCache, "err", err)
+		r.log.Warn("cannot write the catalog snapshot; until it can be, every start reads every .meta file (is the cache directory writable?)", "file", r.opts.CatalogCache, "err", err)
 	}
 }
 
