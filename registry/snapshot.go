@@ -157,14 +157,15 @@ type snapFile struct {
 	meta *Meta
 }
 
-// writeSnapshot writes the snapshot of files to path (making its
-// directory if there is none), encoding one file at a time as it writes
+// writeSnapshot writes the snapshot of files to path, readable by its
+// owner only (it holds every definition, prompts included), making its
+// directory if there is none; it encodes one file at a time as it writes
 // (fileio.WriteFramed streams it: the snapshot is as large as the files).
 func writeSnapshot(path, program string, files []snapFile) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	return fileio.WriteFramed(path, snapMagic, &snapHeader{Program: program, Files: len(files)}, func(out io.Writer) error {
+	return fileio.WriteFramed(path, 0o600, snapMagic, &snapHeader{Program: program, Files: len(files)}, func(out io.Writer) error {
 		var w, m snapWriter // one file's entry and its definition, reused
 		for _, f := range files {
 			m.b = m.b[:0]

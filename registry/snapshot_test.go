@@ -155,7 +155,7 @@ func TestSnapshotLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 		body = change(&h, body)
-		if err := fileio.WriteFramed(cache, snapMagic, &h, func(w io.Writer) error { _, err := w.Write(body); return err }); err != nil {
+		if err := fileio.WriteFramed(cache, 0o600, snapMagic, &h, func(w io.Writer) error { _, err := w.Write(body); return err }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -230,6 +230,9 @@ func TestSnapshotLoad(t *testing.T) {
 			dir, cache := setup(t)
 			if _, snapped := load(t, dir, cache, true); len(snapped) != 0 {
 				t.Fatalf("the first load took %v from a snapshot that did not exist", snapped)
+			}
+			if fi, err := os.Stat(cache); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Fatalf("the snapshot (every definition, prompts included) is not its owner's alone: %v, %v", fi.Mode(), err)
 			}
 			// The racy rule is off in these loads (the clock is moved on), so
 			// a change must not share the writes' timestamp tick (a few ms).

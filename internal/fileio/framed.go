@@ -43,7 +43,7 @@ func (c *BodyCheck) check() *BodyCheck { return c }
 type FramedHeader interface{ check() *BodyCheck }
 
 // WriteFramed writes magic, h (its body check filled in) and the body
-// that write produces to path atomically (WriteAtomic), so a crash leaves
+// that write produces to path (mode perm) atomically (WriteAtomic), so a crash leaves
 // the previous file or the new one, never half of one. The body is
 // streamed, never held whole (the caches run to 100 MB and more at
 // 100,000 tools, and a buffer that large made the collector run again and
@@ -52,14 +52,14 @@ type FramedHeader interface{ check() *BodyCheck }
 // spaces, which a JSON reader skips), the body goes through its checksum,
 // and the header is written into the room at the end. h's other fields
 // must be final when it is called.
-func WriteFramed(path, magic string, h FramedHeader, write func(io.Writer) error) error {
+func WriteFramed(path string, perm os.FileMode, magic string, h FramedHeader, write func(io.Writer) error) error {
 	c := h.check()
 	c.BodyLen, c.BodyCRC32C = math.MaxInt64, math.MaxUint32
 	widest, err := json.Marshal(h)
 	if err != nil {
 		return err
 	}
-	return writeAtomic(path, 0o644, func(w *bufio.Writer, f *os.File) error {
+	return writeAtomic(path, perm, func(w *bufio.Writer, f *os.File) error {
 		io.WriteString(w, magic)
 		room := append(bytes.Repeat([]byte{' '}, len(widest)), '\n')
 		w.Write(room)

@@ -25,10 +25,10 @@ func TestWriteFramed(t *testing.T) {
 		write func(path string, h *testHeader) error
 	}{
 		{"one piece", func(path string, h *testHeader) error {
-			return WriteFramed(path, "test 1\n", h, func(w io.Writer) error { _, err := w.Write(body); return err })
+			return WriteFramed(path, 0o600, "test 1\n", h, func(w io.Writer) error { _, err := w.Write(body); return err })
 		}},
 		{"many pieces", func(path string, h *testHeader) error {
-			return WriteFramed(path, "test 1\n", h, func(w io.Writer) error {
+			return WriteFramed(path, 0o600, "test 1\n", h, func(w io.Writer) error {
 				for rest := body; len(rest) > 0; rest = rest[min(len(rest), 4097):] {
 					if _, err := w.Write(rest[:min(len(rest), 4097)]); err != nil {
 						return err
