@@ -78,6 +78,12 @@ type Options struct {
 	// machine and the user allow.
 	ProcessBudget int64
 
+	// Prestarted is a helper started ahead of the call (sandbox.Prestart
+	// of SelfExe): the first call whose namespaces match it uses it
+	// instead of starting one. Whoever prestarted it discards it if no
+	// call took it (Helper.Discard).
+	Prestarted *sandbox.Helper
+
 	// landlockABI replaces LandlockABI (tests simulate a kernel without it).
 	landlockABI func() (int, error)
 }
@@ -186,18 +192,12 @@ type Runner struct {
 
 // HelperSibling is the name of an optional slim sandbox helper installed
 // beside the toolsrv binary (a main that only calls sandbox.HelperMain).
-const HelperSibling = "toolsrv-sandbox"
+const HelperSibling = sandbox.HelperSibling
 
 // DefaultHelper returns the helper binary to use for the toolsrv binary
 // self: a slim "toolsrv-sandbox" next to it when one is installed (it
 // starts several times faster), else self.
-func DefaultHelper(self string) string {
-	sib := filepath.Join(filepath.Dir(self), HelperSibling)
-	if fi, err := os.Stat(sib); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-		return sib
-	}
-	return self
-}
+func DefaultHelper(self string) string { return sandbox.DefaultHelper(self) }
 
 // NewRunner checks the options and the kernel's Landlock support. It does
 // not fail on a kernel without Landlock (ranking still works there); calls

@@ -37,6 +37,18 @@
 // ended on a status pipe. Landlock restricts a process for good, so none
 // of this ever happens in the server.
 //
+// A helper can also be started before its call is known
+// (sandbox.Prestart, "toolsrv __sandbox -"): with an empty environment, it
+// starts its Go runtime, takes its signals and waits for an Order (the
+// policy, argv, environment and working directory it would otherwise have
+// had from the start) on a pipe; Options.Prestarted hands one to the
+// runner, whose first call of the same helper binary and namespaces uses
+// it. "toolsrv call" starts its helper that way while its own packages
+// initialise, which takes the helper's start (about a millisecond and a
+// half) off the call's path. Nothing reaches the helper that a helper
+// started for the call would not get: the process marks its inherited
+// descriptors close-on-exec first, and the helper marks them again.
+//
 // Isolation (Options.Isolation; IsolationAuto uses namespaces where the
 // kernel allows them): the helper starts in a fresh PID namespace, whose
 // init it is, and IPC namespace; a toolsrv that is not root adds a user

@@ -70,19 +70,16 @@ func (i *isolation) disable(err error) {
 	}
 }
 
-// apply sets up the helper's namespaces in sys and the matching policy
+// apply decides the helper's namespaces and sets the matching policy
 // fields. (No network namespace: the seccomp filter already refuses every
 // IP socket to a tool without network, which an empty namespace would only
 // repeat, at about half a millisecond per call.)
-func (i *isolation) apply(sys *syscall.SysProcAttr, pol *sandbox.Policy) {
-	sys.Cloneflags |= syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC
+func (i *isolation) apply(pol *sandbox.Policy) sandbox.Namespaces {
+	ns := sandbox.Namespaces{PID: true}
 	pol.PidNS = true
 	if !i.root {
-		sys.Cloneflags |= syscall.CLONE_NEWUSER
 		// The tool keeps its identity: the same uid and gid inside and out.
-		sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: i.uid, HostID: i.uid, Size: 1}}
-		sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: i.gid, HostID: i.gid, Size: 1}}
-		sys.GidMappingsEnableSetgroups = false
+		ns.User, ns.UID, ns.GID = true, i.uid, i.gid
 		pol.UserNS = true
 	}
 	if i.root && !i.pidMax {
@@ -90,6 +87,7 @@ func (i *isolation) apply(sys *syscall.SysProcAttr, pol *sandbox.Policy) {
 		// per PID namespace: no process limit (said once at start).
 		pol.Processes = 0
 	}
+	return ns
 }
 
 // nsStartError reports whether err from starting the helper means the

@@ -226,66 +226,42 @@ type helperProc struct {
 
 // forkHelper starts the sandbox helper for argv under pol, in dir, with
 // env, and registers it as a live call of cc (so that Identify finds its
-// processes). ns gives it namespaces. The caller owns the returned ends
-// and calls forget when the helper is gone.
+// processes). ns gives it namespaces. A prestarted helper of the same
+// binary and namespaces (Options.Prestarted) is used once, instead of
+// starting one. The caller owns the returned ends and calls forget when
+// the helper is gone.
 func (r *Runner) forkHelper(argv, env []string, dir string, pol sandbox.Policy, ns bool, cc CallContext) (*helperProc, error) {
-	pidfd := -1
-	sys := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: sandbox.KillSignal, PidFD: &pidfd}
+	var nsc sandbox.Namespaces
 	if ns {
-		r.iso.apply(sys, &pol)
+		nsc = r.iso.apply(&pol)
 	}
 	pj, err := json.Marshal(pol)
 	if err != nil {
 		return nil, err
 	}
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		return nil, err
+	var h *sandbox.Helper
+	if pre := r.opts.Prestarted; pre != nil && pre.Exe == r.opts.SelfExe && pre.NS == nsc && pre.Take() {
+		if err := pre.Send(sandbox.Order{Policy: pj, Argv: argv, Env: env, Dir: dir}); err != nil {
+			r.log.Debug("the prestarted sandbox helper is gone; starting another", "err", err)
+			pre.DiscardTaken()
+		} else {
+			h = pre
+		}
 	}
-	var pipes [3][2]*os.File // stdin, stdout, stderr: [read, write]
-	for i := range pipes {
-		rd, wr, err := os.Pipe()
-		if err != nil {
-			for _, p := range pipes[:i] {
-				p[0].Close()
-				p[1].Close()
-			}
-			statusR.Close()
-			statusW.Close()
+	prestarted := h != nil
+	if h == nil {
+		if h, err = sandbox.StartHelper(r.opts.SelfExe, append([]string{HelperArg, string(pj), "--"}, argv...), env, dir, nsc); err != nil {
 			return nil, err
 		}
-		pipes[i] = [2]*os.File{rd, wr}
 	}
-	// syscall.ForkExec rather than os/exec: the helper's descriptors are
-	// set here exactly (0-2 the pipes, 3 the status pipe), and os/exec's
-	// one-time probe of the kernel's pidfd support (a child process of its
-	// own) would cost every "toolsrv call" half a millisecond.
-	attr := &syscall.ProcAttr{
-		Dir: dir, Env: env, Sys: sys,
-		Files: []uintptr{pipes[0][0].Fd(), pipes[1][1].Fd(), pipes[2][1].Fd(), statusW.Fd()},
-	}
-	hargv := append([]string{r.opts.SelfExe, HelperArg, string(pj), "--"}, argv...)
-	startAt := time.Now()
-	pid, err := syscall.ForkExec(r.opts.SelfExe, hargv, attr)
-	// The child has its copies; close ours so EOF arrives when it exits.
-	pipes[0][0].Close()
-	pipes[1][1].Close()
-	pipes[2][1].Close()
-	statusW.Close()
-	if err != nil {
-		pipes[0][1].Close()
-		pipes[1][0].Close()
-		pipes[2][0].Close()
-		statusR.Close()
-		return nil, err
-	}
-	live := &liveCall{pid: pid, pidfd: pidfd, cc: cc}
+	live := &liveCall{pid: h.Pid, pidfd: h.PidFD, cc: cc}
 	if ns {
-		live.pidNS, _ = nsInode(pid, "pid")
+		live.pidNS, _ = nsInode(h.Pid, "pid")
 	}
 	r.calls.add(live)
-	return &helperProc{r: r, pid: pid, pidfd: pidfd, startAt: startAt,
-		stdin: pipes[0][1], stdout: pipes[1][0], stderr: pipes[2][0], status: statusR}, nil
+	r.log.Debug("sandbox helper", "pid", h.Pid, "prestarted", prestarted, "namespaces", ns)
+	return &helperProc{r: r, pid: h.Pid, pidfd: h.PidFD, startAt: h.StartAt,
+		stdin: h.Stdin, stdout: h.Stdout, stderr: h.Stderr, status: h.Status}, nil
 }
 
 // forget unregisters the helper and closes its pidfd.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/toolsrv/toolsrv/cmd/toolsrv/internal/early"
 	"github.com/toolsrv/toolsrv/engine"
 	"github.com/toolsrv/toolsrv/exec"
 	"github.com/toolsrv/toolsrv/registry"
@@ -18,6 +19,10 @@ import (
 // runCall calls one tool the way an agent would: arguments validated, JSON
 // on standard input, sandboxed, with the timeout and output caps.
 func runCall(ctx context.Context, env *cliEnv, args []string) int {
+	// The helper this process started while it initialised (nil in tests
+	// and with TOOLSRV_PRESTART=0); it goes unless the call takes it.
+	pre := early.Helper()
+	defer pre.Discard()
 	fs, tools := newFlags(env, "call", "call [--tools DIR] [--mcp-config FILE] [--cwd DIR] [--timeout D] [--allow-unsandboxed] [--json] [-v] NAME [JSON|-]",
 		"Calls tool NAME with the JSON object JSON (\"-\": read it from standard input; absent: {}) on its\n"+
 			"standard input, sandboxed with Landlock, and prints its standard output. The tool's standard\n"+
@@ -102,7 +107,7 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 		return 1
 	}
 	ropts := exec.Options{
-		SelfExe: exec.DefaultHelper(self), AllowUnsandboxed: *allowUnsandboxed, BypassSocket: *socket,
+		SelfExe: exec.DefaultHelper(self), Prestarted: pre, AllowUnsandboxed: *allowUnsandboxed, BypassSocket: *socket,
 		// The outcome (failure, truncation, no sandbox) is reported below,
 		// once; the runner's own warnings would repeat it.
 		OutputCap: *maxOut, Getenv: env.getenv, Logger: loggerAt(env, verbose.level(slog.LevelError)),

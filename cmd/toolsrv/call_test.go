@@ -245,3 +245,87 @@ func waitUntil(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// "toolsrv call" starts its sandbox helper while it initialises (package
+// early) and runs the call on it: the same outcome as with a helper
+// started for the call (TOOLSRV_PRESTART=0), for a call that succeeds and
+// one that fails; and a call that never reaches a tool (an unknown name)
+// leaves no helper behind.
+func TestCallPrestartsItsHelper(t *testing.T) {
+	bin := buildToolsrv(t)
+	tools := t.TempDir()
+	writeFile(t, filepath.Join(tools, "hello.meta"), `{"description":"greets","cmd":"echo hello from $PWD; env | grep -c ."}`)
+	writeFile(t, filepath.Join(tools, "fails.meta"), `{"description":"fails","cmd":"echo broken >&2; exit 3"}`)
+	work := t.TempDir()
+	cases := []struct {
+		tool     string
+		wantCode int
+		want     string // in stdout or stderr
+	}{
+		{"hello", 0, "hello from " + work},
+		{"fails", 1, "exit status 3"},
+	}
+	for _, c := range cases {
+		t.Run(c.tool, func(t *testing.T) {
+			var outs [2]toolRun
+			for i, prestart := range []string{"1", "0"} {
+				r := runToolsrvEnv(t, bin, []string{"TOOLSRV_PRESTART=" + prestart}, "", "call", "-v", "-v", "--tools", tools, "--cwd", work, c.tool)
+				if r.code != c.wantCode || !strings.Contains(r.stdout+r.stderr, c.want) {
+					t.Fatalf("TOOLSRV_PRESTART=%s: exit %d, want %d with %q:\n%s\n%s", prestart, r.code, c.wantCode, c.want, r.stdout, r.stderr)
+				}
+				wantLog := "prestarted=" + map[string]string{"1": "true", "0": "false"}[prestart]
+				if !strings.Contains(r.stderr, wantLog) {
+					t.Errorf("TOOLSRV_PRESTART=%s: the log does not say %s:\n%s", prestart, wantLog, r.stderr)
+				}
+				outs[i] = r
+			}
+			if outs[0].stdout != outs[1].stdout || outs[0].code != outs[1].code {
+				t.Errorf("on the prestarted helper: %q (exit %d); on a fresh one: %q (exit %d)", outs[0].stdout, outs[0].code, outs[1].stdout, outs[1].code)
+			}
+		})
+	}
+	t.Run("unknown tool", func(t *testing.T) {
+		r := runToolsrvEnv(t, bin, nil, "", "call", "--tools", tools, "--cwd", work, "nosuch")
+		if r.code != 1 || !strings.Contains(r.stderr, "nosuch") {
+			t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+		}
+		// Its helper was a child of the call's process: with that gone,
+		// nothing of it may be left (Discard kills and reaps it; its
+		// parent-death signal is the fallback).
+		if left := orphanedHelpers(t, bin); len(left) > 0 {
+			t.Errorf("prestarted helpers of %s left after the call: %v", bin, left)
+		}
+	})
+}
+
+// orphanedHelpers lists the prestarted sandbox helpers of the executable
+// bin ("bin __sandbox -") whose toolsrv process is gone (those of calls
+// other tests run at the same time have theirs).
+func orphanedHelpers(t *testing.T, bin string) []string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		dir := filepath.Join("/proc", e.Name())
+		cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline"))
+		if err != nil || !strings.HasPrefix(string(cmdline), bin+"\x00"+sandboxHelperArg+"\x00-\x00") {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(fields) < 2 {
+			continue
+		}
+		if parent, err := os.Readlink(filepath.Join("/proc", fields[1], "exe")); err != nil || parent != bin {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}

@@ -688,10 +688,17 @@ func buildToolsrv(t testing.TB) string {
 // fake empty HOME, and LANG.
 func runToolsrv(t *testing.T, bin, stdin string, args ...string) toolRun {
 	t.Helper()
+	return runToolsrvEnv(t, bin, nil, stdin, args...)
+}
+
+// runToolsrvEnv is runToolsrv with the KEY=VALUE entries env added to the
+// environment.
+func runToolsrvEnv(t *testing.T, bin string, env []string, stdin string, args ...string) toolRun {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := osexec.CommandContext(ctx, bin, args...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "LANG=C.UTF-8"}
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "LANG=C.UTF-8"}, env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

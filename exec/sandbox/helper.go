@@ -56,7 +56,8 @@ func LandlockABI() (int, error) {
 // then it reports a Status on StatusFD and exits with the tool's status
 // (128+N for a signal). It returns ExitSandbox when the sandbox could not
 // be applied or the tool not started. args are os.Args[2:]:
-// POLICY "--" ARGV...
+// POLICY "--" ARGV..., or PrestartArg alone for a helper that Prestart
+// started (its Order, read from OrderFD, gives the rest).
 func HelperMain(args []string) int {
 	// The server's signals are taken from here on (see supervisor).
 	sup := newSupervisor()
@@ -74,6 +75,24 @@ func HelperMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "toolsrv sandbox: "+err.Error())
 		report(Status{Error: err.Error(), Exit: ExitSandbox})
 		return ExitSandbox
+	}
+	env := os.Environ()
+	if len(args) == 1 && args[0] == PrestartArg {
+		// Prestarted: the call comes on OrderFD.
+		o, ok, err := readOrder(os.NewFile(OrderFD, "order"))
+		if err != nil {
+			return fail(err)
+		}
+		if !ok {
+			return 0 // discarded: no call
+		}
+		if o.Dir != "" {
+			if err := os.Chdir(o.Dir); err != nil {
+				return fail(fmt.Errorf("entering the working directory: %w", err))
+			}
+		}
+		args = append([]string{string(o.Policy), "--"}, o.Argv...)
+		env = o.Env
 	}
 	if len(args) < 3 || args[1] != "--" {
 		return fail(errors.New("usage: toolsrv " + HelperArg + " POLICY -- COMMAND [ARGS...] (internal; started by toolsrv itself)"))
@@ -138,7 +157,7 @@ func HelperMain(args []string) int {
 			return fail(err)
 		}
 	}
-	attr := &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2},
+	attr := &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2},
 		Sys: &syscall.SysProcAttr{Ptrace: traced}}
 	pid, err := syscall.ForkExec(argv[0], argv, attr)
 	var ended *Status // the tool died before it could run

@@ -1,0 +1,261 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// PrestartArg follows HelperArg for a helper started before its call is
+// known (Prestart): "toolsrv __sandbox -". It reads its Order on OrderFD.
+const PrestartArg = "-"
+
+// OrderFD is a prestarted helper's file descriptor for its Order.
+const OrderFD = 4
+
+// maxOrder bounds an Order's size (its argv and environment are the
+// tool's; the kernel's own bound on them is lower).
+const maxOrder = 16 << 20
+
+// HelperSibling is the name of an optional slim sandbox helper installed
+// beside the toolsrv binary (a main that only calls HelperMain).
+const HelperSibling = "toolsrv-sandbox"
+
+// DefaultHelper returns the helper binary to use for the toolsrv binary
+// self: a slim HelperSibling next to it when one is installed (it starts
+// several times faster), else self.
+func DefaultHelper(self string) string {
+	sib := filepath.Join(filepath.Dir(self), HelperSibling)
+	if fi, err := os.Stat(sib); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		return sib
+	}
+	return self
+}
+
+// Namespaces is what a helper is started in besides its own process
+// group. The zero value: no namespaces.
+type Namespaces struct {
+	// PID and IPC: a PID namespace (the helper is its init) and an IPC
+	// namespace.
+	PID bool
+	// User: a user namespace of its own, mapping UID and GID to
+	// themselves (a toolsrv that is not root).
+	User     bool
+	UID, GID int
+}
+
+// DefaultNamespaces are the namespaces of a call where the kernel allows
+// them: PID and IPC, and a user namespace unless toolsrv runs as root.
+func DefaultNamespaces() Namespaces {
+	return Namespaces{PID: true, User: os.Geteuid() != 0, UID: os.Getuid(), GID: os.Getgid()}
+}
+
+// sysProcAttr is how a helper is started: its own process group, killed
+// with KillSignal when the thread that started it ends, its PID file
+// descriptor in *pidfd, in n.
+func (n Namespaces) sysProcAttr(pidfd *int) *syscall.SysProcAttr {
+	sys := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: KillSignal, PidFD: pidfd}
+	if n.PID {
+		sys.Cloneflags |= syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC
+	}
+	if n.User {
+		sys.Cloneflags |= syscall.CLONE_NEWUSER
+		// The tool keeps its identity: the same uid and gid inside and out.
+		sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: n.UID, HostID: n.UID, Size: 1}}
+		sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: n.GID, HostID: n.GID, Size: 1}}
+		sys.GidMappingsEnableSetgroups = false
+	}
+	return sys
+}
+
+// Order is what a prestarted helper is told once its call is known: what
+// StartHelper would have put in its argv, environment and working
+// directory.
+type Order struct {
+	Policy json.RawMessage `json:"policy"`
+	Argv   []string        `json:"argv"`
+	Env    []string        `json:"env"`
+	Dir    string          `json:"dir"`
+}
+
+// Helper is a started sandbox helper as its parent holds it: its PID and
+// the parent's ends of its standard streams and status pipe. The parent
+// reaps it.
+type Helper struct {
+	Exe string
+	NS  Namespaces
+	Pid int
+	// PidFD is its PID file descriptor (-1 when the kernel has none);
+	// the parent closes it.
+	PidFD int
+	// StartAt is when it was started, or for a prestarted helper, when
+	// it got its Order.
+	StartAt time.Time
+	Stdin   *os.File // write end
+	Stdout  *os.File // read end
+	Stderr  *os.File // read end
+	Status  *os.File // read end of the status pipe (StatusFD)
+
+	order *os.File // write end of a prestarted helper's order pipe
+	taken atomic.Bool
+}
+
+// StartHelper starts the helper exe with args (HelperArg POLICY -- ARGV)
+// in dir with env, in ns. Its descriptors are exactly 0-2 (pipes to the
+// parent) and StatusFD.
+func StartHelper(exe string, args, env []string, dir string, ns Namespaces) (*Helper, error) {
+	return startHelper(exe, args, env, dir, ns, false)
+}
+
+// Prestart starts the helper exe before its call is known, so that its
+// process and Go runtime start while the caller still prepares the call
+// (toolsrv call starts it while its own packages initialise). It waits,
+// with its signals taken, for the Order that Send gives it, then goes on
+// as a helper StartHelper started: it enters the Order's directory, and
+// the Order's environment is the tool's. Its own environment is empty and
+// it inherits the caller's working directory until then. A helper that
+// gets no Order (Discard, or its parent ended) exits without running
+// anything.
+func Prestart(exe string, ns Namespaces) (*Helper, error) {
+	return startHelper(exe, []string{HelperArg, PrestartArg}, []string{}, "", ns, true)
+}
+
+func startHelper(exe string, args, env []string, dir string, ns Namespaces, prestart bool) (_ *Helper, err error) {
+	var opened []*os.File
+	defer func() {
+		if err != nil {
+			for _, f := range opened {
+				f.Close()
+			}
+		}
+	}()
+	pipe := func() (r, w *os.File, err error) {
+		if r, w, err = os.Pipe(); err == nil {
+			opened = append(opened, r, w)
+		}
+		return r, w, err
+	}
+	n := 4
+	if prestart {
+		n = 5
+	}
+	var ends [5][2]*os.File // stdin, stdout, stderr, status, order: [read, write]
+	for i := range n {
+		if ends[i][0], ends[i][1], err = pipe(); err != nil {
+			return nil, err
+		}
+	}
+	// The child's ends: 0-2 the standard streams, StatusFD the status
+	// pipe, OrderFD the order pipe.
+	files := []uintptr{ends[0][0].Fd(), ends[1][1].Fd(), ends[2][1].Fd(), ends[3][1].Fd()}
+	if prestart {
+		files = append(files, ends[4][0].Fd())
+	}
+	pidfd := -1
+	// syscall.ForkExec rather than os/exec: the helper's descriptors are
+	// set here exactly, and os/exec's one-time probe of the kernel's pidfd
+	// support (a child process of its own) would cost every "toolsrv
+	// call" half a millisecond.
+	attr := &syscall.ProcAttr{Dir: dir, Env: env, Sys: ns.sysProcAttr(&pidfd), Files: files}
+	startAt := time.Now()
+	pid, err := syscall.ForkExec(exe, append([]string{exe}, args...), attr)
+	// The child has its copies; close ours so that EOF arrives when it
+	// exits.
+	ends[0][0].Close()
+	ends[1][1].Close()
+	ends[2][1].Close()
+	ends[3][1].Close()
+	if prestart {
+		ends[4][0].Close()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Helper{Exe: exe, NS: ns, Pid: pid, PidFD: pidfd, StartAt: startAt,
+		Stdin: ends[0][1], Stdout: ends[1][0], Stderr: ends[2][0], Status: ends[3][0], order: ends[4][1]}, nil
+}
+
+// Take claims a prestarted helper for one call: true once, for the first
+// caller, unless Discard came first.
+func (h *Helper) Take() bool {
+	return h != nil && h.order != nil && h.taken.CompareAndSwap(false, true)
+}
+
+// Send gives a taken prestarted helper its Order. On an error the helper
+// has ended or will end without running anything: Discard it and start
+// another.
+func (h *Helper) Send(o Order) error {
+	b, err := json.Marshal(o)
+	if err != nil {
+		return err
+	}
+	if len(b) > maxOrder {
+		return fmt.Errorf("the call's order is %d bytes, over %d", len(b), maxOrder)
+	}
+	h.StartAt = time.Now()
+	_, err = h.order.Write(b)
+	if cerr := h.order.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Discard ends a prestarted helper nobody took (and one whose Send
+// failed): it is killed, reaped and its descriptors closed. Discarding a
+// helper another caller took does nothing.
+func (h *Helper) Discard() {
+	if h == nil || h.order == nil {
+		return
+	}
+	if !h.taken.CompareAndSwap(false, true) {
+		// Taken: only Send's failure discards it, and the taker calls
+		// discard itself.
+		return
+	}
+	h.discard()
+}
+
+// DiscardTaken ends a taken prestarted helper whose Send failed.
+func (h *Helper) DiscardTaken() { h.discard() }
+
+func (h *Helper) discard() {
+	h.order.Close()
+	syscall.Kill(h.Pid, syscall.SIGKILL)
+	for {
+		if _, err := syscall.Wait4(h.Pid, nil, 0, nil); !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	for _, f := range []*os.File{h.Stdin, h.Stdout, h.Stderr, h.Status} {
+		f.Close()
+	}
+	if h.PidFD >= 0 {
+		syscall.Close(h.PidFD)
+		h.PidFD = -1
+	}
+}
+
+// readOrder reads a prestarted helper's Order from f: ok is false when
+// the order pipe was closed without one (the call never came).
+func readOrder(f *os.File) (o Order, ok bool, err error) {
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxOrder+1))
+	switch {
+	case err != nil:
+		return o, false, fmt.Errorf("reading the call's order: %w", err)
+	case len(b) == 0:
+		return o, false, nil
+	case len(b) > maxOrder:
+		return o, false, fmt.Errorf("the call's order is over %d bytes", maxOrder)
+	}
+	if err := json.Unmarshal(b, &o); err != nil {
+		return o, false, fmt.Errorf("bad order: %w", err)
+	}
+	return o, true, nil
+}
