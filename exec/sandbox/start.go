@@ -206,19 +206,17 @@ func (h *Helper) Send(o Order) error {
 	return err
 }
 
-// Discard ends a prestarted helper nobody took (and one whose Send
-// failed): it is killed, reaped and its descriptors closed. Discarding a
-// helper another caller took does nothing.
+// Discard ends a prestarted helper nobody took: it is killed, reaped and
+// its descriptors closed, and Take refuses it from then on. It does
+// nothing to a helper that was taken (its taker ends it: the runner
+// reaps a helper it used, and DiscardTaken ends one whose Send failed).
 func (h *Helper) Discard() {
 	if h == nil || h.order == nil {
 		return
 	}
-	if !h.taken.CompareAndSwap(false, true) {
-		// Taken: only Send's failure discards it, and the taker calls
-		// discard itself.
-		return
+	if h.taken.CompareAndSwap(false, true) {
+		h.discard()
 	}
-	h.discard()
 }
 
 // DiscardTaken ends a taken prestarted helper whose Send failed.
