@@ -1,6 +1,6 @@
 #!/bin/bash
 # capture-cli.sh BIN CORPORA OUTDIR: the CLI's outputs (eval, rank --batch, rank --batch
-# --select, ls --json, show, rank, validate) on every corpus under CORPORA and on the
+# --select, ls --json, show, rank, validate, and a few sandboxed calls) on every corpus under CORPORA and on the
 # example tools, for a before/after diff of a change that must not change behaviour:
 #   bench/scripts/capture-cli.sh /tmp/old CORPORA /tmp/out-old
 #   bench/scripts/capture-cli.sh bin/toolsrv CORPORA /tmp/out-new
@@ -30,3 +30,13 @@ for m in "show me what changed in my git working tree" "find every TODO in the g
 done > "$OUT/rank-examples.txt" 2>&1
 "$BIN" validate "$EX" > "$OUT/validate-examples.txt" 2>&1
 rm -rf "$HOME"
+# Calls (sandboxed), in a working directory of their own; $HOME is replaced in the output.
+W=$HOME/work; mkdir -p "$W"; printf 'one\ntwo\nthree\n' > "$W/a.txt"
+{
+  "$BIN" call --tools "$EX" --cwd "$W" file_read '{"path":"a.txt","limit":2}'; echo "exit $?"
+  "$BIN" call --tools "$EX" --cwd "$W" --json file_read '{"path":"a.txt"}'; echo "exit $?"
+  "$BIN" call --tools "$EX" --cwd "$W" file_read '{"path":"missing.txt"}'; echo "exit $?"
+  "$BIN" call --tools "$EX" --cwd "$W" file_read '{"nopath":1}'; echo "exit $?"
+  "$BIN" call --tools "$EX" --cwd "$W" shell '{"command":"pwd; echo x > b.txt; cat b.txt; echo y > /etc/escaped"}'; echo "exit $?"
+  "$BIN" call --tools "$EX" --cwd "$W" no_such_tool '{}'; echo "exit $?"
+} 2>&1 | sed "s|$HOME|HOME|g; s|toolsrv-call-[0-9]*-[0-9]*|toolsrv-call-N|g; s|\"duration\":[0-9]*|\"duration\":N|g; s|\"durationMs\": *[0-9.]*|\"durationMs\": N|g" > "$OUT/calls.txt"
