@@ -96,9 +96,9 @@ func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, 
 	if err != nil {
 		return nil, outcome{}, err
 	}
-	pid, startAt := hp.pid, hp.startAt
-	pipes := [3][2]*os.File{{nil, hp.stdin}, {hp.stdout, nil}, {hp.stderr, nil}}
-	statusR := hp.status
+	pid, startAt := hp.Pid, hp.StartAt
+	pipes := [3][2]*os.File{{nil, hp.Stdin}, {hp.Stdout, nil}, {hp.Stderr, nil}}
+	statusR := hp.Status
 	defer statusR.Close()
 	defer hp.forget()
 
@@ -211,17 +211,11 @@ func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, 
 	return res, out, nil
 }
 
-// helperProc is a started sandbox helper: its PID and the server's ends
-// of its standard streams and status pipe.
+// helperProc is a started sandbox helper, registered as a live call of
+// the runner r until forget.
 type helperProc struct {
-	r       *Runner
-	pid     int
-	pidfd   int
-	startAt time.Time
-	stdin   *os.File // write end
-	stdout  *os.File // read end
-	stderr  *os.File // read end
-	status  *os.File // read end of the status pipe
+	*sandbox.Helper
+	r *Runner
 }
 
 // forkHelper starts the sandbox helper for argv under pol, in dir, with
@@ -260,16 +254,15 @@ func (r *Runner) forkHelper(argv, env []string, dir string, pol sandbox.Policy, 
 	}
 	r.calls.add(live)
 	r.log.Debug("sandbox helper", "pid", h.Pid, "prestarted", prestarted, "namespaces", ns)
-	return &helperProc{r: r, pid: h.Pid, pidfd: h.PidFD, startAt: h.StartAt,
-		stdin: h.Stdin, stdout: h.Stdout, stderr: h.Stderr, status: h.Status}, nil
+	return &helperProc{Helper: h, r: r}, nil
 }
 
 // forget unregisters the helper and closes its pidfd.
 func (h *helperProc) forget() {
-	h.r.calls.remove(h.pid)
-	if h.pidfd >= 0 {
-		syscall.Close(h.pidfd)
-		h.pidfd = -1
+	h.r.calls.remove(h.Pid)
+	if h.PidFD >= 0 {
+		syscall.Close(h.PidFD)
+		h.PidFD = -1
 	}
 }
 

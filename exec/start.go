@@ -158,7 +158,7 @@ func (r *Runner) Start(ctx context.Context, spec ProcessSpec) (*Process, error) 
 		leave()
 		return fail(ErrStart, "starting the sandbox helper", err)
 	}
-	p := &Process{Stdin: hp.stdin, Stdout: hp.stdout, spec: spec, r: r, pid: hp.pid, unsandboxed: !sandboxed,
+	p := &Process{Stdin: hp.Stdin, Stdout: hp.Stdout, spec: spec, r: r, pid: hp.Pid, unsandboxed: !sandboxed,
 		stderr: &tailBuffer{max: StderrTail}, done: make(chan struct{})}
 	var errCopy sync.WaitGroup
 	errCopy.Add(1)
@@ -168,7 +168,7 @@ func (r *Runner) Start(ctx context.Context, spec ProcessSpec) (*Process, error) 
 		if spec.Stderr != nil {
 			w = io.MultiWriter(p.stderr, spec.Stderr)
 		}
-		io.Copy(w, hp.stderr)
+		io.Copy(w, hp.Stderr)
 	}()
 	go func() {
 		defer close(p.done)
@@ -177,17 +177,17 @@ func (r *Runner) Start(ctx context.Context, spec ProcessSpec) (*Process, error) 
 		defer hp.forget()
 		var ws syscall.WaitStatus
 		for {
-			_, err := syscall.Wait4(hp.pid, &ws, 0, nil)
+			_, err := syscall.Wait4(hp.Pid, &ws, 0, nil)
 			if !errors.Is(err, syscall.EINTR) {
 				break
 			}
 		}
 		// Whatever is left of the group ends with it.
-		syscall.Kill(-hp.pid, syscall.SIGKILL)
-		st, ok, serr := sandbox.ReadStatus(hp.status)
-		hp.status.Close()
+		syscall.Kill(-hp.Pid, syscall.SIGKILL)
+		st, ok, serr := sandbox.ReadStatus(hp.Status)
+		hp.Status.Close()
 		waitTimeout(&errCopy, drainDelay)
-		hp.stderr.Close()
+		hp.Stderr.Close()
 		switch {
 		case serr != nil:
 			p.err = serr

@@ -19,15 +19,7 @@ func TestMain(m *testing.M) {
 // caller had no call for it, or died) exits with status 0, having run
 // nothing, reported nothing and said nothing.
 func TestPrestartedHelperWithoutOrder(t *testing.T) {
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := Prestart(self, Namespaces{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Stdin.Close()
+	h := prestartSelf(t)
 	h.order.Close()
 	var ws syscall.WaitStatus
 	if _, err := syscall.Wait4(h.Pid, &ws, 0, nil); err != nil {
@@ -42,23 +34,12 @@ func TestPrestartedHelperWithoutOrder(t *testing.T) {
 		}
 		f.Close()
 	}
-	if h.PidFD >= 0 {
-		syscall.Close(h.PidFD)
-	}
 }
 
 // An Order that is not JSON is refused on the status pipe, and nothing
 // runs.
 func TestPrestartedHelperBadOrder(t *testing.T) {
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := Prestart(self, Namespaces{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Stdin.Close()
+	h := prestartSelf(t)
 	h.order.Write([]byte(`{"policy": not json`))
 	h.order.Close()
 	st, ok, err := ReadStatus(h.Status)
@@ -73,7 +54,25 @@ func TestPrestartedHelperBadOrder(t *testing.T) {
 	for _, f := range []*os.File{h.Status, h.Stdout, h.Stderr} {
 		f.Close()
 	}
-	if h.PidFD >= 0 {
-		syscall.Close(h.PidFD)
+}
+
+// prestartSelf prestarts this test binary as a helper without
+// namespaces; its standard input is closed, its pidfd closed at the end.
+func prestartSelf(t *testing.T) *Helper {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
 	}
+	h, err := Prestart(self, Namespaces{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Stdin.Close()
+	t.Cleanup(func() {
+		if h.PidFD >= 0 {
+			syscall.Close(h.PidFD)
+		}
+	})
+	return h
 }
