@@ -104,7 +104,7 @@ type SizeResult struct {
 // seen by the registry watcher, then rankable through index.Follow.
 type LiveResult struct {
 	Tools    int     `json:"tools"`
-	Registry Latency `json:"registry"` // write → registry change delivered
+	Registry Latency `json:"registry"` // write → in the registry's catalog
 	Rankable Latency `json:"rankable"` // write → top hit for its unique word
 	// Rebuild is the baseline: what a change costs without Follow (a
 	// registry rescan plus a new index built from the cache).

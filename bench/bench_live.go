@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/toolsrv/toolsrv/engine"
@@ -36,22 +35,6 @@ func runLive(ctx context.Context, cfg Config, pool *textPool) (*LiveResult, erro
 	defer eng.Close()
 	ix := eng.Index()
 
-	// Registry-side timestamps: when the change naming a tool arrived.
-	var mu sync.Mutex
-	seen := map[string]time.Time{}
-	sub := eng.Registry().Subscribe(ctx)
-	go func() {
-		for ch := range sub {
-			now := time.Now()
-			mu.Lock()
-			for _, n := range ch.Upserted {
-				if _, ok := seen[n]; !ok {
-					seen[n] = now
-				}
-			}
-			mu.Unlock()
-		}
-	}()
 	// Run watches the directory (writes before its watch is in place are
 	// found by the rescan it starts with) and keeps the index following.
 	runDone := make(chan struct{})
@@ -80,35 +63,39 @@ func runLive(ctx context.Context, cfg Config, pool *textPool) (*LiveResult, erro
 		if err := os.Rename(tmp, filepath.Join(dir, name+".meta")); err != nil {
 			return nil, err
 		}
+		// The registry publishes its catalog before it tells the index: a
+		// tool is looked up in the catalog first, then ranked, in each
+		// round, so the catalog's time can never come after the index's.
+		// (A subscriber's time stamps, taken when its goroutine ran, could:
+		// under load it ran after the index had the tool.)
 		ok := false
+		regAt := time.Duration(-1)
 		for time.Since(start) < 5*time.Second {
+			if regAt < 0 {
+				if _, in := eng.Registry().Catalog().Get(name); in {
+					regAt = time.Since(start)
+				}
+			}
 			r, err := ix.Rank(ctx, index.Query{Text: "tell me about " + word, K: 1})
 			if err != nil {
 				return nil, err
 			}
 			if len(r.Hits) > 0 && r.Hits[0].Name == name && !r.Degraded {
-				rankLat = append(rankLat, time.Since(start))
+				at := time.Since(start)
+				if regAt < 0 {
+					regAt = at // published between the lookup and the ranking
+				}
+				rankLat = append(rankLat, at)
 				ok = true
 				break
 			}
 			time.Sleep(time.Millisecond)
 		}
+		if regAt >= 0 {
+			regLat = append(regLat, regAt)
+		}
 		if !ok {
 			lr.Misses++
-		}
-		// The index may have the tool before the timestamp subscriber has
-		// seen its change (both receive it): wait for that too.
-		for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) {
-			mu.Lock()
-			t, ok := seen[name]
-			mu.Unlock()
-			if ok {
-				regLat = append(regLat, t.Sub(start))
-				break
-			}
-			if time.Now().After(deadline) {
-				break
-			}
 		}
 		select {
 		case <-runDone:

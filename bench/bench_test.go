@@ -50,7 +50,7 @@ func TestRunSmall(t *testing.T) {
 		t.Fatalf("live update %+v: want 3 writes, all rankable", rep.Live)
 	}
 	if rep.Live.Rankable.P50 < rep.Live.Registry.P50 {
-		t.Errorf("a tool was rankable (%v) before the registry delivered it (%v)", rep.Live.Rankable.P50, rep.Live.Registry.P50)
+		t.Errorf("a tool was rankable (%v) before it was in the registry's catalog (%v)", rep.Live.Rankable.P50, rep.Live.Registry.P50)
 	}
 	md := rep.Markdown(ThisMachine(), "toolsrv bench --test")
 	for _, want := range []string{"| 40 |", "write → rankable", "toolsrv bench --test", "live update p99 at 25 tools"} {
