@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -126,7 +127,7 @@ exit 0
 				t.Fatal("the tool wrote outside its working directory")
 			}
 			if !c.wantUsed {
-				// Not taken (or, when it had died, taken and ended): gone
+				// Not used (or, when it had died, ended by Use): gone
 				// after Discard. (One that was used is reaped by the
 				// runner once it has exited.)
 				pre.Discard()
@@ -138,37 +139,49 @@ exit 0
 	}
 }
 
-// Take claims a prestarted helper once; Discard ends and reaps one that
-// nobody took, and does nothing to one that was taken.
-func TestPrestartedHelperTakeAndDiscard(t *testing.T) {
+// Use gives a prestarted helper one call: a second Use, or a Use after
+// Discard, gets ErrTaken; Discard ends and reaps a helper no call used,
+// and leaves one a call used to finish its call.
+func TestPrestartedHelperUseAndDiscard(t *testing.T) {
 	f := newFixture(t)
+	pol, err := json.Marshal(sandbox.Policy{Unconfined: true, WorkDir: f.work, TempDir: f.work})
+	if err != nil {
+		t.Fatal(err)
+	}
+	order := sandbox.Order{Policy: pol, Argv: []string{"/bin/true"}, Dir: f.work}
 	for _, ns := range []sandbox.Namespaces{{}, sandbox.DefaultNamespaces()} {
-		untaken, err := sandbox.Prestart(f.selfExe, ns)
+		unused, err := sandbox.Prestart(f.selfExe, ns)
 		if err != nil {
 			t.Fatal(err)
 		}
-		untaken.Discard()
-		if untaken.Take() {
-			t.Error("a discarded helper was taken")
+		unused.Discard()
+		if err := unused.Use(order); !errors.Is(err, sandbox.ErrTaken) {
+			t.Errorf("Use after Discard: %v, want ErrTaken", err)
 		}
-		if err := syscall.Kill(untaken.Pid, 0); !errors.Is(err, syscall.ESRCH) {
-			t.Errorf("namespaces %+v: the discarded helper (pid %d) is still there: %v", ns, untaken.Pid, err)
+		if err := syscall.Kill(unused.Pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("namespaces %+v: the discarded helper (pid %d) is still there: %v", ns, unused.Pid, err)
 		}
 
-		taken, err := sandbox.Prestart(f.selfExe, ns)
+		used, err := sandbox.Prestart(f.selfExe, ns)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if first, second := taken.Take(), taken.Take(); !first || second {
-			t.Errorf("Take twice: %v, %v; want true, false", first, second)
+		used.Stdin.Close()
+		first, second := used.Use(order), used.Use(order)
+		if first != nil || !errors.Is(second, sandbox.ErrTaken) {
+			t.Errorf("Use twice: %v, %v; want nil, ErrTaken", first, second)
 		}
-		taken.Discard() // its taker's to end
-		if err := syscall.Kill(taken.Pid, 0); err != nil {
-			t.Errorf("Discard ended a taken helper: %v", err)
+		used.Discard() // the call's to finish
+		st, ok, err := sandbox.ReadStatus(used.Status)
+		if err != nil || !ok || st.Exit != 0 || st.Killed {
+			t.Errorf("namespaces %+v: the used helper reported %+v (ok %v, %v); want its call's exit 0: Discard ended it", ns, st, ok, err)
 		}
-		taken.DiscardTaken()
-		if err := syscall.Kill(taken.Pid, 0); !errors.Is(err, syscall.ESRCH) {
-			t.Errorf("namespaces %+v: the taken helper (pid %d) is still there after DiscardTaken: %v", ns, taken.Pid, err)
+		syscall.Wait4(used.Pid, nil, 0, nil)
+		for _, fl := range []*os.File{used.Stdout, used.Stderr, used.Status} {
+			fl.Close()
+		}
+		if used.PidFD >= 0 {
+			syscall.Close(used.PidFD)
 		}
 	}
 }

@@ -234,12 +234,12 @@ func (r *Runner) forkHelper(argv, env []string, dir string, pol sandbox.Policy, 
 		return nil, err
 	}
 	var h *sandbox.Helper
-	if pre := r.opts.Prestarted; pre != nil && pre.Exe == r.opts.SelfExe && pre.NS == nsc && pre.Take() {
-		if err := pre.Send(sandbox.Order{Policy: pj, Argv: argv, Env: env, Dir: dir}); err != nil {
-			r.log.Debug("the prestarted sandbox helper is gone; starting another", "err", err)
-			pre.DiscardTaken()
-		} else {
+	if pre := r.opts.Prestarted; pre != nil && pre.Exe == r.opts.SelfExe && pre.NS == nsc {
+		switch err := pre.Use(sandbox.Order{Policy: pj, Argv: argv, Env: env, Dir: dir}); {
+		case err == nil:
 			h = pre
+		case !errors.Is(err, sandbox.ErrTaken):
+			r.log.Debug("the prestarted sandbox helper is gone; starting another", "err", err)
 		}
 	}
 	prestarted := h != nil

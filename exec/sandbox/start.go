@@ -116,7 +116,7 @@ func StartHelper(exe string, args, env []string, dir string, ns Namespaces) (*He
 // Prestart starts the helper exe before its call is known, so that its
 // process and Go runtime start while the caller still prepares the call
 // (toolsrv call starts it while its own packages initialise). It waits,
-// with its signals taken, for the Order that Send gives it, then goes on
+// with its signals taken, for the Order that Use gives it, then goes on
 // as a helper StartHelper started: it enters the Order's directory, and
 // the Order's environment is the tool's. Its own environment is empty and
 // it inherits the caller's working directory until then. A helper that
@@ -181,16 +181,26 @@ func startHelper(exe string, args, env []string, dir string, ns Namespaces, pres
 		Stdin: ends[0][1], Stdout: ends[1][0], Stderr: ends[2][0], Status: ends[3][0], order: ends[4][1]}, nil
 }
 
-// Take claims a prestarted helper for one call: true once, for the first
-// caller, unless Discard came first.
-func (h *Helper) Take() bool {
-	return h != nil && h.order != nil && h.taken.CompareAndSwap(false, true)
+// ErrTaken is Use's error for a helper that a call took, or that was
+// discarded, before.
+var ErrTaken = errors.New("the prestarted helper was taken or discarded")
+
+// Use gives a prestarted helper the Order of a call, once: ErrTaken when
+// it was used or discarded before. On any other error the helper is ended
+// (killed and reaped: it would have run nothing) and the caller starts
+// another.
+func (h *Helper) Use(o Order) error {
+	if h == nil || h.order == nil || !h.taken.CompareAndSwap(false, true) {
+		return ErrTaken
+	}
+	err := h.send(o)
+	if err != nil {
+		h.discard()
+	}
+	return err
 }
 
-// Send gives a taken prestarted helper its Order. On an error the helper
-// has ended or will end without running anything: Discard it and start
-// another.
-func (h *Helper) Send(o Order) error {
+func (h *Helper) send(o Order) error {
 	b, err := json.Marshal(o)
 	if err != nil {
 		return err
@@ -206,21 +216,14 @@ func (h *Helper) Send(o Order) error {
 	return err
 }
 
-// Discard ends a prestarted helper nobody took: it is killed, reaped and
-// its descriptors closed, and Take refuses it from then on. It does
-// nothing to a helper that was taken (its taker ends it: the runner
-// reaps a helper it used, and DiscardTaken ends one whose Send failed).
+// Discard ends a prestarted helper that no call used: it is killed,
+// reaped and its descriptors closed, and Use refuses it from then on. It
+// does nothing to a helper a call used (the runner reaps that one).
 func (h *Helper) Discard() {
-	if h == nil || h.order == nil {
-		return
-	}
-	if h.taken.CompareAndSwap(false, true) {
+	if h != nil && h.order != nil && h.taken.CompareAndSwap(false, true) {
 		h.discard()
 	}
 }
-
-// DiscardTaken ends a taken prestarted helper whose Send failed.
-func (h *Helper) DiscardTaken() { h.discard() }
 
 func (h *Helper) discard() {
 	h.order.Close()
