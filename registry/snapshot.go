@@ -284,18 +284,12 @@ func (r *snapReader) fail(err error) {
 // most binary.MaxVarintLen64 bytes does not escape: no allocation).
 func (r *snapReader) next() []byte { return []byte(r.s[:min(len(r.s), binary.MaxVarintLen64)]) }
 
-func (r *snapReader) uvarint() uint64 {
-	x, n := binary.Uvarint(r.next())
-	if n <= 0 {
-		r.fail(errSnapShort)
-		return 0
-	}
-	r.s = r.s[n:]
-	return x
-}
+func (r *snapReader) uvarint() uint64 { return readVarint(r, binary.Uvarint) }
+func (r *snapReader) varint() int64   { return readVarint(r, binary.Varint) }
 
-func (r *snapReader) varint() int64 {
-	x, n := binary.Varint(r.next())
+// readVarint reads one varint with decode (binary.Uvarint or Varint).
+func readVarint[T uint64 | int64](r *snapReader, decode func([]byte) (T, int)) T {
+	x, n := decode(r.next())
 	if n <= 0 {
 		r.fail(errSnapShort)
 		return 0
@@ -429,14 +423,13 @@ func valueCodec[T any]() (enc func(*snapWriter, any), dec func(*snapReader) any)
 	var zero T
 	switch any(zero).(type) {
 	case string:
-		return func(w *snapWriter, v any) { w.str(v.(string)) }, func(r *snapReader) any { return r.str() }
+		return stringCodec[string]()
+	case Tier: // the registry's own string types, without reflection
+		return stringCodec[Tier]()
+	case Concurrency:
+		return stringCodec[Concurrency]()
 	case bool:
 		return func(w *snapWriter, v any) { w.bool(v.(bool)) }, func(r *snapReader) any { return r.bool() }
-	case Tier: // the registry's own string types, without reflection
-		return func(w *snapWriter, v any) { w.str(string(v.(Tier))) }, func(r *snapReader) any { return Tier(r.str()) }
-	case Concurrency:
-		return func(w *snapWriter, v any) { w.str(string(v.(Concurrency))) },
-			func(r *snapReader) any { return Concurrency(r.str()) }
 	case time.Duration:
 		return func(w *snapWriter, v any) { w.varint(int64(v.(time.Duration))) },
 			func(r *snapReader) any { return time.Duration(r.varint()) }
@@ -459,4 +452,9 @@ func valueCodec[T any]() (enc func(*snapWriter, any), dec func(*snapReader) any)
 			}
 			return x
 		}
+}
+
+// stringCodec is valueCodec for a string type S.
+func stringCodec[S ~string]() (enc func(*snapWriter, any), dec func(*snapReader) any) {
+	return func(w *snapWriter, v any) { w.str(string(v.(S))) }, func(r *snapReader) any { return S(r.str()) }
 }
