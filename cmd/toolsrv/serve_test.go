@@ -224,16 +224,9 @@ func TestServeFollowsToolChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for {
-		_, out, _ := run9PCmd(t, addr, "", "cat", "tools")
-		if strings.Contains(out, "translate\twarm\tTranslate text") && !strings.Contains(out, "git_push") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tools did not follow the directory:\n%s", out)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	await9P(t, addr, deadline, "tools did not follow the directory", func(out string) bool {
+		return strings.Contains(out, "translate\twarm\tTranslate text") && !strings.Contains(out, "git_push")
+	}, "cat", "tools")
 	if _, now, _ := run9PCmd(t, addr, "", "cat", "revision"); now == rev {
 		t.Fatalf("revision still %q", now)
 	}
@@ -245,13 +238,22 @@ func TestServeFollowsToolChanges(t *testing.T) {
 	// after the registry has published the catalog that tools lists, and
 	// its calibration's probes are ranked again after a change of this
 	// size: a rank right after the listing may still see the old index.)
+	await9P(t, addr, deadline, "rank after the change", func(out string) bool {
+		return strings.Contains(out, "translate\t")
+	}, "write", "rank", "translate this text")
+}
+
+// await9P runs "toolsrv 9p ARGS" against addr until ok accepts its output,
+// failing with what and the last output once deadline has passed.
+func await9P(t *testing.T, addr string, deadline time.Time, what string, ok func(string) bool, args ...string) {
+	t.Helper()
 	for {
-		_, out, _ := run9PCmd(t, addr, "", "write", "rank", "translate this text")
-		if strings.Contains(out, "translate\t") {
-			break
+		_, out, _ := run9PCmd(t, addr, "", args...)
+		if ok(out) {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("rank after the change = %q", out)
+			t.Fatalf("%s: %q", what, out)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
