@@ -22,15 +22,12 @@ package early
 
 import (
 	"os"
-	"sync"
+	"sync/atomic"
 
 	"github.com/toolsrv/toolsrv/exec/sandbox"
 )
 
-var (
-	mu     sync.Mutex
-	helper *sandbox.Helper
-)
+var helper atomic.Pointer[sandbox.Helper]
 
 func init() {
 	if len(os.Args) < 2 || os.Args[1] != "call" || os.Getenv("TOOLSRV_PRESTART") == "0" {
@@ -46,15 +43,11 @@ func init() {
 	// An error (no namespaces here, say) leaves the call to start its
 	// helper as it would without this package, with its own fallback and
 	// messages.
-	helper, _ = sandbox.Prestart(sandbox.DefaultHelper(self), sandbox.DefaultNamespaces())
+	if h, err := sandbox.Prestart(sandbox.DefaultHelper(self), sandbox.DefaultNamespaces()); err == nil {
+		helper.Store(h)
+	}
 }
 
 // Helper returns the helper init started for this call (nil: none), once.
 // The caller discards it if no call takes it.
-func Helper() *sandbox.Helper {
-	mu.Lock()
-	defer mu.Unlock()
-	h := helper
-	helper = nil
-	return h
-}
+func Helper() *sandbox.Helper { return helper.Swap(nil) }
