@@ -27,20 +27,29 @@ func main() {
 	}
 	ctx := context.Background()
 	for i := 0; i < len(args); i += 2 {
-		a, err := e.EmbedQuery(ctx, args[i])
+		c, err := cosine(ctx, e, args[i], args[i+1])
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "cosine:", err)
 			os.Exit(1)
 		}
-		b, err := e.EmbedQuery(ctx, args[i+1])
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "cosine:", err)
-			os.Exit(1)
-		}
-		var dot float32
-		for j := range a {
-			dot += a[j] * b[j]
-		}
-		fmt.Printf("%.3f\t%s\t%s\n", dot, args[i], args[i+1])
+		fmt.Printf("%.3f\t%s\t%s\n", c, args[i], args[i+1])
 	}
+}
+
+// cosine is the cosine similarity of a's and b's query vectors (both are
+// unit vectors).
+func cosine(ctx context.Context, e *builtin.Embedder, a, b string) (float32, error) {
+	va, err := e.EmbedQuery(ctx, a)
+	if err != nil {
+		return 0, err
+	}
+	vb, err := e.EmbedQuery(ctx, b)
+	if err != nil {
+		return 0, err
+	}
+	var dot float32
+	for j := range va {
+		dot += va[j] * vb[j]
+	}
+	return dot, nil
 }
