@@ -123,6 +123,35 @@ func TestResultContentAndFailures(t *testing.T) {
 	}
 }
 
+// A helper that ends without reporting how the tool ended failed itself
+// (a fatal error of its Go runtime: a fork bomb took the threads it
+// needed): its exit status is not the tool's, and the call says so. A
+// helper that reports passes the tool's status on.
+func TestHelperThatDiesWithoutReport(t *testing.T) {
+	for _, tc := range []struct {
+		name, helper string
+		kind         error
+		want         string
+	}{
+		{"unreported", "#!/bin/sh\nexit 2\n", ErrSandbox, "sandbox helper ended with exit status 2 without reporting"},
+		{"reported", "#!/bin/sh\necho '{\"exit\":2}' >&3\nexit 2\n", ErrExit, "exit status 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			helper := filepath.Join(t.TempDir(), "helper")
+			if err := os.WriteFile(helper, []byte(tc.helper), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			f.add("tool", `{"description":"a tool","cmd":"true"}`, "")
+			r := f.runner(func(o *Options) { o.SelfExe = helper })
+			_, err := f.call(r, "tool", `{}`)
+			if ce := wantKind(t, err, tc.kind); !strings.Contains(ce.Error(), tc.want) {
+				t.Errorf("error %q, want it to say %q", ce.Error(), tc.want)
+			}
+		})
+	}
+}
+
 func TestOutputCap(t *testing.T) {
 	f := newFixture(t)
 	f.add("chatty", `{"description":"a lot of output","cmd":"head -c 3000000 /dev/zero; head -c 5000 /dev/zero >&2"}`, "")

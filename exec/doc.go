@@ -91,7 +91,12 @@
 // processes at most), so a root call may hold up to about 300 processes
 // more than its limit; without namespaces,
 // RLIMIT_NPROC over all of the user's processes (what runs now plus the
-// call's share), and none for root. Memory is RLIMIT_DATA (heap, stacks,
+// call's share), and none for root. The helper shares the limit with the
+// tool: it starts the threads its Go runtime will need before it starts
+// the tool, so that a tool that fills the limit cannot make a thread the
+// runtime needs later fail, which would end the helper with the call (a
+// helper that ends without a report is a sandbox error of the call, never
+// the tool's exit status). Memory is RLIMIT_DATA (heap, stacks,
 // private mappings) of each process. Cgroups are not used: on a host whose
 // cgroup v2 hierarchy has the memory and pids controllers delegated they
 // would bound a call's total memory, which rlimits cannot; this is a known

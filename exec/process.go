@@ -199,9 +199,12 @@ func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, 
 		// The helper was killed before it could report (timeout after the
 		// helper's grace, or an outside SIGKILL), or the call ended while
 		// the helper was starting: the tool was killed or never ran.
+		// A helper that ended on its own without a report failed itself
+		// (a Go runtime's fatal error: its standard error is /dev/null
+		// once the tool runs): its exit status is not the tool's.
 		out.Status = sandbox.Status{Exit: -1, Signal: int(syscall.SIGKILL)}
 		if !hws.Signaled() && !out.timedOut && ctx.Err() == nil {
-			out.Status = sandbox.Status{Exit: hws.ExitStatus()}
+			out.Status = sandbox.Status{Exit: ExitSandbox, Error: helperDied(hws, ns)}
 		}
 	}
 	res.ExitCode = out.Exit
@@ -209,6 +212,17 @@ func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, 
 		res.ExitCode = -1
 	}
 	return res, out, nil
+}
+
+// helperDied says what a helper that ended with ws without a report
+// means for the call.
+// pidNS: the helper was the init of the call's PID namespace.
+func helperDied(ws syscall.WaitStatus, pidNS bool) string {
+	fate := "the tool and everything it started were killed with it (the helper was the init of the call's PID namespace)"
+	if !pidNS {
+		fate = "the call's process group was killed with it"
+	}
+	return fmt.Sprintf("the sandbox helper ended with exit status %d without reporting how the tool ended; %s; this is a toolsrv bug, please report it", ws.ExitStatus(), fate)
 }
 
 // helperProc is a started sandbox helper, registered as a live call of

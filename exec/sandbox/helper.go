@@ -65,6 +65,9 @@ func HelperMain(args []string) int {
 	// drops them and then forks the tool. (Landlock, the seccomp filter
 	// and the limits apply to the whole process.)
 	runtime.LockOSThread()
+	// The threads the helper needs while the tool runs, started while
+	// the call's process limit still has room for them.
+	holdThreads(heldThreads)
 	status := os.NewFile(StatusFD, "status")
 	report := func(st Status) {
 		if status != nil {

@@ -3,14 +3,22 @@ package sandbox
 import (
 	"io"
 	"os"
+	"strconv"
 	"syscall"
 	"testing"
 )
 
-// The test binary is the helper of the tests below.
+// The test binary is the helper of the tests below, and the thread probe
+// of TestHoldThreads.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == HelperArg {
 		os.Exit(HelperMain(os.Args[2:]))
+	}
+	if len(os.Args) > 3 && os.Args[1] == threadProbeArg {
+		hold, _ := strconv.Atoi(os.Args[2])
+		need, _ := strconv.Atoi(os.Args[3])
+		threadProbe(hold, need)
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
