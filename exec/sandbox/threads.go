@@ -33,20 +33,29 @@ const heldThreads = 6
 // prestarted helper pays for it off the call's path.
 func holdThreads(n int) {
 	runtime.GOMAXPROCS(1)
-	var held, done sync.WaitGroup
+	lockThreads(n, nil)
+}
+
+// lockThreads has n goroutines lock a thread each, calls held (if not
+// nil) once all n hold one, then lets them unlock and end.
+func lockThreads(n int, held func()) {
+	var locked, done sync.WaitGroup
 	release := make(chan struct{})
-	held.Add(n)
+	locked.Add(n)
 	done.Add(n)
 	for i := 0; i < n; i++ {
 		go func() {
 			defer done.Done()
 			runtime.LockOSThread()
-			held.Done()
+			locked.Done()
 			<-release
 			runtime.UnlockOSThread()
 		}()
 	}
-	held.Wait()
+	locked.Wait()
+	if held != nil {
+		held()
+	}
 	close(release)
 	done.Wait()
 }

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"sync"
 	"testing"
 )
 
@@ -14,8 +13,8 @@ const threadProbeArg = "thread-probe"
 
 // threadProbe is a fresh process that holds hold threads as the helper
 // does (none: only GOMAXPROCS 1), then makes the runtime need need threads
-// at once (goroutines that lock one each), and prints how many threads the process had before
-// and while they were needed.
+// at once (lockThreads), and prints how many threads the process had
+// before and while they were needed.
 func threadProbe(hold, need int) {
 	runtime.LockOSThread() // as HelperMain: the main thread is the tool's
 	if hold > 0 {
@@ -23,24 +22,8 @@ func threadProbe(hold, need int) {
 	} else {
 		runtime.GOMAXPROCS(1)
 	}
-	before := tasks()
-	var locked, done sync.WaitGroup
-	release := make(chan struct{})
-	locked.Add(need)
-	done.Add(need)
-	for i := 0; i < need; i++ {
-		go func() {
-			defer done.Done()
-			runtime.LockOSThread()
-			locked.Done()
-			<-release
-			runtime.UnlockOSThread()
-		}()
-	}
-	locked.Wait()
-	during := tasks()
-	close(release)
-	done.Wait()
+	before, during := tasks(), 0
+	lockThreads(need, func() { during = tasks() })
 	fmt.Println(before, during)
 }
 
@@ -54,9 +37,9 @@ func tasks() int {
 }
 
 // Threads held before the tool starts are the ones the runtime uses later:
-// needing most of them again starts no thread (a thread the runtime cannot start
-// under the call's process limit is fatal). Without them, the same need
-// starts threads, so the probe can tell.
+// needing most of them again starts no thread (a thread the runtime cannot
+// start under the call's process limit is fatal). Without them, the same
+// need starts threads, so the probe can tell.
 func TestHoldThreads(t *testing.T) {
 	const need = heldThreads - 2 // see heldThreads
 	for _, tc := range []struct {
