@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -125,8 +126,9 @@ func TestResultContentAndFailures(t *testing.T) {
 
 // A helper that ends without reporting how the tool ended failed itself
 // (a fatal error of its Go runtime: a fork bomb took the threads it
-// needed): its exit status is not the tool's, and the call says so. A
-// helper that reports passes the tool's status on.
+// needed): its exit status is not the tool's, and the call, or the
+// started process, says so. A helper that reports passes the tool's
+// status on.
 func TestHelperThatDiesWithoutReport(t *testing.T) {
 	for _, tc := range []struct {
 		name, helper string
@@ -146,8 +148,18 @@ func TestHelperThatDiesWithoutReport(t *testing.T) {
 			r := f.runner(func(o *Options) { o.SelfExe = helper })
 			_, err := f.call(r, "tool", `{}`)
 			if ce := wantKind(t, err, tc.kind); !strings.Contains(ce.Error(), tc.want) {
-				t.Errorf("error %q, want it to say %q", ce.Error(), tc.want)
+				t.Errorf("call: error %q, want it to say %q", ce.Error(), tc.want)
 			}
+			p, err := r.Start(context.Background(), ProcessSpec{Name: "server", Argv: []string{"/bin/true"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-p.Done()
+			var ce *CallError
+			if err := p.Err(); err == nil || !strings.Contains(err.Error(), tc.want) || errors.As(err, &ce) != (tc.kind == ErrSandbox) {
+				t.Errorf("started process: error %v, want it to say %q (a sandbox error: %v)", err, tc.want, tc.kind == ErrSandbox)
+			}
+			p.Stop(0)
 		})
 	}
 }

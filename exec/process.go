@@ -196,16 +196,7 @@ func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, 
 	case statusOK:
 		out.Status = status
 	default:
-		// The helper was killed before it could report (timeout after the
-		// helper's grace, or an outside SIGKILL), or the call ended while
-		// the helper was starting: the tool was killed or never ran.
-		// A helper that ended on its own without a report failed itself
-		// (a Go runtime's fatal error: its standard error is /dev/null
-		// once the tool runs): its exit status is not the tool's.
-		out.Status = sandbox.Status{Exit: -1, Signal: int(syscall.SIGKILL)}
-		if !hws.Signaled() && !out.timedOut && ctx.Err() == nil {
-			out.Status = sandbox.Status{Exit: ExitSandbox, Error: helperDied(hws, ns)}
-		}
+		out.Status = unreported(hws, out.timedOut || ctx.Err() != nil, ns)
 	}
 	res.ExitCode = out.Exit
 	if out.Signal != 0 {
@@ -214,15 +205,23 @@ func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, 
 	return res, out, nil
 }
 
-// helperDied says what a helper that ended with ws without a report
-// means for the call.
-// pidNS: the helper was the init of the call's PID namespace.
-func helperDied(ws syscall.WaitStatus, pidNS bool) string {
+// unreported is how a call ended whose helper ended with ws without a
+// report. The helper was killed before it could report (a timeout after
+// its grace, an outside SIGKILL), or the call was being ended (ending)
+// while the helper was starting: the tool was killed or never ran. A
+// helper that ended on its own failed itself (a Go runtime's fatal error,
+// printed to /dev/null once the tool runs): its exit status is not the
+// tool's, and the call is a sandbox error. pidNS: the helper was the init
+// of the call's PID namespace.
+func unreported(ws syscall.WaitStatus, ending, pidNS bool) sandbox.Status {
+	if ws.Signaled() || ending {
+		return sandbox.Status{Exit: -1, Signal: int(syscall.SIGKILL)}
+	}
 	fate := "the tool and everything it started were killed with it (the helper was the init of the call's PID namespace)"
 	if !pidNS {
 		fate = "the call's process group was killed with it"
 	}
-	return fmt.Sprintf("the sandbox helper ended with exit status %d without reporting how the tool ended; %s; this is a toolsrv bug, please report it", ws.ExitStatus(), fate)
+	return sandbox.Status{Exit: ExitSandbox, Error: fmt.Sprintf("the sandbox helper ended with exit status %d without reporting how the tool ended; %s; this is a toolsrv bug, please report it", ws.ExitStatus(), fate)}
 }
 
 // helperProc is a started sandbox helper, registered as a live call of

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -67,6 +68,9 @@ type Process struct {
 	stderr      *tailBuffer
 	done        chan struct{}
 	stopOnce    sync.Once
+	// stopping: Stop was called (a helper that ends without a report was
+	// then ended by it).
+	stopping atomic.Bool
 
 	// set before done is closed
 	err error
@@ -151,7 +155,8 @@ func (r *Runner) Start(ctx context.Context, spec ProcessSpec) (*Process, error) 
 		if r.iso.root {
 			pol.Processes = 0
 		}
-		hp, err = r.forkHelper(spec.Argv, env, dir, pol, false, CallContext{WorkDir: dir})
+		ns = false
+		hp, err = r.forkHelper(spec.Argv, env, dir, pol, ns, CallContext{WorkDir: dir})
 	}
 	if err != nil {
 		os.RemoveAll(tmp)
@@ -192,7 +197,11 @@ func (r *Runner) Start(ctx context.Context, spec ProcessSpec) (*Process, error) 
 		case serr != nil:
 			p.err = serr
 		case !ok:
-			p.err = fmt.Errorf("killed (%v)", ws)
+			if u := unreported(ws, p.stopping.Load(), ns); u.Error != "" {
+				p.err = &CallError{Tool: spec.Name, Kind: ErrSandbox, Msg: u.Error}
+			} else {
+				p.err = fmt.Errorf("killed (%v)", ws)
+			}
 		case st.Error != "":
 			p.err = &CallError{Tool: spec.Name, Kind: ErrSandbox, Msg: st.Error}
 		case st.Killed:
@@ -243,6 +252,7 @@ func (p *Process) Unsandboxed() bool { return p.unsandboxed }
 // exited after grace, it gets SIGTERM, then (after the runner's KillGrace)
 // everything it started is killed. Stop returns when it is gone.
 func (p *Process) Stop(grace time.Duration) {
+	p.stopping.Store(true)
 	p.stopOnce.Do(func() {
 		p.Stdin.Close()
 		select {
