@@ -12,8 +12,9 @@ import (
 // BenchmarkCallOverhead measures one whole call of the same trivial tool
 // (/bin/true, no output) through each path. The difference between
 // "sandboxed" and "unsandboxed" is the sandbox's per-call cost: re-executing
-// the helper, building the Landlock ruleset, the seccomp filter and (as
-// root) a fresh network namespace. Set TOOLSRV_HELPER to a built toolsrv
+// the helper, building the Landlock ruleset, the seccomp filter and the
+// namespaces (PID, mount with the call's own /proc, IPC; user when not
+// root). Set TOOLSRV_HELPER to a built toolsrv
 // binary to measure with it as the helper instead of this test binary.
 func BenchmarkCallOverhead(b *testing.B) {
 	self, err := os.Executable()
@@ -26,6 +27,7 @@ func BenchmarkCallOverhead(b *testing.B) {
 	tools, work := b.TempDir(), b.TempDir()
 	os.WriteFile(tools+"/true.meta", []byte(`{"description":"does nothing","cmd":"/bin/true"}`), 0o644)
 	os.WriteFile(tools+"/true_net.meta", []byte(`{"description":"does nothing","cmd":"/bin/true","network":true}`), 0o644)
+	os.WriteFile(tools+"/true_host.meta", []byte(`{"description":"does nothing","cmd":"/bin/true","hostProcesses":true}`), 0o644)
 	f := &fixture{t: b, tools: tools, work: work}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	noLandlock := func() (int, error) { return 0, errors.New("benchmark: unsandboxed baseline") }
@@ -38,6 +40,9 @@ func BenchmarkCallOverhead(b *testing.B) {
 		{"sandboxed-network", "true_net", Options{}},
 		{"sandboxed-nonet-landlock+seccomp", "true", Options{Isolation: IsolationNone}},
 		{"sandboxed-nonet-netns", "true", Options{}},
+		// Without the PID and mount namespaces (and the /proc mount): what
+		// they cost a call is the difference to the row above.
+		{"sandboxed-nonet-hostProcesses", "true_host", Options{}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			c.opts.SelfExe, c.opts.Logger = self, quiet

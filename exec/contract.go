@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -188,6 +189,16 @@ type Runner struct {
 
 	budget     *semaphore.Weighted
 	budgetSize int64
+
+	warned sync.Map // keys of the warnings said already (warnOnce)
+}
+
+// warnOnce logs a warning the first time key comes: one a call would
+// otherwise repeat at every call.
+func (r *Runner) warnOnce(key, msg string, args ...any) {
+	if _, said := r.warned.LoadOrStore(key, struct{}{}); !said {
+		r.log.Warn(msg, args...)
+	}
 }
 
 // HelperSibling is the name of an optional slim sandbox helper installed

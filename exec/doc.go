@@ -51,9 +51,24 @@
 //
 // Isolation (Options.Isolation; IsolationAuto uses namespaces where the
 // kernel allows them): the helper starts in a fresh PID namespace, whose
-// init it is, and IPC namespace; a toolsrv that is not root adds a user
+// init it is, a mount namespace in which it mounts that PID namespace's
+// own /proc, and an IPC namespace; a toolsrv that is not root adds a user
 // namespace of the call's own, mapping only its own uid and gid (the tool
-// keeps its identity). (No network namespace: for a tool without
+// keeps its identity; the helper keeps CAP_SYS_ADMIN there, ambient, until
+// it has mounted /proc). A tool therefore sees its own call's processes
+// only, under the PIDs getpid() gives them: with the host's /proc, ps
+// failed ("fatal library error, lookup self") or took another process for
+// itself, depending on which PIDs the host had free. Where the procfs
+// cannot be mounted (a container that masks parts of its /proc) the call
+// keeps the host's /proc and the runner warns once
+// (sandbox.Status.SharedProc). A tool that declares "hostProcesses" (a
+// process lister) runs without the PID and mount namespaces: it sees the
+// host's /proc, the helper is its subreaper, and Landlock's signal
+// scoping keeps it from signalling what it sees; where Landlock lacks
+// that scoping (ABI below 6, Linux before 6.12) the declaration is
+// ignored with a warning, since only the PID namespace would then keep
+// the tool from signalling the server. As root such a call has no process
+// limit (see Limits). (No network namespace: for a tool without
 // "network" the seccomp filter already refuses every IP socket, and an
 // empty namespace would only cost half a millisecond more per call.) Everything the tool starts dies when the helper
 // ends: setsid, double forks and daemons included. Without namespaces
@@ -85,7 +100,7 @@
 // counts threads. It is RLIMIT_NPROC in the call's user namespace (which
 // counts only that call's tasks) for an ordinary user; for root, whom
 // RLIMIT_NPROC exempts, the pid_max of the call's PID namespace (Linux
-// 6.14+), set about 300 above the limit (sandbox.PidMax: once a namespace's
+// 6.14+; none for a hostProcesses tool, which has no PID namespace), set about 300 above the limit (sandbox.PidMax: once a namespace's
 // PIDs wrap around, the kernel hands out only PIDs from 300 up, and a
 // pid_max at the limit would leave a long-running tool room for a few
 // processes at most), so a root call may hold up to about 300 processes
@@ -126,7 +141,8 @@
 // Landlock, pinned to ABI V7 in best-effort mode (at least ABI 1 required),
 // applied by the helper to the thread that starts the tool (the library's
 // documented per-thread form; the tool inherits the domain):
-//   - read+execute: /usr /bin /sbin /lib* /opt, /proc, /sys, /dev/{u,}random,
+//   - read+execute: /usr /bin /sbin /lib* /opt, /proc (the call's own, see
+//     Isolation), /sys, /dev/{u,}random,
 //     a list of non-secret /etc files (loader cache, passwd, group, hosts,
 //     resolv.conf, ssl, localtime, machine-id, ...; not shadow or ssh keys),
 //     the system logs (/var/log, /run/log/journal), the tool's own

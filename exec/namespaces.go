@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/toolsrv/toolsrv/exec/sandbox"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // Isolation is how a call is separated from the server beyond Landlock.
@@ -21,9 +22,12 @@ const (
 	// them and falls back to IsolationNone, with a warning, where not.
 	IsolationAuto Isolation = iota
 	// IsolationNamespaces: every call gets a PID namespace (its helper is
-	// the init: everything the tool starts dies with the call) and an IPC
-	// namespace; a non-root toolsrv adds a user namespace of the call's own
-	// (which also makes RLIMIT_NPROC count only the call's processes).
+	// the init: everything the tool starts dies with the call) with a
+	// /proc of its own in a mount namespace, and an IPC namespace; a
+	// non-root toolsrv adds a user namespace of the call's own (which also
+	// makes RLIMIT_NPROC count only the call's processes). A tool that
+	// declares hostProcesses goes without the PID and mount namespaces
+	// (see hostProcesses).
 	IsolationNamespaces
 	// IsolationNone: no namespaces. The helper is a child subreaper that
 	// kills the tool's descendants one by one; the process limit counts all
@@ -74,20 +78,47 @@ func (i *isolation) disable(err error) {
 // fields. (No network namespace: the seccomp filter already refuses every
 // IP socket to a tool without network, which an empty namespace would only
 // repeat, at about half a millisecond per call.)
-func (i *isolation) apply(pol *sandbox.Policy) sandbox.Namespaces {
-	ns := sandbox.Namespaces{PID: true}
-	pol.PidNS = true
+//
+// hostProcs: the call sees the host's processes (hostProcesses), so it
+// gets no PID namespace; the helper is then the call's subreaper, and a
+// root call has no process limit.
+func (i *isolation) apply(pol *sandbox.Policy, hostProcs bool) sandbox.Namespaces {
+	ns := sandbox.Namespaces{PID: !hostProcs, IPC: true}
+	pol.PidNS = ns.PID
 	if !i.root {
 		// The tool keeps its identity: the same uid and gid inside and out.
 		ns.User, ns.UID, ns.GID = true, i.uid, i.gid
 		pol.UserNS = true
 	}
-	if i.root && !i.pidMax {
-		// Root is exempt from RLIMIT_NPROC, and this kernel has no pid_max
-		// per PID namespace: no process limit (said once at start).
+	if i.root && (!i.pidMax || hostProcs) {
+		// Root is exempt from RLIMIT_NPROC, and only a PID namespace's
+		// pid_max (Linux 6.14+) limits it: without one, no process limit
+		// (said once at start for the kernel, in the README for
+		// hostProcesses).
 		pol.Processes = 0
 	}
 	return ns
+}
+
+// scopedSignalsABI is the Landlock ABI that keeps a sandboxed process from
+// signalling processes outside its sandbox (LANDLOCK_SCOPE_SIGNAL, Linux
+// 6.12).
+const scopedSignalsABI = 6
+
+// hostProcesses reports whether a call of t, under pol, sees the host's
+// processes: t declares it, and either the call is unconfined (an approved
+// bypass) or Landlock can keep it from signalling them, which the PID
+// namespace does for every other call. Otherwise it gets the PID namespace
+// like any call, and sees its own processes only; ok is false then (the
+// caller warns).
+func (r *Runner) hostProcesses(t *registry.Tool, pol sandbox.Policy) (host, ok bool) {
+	if !t.HostProcesses {
+		return false, true
+	}
+	if pol.Unconfined || r.abi >= scopedSignalsABI {
+		return true, true
+	}
+	return false, false
 }
 
 // nsStartError reports whether err from starting the helper means the
@@ -114,4 +145,13 @@ func kernelAtLeast(major, minor int) bool {
 		return false
 	}
 	return ma > major || (ma == major && mi >= minor)
+}
+
+// noteSharedProc warns, once, when a call's PID namespace could not get a
+// /proc of its own (see sandbox.Status.SharedProc).
+func (r *Runner) noteSharedProc(st sandbox.Status) {
+	if st.SharedProc != "" {
+		r.warnOnce("sharedProc", "calls see the host's /proc, whose PIDs are not theirs (ps and pgrep may fail or mistake themselves): their PID namespace could not get a /proc of its own",
+			"err", st.SharedProc)
+	}
 }

@@ -79,20 +79,27 @@ func (r *Runner) start(ctx context.Context, t *registry.Tool, stdin []byte, cc C
 	if !ns && r.iso.root {
 		pol.Processes = 0 // root is exempt from RLIMIT_NPROC: only a PID namespace limits it
 	}
-	res, st, err := r.runHelper(ctx, t, stdin, cc, pol, timeout, ns)
+	host, ok := r.hostProcesses(t, pol)
+	if !ok {
+		r.warnOnce("hostProcesses "+t.Name, "the tool asks to see the host's processes, but this kernel's Landlock cannot keep it from signalling them (ABI 6, Linux 6.12, can): it sees only its own call's processes",
+			"tool", t.Name, "landlockABI", r.abi)
+	}
+	res, st, err := r.runHelper(ctx, t, stdin, cc, pol, timeout, ns, host)
 	if ns && r.iso.mode == IsolationAuto && err != nil && nsStartError(err) {
 		r.iso.disable(err)
 		r.log.Warn("the kernel refused namespaces for tool calls; calls run without them (see the threat model: weaker process limits and lifetime)", "err", err)
 		if r.iso.root {
 			pol.Processes = 0
 		}
-		return r.runHelper(ctx, t, stdin, cc, pol, timeout, false)
+		return r.runHelper(ctx, t, stdin, cc, pol, timeout, false, host)
 	}
 	return res, st, err
 }
 
-func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, cc CallContext, pol sandbox.Policy, timeout time.Duration, ns bool) (*Result, outcome, error) {
-	hp, err := r.forkHelper(t.Command.Argv, r.toolEnv(t, cc, pol.TempDir, !pol.Unconfined), cc.WorkDir, pol, ns, cc)
+// runHelper runs one call's helper: with namespaces when ns, without the
+// PID namespace when host (the tool sees the host's processes).
+func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, cc CallContext, pol sandbox.Policy, timeout time.Duration, ns, host bool) (*Result, outcome, error) {
+	hp, err := r.forkHelper(t.Command.Argv, r.toolEnv(t, cc, pol.TempDir, !pol.Unconfined), cc.WorkDir, pol, ns, host, cc)
 	if err != nil {
 		return nil, outcome{}, err
 	}
@@ -195,8 +202,9 @@ func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, 
 		return res, out, statusErr
 	case statusOK:
 		out.Status = status
+		r.noteSharedProc(status)
 	default:
-		out.Status = unreported(hws, out.timedOut || ctx.Err() != nil, ns)
+		out.Status = unreported(hws, out.timedOut || ctx.Err() != nil, hp.pidNS)
 	}
 	res.ExitCode = out.Exit
 	if out.Signal != 0 {
@@ -229,18 +237,20 @@ func unreported(ws syscall.WaitStatus, ending, pidNS bool) sandbox.Status {
 type helperProc struct {
 	*sandbox.Helper
 	r *Runner
+	// pidNS: the helper is the init of the call's PID namespace.
+	pidNS bool
 }
 
 // forkHelper starts the sandbox helper for argv under pol, in dir, with
 // env, and registers it as a live call of cc (so that Identify finds its
-// processes). ns gives it namespaces. A prestarted helper of the same
-// binary and namespaces (Options.Prestarted) is used once, instead of
-// starting one. The caller owns the returned ends and calls forget when
-// the helper is gone.
-func (r *Runner) forkHelper(argv, env []string, dir string, pol sandbox.Policy, ns bool, cc CallContext) (*helperProc, error) {
+// processes). ns gives it namespaces, hostProcs all of them but the PID
+// namespace. A prestarted helper of the same binary and namespaces
+// (Options.Prestarted) is used once, instead of starting one. The caller
+// owns the returned ends and calls forget when the helper is gone.
+func (r *Runner) forkHelper(argv, env []string, dir string, pol sandbox.Policy, ns, hostProcs bool, cc CallContext) (*helperProc, error) {
 	var nsc sandbox.Namespaces
 	if ns {
-		nsc = r.iso.apply(&pol)
+		nsc = r.iso.apply(&pol, hostProcs)
 	}
 	pj, err := json.Marshal(pol)
 	if err != nil {
@@ -262,12 +272,12 @@ func (r *Runner) forkHelper(argv, env []string, dir string, pol sandbox.Policy, 
 		}
 	}
 	live := &liveCall{pid: h.Pid, pidfd: h.PidFD, cc: cc}
-	if ns {
+	if nsc.PID {
 		live.pidNS, _ = nsInode(h.Pid, "pid")
 	}
 	r.calls.add(live)
-	r.log.Debug("sandbox helper", "pid", h.Pid, "prestarted", prestarted, "namespaces", ns)
-	return &helperProc{Helper: h, r: r}, nil
+	r.log.Debug("sandbox helper", "pid", h.Pid, "prestarted", prestarted, "namespaces", ns, "pidNamespace", nsc.PID)
+	return &helperProc{Helper: h, r: r, pidNS: nsc.PID}, nil
 }
 
 // forget unregisters the helper and closes its pidfd.

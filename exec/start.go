@@ -148,7 +148,7 @@ func (r *Runner) Start(ctx context.Context, spec ProcessSpec) (*Process, error) 
 	if !ns && r.iso.root {
 		pol.Processes = 0 // root is exempt from RLIMIT_NPROC: only a PID namespace limits it
 	}
-	hp, err := r.forkHelper(spec.Argv, env, dir, pol, ns, CallContext{WorkDir: dir})
+	hp, err := r.forkHelper(spec.Argv, env, dir, pol, ns, false, CallContext{WorkDir: dir})
 	if ns && r.iso.mode == IsolationAuto && err != nil && nsStartError(err) {
 		r.iso.disable(err)
 		r.log.Warn("the kernel refused namespaces for tool calls; calls run without them (see the threat model: weaker process limits and lifetime)", "err", err)
@@ -156,7 +156,7 @@ func (r *Runner) Start(ctx context.Context, spec ProcessSpec) (*Process, error) 
 			pol.Processes = 0
 		}
 		ns = false
-		hp, err = r.forkHelper(spec.Argv, env, dir, pol, ns, CallContext{WorkDir: dir})
+		hp, err = r.forkHelper(spec.Argv, env, dir, pol, ns, false, CallContext{WorkDir: dir})
 	}
 	if err != nil {
 		os.RemoveAll(tmp)
@@ -191,13 +191,16 @@ func (r *Runner) Start(ctx context.Context, spec ProcessSpec) (*Process, error) 
 		syscall.Kill(-hp.Pid, syscall.SIGKILL)
 		st, ok, serr := sandbox.ReadStatus(hp.Status)
 		hp.Status.Close()
+		if ok {
+			r.noteSharedProc(st)
+		}
 		waitTimeout(&errCopy, drainDelay)
 		hp.Stderr.Close()
 		switch {
 		case serr != nil:
 			p.err = serr
 		case !ok:
-			if u := unreported(ws, p.stopping.Load(), ns); u.Error != "" {
+			if u := unreported(ws, p.stopping.Load(), hp.pidNS); u.Error != "" {
 				p.err = &CallError{Tool: spec.Name, Kind: ErrSandbox, Msg: u.Error}
 			} else {
 				p.err = fmt.Errorf("killed (%v)", ws)

@@ -109,6 +109,8 @@ var metaFields = []fieldDef{
 		guarded("the tool's network access would be the default (none)"),
 	flag("bypass", func(t *Tool) *bool { return &t.Bypass }).
 		guarded("the tool's bypass setting would be the default (sandboxed)"),
+	flag("hostProcesses", func(t *Tool) *bool { return &t.HostProcesses }).
+		guarded("the tool would see only its own call's processes"),
 	flag("resetsCounter", func(t *Tool) *bool { return &t.ResetsCounter }),
 	field("scope", parseString, func(t *Tool) *string { return &t.Scope }, "").
 		shown("scope", func(t *Tool) string { return t.Scope }),

@@ -36,6 +36,7 @@ var fieldSamples = map[string]fieldSample{
 	"readOnly":      {value: `true`, other: `false`, otherTool: omitted},
 	"bypass":        {value: `true`, other: `false`, otherTool: omitted},
 	"network":       {value: `true`, other: `false`, otherTool: omitted},
+	"hostProcesses": {value: `true`, other: `false`, otherTool: omitted},
 	"concurrency":   {value: `"exclusive"`, other: `"serial"`},
 	"timeout":       {value: `"90s"`, other: `5`, valueTool: `90000000000`, otherTool: `5000000000`},
 	"limits":        {value: `{"processes":64,"memory":"512MiB"}`, other: `{"processes":8}`, valueTool: `{"processes":64,"memory":536870912}`},

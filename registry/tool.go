@@ -80,11 +80,14 @@ type Tool struct {
 	Tier        Tier            `json:"tier"`
 	Cmd         string          `json:"cmd,omitempty"`
 
-	ReadOnly    bool          `json:"readOnly,omitempty"`
-	Bypass      bool          `json:"bypass,omitempty"`
-	Network     bool          `json:"network,omitempty"`
-	Concurrency Concurrency   `json:"concurrency"`
-	Timeout     time.Duration `json:"timeout,omitempty"` // 0: the caller's default
+	ReadOnly bool `json:"readOnly,omitempty"`
+	Bypass   bool `json:"bypass,omitempty"`
+	Network  bool `json:"network,omitempty"`
+	// HostProcesses: the tool sees the host's processes (ps, top, pgrep),
+	// not only its own call's; see package exec.
+	HostProcesses bool          `json:"hostProcesses,omitempty"`
+	Concurrency   Concurrency   `json:"concurrency"`
+	Timeout       time.Duration `json:"timeout,omitempty"` // 0: the caller's default
 	// Limits are the resource limits the tool asks for (zero: the server's
 	// defaults); the server caps them.
 	Limits        ToolLimits `json:"limits,omitzero"`

@@ -346,6 +346,9 @@ func TestExampleTools(t *testing.T) {
 			if c.check != nil {
 				c.check(t, dir, r.stdout)
 			}
+			if t.Failed() && !c.fail && r.stderr != "" {
+				t.Logf("standard error of the call:\n%s", r.stderr)
+			}
 		})
 	}
 	t.Run("system_logs/variant for this host", func(t *testing.T) {

@@ -25,8 +25,13 @@ const keepCaps = 1<<unix.CAP_CHOWN | 1<<unix.CAP_DAC_OVERRIDE | 1<<unix.CAP_DAC_
 
 // dropCapabilities limits the calling thread (the one that forks the tool;
 // HelperMain locks it) to keepCaps when it runs as uid 0, and to nothing
-// otherwise: a helper started in a user namespace of its own holds every
-// capability in that namespace, which neither it nor the tool needs.
+// otherwise: a helper started in a user namespace of its own holds
+// CAP_SYS_ADMIN there (ambient, to mount its /proc), which neither it nor
+// the tool needs after that. Such a helper lacks CAP_SETPCAP and leaves
+// the bounding set as it is: with no capability permitted, inheritable or
+// ambient, a process that is not uid 0 gains none at execve but from file
+// capabilities, which the initial namespace's files do not give in a user
+// namespace that does not map uid 0 (and no_new_privs refuses anyway).
 func dropCapabilities() error {
 	keep := uint64(keepCaps)
 	if os.Geteuid() != 0 {
@@ -46,7 +51,7 @@ func dropCapabilities() error {
 			last = n
 		}
 	}
-	for c := 0; c <= last; c++ {
+	for c := 0; c <= last && have[0].Effective&(1<<unix.CAP_SETPCAP) != 0; c++ {
 		if keep&(1<<c) != 0 {
 			continue
 		}

@@ -69,8 +69,10 @@ func HelperMain(args []string) int {
 	// the call's process limit still has room for them.
 	holdThreads(heldThreads)
 	status := os.NewFile(StatusFD, "status")
+	var sharedProc string // why the PID namespace kept the host's /proc
 	report := func(st Status) {
 		if status != nil {
+			st.SharedProc = sharedProc
 			json.NewEncoder(status).Encode(st)
 		}
 	}
@@ -125,7 +127,15 @@ func HelperMain(args []string) int {
 	}
 	sup.pidNS = p.PidNS
 	sup.listen()
-	if !p.PidNS {
+	if p.PidNS {
+		// Where the kernel refuses (a container that masks parts of its
+		// /proc refuses an unprivileged procfs mount), the tool runs with
+		// the host's /proc, as it would without the mount namespace, and
+		// the server says so.
+		if err := mountProc(); err != nil {
+			sharedProc = err.Error()
+		}
+	} else {
 		if err := becomeSubreaper(); err != nil {
 			return fail(fmt.Errorf("becoming the call's subreaper: %w", err))
 		}

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // PrestartArg follows HelperArg for a helper started before its call is
@@ -41,9 +43,13 @@ func DefaultHelper(self string) string {
 // Namespaces is what a helper is started in besides its own process
 // group. The zero value: no namespaces.
 type Namespaces struct {
-	// PID and IPC: a PID namespace (the helper is its init) and an IPC
-	// namespace.
+	// PID: a PID namespace (the helper is its init) and a mount namespace
+	// in which the helper mounts that PID namespace's own /proc (Policy
+	// PidNS), so that the processes a tool sees there and its own PIDs
+	// agree.
 	PID bool
+	// IPC: an IPC namespace.
+	IPC bool
 	// User: a user namespace of its own, mapping UID and GID to
 	// themselves (a toolsrv that is not root).
 	User     bool
@@ -51,9 +57,10 @@ type Namespaces struct {
 }
 
 // DefaultNamespaces are the namespaces of a call where the kernel allows
-// them: PID and IPC, and a user namespace unless toolsrv runs as root.
+// them: PID (with its mount namespace) and IPC, and a user namespace
+// unless toolsrv runs as root.
 func DefaultNamespaces() Namespaces {
-	return Namespaces{PID: true, User: os.Geteuid() != 0, UID: os.Getuid(), GID: os.Getgid()}
+	return Namespaces{PID: true, IPC: true, User: os.Geteuid() != 0, UID: os.Getuid(), GID: os.Getgid()}
 }
 
 // sysProcAttr is how a helper is started: its own process group, killed
@@ -62,7 +69,10 @@ func DefaultNamespaces() Namespaces {
 func (n Namespaces) sysProcAttr(pidfd *int) *syscall.SysProcAttr {
 	sys := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: KillSignal, PidFD: pidfd}
 	if n.PID {
-		sys.Cloneflags |= syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC
+		sys.Cloneflags |= syscall.CLONE_NEWPID | syscall.CLONE_NEWNS
+	}
+	if n.IPC {
+		sys.Cloneflags |= syscall.CLONE_NEWIPC
 	}
 	if n.User {
 		sys.Cloneflags |= syscall.CLONE_NEWUSER
@@ -70,6 +80,14 @@ func (n Namespaces) sysProcAttr(pidfd *int) *syscall.SysProcAttr {
 		sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: n.UID, HostID: n.UID, Size: 1}}
 		sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: n.GID, HostID: n.GID, Size: 1}}
 		sys.GidMappingsEnableSetgroups = false
+		if n.PID {
+			// A process whose uid is not 0 loses at its execve the
+			// capabilities a new user namespace gives it, unless they are
+			// ambient: the helper needs CAP_SYS_ADMIN there to mount its
+			// PID namespace's /proc (mountProc), then drops it on the
+			// thread that starts the tool (dropCapabilities).
+			sys.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
+		}
 	}
 	return sys
 }

@@ -20,6 +20,10 @@ type Status struct {
 	// Killed: the helper ended the tool on the server's request (timeout,
 	// cancellation) rather than the tool ending on its own.
 	Killed bool `json:"killed,omitempty"`
+	// SharedProc says why the call's PID namespace could not get a /proc
+	// of its own (the tool saw the host's, where PIDs are not its own);
+	// empty when it had one, or had no PID namespace.
+	SharedProc string `json:"sharedProc,omitempty"`
 }
 
 // ReadStatus parses what the helper wrote; ok is false when it wrote
