@@ -80,7 +80,7 @@ func (r *Runner) start(ctx context.Context, t *registry.Tool, stdin []byte, cc C
 		pol.Processes = 0 // root is exempt from RLIMIT_NPROC: only a PID namespace limits it
 	}
 	host, ok := r.hostProcesses(t, pol)
-	if !ok {
+	if !ok && ns { // (without namespaces every call sees the host's processes)
 		r.warnOnce("hostProcesses "+t.Name, "the tool asks to see the host's processes, but this kernel's Landlock cannot keep it from signalling them (ABI 6, Linux 6.12, can): it sees only its own call's processes",
 			"tool", t.Name, "landlockABI", r.abi)
 	}
