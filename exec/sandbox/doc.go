@@ -1,6 +1,7 @@
 // Package sandbox is the helper side of toolsrv's sandbox: the code that
 // runs in the re-executed helper process. The helper closes inherited
-// descriptors, applies the call's limits and marker, confines itself
+// descriptors, mounts its PID namespace's own /proc (proc.go), applies the
+// call's limits and marker, confines itself
 // (capabilities, a seccomp filter, Landlock on the thread that starts the
 // tool), starts the tool as its child and stays as the call's init (or
 // child subreaper) until the tool and everything it started are gone; then
