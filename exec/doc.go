@@ -100,8 +100,9 @@
 // counts threads. It is RLIMIT_NPROC in the call's user namespace (which
 // counts only that call's tasks) for an ordinary user; for root, whom
 // RLIMIT_NPROC exempts, the pid_max of the call's PID namespace (Linux
-// 6.14+; none for a hostProcesses tool, which has no PID namespace), set about 300 above the limit (sandbox.PidMax: once a namespace's
-// PIDs wrap around, the kernel hands out only PIDs from 300 up, and a
+// 6.14+; none for a hostProcesses tool, which has no PID namespace), set
+// about 300 above the limit (sandbox.PidMax: once a namespace's PIDs wrap
+// around, the kernel hands out only PIDs from 300 up, and a
 // pid_max at the limit would leave a long-running tool room for a few
 // processes at most), so a root call may hold up to about 300 processes
 // more than its limit; without namespaces,

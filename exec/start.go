@@ -155,8 +155,7 @@ func (r *Runner) Start(ctx context.Context, spec ProcessSpec) (*Process, error) 
 		if r.iso.root {
 			pol.Processes = 0
 		}
-		ns = false
-		hp, err = r.forkHelper(spec.Argv, env, dir, pol, ns, false, CallContext{WorkDir: dir})
+		hp, err = r.forkHelper(spec.Argv, env, dir, pol, false, false, CallContext{WorkDir: dir})
 	}
 	if err != nil {
 		os.RemoveAll(tmp)

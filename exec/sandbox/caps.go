@@ -51,7 +51,10 @@ func dropCapabilities() error {
 			last = n
 		}
 	}
-	for c := 0; c <= last && have[0].Effective&(1<<unix.CAP_SETPCAP) != 0; c++ {
+	if have[0].Effective&(1<<unix.CAP_SETPCAP) == 0 {
+		last = -1 // the bounding set stays (see above)
+	}
+	for c := 0; c <= last; c++ {
 		if keep&(1<<c) != 0 {
 			continue
 		}
