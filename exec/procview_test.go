@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolsrv/toolsrv/exec/sandbox"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // A tool's view of processes is consistent: the PIDs its /proc shows are
@@ -72,6 +75,36 @@ exit 0
 				case !c.host && got["init"] != "helper":
 					t.Errorf("%s: its /proc's PID 1 is not its call's helper: it sees the host's processes\n%s", c.tool, out)
 				}
+			}
+		})
+	}
+}
+
+// hostProcesses is honoured only where something else keeps the tool from
+// signalling what it sees: Landlock's signal scoping (ABI 6), or an
+// approved bypass, which runs unsandboxed anyway. Below ABI 6 only the PID
+// namespace would, so the tool keeps it (and the runner warns).
+func TestHostProcessesNeedsScopedSignals(t *testing.T) {
+	declared := &registry.Tool{Name: "ps", HostProcesses: true}
+	plain := &registry.Tool{Name: "ls"}
+	for _, c := range []struct {
+		name       string
+		tool       *registry.Tool
+		abi        int
+		unconfined bool
+		host, ok   bool
+	}{
+		{"not declared", plain, 7, false, false, true},
+		{"declared, ABI 7", declared, 7, false, true, true},
+		{"declared, ABI 6", declared, scopedSignalsABI, false, true, true},
+		{"declared, ABI 5", declared, 5, false, false, false},
+		{"declared, ABI 5, approved bypass", declared, 5, true, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := &Runner{abi: c.abi}
+			host, ok := r.hostProcesses(c.tool, sandbox.Policy{Unconfined: c.unconfined})
+			if host != c.host || ok != c.ok {
+				t.Errorf("hostProcesses = %v, %v; want %v, %v", host, ok, c.host, c.ok)
 			}
 		})
 	}
