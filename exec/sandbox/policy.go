@@ -40,6 +40,14 @@ type Policy struct {
 	// Write are extra read-write paths, files or directories (what an MCP
 	// server's configuration grants it; read-only when ReadOnly).
 	Write []string `json:"write,omitempty"`
+	// Protect are paths inside WorkDir, TempDir or Write (toolsrv's own:
+	// tool directories, agent profiles, its sockets' directories, its
+	// cache) that the call must not write even though they lie inside a
+	// directory it may write. The helper bind-mounts each read-only over
+	// itself in the call's mount namespace before the tool starts; where
+	// the call has no mount namespace the helper refuses the call
+	// (ExitSandbox, with the reason). Absolute, symlinks resolved.
+	Protect []string `json:"protect,omitempty"`
 	// Processes is the most processes (threads included) the tool and
 	// everything it starts may have at once; 0: no limit.
 	Processes int `json:"processes,omitempty"`
