@@ -247,6 +247,18 @@ func NewRunner(opts Options) (*Runner, error) {
 	if opts.MaxLimits.Memory <= 0 {
 		opts.MaxLimits.Memory = DefaultMaxMemory()
 	}
+	if opts.Limits.FileSize <= 0 {
+		opts.Limits.FileSize = DefaultFileSize
+	}
+	if opts.MaxLimits.FileSize <= 0 {
+		opts.MaxLimits.FileSize = DefaultMaxFileSize
+	}
+	if opts.Limits.TempSize <= 0 {
+		opts.Limits.TempSize = DefaultTempSize
+	}
+	if opts.MaxLimits.TempSize <= 0 {
+		opts.MaxLimits.TempSize = DefaultMaxTempSize()
+	}
 	if opts.ProcessBudget <= 0 {
 		opts.ProcessBudget = defaultProcessBudget()
 	}

@@ -32,10 +32,19 @@
 // toolsrv binary) re-executed as "toolsrv __sandbox POLICY -- ARGV"
 // (HelperMain, in package exec/sandbox). The helper closes every
 // descriptor it inherited beyond the standard streams, applies the limits
-// and the sandbox to itself, starts the tool as its child and stays until
-// the tool and everything it started are gone, then reports how the tool
-// ended on a status pipe. Landlock restricts a process for good, so none
-// of this ever happens in the server.
+// to itself, drops its capabilities, starts the tool as its child from a
+// thread that confines itself (no_new_privs, seccomp, Landlock) and ends
+// once the tool has started, and stays until the tool and everything it
+// started are gone, then reports how the tool ended on a status pipe.
+// Landlock restricts a process for good, so none of this ever happens in
+// the server. Because the confined thread is gone, no thread of the helper
+// shares the tool's Landlock domain, and Landlock forbids tracing a
+// process outside one's domain: a tool cannot attach to its helper (when
+// the helper kept the confined thread, a tool attached to it, wrote into
+// the memory the helper's threads share and ran code on an unconfined
+// one). The helper is
+// not dumpable besides, and the seccomp filter refuses ptrace to tools
+// that do not declare "ptrace".
 //
 // A helper can also be started before its call is known
 // (sandbox.Prestart, "toolsrv __sandbox -"): with an empty environment, it
@@ -113,7 +122,12 @@
 // runtime needs later fail, which would end the helper with the call (a
 // helper that ends without a report is a sandbox error of the call, never
 // the tool's exit status). Memory is RLIMIT_DATA (heap, stacks,
-// private mappings) of each process. Cgroups are not used: on a host whose
+// private mappings) of each process. File size (DefaultFileSize 1 GiB,
+// "fileSize", capped at DefaultMaxFileSize) is RLIMIT_FSIZE; the helper
+// ignores SIGXFSZ, so a write past it fails with EFBIG. The call's
+// temporary directory is a tmpfs of DefaultTempSize (1 GiB, "tempSize",
+// capped at a quarter of the machine's memory) in its mount namespace;
+// without namespaces only the file size holds. Cgroups are not used: on a host whose
 // cgroup v2 hierarchy has the memory and pids controllers delegated they
 // would bound a call's total memory, which rlimits cannot; this is a known
 // gap (a call may use processes × memory at most). Core dumps are off.
@@ -140,8 +154,8 @@
 // # Sandbox
 //
 // Landlock, pinned to ABI V7 in best-effort mode (at least ABI 1 required),
-// applied by the helper to the thread that starts the tool (the library's
-// documented per-thread form; the tool inherits the domain):
+// applied by the helper to the thread that starts the tool, which ends
+// after the start (the tool inherits the domain; see The helper):
 //   - read+execute: /usr /bin /sbin /lib* /opt, /proc (the call's own, see
 //     Isolation), /sys, /dev/{u,}random,
 //     a list of non-secret /etc files (loader cache, passwd, group, hosts,
@@ -164,8 +178,11 @@
 // netlink (no TCP, UDP, raw or packet socket); with it, no MPTCP socket
 // (Landlock's TCP rules do not cover MPTCP); no setuid or setgid bit on
 // any file (chmod and file creation with those bits fail with EPERM); no
-// io_uring (its operations bypass seccomp); system calls of a foreign ABI
-// kill the process. no_new_privs is set. A root toolsrv's tools keep only
+// io_uring (its operations bypass seccomp); no keyrings (keyctl, add_key
+// and request_key fail with ENOSYS: the kernel's keyrings are the user's,
+// and the call's own /proc hides /proc/keys); no ptrace, process_vm_readv,
+// process_vm_writev or pidfd_getfd unless the tool declares "ptrace";
+// system calls of a foreign ABI kill the process. no_new_privs is set. A root toolsrv's tools keep only
 // CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH and CAP_FOWNER (bounded
 // by Landlock's paths); CAP_FSETID goes, so writing a setuid file clears
 // the bit.

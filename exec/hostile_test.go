@@ -337,3 +337,119 @@ func TestIdentifyPeer(t *testing.T) {
 		})
 	}
 }
+
+// A tool cannot reach into its sandbox helper: on 29c4465 it attached
+// with ptrace to the helper thread that had started it (the only one
+// under Landlock, and with its capabilities dropped), wrote into the
+// memory every helper thread shares, and ran code on a thread that had
+// neither Landlock nor dropped capabilities (as a user it read
+// ~/.ssh/id_rsa; as root /etc/shadow). Every way in is tried, on every
+// thread of the helper, in both isolation modes.
+func TestToolCannotReachItsHelper(t *testing.T) {
+	for _, mode := range isolations {
+		t.Run(mode.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.addProbe("intruder", `{"description":"attacks its helper"}`)
+			res := f.mustOK(f.call(f.runner(func(o *Options) { o.Isolation = mode.iso }), "intruder", `{"op":"attack-helper"}`))
+			out := strings.TrimSpace(string(res.Stdout))
+			if !strings.Contains(out, "ptrace of helper thread") && !strings.Contains(out, "listing the helper's threads") {
+				t.Fatalf("the attack did not run:\n%s\nstderr: %s", out, res.Stderr)
+			}
+			for _, l := range strings.Split(out, "\n") {
+				if strings.HasPrefix(l, "escaped") {
+					t.Errorf("%s", l)
+				}
+			}
+			if t.Failed() {
+				t.Logf("all attempts:\n%s", out)
+			}
+		})
+	}
+}
+
+// Only a tool that declares "ptrace" may trace, and only its own call's
+// processes: even then its helper stays out of reach.
+func TestPtraceOnlyWhenDeclared(t *testing.T) {
+	for _, mode := range isolations {
+		t.Run(mode.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.addProbe("plain", `{"description":"traces without saying so"}`)
+			f.addProbe("debugger", `{"description":"a debugger","ptrace":true}`)
+			r := f.runner(func(o *Options) { o.Isolation = mode.iso })
+			res, err := f.call(r, "plain", `{"op":"trace-child"}`)
+			if ce := wantKind(t, err, ErrExit); !strings.Contains(string(res.Stdout), "operation not permitted") {
+				t.Errorf("an undeclared trace: %v, output %q", ce, res.Stdout)
+			}
+			f.mustOK(f.call(r, "debugger", `{"op":"trace-child"}`))
+			res = f.mustOK(f.call(r, "debugger", `{"op":"attack-helper"}`))
+			for _, l := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
+				if strings.HasPrefix(l, "escaped") {
+					t.Errorf("a tool that declares ptrace: %s", l)
+				}
+			}
+		})
+	}
+}
+
+// A tool sees nothing of the user's keyrings: on 29c4465 keyctl read a
+// key added on the host and added keys to the user keyring (as root,
+// root's real one), and /proc/keys listed the host's keys.
+func TestKeyringsClosed(t *testing.T) {
+	name := "toolsrv-test-" + token(t)
+	id, err := unix.AddKey("user", name, []byte("HOST-SECRET"), unix.KEY_SPEC_USER_KEYRING)
+	if err != nil {
+		t.Fatalf("adding a key on the host (the test needs the kernel's keyrings): %v", err)
+	}
+	t.Cleanup(func() {
+		unix.KeyctlInt(unix.KEYCTL_UNLINK, id, unix.KEY_SPEC_USER_KEYRING, 0, 0)
+		if pid, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", name+"-planted", 0); err == nil {
+			unix.KeyctlInt(unix.KEYCTL_UNLINK, pid, unix.KEY_SPEC_USER_KEYRING, 0, 0)
+		}
+	})
+	for _, mode := range isolations {
+		t.Run(mode.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.addProbe("keys", `{"description":"looks at keyrings"}`)
+			res := f.mustOK(f.call(f.runner(func(o *Options) { o.Isolation = mode.iso }), "keys", fmt.Sprintf(`{"op":"keyring","path":%q}`, name)))
+			out := strings.TrimSpace(string(res.Stdout))
+			for _, l := range strings.Split(out, "\n") {
+				if strings.HasPrefix(l, "escaped") && !(mode.iso == IsolationNone && strings.Contains(l, "/proc/keys")) {
+					t.Errorf("%s", l)
+				}
+			}
+			if strings.Contains(out, "HOST-SECRET") {
+				t.Errorf("the key's contents reached the tool:\n%s", out)
+			}
+			if _, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", name+"-planted", 0); err == nil {
+				t.Error("the tool planted a key in the user keyring")
+			}
+		})
+	}
+}
+
+// A call writes no file over its file-size limit and no more than its
+// temporary directory holds (the red team wrote 3 GiB to the working
+// directory and $TMPDIR); the limits come from the .meta, within the
+// server's caps. Without a mount namespace only the file size holds.
+func TestFileSizeLimit(t *testing.T) {
+	for _, mode := range isolations {
+		t.Run(mode.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.add("filler", `{"description":"fills the disk","limits":{"fileSize":"2MiB","tempSize":"4MiB"}}`, `#!/bin/sh
+head -c 3145728 /dev/zero > big && echo WROTE-BIG
+for i in 1 2 3 4 5 6; do head -c 1048576 /dev/zero > "$TMPDIR/t$i" || break; done
+exit 0
+`)
+			res := f.mustOK(f.call(f.runner(func(o *Options) { o.Isolation = mode.iso }), "filler", `{}`))
+			if strings.Contains(string(res.Stdout), "WROTE-BIG") || !strings.Contains(string(res.Stderr), "File too large") {
+				t.Errorf("a 3 MiB file under a 2 MiB limit: %q, %q", res.Stdout, res.Stderr)
+			}
+			if fi, err := os.Stat(filepath.Join(f.work, "big")); err == nil && fi.Size() > 2<<20 {
+				t.Errorf("big is %d bytes", fi.Size())
+			}
+			if tmpCapped := mode.iso != IsolationNone; tmpCapped != strings.Contains(string(res.Stderr), "No space left on device") {
+				t.Errorf("6 MiB into a 4 MiB temporary directory (capped: %v): %q", tmpCapped, res.Stderr)
+			}
+		})
+	}
+}

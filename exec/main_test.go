@@ -93,6 +93,17 @@ func probeMain() int {
 				err = nil
 			}
 		}
+	case "trace-child":
+		// Trace a child of its own, as a debugger does.
+		err = traceChild()
+	case "keyring":
+		lines := attackKeyring(a.Path)
+		fmt.Println(strings.Join(lines, "\n"))
+		return 0
+	case "attack-helper":
+		lines := attackHelper()
+		fmt.Println(strings.Join(lines, "\n"))
+		return 0
 	default:
 		err = fmt.Errorf("unknown op %q", a.Op)
 	}

@@ -80,11 +80,13 @@ func (i *isolation) disable(err error) {
 // repeat, at about half a millisecond per call.)
 //
 // hostProcs: the call sees the host's processes (hostProcesses), so it
-// gets no PID namespace; the helper is then the call's subreaper, and a
-// root call has no process limit.
+// gets no PID namespace (a mount namespace alone, for its temporary
+// directory and protected paths); the helper is then the call's
+// subreaper, and a root call has no process limit.
 func (i *isolation) apply(pol *sandbox.Policy, hostProcs bool) sandbox.Namespaces {
-	ns := sandbox.Namespaces{PID: !hostProcs, IPC: true}
+	ns := sandbox.Namespaces{PID: !hostProcs, Mount: hostProcs, IPC: true}
 	pol.PidNS = ns.PID
+	pol.MountNS = true
 	if !i.root {
 		// The tool keeps its identity: the same uid and gid inside and out.
 		ns.User, ns.UID, ns.GID = true, i.uid, i.gid

@@ -41,7 +41,8 @@ func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc Cal
 
 	pol := sandbox.Policy{Unconfined: !sandboxed, ReadOnly: t.ReadOnly, Network: t.Network, WorkDir: cc.WorkDir,
 		TempDir: tmp, Exec: execPaths(t, r.opts.ClientBin), Read: r.readPaths(cc.WorkDir),
-		Processes: lim.Processes, Memory: lim.Memory}
+		Processes: lim.Processes, Memory: lim.Memory, FileSize: lim.FileSize, TempSize: lim.TempSize,
+		Ptrace: t.Ptrace}
 	res, st, err := r.start(ctx, t, stdin, cc, pol, timeout)
 	if err != nil {
 		return fail(ErrStart, "starting the sandbox helper", err, nil)

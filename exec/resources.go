@@ -21,6 +21,29 @@ type Limits struct {
 	// Memory is the most private writable memory (RLIMIT_DATA: heap, stacks,
 	// anonymous mappings) of each of the tool's processes, in bytes.
 	Memory int64 `json:"memory"`
+	// FileSize is the largest file a process of the call may write
+	// (RLIMIT_FSIZE), in bytes.
+	FileSize int64 `json:"fileSize"`
+	// TempSize is the size of the call's private temporary directory
+	// ($TMPDIR, $HOME), a tmpfs in its mount namespace, in bytes.
+	TempSize int64 `json:"tempSize"`
+}
+
+// within is l with each unset (zero) field taken from def, and each
+// field capped by most: a call's limits from what a tool asks for.
+func (l Limits) within(def, most Limits) Limits {
+	pick := func(v, d, m int64) int64 {
+		if v <= 0 {
+			v = d
+		}
+		return min(v, m)
+	}
+	return Limits{
+		Processes: int(pick(int64(l.Processes), int64(def.Processes), int64(most.Processes))),
+		Memory:    pick(l.Memory, def.Memory, most.Memory),
+		FileSize:  pick(l.FileSize, def.FileSize, most.FileSize),
+		TempSize:  pick(l.TempSize, def.TempSize, most.TempSize),
+	}
 }
 
 // Defaults of Options.
@@ -34,33 +57,42 @@ const (
 	DefaultMemory = 2 << 30
 	// DefaultMaxProcesses caps what a tool may ask for.
 	DefaultMaxProcesses = 4096
+	// DefaultFileSize is the largest file a call may write unless the tool
+	// asks for another (1 GiB); DefaultMaxFileSize caps what it may ask
+	// for (64 GiB).
+	DefaultFileSize    = 1 << 30
+	DefaultMaxFileSize = 64 << 30
+	// DefaultTempSize is the size of a call's temporary directory unless
+	// the tool asks for another (1 GiB of tmpfs, in memory: it counts
+	// against the machine's memory, not the call's).
+	DefaultTempSize = 1 << 30
 )
+
+// DefaultMaxTempSize caps the temporary directory a tool may ask for: a
+// quarter of the machine's memory (at least DefaultTempSize).
+func DefaultMaxTempSize() int64 {
+	return max(totalMemory()/4, DefaultTempSize)
+}
+
+// totalMemory is the machine's memory in bytes (0 when unknown).
+func totalMemory() int64 {
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) != nil {
+		return 0
+	}
+	return int64(si.Totalram) * int64(si.Unit)
+}
 
 // DefaultMaxMemory caps what a tool may ask for: half the machine's memory
 // (at least DefaultMemory).
 func DefaultMaxMemory() int64 {
-	var si unix.Sysinfo_t
-	if unix.Sysinfo(&si) == nil {
-		if half := int64(si.Totalram) * int64(si.Unit) / 2; half > DefaultMemory {
-			return half
-		}
-	}
-	return DefaultMemory
+	return max(totalMemory()/2, DefaultMemory)
 }
 
 // limitsFor is a call's limits: the tool's own, else the defaults, each
 // within the server's caps.
 func (r *Runner) limitsFor(t *registry.Tool) Limits {
-	l := r.opts.Limits
-	if t.Limits.Processes > 0 {
-		l.Processes = t.Limits.Processes
-	}
-	if t.Limits.Memory > 0 {
-		l.Memory = t.Limits.Memory
-	}
-	l.Processes = min(l.Processes, r.opts.MaxLimits.Processes)
-	l.Memory = min(l.Memory, r.opts.MaxLimits.Memory)
-	return l
+	return Limits(t.Limits).within(r.opts.Limits, r.opts.MaxLimits)
 }
 
 // processBudget keeps the server room to work: the process limits of the

@@ -112,15 +112,7 @@ func (r *Runner) Start(ctx context.Context, spec ProcessSpec) (*Process, error) 
 		}
 		sandboxed = false
 	}
-	lim := r.opts.Limits
-	if spec.Limits.Processes > 0 {
-		lim.Processes = spec.Limits.Processes
-	}
-	if spec.Limits.Memory > 0 {
-		lim.Memory = spec.Limits.Memory
-	}
-	lim.Processes = min(lim.Processes, r.opts.MaxLimits.Processes)
-	lim.Memory = min(lim.Memory, r.opts.MaxLimits.Memory)
+	lim := spec.Limits.within(r.opts.Limits, r.opts.MaxLimits)
 	leave, err := r.admit(ctx, lim)
 	if err != nil {
 		return fail(ErrCanceled, "", err)
@@ -141,7 +133,7 @@ func (r *Runner) Start(ctx context.Context, spec ProcessSpec) (*Process, error) 
 	read = append(read, spec.Read...)
 	pol := sandbox.Policy{Unconfined: !sandboxed, Network: spec.Network, WorkDir: tmp, TempDir: tmp,
 		Exec: processExecPaths(spec.Argv[0]), Read: read, Write: spec.Write,
-		Processes: lim.Processes, Memory: lim.Memory}
+		Processes: lim.Processes, Memory: lim.Memory, FileSize: lim.FileSize, TempSize: lim.TempSize}
 	env := r.processEnv(spec, dir, tmp, sandboxed)
 
 	ns := r.iso.namespaces()

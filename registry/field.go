@@ -111,6 +111,8 @@ var metaFields = []fieldDef{
 		guarded("the tool's bypass setting would be the default (sandboxed)"),
 	flag("hostProcesses", func(t *Tool) *bool { return &t.HostProcesses }).
 		guarded("the tool would see only its own call's processes"),
+	flag("ptrace", func(t *Tool) *bool { return &t.Ptrace }).
+		guarded("the tool could not trace processes"),
 	flag("resetsCounter", func(t *Tool) *bool { return &t.ResetsCounter }),
 	field("scope", parseString, func(t *Tool) *string { return &t.Scope }, "").
 		shown("scope", func(t *Tool) string { return t.Scope }),

@@ -12,10 +12,12 @@ import (
 
 // parseLimits parses a .meta "limits" object:
 //
-//	{"processes": 64, "memory": "512MiB"}
+//	{"processes": 64, "memory": "512MiB", "fileSize": "4GiB", "tempSize": "2GiB"}
 //
-// processes is a positive count; memory is bytes (a number) or a size with a
-// unit (see ParseSize). Unknown keys are errors (a misspelt limit would
+// processes is a positive count; memory (per process), fileSize (the
+// largest file a process may write) and tempSize (the call's temporary
+// directory) are bytes (a number) or a size with a unit (see ParseSize),
+// at least 1 MiB. Unknown keys are errors (a misspelt limit would
 // silently not apply).
 func parseLimits(raw json.RawMessage) (ToolLimits, error) {
 	var obj map[string]json.RawMessage
@@ -32,32 +34,48 @@ func parseLimits(raw json.RawMessage) (ToolLimits, error) {
 				return ToolLimits{}, errors.New(`"processes" must be a whole number of at least 1`)
 			}
 			l.Processes = int(n)
-		case "memory":
-			var n float64
-			var s string
-			switch {
-			case json.Unmarshal(v, &n) == nil:
-				if n < 1<<20 || n != math.Trunc(n) {
-					return ToolLimits{}, errors.New(`"memory" must be at least 1 MiB (a number of bytes, or a size such as "512MiB")`)
-				}
-				l.Memory = int64(n)
-			case json.Unmarshal(v, &s) == nil:
-				b, err := ParseSize(s)
-				if err != nil {
-					return ToolLimits{}, fmt.Errorf(`"memory": %w`, err)
-				}
-				if b < 1<<20 {
-					return ToolLimits{}, errors.New(`"memory" must be at least 1 MiB`)
-				}
+		case "memory", "fileSize", "tempSize":
+			b, err := parseSizeValue(k, v)
+			if err != nil {
+				return ToolLimits{}, err
+			}
+			switch k {
+			case "memory":
 				l.Memory = b
+			case "fileSize":
+				l.FileSize = b
 			default:
-				return ToolLimits{}, errors.New(`"memory" must be a number of bytes or a size such as "512MiB"`)
+				l.TempSize = b
 			}
 		default:
-			return ToolLimits{}, fmt.Errorf("unknown limit %q; the limits are \"processes\" and \"memory\"", k)
+			return ToolLimits{}, fmt.Errorf("unknown limit %q; the limits are \"processes\", \"memory\", \"fileSize\" and \"tempSize\"", k)
 		}
 	}
 	return l, nil
+}
+
+// parseSizeValue parses the size limit named key: a number of bytes or a
+// string with a unit, at least 1 MiB.
+func parseSizeValue(key string, v json.RawMessage) (int64, error) {
+	var n float64
+	var s string
+	switch {
+	case json.Unmarshal(v, &n) == nil:
+		if n < 1<<20 || n != math.Trunc(n) {
+			return 0, fmt.Errorf(`%q must be at least 1 MiB (a number of bytes, or a size such as "512MiB")`, key)
+		}
+		return int64(n), nil
+	case json.Unmarshal(v, &s) == nil:
+		b, err := ParseSize(s)
+		if err != nil {
+			return 0, fmt.Errorf(`%q: %w`, key, err)
+		}
+		if b < 1<<20 {
+			return 0, fmt.Errorf(`%q must be at least 1 MiB`, key)
+		}
+		return b, nil
+	}
+	return 0, fmt.Errorf(`%q must be a number of bytes or a size such as "512MiB"`, key)
 }
 
 // sizeUnits are the units ParseSize accepts (binary and decimal).

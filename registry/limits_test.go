@@ -28,14 +28,17 @@ func TestMetaLimits(t *testing.T) {
 		want ToolLimits
 		err  string
 	}{
-		{`{"description":"d","limits":{"processes":64,"memory":"512MiB"}}`, ToolLimits{64, 512 << 20}, ""},
-		{`{"description":"d","limits":{"memory":1073741824}}`, ToolLimits{0, 1 << 30}, ""},
+		{`{"description":"d","limits":{"processes":64,"memory":"512MiB"}}`, ToolLimits{Processes: 64, Memory: 512 << 20}, ""},
+		{`{"description":"d","limits":{"memory":1073741824}}`, ToolLimits{Memory: 1 << 30}, ""},
+		{`{"description":"d","limits":{"fileSize":"4GiB","tempSize":"256MiB"}}`, ToolLimits{FileSize: 4 << 30, TempSize: 256 << 20}, ""},
+		{`{"description":"d","limits":{"fileSize":"1k"}}`, ToolLimits{}, `"fileSize" must be at least 1 MiB`},
+		{`{"description":"d","limits":{"tempSize":true}}`, ToolLimits{}, `"tempSize" must be a number of bytes`},
 		{`{"description":"d","limits":{"procs":64}}`, ToolLimits{}, `unknown limit "procs"`},
 		{`{"description":"d","limits":{"processes":0}}`, ToolLimits{}, "at least 1"},
 		{`{"description":"d","limits":{"memory":"10"}}`, ToolLimits{}, "at least 1 MiB"},
 		{`{"description":"d","limits":[64]}`, ToolLimits{}, "must be an object"},
 		{`{"description":"d","limit":{"processes":64}}`, ToolLimits{}, `did you mean "limits"`},
-		{`{"description":"d","variants":[{"limits":{"processes":8}}]}`, ToolLimits{8, 0}, ""},
+		{`{"description":"d","variants":[{"limits":{"processes":8}}]}`, ToolLimits{Processes: 8}, ""},
 	} {
 		m, err := ParseMeta([]byte(c.meta))
 		if c.err != "" {

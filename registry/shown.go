@@ -71,17 +71,26 @@ func limitsText(t *Tool) string {
 	if n := t.Limits.Processes; n > 0 {
 		parts = append(parts, fmt.Sprintf("processes %d", n))
 	}
-	if n := t.Limits.Memory; n > 0 {
-		size := fmt.Sprint(n)
-		switch {
-		case n%(1<<30) == 0:
-			size = fmt.Sprintf("%dGiB", n>>30)
-		case n%(1<<20) == 0:
-			size = fmt.Sprintf("%dMiB", n>>20)
+	for _, l := range []struct {
+		name string
+		n    int64
+	}{{"memory", t.Limits.Memory}, {"file size", t.Limits.FileSize}, {"temp size", t.Limits.TempSize}} {
+		if l.n > 0 {
+			parts = append(parts, l.name+" "+sizeText(l.n))
 		}
-		parts = append(parts, "memory "+size)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// sizeText writes n bytes in GiB or MiB when it is a whole number of them.
+func sizeText(n int64) string {
+	switch {
+	case n%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", n>>30)
+	case n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	}
+	return fmt.Sprint(n)
 }
 
 // argsText is the argument schema, indented, its lines after the first

@@ -59,6 +59,12 @@ type ToolLimits struct {
 	// Memory is the most private writable memory of each of its processes,
 	// in bytes.
 	Memory int64 `json:"memory,omitempty"`
+	// FileSize is the largest file a process of the call may write, in
+	// bytes (RLIMIT_FSIZE).
+	FileSize int64 `json:"fileSize,omitempty"`
+	// TempSize is the size of the call's private temporary directory
+	// ($TMPDIR and $HOME), in bytes.
+	TempSize int64 `json:"tempSize,omitempty"`
 }
 
 // Tool is one visible, valid tool with its variant resolved. A Tool is
@@ -85,9 +91,12 @@ type Tool struct {
 	Network  bool `json:"network,omitempty"`
 	// HostProcesses: the tool sees the host's processes (ps, top, pgrep),
 	// not only its own call's; see package exec.
-	HostProcesses bool          `json:"hostProcesses,omitempty"`
-	Concurrency   Concurrency   `json:"concurrency"`
-	Timeout       time.Duration `json:"timeout,omitempty"` // 0: the caller's default
+	HostProcesses bool `json:"hostProcesses,omitempty"`
+	// Ptrace: the tool traces processes of its own call (a debugger,
+	// strace); without it ptrace and process_vm_* are refused to it.
+	Ptrace      bool          `json:"ptrace,omitempty"`
+	Concurrency Concurrency   `json:"concurrency"`
+	Timeout     time.Duration `json:"timeout,omitempty"` // 0: the caller's default
 	// Limits are the resource limits the tool asks for (zero: the server's
 	// defaults); the server caps them.
 	Limits        ToolLimits `json:"limits,omitzero"`

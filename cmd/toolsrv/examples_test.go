@@ -681,6 +681,9 @@ func buildToolsrv(t testing.TB) string {
 	}
 	bin := filepath.Join(t.TempDir(), "toolsrv")
 	cmd := osexec.Command(goBin, "build", "-o", bin, ".")
+	// As make build builds it: without cgo (the helper then drops its
+	// capabilities on every thread, see package exec/sandbox).
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/toolsrv: %v\n%s", err, out)
 	}

@@ -397,3 +397,36 @@ func TestCallDoesNotPassInheritedDescriptors(t *testing.T) {
 		t.Errorf("want the read of descriptor 5 refused:\n%s", out)
 	}
 }
+
+// No thread of a call's sandbox helper keeps a capability a tool must not
+// have (on 29c4465 only the thread that started the tool had dropped
+// them: the others kept CAP_SYS_ADMIN in the call's user namespace, and
+// as root nearly everything), in the binary make build makes.
+func TestHelperThreadsDropCapabilities(t *testing.T) {
+	bin := buildToolsrv(t)
+	tools, work := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(tools, "caps.meta"), `{"description":"reads its helper's capabilities"}`)
+	writeFile(t, filepath.Join(tools, "caps"), "#!/bin/sh\nfor s in /proc/$PPID/task/*/status; do grep CapEff \"$s\"; done\n")
+	os.Chmod(filepath.Join(tools, "caps"), 0o755)
+	r := callTool(t, bin, tools, work, "caps", `{}`)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	allowed := uint64(0)
+	if os.Geteuid() == 0 {
+		allowed = 1<<0 | 1<<1 | 1<<2 | 1<<3 // chown, dac_override, dac_read_search, fowner
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) < 3 {
+		t.Fatalf("want the helper's threads, got %q", r.stdout)
+	}
+	for _, l := range lines {
+		var caps uint64
+		if _, err := fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(l, "CapEff:")), "%x", &caps); err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		if caps&^allowed != 0 {
+			t.Errorf("a helper thread holds capabilities %#x (allowed %#x)", caps, allowed)
+		}
+	}
+}

@@ -17,6 +17,7 @@ type sandboxFlags struct {
 	read                pathList
 	processes, maxProcs int
 	memory, maxMemory   sizeFlag
+	fileSize, tempSize  sizeFlag
 }
 
 // pathList is a repeatable flag of absolute paths.
@@ -55,6 +56,8 @@ func addSandboxFlags(fs *flag.FlagSet) *sandboxFlags {
 	fs.Var(&f.memory, "memory", fmt.Sprintf("a call's memory limit per process, e.g. 1GiB, unless the tool's .meta sets \"limits\" (default %s)", sizeString(exec.DefaultMemory)))
 	fs.IntVar(&f.maxProcs, "max-processes", exec.DefaultMaxProcesses, "the most processes a tool may ask for")
 	fs.Var(&f.maxMemory, "max-memory", "the most memory per process a tool may ask for (default half the machine's memory)")
+	fs.Var(&f.fileSize, "file-size", fmt.Sprintf("the largest file a call may write, unless the tool's .meta sets \"limits\" (default %s)", sizeString(exec.DefaultFileSize)))
+	fs.Var(&f.tempSize, "temp-size", fmt.Sprintf("the size of a call's temporary directory ($TMPDIR, $HOME; in memory), unless the tool's .meta sets \"limits\" (default %s)", sizeString(exec.DefaultTempSize)))
 	return f
 }
 
@@ -66,13 +69,16 @@ func (f *sandboxFlags) check() error {
 	if f.memory != 0 && f.memory < 1<<20 || f.maxMemory != 0 && f.maxMemory < 1<<20 {
 		return fmt.Errorf("--memory and --max-memory must be at least 1MiB")
 	}
+	if f.fileSize != 0 && f.fileSize < 1<<20 || f.tempSize != 0 && f.tempSize < 1<<20 {
+		return fmt.Errorf("--file-size and --temp-size must be at least 1MiB")
+	}
 	return nil
 }
 
 // apply sets the runner options they stand for.
 func (f *sandboxFlags) apply(o *exec.Options) {
 	o.ReadPaths = append(o.ReadPaths, f.read...)
-	o.Limits = exec.Limits{Processes: f.processes, Memory: int64(f.memory)}
+	o.Limits = exec.Limits{Processes: f.processes, Memory: int64(f.memory), FileSize: int64(f.fileSize), TempSize: int64(f.tempSize)}
 	o.MaxLimits = exec.Limits{Processes: f.maxProcs, Memory: int64(f.maxMemory)}
 }
 

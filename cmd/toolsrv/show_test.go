@@ -26,6 +26,7 @@ var showSamples = map[string]struct{ meta, text, json string }{
 	"bypass":        {`true`, "bypass", ""},
 	"network":       {`true`, "network", ""},
 	"hostProcesses": {`true`, "hostProcesses", ""},
+	"ptrace":        {`true`, "ptrace", ""},
 	"concurrency":   {`"exclusive"`, "exclusive", ""},
 	"timeout":       {`"90s"`, "1m30s", `90000000000`},
 	"limits":        {`{"processes":64,"memory":"512MiB"}`, "processes 64, memory 512MiB", `{"processes":64,"memory":536870912}`},

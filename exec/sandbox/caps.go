@@ -1,11 +1,13 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,23 +25,47 @@ import (
 const keepCaps = 1<<unix.CAP_CHOWN | 1<<unix.CAP_DAC_OVERRIDE | 1<<unix.CAP_DAC_READ_SEARCH |
 	1<<unix.CAP_FOWNER
 
-// dropCapabilities limits the calling thread (the one that forks the tool;
-// HelperMain locks it) to keepCaps when it runs as uid 0, and to nothing
-// otherwise: a helper started in a user namespace of its own holds
-// CAP_SYS_ADMIN there (ambient, to mount its /proc), which neither it nor
-// the tool needs after that. Such a helper lacks CAP_SETPCAP and leaves
-// the bounding set as it is: with no capability permitted, inheritable or
-// ambient, a process that is not uid 0 gains none at execve but from file
-// capabilities, which the initial namespace's files do not give in a user
-// namespace that does not map uid 0 (and no_new_privs refuses anyway).
-func dropCapabilities() error {
+// dropsCapabilities reports whether the helper drops capabilities under
+// p: always, but for an approved bypass (Unconfined) of a root toolsrv,
+// which runs as root does.
+func dropsCapabilities(p Policy) bool { return !p.Unconfined || os.Geteuid() != 0 }
+
+// syscall3 makes a system call of up to three arguments, on the calling
+// thread (unix.Syscall) or on every thread of the helper
+// (syscall.AllThreadsSyscall).
+type syscall3 func(trap, a1, a2, a3 uintptr) (uintptr, uintptr, syscall.Errno)
+
+// allThreads is how dropCapabilities reaches every thread of the helper:
+// the Go runtime's syscall.AllThreadsSyscall, which a binary built
+// without cgo has (toolsrv's are: make build). With cgo it has none (the
+// runtime cannot see threads C code started), and the psx library that
+// fills the gap livelocked in a helper in a user namespace; there only
+// the main thread and the launching thread drop theirs. Either way the
+// tool cannot reach the helper's other threads (see launch).
+func allThreads() syscall3 {
+	if cgoEnabled {
+		return unix.Syscall
+	}
+	return syscall.AllThreadsSyscall
+}
+
+// dropCapabilities limits the helper's threads (those sys reaches) to
+// keepCaps when it runs as uid 0, and to nothing otherwise: a helper
+// started in a user namespace of its own holds CAP_SYS_ADMIN there
+// (ambient, to mount its /proc), which neither it nor the tool needs after
+// that. Such a helper lacks CAP_SETPCAP and leaves the bounding set as it
+// is: with no capability permitted, inheritable or ambient, a process that
+// is not uid 0 gains none at execve but from file capabilities, which the
+// initial namespace's files do not give in a user namespace that does not
+// map uid 0 (and no_new_privs refuses anyway).
+func dropCapabilities(sys syscall3) error {
 	keep := uint64(keepCaps)
 	if os.Geteuid() != 0 {
 		keep = 0
 	}
-	hdr0 := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var have [2]unix.CapUserData
-	if err := unix.Capget(&hdr0, &have[0]); err != nil {
+	hdr := &unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	have := new([2]unix.CapUserData)
+	if err := unix.Capget(hdr, &have[0]); err != nil {
 		return fmt.Errorf("capget: %w", err)
 	}
 	if have[0].Permitted == 0 && have[1].Permitted == 0 && have[0].Effective == 0 && have[1].Effective == 0 {
@@ -58,26 +84,24 @@ func dropCapabilities() error {
 		if keep&(1<<c) != 0 {
 			continue
 		}
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
-			return fmt.Errorf("dropping capability %d from the bounding set: %w", c, err)
+		if _, _, e := sys(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0); e != 0 && e != unix.EINVAL {
+			return fmt.Errorf("dropping capability %d from the bounding set: %w", c, e)
 		}
 	}
-	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("clearing ambient capabilities: %w", err)
+	if _, _, e := sys(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); e != 0 && e != unix.EINVAL {
+		return fmt.Errorf("clearing ambient capabilities: %w", e)
 	}
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("capget: %w", err)
-	}
+	data := new([2]unix.CapUserData)
 	for i := range data {
 		k := uint32(keep >> (32 * i))
-		data[i].Effective &= k
-		data[i].Permitted &= k
-		data[i].Inheritable = 0
+		data[i].Effective = have[i].Effective & k
+		data[i].Permitted = have[i].Permitted & k
 	}
-	if err := unix.Capset(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("capset: %w", err)
+	_, _, e := sys(unix.SYS_CAPSET, uintptr(unsafe.Pointer(hdr)), uintptr(unsafe.Pointer(&data[0])), 0)
+	runtime.KeepAlive(hdr)
+	runtime.KeepAlive(data)
+	if e != 0 {
+		return fmt.Errorf("capset: %w", e)
 	}
 	return nil
 }

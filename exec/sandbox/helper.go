@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -61,9 +60,8 @@ func LandlockABI() (int, error) {
 func HelperMain(args []string) int {
 	// The server's signals are taken from here on (see supervisor).
 	sup := newSupervisor()
-	// Capabilities are per thread: keep this goroutine on the thread that
-	// drops them and then forks the tool. (Landlock, the seccomp filter
-	// and the limits apply to the whole process.)
+	// The main goroutine keeps the main thread: the thread that starts
+	// the tool (launch) is another one, which ends with the start.
 	runtime.LockOSThread()
 	// The threads the helper needs while the tool runs, started while
 	// the call's process limit still has room for them.
@@ -127,75 +125,69 @@ func HelperMain(args []string) int {
 	}
 	sup.pidNS = p.PidNS
 	sup.listen()
+	// The call's mount namespace (with its PID namespace, or alone for a
+	// tool that sees the host's processes) is made its own first: every
+	// mount below depends on it.
+	var mountErr error
+	if p.MountNS {
+		mountErr = ownMounts()
+	} else {
+		mountErr = errors.New("the call has no mount namespace of its own")
+	}
 	if p.PidNS {
 		// Where the kernel refuses (a container that masks parts of its
 		// /proc refuses an unprivileged procfs mount), the tool runs with
 		// the host's /proc, as it would without the mount namespace, and
 		// the server says so.
-		if err := mountProc(); err != nil {
+		err := mountErr
+		if err == nil {
+			err = mountProc()
+		}
+		if err != nil {
 			sharedProc = err.Error()
+		} else {
+			// Best effort: what they show is the keys' descriptions only
+			// (the seccomp filter keeps their contents and the keyrings
+			// from the tool), and a kernel that refuses the bind must not
+			// stop every call.
+			_ = hideKeys()
 		}
 	} else {
 		if err := becomeSubreaper(); err != nil {
 			return fail(fmt.Errorf("becoming the call's subreaper: %w", err))
 		}
 	}
+	if err := callMounts(p, mountErr); err != nil {
+		return fail(err)
+	}
 	if err := applyLimits(p); err != nil {
 		return fail(err)
 	}
-	if p.Unconfined {
-		if os.Geteuid() != 0 {
-			// A helper in a user namespace of its own holds capabilities
-			// there that nothing needs.
-			if err := dropCapabilities(); err != nil {
-				return fail(err)
-			}
+	// From here on the helper needs no capability: every thread drops
+	// what a tool must not have (all of them in a user namespace).
+	if dropsCapabilities(p) {
+		if err := dropCapabilities(allThreads()); err != nil {
+			return fail(err)
 		}
-	} else if err := confine(p); err != nil {
-		return fail(err)
+	}
+	// Nothing of the call may attach to the helper or read or write its
+	// memory (ptrace, process_vm_*, /proc/PID/mem): that needs
+	// CAP_SYS_PTRACE over a process that is not dumpable, which no tool
+	// has. (See launch for why the helper is out of the tool's reach in
+	// the first place.) Not earlier: a process that is not dumpable may no
+	// longer write its own /proc/self files (applyLimits' OOM score), and
+	// nothing of the tool runs before launch.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fail(fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err))
 	}
 	// A call ended before its tool started does not start it.
 	if st, ending := sup.ending(); ending {
 		report(st)
 		return 128 + st.Signal
 	}
-	// The memory limit: on the helper itself when it holds little (the
-	// tool inherits it at the fork, and the helper stays far below it);
-	// else the tool starts traced, so that it stops right after its
-	// execve, before it runs anything, and limitMemory sets the limit on it
-	// alone.
-	traced := p.Memory > 0 && !selfLimit
-	if selfLimit {
-		if err := limitSelf(p.Memory); err != nil {
-			return fail(err)
-		}
-	}
-	attr := &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2},
-		Sys: &syscall.SysProcAttr{Ptrace: traced}}
-	pid, err := syscall.ForkExec(argv[0], argv, attr)
-	var ended *Status // the tool died before it could run
-	if errors.Is(err, syscall.EPERM) && traced {
-		// Tracing refused (the helper is itself traced, or the system
-		// forbids ptrace): the limit goes on the helper, and so on the
-		// tool, before it starts.
-		if lerr := limitSelf(p.Memory); lerr != nil {
-			return fail(lerr)
-		}
-		attr.Sys.Ptrace = false
-		pid, err = syscall.ForkExec(argv[0], argv, attr)
-	} else if err == nil && traced {
-		var lerr error
-		if ended, lerr = limitMemory(pid, p.Memory); lerr != nil {
-			syscall.Kill(pid, syscall.SIGKILL)
-			return fail(lerr)
-		}
-	}
+	pid, ended, err := launch(p, argv, env, selfLimit)
 	if err != nil {
-		hint := ""
-		if errors.Is(err, syscall.EACCES) && !p.Unconfined {
-			hint = " (the sandbox allows executing only system directories and the tool's own directory)"
-		}
-		return fail(fmt.Errorf("cannot execute %s: %w%s", argv[0], err, hint))
+		return fail(err)
 	}
 	// Only the tool holds the call's standard streams now: the server sees
 	// end of file when the tool and its children close them, and a tool
@@ -212,53 +204,4 @@ func HelperMain(args []string) int {
 		return 128 + st.Signal
 	}
 	return st.Exit
-}
-
-// confine applies capabilities, the seccomp filter and Landlock to the
-// helper. Any error means nothing may run: Landlock enforces nothing when
-// building the ruleset fails.
-func confine(p Policy) error {
-	abi, err := LandlockABI()
-	if err != nil {
-		return err
-	}
-	if abi < MinABI {
-		return fmt.Errorf("landlock ABI %d is too old", abi)
-	}
-	rules, err := policyRules(p)
-	if err != nil {
-		return err
-	}
-	if err := dropCapabilities(); err != nil {
-		return err
-	}
-	if err := installFilter(filterRules{network: p.Network}); err != nil {
-		return fmt.Errorf("installing the seccomp filter: %w", err)
-	}
-	// One ruleset: paths, network (no TCP rule, so every connect and bind
-	// is denied; not handled at all for tools with network) and scoping.
-	cfg := landlockConfig()
-	if p.Network {
-		cfg.HandledAccessNet = 0
-	}
-	fd, flags, err := cfg.BestEffort().NewRulesetFD(rules...)
-	if err != nil {
-		return fmt.Errorf("building the landlock ruleset: %w", err)
-	}
-	if fd < 0 {
-		return errors.New("landlock has nothing to restrict on this kernel")
-	}
-	defer unix.Close(fd)
-	// Only this thread, the one that starts the tool, is restricted (the
-	// tool inherits its domain). Restricting every thread of the helper
-	// would go through the psx library, which finds the threads through
-	// /proc/PID/task, a path that names another process inside a PID
-	// namespace. The helper's other threads run only its own code.
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
-	}
-	if err := llsys.LandlockRestrictSelf(fd, flags); err != nil {
-		return fmt.Errorf("applying landlock: %w", err)
-	}
-	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -69,6 +70,14 @@ func applyLimits(p Policy) error {
 	}
 	if err := set("RLIMIT_CORE", unix.RLIMIT_CORE, 0); err != nil {
 		return err
+	}
+	if p.FileSize > 0 {
+		// A write past the limit fails with EFBIG instead of killing the
+		// writer: the ignored SIGXFSZ stays ignored in the tool.
+		signal.Ignore(syscall.SIGXFSZ)
+		if err := set("RLIMIT_FSIZE (file size)", unix.RLIMIT_FSIZE, uint64(p.FileSize)); err != nil {
+			return err
+		}
 	}
 	if p.Processes > 0 {
 		switch {

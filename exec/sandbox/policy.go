@@ -22,9 +22,17 @@ type Policy struct {
 	// refuses every socket but Unix and netlink ones and Landlock denies TCP
 	// connect and bind.
 	Network bool `json:"network,omitempty"`
+	// Ptrace: the tool may trace processes of its own call (a debugger,
+	// strace); without it the seccomp filter refuses ptrace and
+	// process_vm_*.
+	Ptrace bool `json:"ptrace,omitempty"`
 	// PidNS: the helper is the init of a fresh PID namespace; everything
 	// the tool starts dies with it.
 	PidNS bool `json:"pidns,omitempty"`
+	// MountNS: the helper has a mount namespace of its own (with PidNS,
+	// and alone for a tool that sees the host's processes), in which it
+	// mounts the call's /proc, its temporary directory and Protect.
+	MountNS bool `json:"mountns,omitempty"`
 	// UserNS: the helper runs in a user namespace of its own (toolsrv is
 	// not root): RLIMIT_NPROC counts only this call's processes.
 	UserNS bool `json:"userns,omitempty"`
@@ -54,6 +62,15 @@ type Policy struct {
 	// Memory is the most private writable memory (RLIMIT_DATA) of each of
 	// the tool's processes, in bytes; 0: no limit.
 	Memory int64 `json:"memory,omitempty"`
+	// FileSize is the largest file a process of the call may write
+	// (RLIMIT_FSIZE), in bytes; 0: no limit. A write past it fails with
+	// EFBIG ("File too large"): the helper ignores SIGXFSZ, and the tool
+	// inherits that.
+	FileSize int64 `json:"fileSize,omitempty"`
+	// TempSize is the size of the tmpfs the helper mounts on TempDir in
+	// the call's mount namespace, in bytes; 0: no tmpfs (TempDir as it
+	// is).
+	TempSize int64 `json:"tempSize,omitempty"`
 }
 
 // SystemReadOnly are the system paths every tool may read and execute.
@@ -174,8 +191,13 @@ func checkPolicy(p Policy) error {
 			return fmt.Errorf("write path %q is not absolute", w)
 		}
 	}
-	if p.Processes < 0 || p.Memory < 0 {
-		return fmt.Errorf("negative limits (processes %d, memory %d)", p.Processes, p.Memory)
+	if p.Processes < 0 || p.Memory < 0 || p.FileSize < 0 || p.TempSize < 0 {
+		return fmt.Errorf("negative limits (processes %d, memory %d, file size %d, temp size %d)", p.Processes, p.Memory, p.FileSize, p.TempSize)
+	}
+	for _, w := range p.Protect {
+		if !filepath.IsAbs(w) {
+			return fmt.Errorf("protected path %q is not absolute", w)
+		}
 	}
 	return nil
 }

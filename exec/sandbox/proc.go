@@ -25,8 +25,8 @@ import (
 // one that must see the host's declares it ("hostProcesses" in its .meta)
 // and runs without a PID namespace (package exec decides).
 
-// mountProc makes the helper's mounts its own and mounts the procfs of
-// its PID namespace on /proc. It needs CAP_SYS_ADMIN over the mount
+// mountProc mounts the procfs of its PID namespace on /proc (after
+// ownMounts). It needs CAP_SYS_ADMIN over the mount
 // namespace: root's, or the helper's in its own user namespace (the PID
 // namespace must belong to that user namespace, which it does when both
 // are made by the same clone).
@@ -37,12 +37,6 @@ func mountProc() error {
 	// the host's mounts.
 	if unix.Getpid() != 1 {
 		return fmt.Errorf("not the init of a PID namespace of its own (PID %d): /proc left as it is", unix.Getpid())
-	}
-	// Nothing mounted here may reach the host: with a shared / (systemd
-	// makes it shared) the new /proc would otherwise replace the host's.
-	// Slave, not private: mounts the host makes later still show here.
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
-		return fmt.Errorf("making the call's mounts its own (mount --make-rslave /): %w", err)
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mounting the PID namespace's own /proc: %w", err)

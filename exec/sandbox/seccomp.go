@@ -9,8 +9,8 @@ import (
 )
 
 // The seccomp filter closes what Landlock (ABI 7) does not cover. It is
-// installed in the helper (all threads) and inherited by the tool and
-// everything it starts:
+// installed on the helper thread that starts the tool (launch) and
+// inherited by the tool and everything it starts:
 //
 //   - tools without network: socket() of any family but AF_UNIX and
 //     AF_NETLINK fails with EACCES (no TCP, UDP, raw, packet, vsock, ...
@@ -26,6 +26,20 @@ import (
 //   - io_uring_setup, io_uring_enter and io_uring_register fail with
 //     ENOSYS: io_uring performs opens and socket calls that seccomp never
 //     sees;
+//   - ptrace, process_vm_readv, process_vm_writev and pidfd_getfd fail
+//     with EPERM unless the tool declares "ptrace" (a debugger, strace):
+//     Landlock already keeps a tool from tracing anything outside its own
+//     call, but a tool that needs none of it gets none of it. Left are
+//     PTRACE_TRACEME, which gives the caller's parent power over the
+//     caller, never the other way, and PTRACE_CONT and PTRACE_DETACH,
+//     which only a tracer can use, and which let a tracee go: the helper
+//     starts a tool traced that way to set its memory limit
+//     (limitMemory), from the thread the filter is already on. Becoming
+//     the tracer of another process (attach, seize) and reading or
+//     changing a tracee stay refused;
+//   - keyctl, add_key and request_key fail with ENOSYS, as on a kernel
+//     without keys: the kernel's keyrings are the user's (as root, root's
+//     real keyring), not the call's, and nothing confines them by path;
 //   - system calls of a foreign ABI (i386 or x32 on amd64), which the
 //     filter cannot inspect, kill the process.
 
@@ -51,6 +65,7 @@ const (
 // filterRules says what the filter refuses.
 type filterRules struct {
 	network bool // MPTCP only is refused; otherwise every non-local family
+	ptrace  bool // ptrace and process_vm_* are allowed
 }
 
 // bpf assembles a classic BPF program with symbolic jump targets.
@@ -132,6 +147,11 @@ func buildFilter(r filterRules) ([]unix.SockFilter, error) {
 		}
 	}
 	add("socket", unix.SYS_SOCKET)
+	add("enosys", unix.SYS_KEYCTL, unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY)
+	if !r.ptrace {
+		add("ptrace", unix.SYS_PTRACE)
+		add("eperm", unix.SYS_PROCESS_VM_READV, unix.SYS_PROCESS_VM_WRITEV, unix.SYS_PIDFD_GETFD)
+	}
 	add("enosys", unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER, unix.SYS_OPENAT2)
 	add("mode1", sc.chmod, unix.SYS_FCHMOD, sc.creat, sc.mknod)
 	add("mode2", unix.SYS_FCHMODAT, unix.SYS_FCHMODAT2, unix.SYS_MKNODAT)
@@ -153,6 +173,11 @@ func buildFilter(r filterRules) ([]unix.SockFilter, error) {
 		b.jump(jeq, unix.AF_UNIX, "allow", "")
 		b.jump(jeq, unix.AF_NETLINK, "allow", "eacces")
 	}
+	b.label("ptrace") // ptrace(request, ...): PTRACE_TRACEME, _CONT, _DETACH
+	b.stmt(ld, offArg(0))
+	b.jump(jeq, unix.PTRACE_TRACEME, "allow", "")
+	b.jump(jeq, unix.PTRACE_CONT, "allow", "")
+	b.jump(jeq, unix.PTRACE_DETACH, "allow", "eperm")
 	b.label("open") // open(path, flags, mode)
 	b.stmt(ld, offArg(1))
 	b.jump(jset, createFlags, "", "allow")
@@ -200,9 +225,9 @@ func archSyscalls() (syscalls, error) {
 	return syscalls{}, fmt.Errorf("no seccomp filter for GOARCH=%s (its system call numbers are untested); refusing to run tools unconfined", runtime.GOARCH)
 }
 
-// installFilter installs the filter on every thread of the calling process.
-// It sets no_new_privs first (required for an unprivileged seccomp filter;
-// Landlock needs it anyway).
+// installFilter installs the filter on the calling thread (the processes
+// it starts inherit it). It sets no_new_privs first (required for an
+// unprivileged seccomp filter; Landlock needs it anyway).
 func installFilter(r filterRules) error {
 	filter, err := buildFilter(r)
 	if err != nil {
@@ -212,14 +237,10 @@ func installFilter(r filterRules) error {
 		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
 	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	tid, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
-		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog)))
+	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog)))
 	runtime.KeepAlive(filter)
 	if errno != 0 {
 		return fmt.Errorf("seccomp(SECCOMP_SET_MODE_FILTER): %w", errno)
-	}
-	if tid != 0 {
-		return fmt.Errorf("seccomp: thread %d could not be synchronized", tid)
 	}
 	return nil
 }

@@ -48,6 +48,10 @@ type Namespaces struct {
 	// PidNS), so that the processes a tool sees there and its own PIDs
 	// agree.
 	PID bool
+	// Mount: a mount namespace without a PID namespace (a tool that sees
+	// the host's processes): the helper mounts the call's temporary
+	// directory and Policy.Protect there (Policy MountNS).
+	Mount bool
 	// IPC: an IPC namespace.
 	IPC bool
 	// User: a user namespace of its own, mapping UID and GID to
@@ -71,6 +75,9 @@ func (n Namespaces) sysProcAttr(pidfd *int) *syscall.SysProcAttr {
 	if n.PID {
 		sys.Cloneflags |= syscall.CLONE_NEWPID | syscall.CLONE_NEWNS
 	}
+	if n.Mount {
+		sys.Cloneflags |= syscall.CLONE_NEWNS
+	}
 	if n.IPC {
 		sys.Cloneflags |= syscall.CLONE_NEWIPC
 	}
@@ -80,12 +87,13 @@ func (n Namespaces) sysProcAttr(pidfd *int) *syscall.SysProcAttr {
 		sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: n.UID, HostID: n.UID, Size: 1}}
 		sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: n.GID, HostID: n.GID, Size: 1}}
 		sys.GidMappingsEnableSetgroups = false
-		if n.PID {
+		if n.PID || n.Mount {
 			// A process whose uid is not 0 loses at its execve the
 			// capabilities a new user namespace gives it, unless they are
 			// ambient: the helper needs CAP_SYS_ADMIN there to mount its
-			// PID namespace's /proc (mountProc), then drops it on the
-			// thread that starts the tool (dropCapabilities).
+			// PID namespace's /proc (mountProc) and the call's directories
+			// (callMounts), then drops it on every thread
+			// (dropCapabilities).
 			sys.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
 		}
 	}

@@ -10,11 +10,12 @@ import (
 // tool runs the supervisor needs its own locked thread (blocked in poll
 // and wait4) and one thread to run the signal loop and the collector on
 // the P meanwhile, besides sysmon, the template thread and the signal
-// thread, which exist by then. Held threads cover the rest with room to
+// thread, which exist by then, and the thread that starts the tool takes
+// one and ends with it (launch). Held threads cover the rest with room to
 // spare: TestHoldThreads checks that needing heldThreads-2 threads at once
 // starts none (needing all of them at once sometimes starts one more, for
 // the scheduler's own turn).
-const heldThreads = 6
+const heldThreads = 7
 
 // holdThreads makes the Go runtime start the threads the helper will need
 // while the tool runs, now, and keep them idle. The helper shares the
