@@ -111,7 +111,7 @@ func TestToolCannotInflateMemory(t *testing.T) {
 	if refused == 0 {
 		t.Fatal("no write was refused")
 	}
-	if got := mustRead(t, clients[0], "session/s/agent/a/err"); !strings.Contains(got, "unfinished") {
+	if got := mustRead(t, owner, "session/s/agent/a/err"); !strings.Contains(got, "unfinished writes") {
 		t.Errorf("agent err = %q, want the reason", got)
 	}
 	// The owner's own requests still go through, large ones too.

@@ -98,7 +98,7 @@ var sessionDir = dirSpec[*session]{
 // sessionCatalogFile is a session file rendered from its catalog.
 func sessionCatalogFile(pick func(*catalogText) []byte) func(place, *session) p9.File {
 	return func(pl place, se *session) p9.File {
-		return newROFile(pl, func() ([]byte, error) { return pick(se.texts()), nil })
+		return newSharedFile(pl, func() ([]byte, error) { return pick(se.texts()), nil })
 	}
 }
 
@@ -173,7 +173,7 @@ var callDir = dirSpec[*agent]{
 // catalogFile is a root file rendered from the catalog.
 func catalogFile(pick func(*catalogText) []byte) func(place, none) p9.File {
 	return func(pl place, _ none) p9.File {
-		return newROFile(pl, func() ([]byte, error) { return pick(pl.c.srv.texts()), nil })
+		return newSharedFile(pl, func() ([]byte, error) { return pick(pl.c.srv.texts()), nil })
 	}
 }
 
