@@ -260,16 +260,16 @@ func (d *dir) UnlinkAt(name string, _ uint32) error {
 
 // content is per-open content that is rendered on demand and kept stable
 // while one reader works through it: reading at offset 0 renders afresh.
-// The snapshot is charged to the connection's budget, unless shared: the
-// rendering is text every reader shares (a catalog's).
+// The snapshot is charged to the connection's budget, unless uncharged
+// (see newUnchargedFile).
 type content struct {
-	mu     sync.Mutex
-	render func() ([]byte, error)
-	shared bool
-	name   string // the file's path, for refusals
-	h      held
-	snap   []byte
-	have   bool
+	mu        sync.Mutex
+	render    func() ([]byte, error)
+	uncharged bool
+	name      string // the file's path, for refusals
+	h         held
+	snap      []byte
+	have      bool
 }
 
 func newContent(pl place, render func() ([]byte, error)) content {
@@ -288,7 +288,7 @@ func (ct *content) readAt(p []byte, off int64) (int, error) {
 			return 0, err
 		}
 		n := int64(len(b))
-		if ct.shared {
+		if ct.uncharged {
 			n = 0
 		}
 		if full := ct.h.resize(n); full != nil {
@@ -344,11 +344,13 @@ func newROFile(pl place, render func() ([]byte, error)) *roFile {
 	return f
 }
 
-// newSharedFile is read-only content that every reader shares (a
-// catalog's text), not charged to a connection's budget.
-func newSharedFile(pl place, render func() ([]byte, error)) *roFile {
+// newUnchargedFile is read-only content whose snapshots are not charged
+// to the connection's budget: text every reader shares (a catalog's), or
+// a line (an err file's, which a client at its budget must still be able
+// to read).
+func newUnchargedFile(pl place, render func() ([]byte, error)) *roFile {
 	f := newROFile(pl, render)
-	f.ct.shared = true
+	f.ct.uncharged = true
 	return f
 }
 

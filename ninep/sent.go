@@ -153,7 +153,7 @@ type sentFile struct {
 
 func newSentFile(pl place, se *session, name string) *sentFile {
 	f := &sentFile{se: se, name: name, ct: newContent(pl, nil), bufIn: held{b: pl.c.buf}}
-	f.ct.shared = true // the definition as the overlay keeps it
+	f.ct.uncharged = true // the definition as the overlay keeps it
 	f.ct.render = func() ([]byte, error) {
 		if ov := se.overlay(); ov != nil {
 			if b, ok := ov.Definition(name); ok {
