@@ -44,7 +44,7 @@ func heapInUse() int64 {
 	return int64(ms.HeapAlloc)
 }
 
-// The audit's hole 5 (memory): a tool's connections each negotiated a
+// The audit's hole 4: a tool's connections each negotiated a
 // 4 MiB message size and held unfinished ctl commands of up to 4 MiB on
 // every fid: gigabytes of the server's memory during one call. Here a tool
 // tries to make the server hold over 60 MiB (8 connections of 4 MiB

@@ -158,9 +158,11 @@ type Server struct {
 
 	conns connCount
 	// toolBuf is the budget of all tool connections' open files;
-	// refusing counts the connections being refused (see refuse).
-	toolBuf  *budget
-	refusing atomic.Int32
+	// refusing counts the connections being refused (see refuse), and
+	// refusedLog paces their log.
+	toolBuf    *budget
+	refusing   atomic.Int32
+	refusedLog logEvery
 
 	text atomic.Pointer[catalogText]
 
@@ -219,7 +221,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 			return fmt.Errorf("accepting 9P connections on %s: %w", l.Addr(), err)
 		}
 		if !s.conns.enter(s.opts.Limits.MaxConns) {
-			s.log.Warn("refusing a 9P connection: too many connections", "limit", s.opts.Limits.MaxConns)
+			s.logRefused("refusing a 9P connection: too many connections", "limit", s.opts.Limits.MaxConns)
 			s.refuse(nc, nc.SetDeadline)
 			continue
 		}
@@ -236,7 +238,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 			p, err := s.admit(acc)
 			if err != nil {
 				s.conns.leave()
-				s.log.Warn("refusing a 9P connection of a tool", "access", acc.String(), "reason", err)
+				s.logRefused("refusing a 9P connection of a tool", "access", acc.String(), "reason", err)
 				s.refuse(nc, nc.SetDeadline)
 				return
 			}
@@ -271,7 +273,7 @@ func (s *Server) ServeConn(ctx context.Context, rwc io.ReadWriteCloser) {
 func (s *Server) ServeConnAs(ctx context.Context, rwc io.ReadWriteCloser, acc Access) {
 	p, err := s.admit(acc)
 	if err != nil {
-		s.log.Warn("refusing a 9P connection of a tool", "access", acc.String(), "reason", err)
+		s.logRefused("refusing a 9P connection of a tool", "access", acc.String(), "reason", err)
 		refuseConn(rwc, nil)
 		return
 	}

@@ -3,6 +3,7 @@ package ninep
 import (
 	"fmt"
 	"io"
+	"sync"
 	"time"
 )
 
@@ -87,4 +88,39 @@ func (s *Server) refuse(rwc io.ReadWriteCloser, setDeadline func(time.Time) erro
 		defer s.refusing.Add(-1)
 		refuseConn(rwc, setDeadline)
 	}()
+}
+
+// logRefused logs a refused connection, at most once a second (with how
+// many went unlogged since), so that a tool that connects again and again
+// cannot flood the log.
+func (s *Server) logRefused(msg string, args ...any) {
+	ok, skipped := s.refusedLog.allow(time.Now(), time.Second)
+	if !ok {
+		return
+	}
+	if skipped > 0 {
+		args = append(args, "refused unlogged since the last", skipped)
+	}
+	s.log.Warn(msg, args...)
+}
+
+// logEvery lets one event in each period through.
+type logEvery struct {
+	mu      sync.Mutex
+	next    time.Time
+	skipped int
+}
+
+// allow reports whether the event at now is let through, and how many were
+// not since the last that was.
+func (l *logEvery) allow(now time.Time, period time.Duration) (bool, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Before(l.next) {
+		l.skipped++
+		return false, 0
+	}
+	n := l.skipped
+	l.skipped, l.next = 0, now.Add(period)
+	return true, n
 }

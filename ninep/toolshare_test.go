@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hugelgupf/p9/linux"
 )
@@ -155,6 +156,29 @@ func TestToolLimitDefaults(t *testing.T) {
 		l.setDefaults()
 		if l.Tool != c.want {
 			t.Errorf("%+v: tool limits %+v, want %+v", c.in, l.Tool, c.want)
+		}
+	}
+}
+
+// Refused connections are logged at most once a second, with a count of
+// those that were not.
+func TestLogEvery(t *testing.T) {
+	var l logEvery
+	t0 := time.Unix(1000, 0)
+	for _, c := range []struct {
+		at      time.Duration
+		ok      bool
+		skipped int
+	}{
+		{0, true, 0},
+		{100 * time.Millisecond, false, 0},
+		{999 * time.Millisecond, false, 0},
+		{time.Second, true, 2},
+		{3 * time.Second, true, 0},
+	} {
+		ok, skipped := l.allow(t0.Add(c.at), time.Second)
+		if ok != c.ok || skipped != c.skipped {
+			t.Errorf("at %v: %v, %d; want %v, %d", c.at, ok, skipped, c.ok, c.skipped)
 		}
 	}
 }
