@@ -31,8 +31,9 @@ type Limits struct {
 	// once): unfinished writes (a command without its newline yet, a rank
 	// or call request or a definition still arriving) and the contents
 	// its readers are working through, when they are the reader's own (a
-	// catalog file's text is shared by all its readers and not counted).
-	// A write past it gets ENOSPC, a read ENOBUFS.
+	// catalog file's text is shared by all its readers, and an err file
+	// must stay readable: neither is counted). A write past it gets
+	// ENOSPC, a read ENOBUFS.
 	MaxBuffered int
 	// Tool is the share of the server that tools get.
 	Tool ToolLimits
