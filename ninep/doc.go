@@ -78,6 +78,7 @@
 //	EPERM   creating files or directories where none can be made, removing fixed
 //	        files at the root, a call the sandbox cannot run
 //	ENOSYS  no ranker or no exec runner in this server
+//	ENOSPC, ENOBUFS, EMFILE, EFBIG, EUSERS  past a limit (see Limits)
 //	ETIMEDOUT, EINTR, ENOEXEC  a call timed out, was cancelled, could not start;
 //	EIO     anything else
 //
@@ -167,8 +168,33 @@
 // connections at once (one more gets Rlerror EUSERS to its Tversion and is
 // closed), 4096 open files per connection (fids and the directories they
 // hang from; one more walk gets EMFILE), 1024 sessions and 64 agents per
-// session (ENOSPC), 256 definitions sent per session (ENOSPC). The reason
-// is in err.
+// session (ENOSPC), 256 definitions sent per session (ENOSPC), and 32 MiB
+// held by one connection's open files: its unfinished writes (a command
+// before its newline, a rank or call request or a definition still
+// arriving; each at most 4 MiB, EFBIG) and the snapshots its readers work
+// through (not the catalog texts every reader shares, nor err files, so a
+// client at its limit can still read why). A write past it gets ENOSPC,
+// a read ENOBUFS; a refused write drops the unfinished command or request
+// it belonged to, and clunking a fid gives its bytes back. The reason is
+// in err.
+//
+// Tools get a share of that (Limits.Tool). A connection confined to an
+// agent, or denied, is a tool's (see "Who may do what"); the tools of one
+// agent are one peer, and all denied connections another. Tools get at
+// most 64 connections together (a quarter of them: the rest are always
+// there for the owner's clients) and 8 per peer, refused as above with
+// EUSERS; 128 open files per connection (a fid on its agent's ctl holds
+// 5 of them); messages of at most 64 KiB (a Tversion asking more is
+// answered with 64 KiB, and a larger message closes the connection: the
+// 9P library keeps buffers of the negotiated size per connection); and
+// 2 MiB held by one peer's open files together, 16 MiB by all tool
+// connections together. So one agent's tools can pin about 4 MiB of the
+// server's memory, and all tools about 30 MiB, where one tool could pin
+// gigabytes (4 MiB of unfinished command on each of 4096 fids of each of
+// 256 connections, each with 4 MiB message buffers) and take every
+// connection, the owner's client getting EUSERS. TCP connections are full
+// clients: they cannot be identified, and have full access anyway.
+// Refused connections are logged at most once a second.
 //
 // # Connections
 //

@@ -150,8 +150,8 @@ func FuzzConn(f *testing.F) {
 // ourPanic reports whether a panic the 9P library recovered in a handler
 // was raised in this module's code (the frame right after "panic(").
 // Panics inside the library's own handlers are recovered and answered with
-// EFAULT; they are the library's to fix (for example Tread with a count
-// above msize slices past its buffer).
+// EFAULT; they are the library's to fix (a Tread with a count above msize
+// sliced past its buffer until the shim cut the count).
 func ourPanic(msg string) bool {
 	lines := strings.Split(msg, "\n")
 	for i, l := range lines {

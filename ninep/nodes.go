@@ -260,11 +260,20 @@ func (d *dir) UnlinkAt(name string, _ uint32) error {
 
 // content is per-open content that is rendered on demand and kept stable
 // while one reader works through it: reading at offset 0 renders afresh.
+// The snapshot is charged to the connection's budget, unless uncharged
+// (see newUnchargedFile).
 type content struct {
-	mu     sync.Mutex
-	render func() ([]byte, error)
-	snap   []byte
-	have   bool
+	mu        sync.Mutex
+	render    func() ([]byte, error)
+	uncharged bool
+	name      string // the file's path, for refusals
+	h         held
+	snap      []byte
+	have      bool
+}
+
+func newContent(pl place, render func() ([]byte, error)) content {
+	return content{render: render, name: "/" + pl.path, h: held{b: pl.c.buf}}
 }
 
 func (ct *content) readAt(p []byte, off int64) (int, error) {
@@ -277,6 +286,15 @@ func (ct *content) readAt(p []byte, off int64) (int, error) {
 		b, err := ct.render()
 		if err != nil {
 			return 0, err
+		}
+		n := int64(len(b))
+		if ct.uncharged {
+			n = 0
+		}
+		if full := ct.h.resize(n); full != nil {
+			ct.snap, ct.have = nil, false
+			ct.h.release()
+			return 0, full.refusal(linux.ENOBUFS, "read "+ct.name)
 		}
 		ct.snap, ct.have = b, true
 	}
@@ -305,6 +323,14 @@ func (ct *content) invalidate() {
 	ct.mu.Unlock()
 }
 
+// release drops the snapshot (the file is closed).
+func (ct *content) release() {
+	ct.mu.Lock()
+	ct.snap, ct.have = nil, false
+	ct.h.release()
+	ct.mu.Unlock()
+}
+
 // roFile is read-only content.
 type roFile struct {
 	fileBase
@@ -312,9 +338,19 @@ type roFile struct {
 }
 
 func newROFile(pl place, render func() ([]byte, error)) *roFile {
-	f := &roFile{ct: content{render: render}}
+	f := &roFile{ct: newContent(pl, render)}
 	f.node = pl.node(p9.ModeRegular | 0o444)
 	f.node.size = f.ct.length
+	return f
+}
+
+// newUnchargedFile is read-only content whose snapshots are not charged
+// to the connection's budget: text every reader shares (a catalog's), or
+// a line (an err file's, which a client at its budget must still be able
+// to read).
+func newUnchargedFile(pl place, render func() ([]byte, error)) *roFile {
+	f := newROFile(pl, render)
+	f.ct.uncharged = true
 	return f
 }
 
@@ -327,6 +363,12 @@ func (f *roFile) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
+// Close implements p9.File.Close.
+func (f *roFile) Close() error {
+	f.ct.release()
+	return f.node.Close()
+}
+
 // cmdFile takes line commands. A command ends at a newline, or at the end of
 // a write that cannot be a piece of a longer one (see splitMin); anything
 // left over runs when the file is closed.
@@ -335,12 +377,13 @@ type cmdFile struct {
 	ct   content // nil render: write-only
 	exec func(line string) error
 
-	mu   sync.Mutex
-	pend []byte
+	mu     sync.Mutex
+	pend   []byte
+	pendIn held // what pend's array is charged
 }
 
 func newCmdFile(pl place, render func() ([]byte, error), exec func(string) error) *cmdFile {
-	f := &cmdFile{ct: content{render: render}, exec: exec}
+	f := &cmdFile{ct: newContent(pl, render), exec: exec, pendIn: held{b: pl.c.buf}}
 	f.node = pl.node(p9.ModeRegular | 0o222)
 	if render != nil {
 		f.node.mode |= 0o444
@@ -365,10 +408,15 @@ func (f *cmdFile) WriteAt(p []byte, _ int64) (int, error) {
 	defer f.mu.Unlock()
 	defer f.ct.invalidate()
 	if len(f.pend)+len(p) > maxRequest {
-		f.pend = nil
+		f.dropPending()
 		return 0, f.c.fail(f.sink, Refuse(linux.EFBIG, "command longer than %d bytes", maxRequest))
 	}
-	f.pend = append(f.pend, p...)
+	pend, full := f.pendIn.grow(f.pend, len(p), maxRequest)
+	if full != nil {
+		f.dropPending()
+		return 0, f.c.fail(f.sink, full.refusal(linux.ENOSPC, "write "+f.ct.name))
+	}
+	f.pend = append(pend, p...)
 	for {
 		i := bytes.IndexByte(f.pend, '\n')
 		if i < 0 {
@@ -377,21 +425,27 @@ func (f *cmdFile) WriteAt(p []byte, _ int64) (int, error) {
 		line := string(f.pend[:i])
 		f.pend = f.pend[i+1:]
 		if err := f.run(line); err != nil {
-			f.pend = nil
+			f.dropPending()
 			return 0, err
 		}
 	}
 	if len(f.pend) > 0 && len(p) < splitMin {
 		line := string(f.pend)
-		f.pend = nil
+		f.dropPending()
 		if err := f.run(line); err != nil {
 			return 0, err
 		}
 	}
 	if len(f.pend) == 0 {
-		f.pend = nil
+		f.dropPending()
 	}
 	return len(p), nil
+}
+
+// dropPending forgets the unfinished command.
+func (f *cmdFile) dropPending() {
+	f.pend = nil
+	f.pendIn.release()
 }
 
 func (f *cmdFile) run(line string) error {
@@ -418,9 +472,10 @@ func (f *cmdFile) Close() error {
 	defer f.mu.Unlock()
 	if len(f.pend) > 0 {
 		line := string(f.pend)
-		f.pend = nil
+		f.dropPending()
 		_ = f.run(line)
 	}
+	f.ct.release()
 	return f.node.Close()
 }
 
@@ -443,12 +498,13 @@ type txFile struct {
 
 	mu      sync.Mutex
 	req     []byte
+	reqIn   held // what req's array is charged
 	pending bool
 	ans     []byte
 }
 
 func newTxFile(pl place, run func([]byte) ([]byte, error), complete func([]byte, bool) bool) *txFile {
-	f := &txFile{runReq: run, complete: complete}
+	f := &txFile{runReq: run, complete: complete, reqIn: held{b: pl.c.buf}}
 	f.node = pl.node(p9.ModeRegular | 0o666)
 	f.node.size = f.length
 	return f
@@ -469,10 +525,15 @@ func (f *txFile) WriteAt(p []byte, off int64) (int, error) {
 		f.req, f.ans = f.req[:0], nil
 	}
 	if len(f.req)+len(p) > maxRequest {
-		f.req, f.pending = nil, false
+		f.dropRequest()
 		return 0, f.c.fail(f.sink, Refuse(linux.EFBIG, "request longer than %d bytes", maxRequest))
 	}
-	f.req = append(f.req, p...)
+	req, full := f.reqIn.grow(f.req, len(p), maxRequest)
+	if full != nil {
+		f.dropRequest()
+		return 0, f.c.fail(f.sink, full.refusal(linux.ENOSPC, "write /"+f.path))
+	}
+	f.req = append(req, p...)
 	f.pending = true
 	if f.complete(f.req, len(p) < splitMin) {
 		if err := f.runLocked(); err != nil {
@@ -482,10 +543,17 @@ func (f *txFile) WriteAt(p []byte, off int64) (int, error) {
 	return len(p), nil
 }
 
+// dropRequest forgets the request being written.
+func (f *txFile) dropRequest() {
+	f.req, f.pending = nil, false
+	f.reqIn.release()
+}
+
 func (f *txFile) runLocked() error {
 	req := f.req
 	f.req, f.pending = nil, false
 	ans, err := f.runReq(req)
+	f.reqIn.release() // the request's array is the run's until it returns
 	if err != nil {
 		f.ans = nil
 		return f.c.fail(f.sink, err)
@@ -510,6 +578,14 @@ func (f *txFile) ReadAt(p []byte, off int64) (int, error) {
 		return 0, nil
 	}
 	return copy(p, f.ans[off:]), nil
+}
+
+// Close implements p9.File.Close.
+func (f *txFile) Close() error {
+	f.mu.Lock()
+	f.dropRequest()
+	f.mu.Unlock()
+	return f.node.Close()
 }
 
 // SetAttr implements p9.File.SetAttr (truncation is accepted and ignored).

@@ -147,11 +147,13 @@ type sentFile struct {
 
 	mu      sync.Mutex
 	buf     []byte
+	bufIn   held // what buf's array is charged
 	pending bool
 }
 
 func newSentFile(pl place, se *session, name string) *sentFile {
-	f := &sentFile{se: se, name: name}
+	f := &sentFile{se: se, name: name, ct: newContent(pl, nil), bufIn: held{b: pl.c.buf}}
+	f.ct.uncharged = true // the definition as the overlay keeps it
 	f.ct.render = func() ([]byte, error) {
 		if ov := se.overlay(); ov != nil {
 			if b, ok := ov.Definition(name); ok {
@@ -186,11 +188,16 @@ func (f *sentFile) WriteAt(p []byte, off int64) (int, error) {
 		f.buf = f.buf[:0]
 	}
 	if len(f.buf)+len(p) > registry.MaxSentSize {
-		f.buf, f.pending = nil, false
+		f.dropLocked()
 		return 0, f.c.fail(f.sink, Refuse(linux.EFBIG, "definition %s is larger than %d bytes (%d KiB), the limit for a sent definition; nothing was sent: shorten its prompt",
 			f.name, registry.MaxSentSize, registry.MaxSentSize>>10))
 	}
-	f.buf = append(f.buf, p...)
+	buf, full := f.bufIn.grow(f.buf, len(p), registry.MaxSentSize)
+	if full != nil {
+		f.dropLocked()
+		return 0, f.c.fail(f.sink, full.refusal(linux.ENOSPC, "send "+f.name))
+	}
+	f.buf = append(buf, p...)
 	f.pending = true
 	t := bytes.TrimSpace(f.buf)
 	if len(p) < splitMin || json.Valid(t) || (len(t) > 0 && t[0] != '{') {
@@ -207,6 +214,7 @@ func (f *sentFile) WriteAt(p []byte, off int64) (int, error) {
 func (f *sentFile) sendLocked() error {
 	data := f.buf
 	f.buf, f.pending = nil, false
+	defer f.bufIn.release() // data is the send's until it returns
 	ov, err := f.se.sendable(f.name)
 	if err != nil {
 		return err
@@ -233,6 +241,12 @@ func (f *sentFile) sendLocked() error {
 	return nil
 }
 
+// dropLocked forgets the definition being written.
+func (f *sentFile) dropLocked() {
+	f.buf, f.pending = nil, false
+	f.bufIn.release()
+}
+
 // SetAttr implements p9.File.SetAttr: truncation (echo x > meta/NAME) is
 // accepted; the write that follows replaces the definition.
 func (f *sentFile) SetAttr(valid p9.SetAttrMask, _ p9.SetAttr) error {
@@ -248,7 +262,9 @@ func (f *sentFile) Close() error {
 			f.c.fail(f.sink, err)
 		}
 	}
+	f.dropLocked()
 	f.mu.Unlock()
+	f.ct.release()
 	return f.node.Close()
 }
 

@@ -131,8 +131,9 @@ type Options struct {
 	// CheckWorkDir vets a session's "cwd PATH" (after the path is made
 	// absolute and found to be a directory); nil accepts any directory.
 	CheckWorkDir func(dir string) error
-	// Limits bound connections, open files, sessions, agents and sent
-	// definitions.
+	// Limits bound connections, open files, sessions, agents, sent
+	// definitions, the bytes open files hold, and the share of all that
+	// tools get.
 	Limits Limits
 	// Overlays makes a session's own catalog when the first .meta
 	// definition is sent to it (session/S/meta/NAME); nil: sessions take
@@ -156,6 +157,12 @@ type Server struct {
 	sessions map[string]*session
 
 	conns connCount
+	// toolBuf is the budget of all tool connections' open files;
+	// refusing counts the connections being refused (see refuse), and
+	// refusedLog paces their log.
+	toolBuf    *budget
+	refusing   atomic.Int32
+	refusedLog logEvery
 
 	text atomic.Pointer[catalogText]
 
@@ -190,6 +197,7 @@ func New(opts Options) (*Server, error) {
 		opts: opts, log: opts.Logger,
 		uid: uint32(os.Getuid()), gid: uint32(os.Getgid()), start: time.Now(),
 		sessions: map[string]*session{},
+		toolBuf:  newBudget("all tool connections together", opts.Limits.Tool.Buffered, nil),
 	}, nil
 }
 
@@ -213,14 +221,13 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 			return fmt.Errorf("accepting 9P connections on %s: %w", l.Addr(), err)
 		}
 		if !s.conns.enter(s.opts.Limits.MaxConns) {
-			s.log.Warn("refusing a 9P connection: too many connections", "limit", s.opts.Limits.MaxConns)
-			go refuseConn(nc, nc.SetDeadline)
+			s.logRefused("refusing a 9P connection: too many connections", "limit", s.opts.Limits.MaxConns)
+			s.refuse(nc, nc.SetDeadline)
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer s.conns.leave()
 			acc := Access{}
 			if s.opts.Access != nil {
 				acc = s.opts.Access(nc)
@@ -228,30 +235,74 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 			if acc != (Access{}) {
 				s.log.Info("9P connection", "access", acc.String(), "denied", acc.Denied)
 			}
-			s.serveConn(ctx, nc, acc)
+			p, err := s.admit(acc)
+			if err != nil {
+				s.conns.leave()
+				s.logRefused("refusing a 9P connection of a tool", "access", acc.String(), "reason", err)
+				s.refuse(nc, nc.SetDeadline)
+				return
+			}
+			defer s.conns.leave()
+			if p != nil {
+				defer s.conns.leaveTool(p)
+			}
+			s.serveConn(ctx, nc, acc, p)
 		}()
 	}
+}
+
+// admit takes a tool's connection into the tools' share (see
+// toolshare.go), or says why it cannot; a full client's needs nothing
+// (nil).
+func (s *Server) admit(acc Access) (*toolPeer, error) {
+	if !acc.tool() {
+		return nil, nil
+	}
+	return s.conns.enterTool(acc, s.opts.Limits.Tool, s.toolBuf)
 }
 
 // ServeConn serves one connection (already accepted) with full access until
 // the peer closes it or ctx ends. It always closes rwc.
 func (s *Server) ServeConn(ctx context.Context, rwc io.ReadWriteCloser) {
-	s.serveConn(ctx, rwc, Access{})
+	s.serveConn(ctx, rwc, Access{}, nil)
 }
 
-// ServeConnAs serves one connection with the given access.
+// ServeConnAs serves one connection with the given access. A tool's
+// connection counts in the tools' share (Limits.Tool) as one Serve
+// accepted would, and past it is refused as Serve refuses it.
 func (s *Server) ServeConnAs(ctx context.Context, rwc io.ReadWriteCloser, acc Access) {
-	s.serveConn(ctx, rwc, acc)
+	p, err := s.admit(acc)
+	if err != nil {
+		s.logRefused("refusing a 9P connection of a tool", "access", acc.String(), "reason", err)
+		refuseConn(rwc, nil)
+		return
+	}
+	if p != nil {
+		defer s.conns.leaveTool(p)
+	}
+	s.serveConn(ctx, rwc, acc, p)
 }
 
-func (s *Server) serveConn(ctx context.Context, rwc io.ReadWriteCloser, acc Access) {
+// serveConn serves one connection; p is its tool peer's share (nil for a
+// full client, or a tool connection served outside the count).
+func (s *Server) serveConn(ctx context.Context, rwc io.ReadWriteCloser, acc Access, p *toolPeer) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c := &conn{srv: s, ctx: ctx, acc: acc, err: acc.Denied}
+	l := s.opts.Limits
+	c := &conn{srv: s, ctx: ctx, acc: acc, err: acc.Denied, maxFiles: l.MaxFiles}
+	msize := uint32(maxFrame)
+	var around *budget
+	if acc.tool() {
+		c.maxFiles, msize, around = l.Tool.Files, toolMsize, s.toolBuf
+		if p != nil {
+			around = p.buf
+		}
+	}
+	c.buf = newBudget("this connection", l.MaxBuffered, around)
 	stop := context.AfterFunc(ctx, func() { rwc.Close() })
 	defer stop()
 
-	sh := newShim(rwc, cancel)
+	sh := newShim(rwc, cancel, msize)
 	srv := p9.NewServer(attacher{c}, p9.WithServerLogger(p9Logger{s}))
 	// Handle returns when the reader fails (peer gone, ctx ended, garbage
 	// on the wire) and every request in flight has been answered.
@@ -293,10 +344,13 @@ func (a attacher) Attach() (p9.File, error) {
 // conn is one client connection: its context (cancelled when the peer goes
 // away, which also cancels its calls) and the text of its err file.
 type conn struct {
-	srv   *Server
-	ctx   context.Context
-	acc   Access
-	files atomic.Int64 // Files handed to the library and not yet closed
+	srv      *Server
+	ctx      context.Context
+	acc      Access
+	files    atomic.Int64 // Files handed to the library and not yet closed
+	maxFiles int          // the most it may hold
+	// buf is the budget of what its open files hold for it.
+	buf *budget
 
 	mu  sync.Mutex
 	err string
@@ -318,6 +372,14 @@ func (c *conn) fail(sink errSink, err error) error {
 		sink.setErr(msg)
 	}
 	return ErrnoOf(err)
+}
+
+// toolNote says, in a refusal, that a limit is a tool connection's.
+func (c *conn) toolNote() string {
+	if c.acc.tool() {
+		return " for a tool's connection"
+	}
+	return ""
 }
 
 func (c *conn) errText() string {

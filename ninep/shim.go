@@ -19,7 +19,10 @@ const (
 	msgTauth    = 102
 	msgTflush   = 108
 	msgRflush   = 109
+	msgTread    = 116
 	msgRlerr    = 7
+	// rreadHeader is what an Rread adds to the data: size, type, tag, count.
+	rreadHeader = headerLen + 4
 )
 
 // shim sits between a connection and the 9P library's per-connection
@@ -46,6 +49,13 @@ const (
 //     the library would drop it, unanswered; dropping it before the
 //     library sees it keeps the shim's count of unanswered requests
 //     exact (see drain).
+//   - The message size a client may negotiate is capped (maxMsize: 64 KiB
+//     for a tool's connection, see toolMsize), and a larger frame is
+//     never read: the library keeps buffers of the negotiated size per
+//     connection (4 MiB when asked).
+//   - A Tread's count is cut to what an Rread of the negotiated size can
+//     carry. The library reads into a buffer of that size, sliced to the
+//     count: a larger count panics in the handler.
 //
 // It also keeps each outgoing message in one write, so its own answers never
 // land inside one of the library's, and it delays the end of the input until
@@ -57,6 +67,9 @@ const (
 type shim struct {
 	rwc    io.ReadWriteCloser
 	onDone func() // called once the peer stops sending
+	// maxMsize is the largest message the peer may send or negotiate;
+	// msize is the size negotiated (0 before).
+	maxMsize, msize uint32
 
 	buf       []byte // the current frame
 	pend      []byte // what is left of it to hand to the library
@@ -67,8 +80,10 @@ type shim struct {
 	done      sync.Once
 }
 
-func newShim(rwc io.ReadWriteCloser, onDone func()) *shim {
-	return &shim{rwc: rwc, onDone: onDone,
+// newShim makes the shim of a connection whose messages may be up to
+// maxMsize bytes (at most maxFrame).
+func newShim(rwc io.ReadWriteCloser, onDone func(), maxMsize uint32) *shim {
+	return &shim{rwc: rwc, onDone: onDone, maxMsize: min(maxMsize, maxFrame),
 		out: &frameWriter{w: rwc, version: make(chan bool, 1), dead: make(chan struct{})}}
 }
 
@@ -123,7 +138,7 @@ func (s *shim) nextFrame() error {
 		return err
 	}
 	size := binary.LittleEndian.Uint32(hdr[:4])
-	if size < headerLen || size > maxFrame {
+	if size < headerLen || size > s.maxMsize {
 		// Let the library see the bad header and close the connection.
 		s.raw = true
 		s.pend = append(s.buf[:0], hdr[:]...)
@@ -140,12 +155,25 @@ func (s *shim) nextFrame() error {
 	switch {
 	case hdr[4] == msgTversion && !s.versioned:
 		s.awaiting = true
+		if len(frame) >= headerLen+4 {
+			// msize[4] version[s]: ask the library for no more than allowed.
+			m := min(binary.LittleEndian.Uint32(frame[headerLen:]), s.maxMsize)
+			binary.LittleEndian.PutUint32(frame[headerLen:], m)
+			s.msize = m
+		}
 	case hdr[4] == msgTversion:
 		return s.out.reply(rlerror(hdr[5], hdr[6], linux.EPROTO))
 	case !s.versioned:
 		return s.out.reply(rlerror(hdr[5], hdr[6], linux.EPROTO))
 	case hdr[4] == msgTauth:
 		return s.out.reply(rlerror(hdr[5], hdr[6], linux.ENOENT))
+	}
+	if hdr[4] == msgTread && len(frame) >= headerLen+16 {
+		// fid[4] offset[8] count[4]
+		count := frame[headerLen+12:]
+		if n := binary.LittleEndian.Uint32(count); n > s.msize-min(s.msize, rreadHeader) {
+			binary.LittleEndian.PutUint32(count, s.msize-min(s.msize, rreadHeader))
+		}
 	}
 	flush := hdr[4] == msgTflush
 	if flush && len(frame) >= headerLen+2 {

@@ -1,12 +1,15 @@
 package ninep
 
 import (
+	"context"
 	"encoding/binary"
 	"io"
 	"net"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // frame encodes one 9P message.
@@ -95,5 +98,97 @@ func TestGarbageClosesConnection(t *testing.T) {
 	// The server still serves others.
 	if got := mustRead(t, e.client(), "revision"); got == "" {
 		t.Fatal("empty revision")
+	}
+}
+
+// rawSession starts a connection with acc over a pipe and negotiates msize:
+// it returns the client's end and the msize the server agreed to. A panic
+// in a handler fails the test.
+func rawSession(t *testing.T, acc Access, msize uint32) (net.Conn, uint32) {
+	t.Helper()
+	reg := registry.New(registry.Options{Dirs: []string{"testdata/tools"}, Logger: quietLogger()})
+	if err := reg.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	srv := fuzzServer(t, reg)
+	srv.onPanic = func(msg string) { t.Errorf("a handler panicked: %s", msg) }
+	a, b := net.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.ServeConnAs(context.Background(), b, acc)
+	}()
+	t.Cleanup(func() { a.Close(); <-done })
+	a.Write(frame(msgTversion, 0xFFFF, cat(u32(msize), str9("9P2000.L"))))
+	typ, _, body := readFrame(t, a)
+	if typ != msgRversion {
+		t.Fatalf("Rversion = %d %v", typ, body)
+	}
+	return a, binary.LittleEndian.Uint32(body)
+}
+
+// A tool's connection negotiates at most 64 KiB messages (the library
+// keeps buffers of the negotiated size per connection); a full client's
+// up to the library's 4 MiB.
+func TestMessageSizeCap(t *testing.T) {
+	tool := Access{Session: "s", Agent: "a"}
+	for _, c := range []struct {
+		name      string
+		acc       Access
+		ask, want uint32
+	}{
+		{"full client, 4 MiB", Access{}, 4 << 20, 4 << 20},
+		{"full client, more", Access{}, 64 << 20, 4 << 20},
+		{"tool, 4 MiB", tool, 4 << 20, toolMsize},
+		{"tool, 8 KiB", tool, 8 << 10, 8 << 10},
+		{"denied, 1 MiB", Access{Denied: "no"}, 1 << 20, toolMsize},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, got := rawSession(t, c.acc, c.ask)
+			if got != c.want {
+				t.Errorf("asked %d, got msize %d, want %d", c.ask, got, c.want)
+			}
+		})
+	}
+	t.Run("tool frame larger than its msize", func(t *testing.T) {
+		conn, _ := rawSession(t, tool, 4<<20)
+		big := frame(118 /* Twrite */, 1, cat(u32(0), make([]byte, 8), u32(100<<10), make([]byte, 100<<10)))
+		go conn.Write(big) // blocks until the server closes its end
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if n, err := conn.Read(make([]byte, 64)); err == nil || os.IsTimeout(err) {
+			t.Fatalf("read after a %d-byte frame = %d, %v; want the connection closed", len(big), n, err)
+		}
+	})
+}
+
+// A Tread asking for more than an Rread of the negotiated size can carry
+// gets what fits (the library sliced its msize buffer to the count and
+// panicked).
+func TestReadCountCut(t *testing.T) {
+	const msize = 8 << 10
+	conn, got := rawSession(t, Access{}, msize)
+	if got != msize {
+		t.Fatalf("msize %d", got)
+	}
+	const noFid = ^uint32(0)
+	conn.Write(frame(104 /* Tattach */, 1, cat(u32(1), u32(noFid), str9("me"), str9(""), u32(0))))
+	if typ, _, body := readFrame(t, conn); typ != 105 {
+		t.Fatalf("Tattach: %d %v", typ, body)
+	}
+	conn.Write(frame(110 /* Twalk */, 2, cat(u32(1), u32(2), []byte{1, 0}, str9("tools.json"))))
+	if typ, _, body := readFrame(t, conn); typ != 111 {
+		t.Fatalf("Twalk: %d %v", typ, body)
+	}
+	conn.Write(frame(12 /* Tlopen */, 3, cat(u32(2), u32(0))))
+	if typ, _, body := readFrame(t, conn); typ != 13 {
+		t.Fatalf("Tlopen: %d %v", typ, body)
+	}
+	conn.Write(frame(msgTread, 4, cat(u32(2), make([]byte, 8), u32(1<<20))))
+	typ, _, body := readFrame(t, conn)
+	if typ != 117 {
+		t.Fatalf("Tread of 1 MiB: type %d %v, want Rread", typ, body)
+	}
+	if n := binary.LittleEndian.Uint32(body); n == 0 || n > msize-rreadHeader {
+		t.Fatalf("Rread carries %d bytes; want some, at most %d", n, msize-rreadHeader)
 	}
 }

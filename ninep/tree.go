@@ -38,7 +38,7 @@ var rootDir = dirSpec[none]{
 		{"revision", false, needFull, catalogFile(func(t *catalogText) []byte { return t.revision })},
 		{"errors", false, needFull, catalogFile(func(t *catalogText) []byte { return t.errors })},
 		{"err", false, needNothing, func(pl place, _ none) p9.File {
-			return newROFile(pl, func() ([]byte, error) { return withNewline(pl.c.errText()), nil })
+			return newUnchargedFile(pl, func() ([]byte, error) { return withNewline(pl.c.errText()), nil })
 		}},
 		{"rank", false, needFull, func(pl place, _ none) p9.File {
 			return newTxFile(pl, func(req []byte) ([]byte, error) { return pl.c.srv.rank(pl.c, nil, req) }, rankComplete)
@@ -89,7 +89,7 @@ var sessionDir = dirSpec[*session]{
 		{"revision", false, needFull, sessionCatalogFile(func(t *catalogText) []byte { return t.revision })},
 		{"errors", false, needFull, sessionCatalogFile(func(t *catalogText) []byte { return t.errors })},
 		{"err", false, needFull, func(pl place, se *session) p9.File {
-			return newROFile(pl, func() ([]byte, error) { return withNewline(se.errText()), nil })
+			return newUnchargedFile(pl, func() ([]byte, error) { return withNewline(se.errText()), nil })
 		}},
 	},
 	rm: ignoreRm[*session](),
@@ -98,7 +98,7 @@ var sessionDir = dirSpec[*session]{
 // sessionCatalogFile is a session file rendered from its catalog.
 func sessionCatalogFile(pick func(*catalogText) []byte) func(place, *session) p9.File {
 	return func(pl place, se *session) p9.File {
-		return newROFile(pl, func() ([]byte, error) { return pick(se.texts()), nil })
+		return newUnchargedFile(pl, func() ([]byte, error) { return pick(se.texts()), nil })
 	}
 }
 
@@ -134,7 +134,7 @@ var agentDir = dirSpec[*agent]{
 		}},
 		{"call", true, needFull, func(pl place, ag *agent) p9.File { return newDir(pl, ag, &callDir) }},
 		{"err", false, needAgent, func(pl place, ag *agent) p9.File {
-			return newROFile(pl, func() ([]byte, error) { return withNewline(ag.errText()), nil })
+			return newUnchargedFile(pl, func() ([]byte, error) { return withNewline(ag.errText()), nil })
 		}},
 	},
 	rm: ignoreRm[*agent](),
@@ -173,7 +173,7 @@ var callDir = dirSpec[*agent]{
 // catalogFile is a root file rendered from the catalog.
 func catalogFile(pick func(*catalogText) []byte) func(place, none) p9.File {
 	return func(pl place, _ none) p9.File {
-		return newROFile(pl, func() ([]byte, error) { return pick(pl.c.srv.texts()), nil })
+		return newUnchargedFile(pl, func() ([]byte, error) { return pick(pl.c.srv.texts()), nil })
 	}
 }
 
