@@ -150,7 +150,15 @@
 //     directory and its executable, the git repository that holds the
 //     working directory (so git works in a subdirectory; not when that
 //     repository is the home directory or above it), and Options.ReadPaths
-//     (the operator's --read);
+//     (the operator's --read). A tool directory that is the home
+//     directory, one above it, or a hidden directory of it (~/.config
+//     itself; not ~/.config/ollie/tools) is not granted: every tool there
+//     could read the user's keys and tokens. Such a tool gets its own
+//     executable only (a self-contained script still runs; one that reads
+//     files beside it fails with a denial), and the runner warns once to
+//     move the tools into a directory of their own. Refusing such a
+//     directory when the catalog loads would have hidden tools that work;
+//     granting it would leak. Symlinks are resolved before these checks;
 //   - read-write (with rename across directories): the working directory
 //     and the call's temporary directory; /dev/null, /dev/zero, /dev/full;
 //   - readOnly tools: the working and temporary directories are read-only

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -40,7 +39,7 @@ func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc Cal
 	defer os.RemoveAll(tmp)
 
 	pol := sandbox.Policy{Unconfined: !sandboxed, ReadOnly: t.ReadOnly, Network: t.Network, WorkDir: cc.WorkDir,
-		TempDir: tmp, Exec: execPaths(t, r.opts.ClientBin), Read: r.readPaths(cc.WorkDir),
+		TempDir: tmp, Exec: r.execPaths(t), Read: r.readPaths(cc.WorkDir),
 		Processes: lim.Processes, Memory: lim.Memory}
 	res, st, err := r.start(ctx, t, stdin, cc, pol, timeout)
 	if err != nil {
@@ -313,29 +312,6 @@ func (r *Runner) exitMessage(st sandbox.Status, res *Result) string {
 	}
 	if res.Denied != "" {
 		out += "\n" + res.Denied
-	}
-	return out
-}
-
-// execPaths are the paths a sandboxed tool may read and execute besides
-// the system directories: its own directory (co-located executables,
-// helper scripts) and its executable wherever it lives.
-func execPaths(t *registry.Tool, clientBin string) []string {
-	var out []string
-	if t.Dir != "" {
-		out = append(out, t.Dir)
-	}
-	if clientBin != "" && !sandbox.Under(clientBin, out) && !sandbox.Under(clientBin, sandbox.SystemReadOnly) {
-		out = append(out, clientBin)
-	}
-	if exe := t.Command.Argv[0]; !sandbox.Under(exe, out) && !sandbox.Under(exe, sandbox.SystemReadOnly) {
-		out = append(out, exe)
-	}
-	if t.Command.Kind != registry.Shell && len(t.Command.Argv) == 1 {
-		// A symlinked executable: allow its target too.
-		if real, err := filepath.EvalSymlinks(t.Command.Argv[0]); err == nil && !sandbox.Under(real, out) && !sandbox.Under(real, sandbox.SystemReadOnly) {
-			out = append(out, real)
-		}
 	}
 	return out
 }
