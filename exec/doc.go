@@ -158,7 +158,8 @@
 //     files beside it fails with a denial), and the runner warns once to
 //     move the tools into a directory of their own. Refusing such a
 //     directory when the catalog loads would have hidden tools that work;
-//     granting it would leak. Symlinks are resolved before these checks;
+//     granting it would leak. Every path is given to Landlock with its
+//     symlinks resolved;
 //   - read-write (with rename across directories): the working directory
 //     and the call's temporary directory; /dev/null, /dev/zero, /dev/full;
 //   - readOnly tools: the working and temporary directories are read-only
@@ -222,10 +223,12 @@
 // without namespaces, its parents up to the call's helper). toolsrv serve
 // gives such a connection its own agent's files only (see package ninep).
 //
-// WorkDirGuard decides which directories may be a session's working
-// directory (the one place tools write): not /, not the home directory or
-// above it, not a hidden directory of home, not a directory holding
-// toolsrv's own tools, profiles, sockets, cache or settings.
+// Options.WorkDirGuard decides, at every call, which directories may be a
+// call's working directory (the one place tools write): not /, not the
+// home directory or above it, not a hidden directory of home, not a
+// directory holding toolsrv's own tools, profiles, sockets, cache or
+// settings; symlinks resolved everywhere, and the sandbox given the
+// resolved directory.
 //
 // # Bypass
 //

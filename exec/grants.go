@@ -12,9 +12,12 @@ import (
 // operator's Options.ReadPaths, and the repository that holds the working
 // directory (so that git works in any of its subdirectories), unless that
 // repository is the home directory or above it (a home directory kept in
-// git would otherwise open all of it, keys included).
+// git would otherwise open all of it, keys included). Resolved.
 func (r *Runner) readPaths(dir string) []string {
-	out := append([]string(nil), r.opts.ReadPaths...)
+	var out []string
+	for _, p := range r.opts.ReadPaths {
+		out = append(out, resolveLoose(p))
+	}
 	if root := repoRoot(dir); root != "" && root != dir && homeExposure(root, r.home()) == "" {
 		out = append(out, root)
 	}

@@ -6,10 +6,22 @@ import (
 	"strings"
 )
 
-// resolveLoose returns p made absolute with every symlink resolved (the
-// path the kernel reaches through p), for a path that may not exist
-// (yet): its deepest existing ancestor resolved and the rest appended; a
-// dangling symlink is followed to where it points. "" stays "".
+// resolvePath returns p made absolute with every symlink resolved: the
+// directory or file the kernel reaches through p, which is what a guard
+// must look at and what the sandbox must be given (a path checked in one
+// form and used in another is a hole: the symlink can point elsewhere,
+// or be swapped, in between). p must exist.
+func resolvePath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(abs)
+}
+
+// resolveLoose is resolvePath for a path that may not exist (yet): its
+// deepest existing ancestor resolved and the rest appended; a dangling
+// symlink is followed to where it points. "" stays "".
 func resolveLoose(p string) string {
 	if p == "" {
 		return ""
@@ -58,6 +70,20 @@ func homeExposure(dir, home string) string {
 		return "above the home directory"
 	case filepath.Dir(dir) == home && strings.HasPrefix(filepath.Base(dir), "."):
 		return "~/" + filepath.Base(dir) + ", a hidden directory of the home directory"
+	}
+	return ""
+}
+
+// hiddenIn returns the hidden directory of home ("~/.ssh") that dir is
+// or lies in, or "". dir and home are resolved.
+func hiddenIn(dir, home string) string {
+	if home == "" || !isUnder(dir, home) {
+		return ""
+	}
+	rel, _ := filepath.Rel(home, dir)
+	top, _, _ := strings.Cut(rel, string(filepath.Separator))
+	if strings.HasPrefix(top, ".") {
+		return "~/" + top
 	}
 	return ""
 }

@@ -1,10 +1,15 @@
 package exec
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
-	"strings"
 )
+
+// ErrWorkDirRefused is the cause of a WorkDirGuard refusal (test it with
+// errors.Is, also on a *CallError).
+var ErrWorkDirRefused = errors.New("refused as a working directory")
 
 // WorkDirGuard decides which directories may be a session's working
 // directory, the one place a tool may write. Whoever sets it chooses what
@@ -24,33 +29,47 @@ import (
 //   - one of Trees, a directory holding one, or anything inside one
 //     (toolsrv's cache and configuration: the index and thresholds files
 //     live in subdirectories).
+//
+// Every path is compared with its symlinks resolved, the home directory,
+// Protected and Trees included: "~/proj/dotssh", a symlink to ~/.ssh, is
+// ~/.ssh. The caller must use the directory Check returns, never the one
+// it was given: a symlink checked and then followed again could point
+// elsewhere by then.
 type WorkDirGuard struct {
 	// Home is the user's home directory ("" skips the home rules).
 	Home string
 	// Protected are toolsrv's own paths (files or directories) whose
-	// subdirectories are harmless; Trees are those whose whole tree is.
+	// subdirectories are harmless; Trees are those whose whole tree is
+	// toolsrv's.
 	Protected, Trees []string
 }
 
-// Check says why dir may not be a working directory, or nil. dir must be
-// absolute and clean.
-func (g WorkDirGuard) Check(dir string) error {
-	dir = filepath.Clean(dir)
-	if dir == "/" {
-		return fmt.Errorf("the root directory would give tools write access to everything the server may write; choose a project directory")
+// Check resolves dir (made absolute, symlinks resolved) and says whether
+// it may be a working directory: resolved is the directory to use in its
+// place. A refusal wraps ErrWorkDirRefused and says why and what to do.
+func (g WorkDirGuard) Check(dir string) (resolved string, err error) {
+	resolved, err = checkWorkDir(dir)
+	if err != nil {
+		return "", err
 	}
-	if g.Home != "" {
-		home := filepath.Clean(g.Home)
-		switch {
-		case dir == home:
-			return fmt.Errorf("the home directory would give tools write access to all of it (~/.ssh, ~/.bashrc, ...); choose a project directory inside it")
-		case isUnder(home, dir):
-			return fmt.Errorf("it holds the home directory %s, which would give tools write access to all of it; choose a project directory", home)
+	refuse := func(format string, a ...any) (string, error) {
+		shown := dir
+		if resolved != filepath.Clean(dir) {
+			shown = fmt.Sprintf("%s (that is, %s)", dir, resolved)
 		}
-		if rel, err := filepath.Rel(home, dir); err == nil && strings.HasPrefix(rel, ".") && rel != "." && !strings.HasPrefix(rel, "..") {
-			top := strings.SplitN(rel, string(filepath.Separator), 2)[0]
-			return fmt.Errorf("it is in ~/%s, a hidden directory of the home directory (keys, tokens, settings and programs the user runs); choose a project directory", top)
-		}
+		return "", fmt.Errorf("%s is %w: %s", shown, ErrWorkDirRefused, fmt.Sprintf(format, a...))
+	}
+	home := resolveLoose(g.Home)
+	switch {
+	case resolved == "/":
+		return refuse("the root directory would give tools write access to everything the server may write; choose a project directory")
+	case home != "" && resolved == home:
+		return refuse("the home directory would give tools write access to all of it (~/.ssh, ~/.bashrc, ...); choose a project directory inside it")
+	case home != "" && isUnder(home, resolved):
+		return refuse("it holds the home directory %s, which would give tools write access to all of it; choose a project directory", home)
+	}
+	if top := hiddenIn(resolved, home); top != "" {
+		return refuse("it is in %s, a hidden directory of the home directory (keys, tokens, settings and programs the user runs); choose a project directory", top)
 	}
 	for _, list := range []struct {
 		paths []string
@@ -60,14 +79,43 @@ func (g WorkDirGuard) Check(dir string) error {
 			if p == "" {
 				continue
 			}
-			p = filepath.Clean(p)
+			p = resolveLoose(p)
 			switch {
-			case dir == p || (list.tree && isUnder(dir, p)):
-				return fmt.Errorf("it is toolsrv's own %s; tools must not write there", p)
-			case isUnder(p, dir):
-				return fmt.Errorf("it holds %s, toolsrv's own (tools, profiles, sockets, cache or settings), which tools must not write", p)
+			case resolved == p || (list.tree && isUnder(resolved, p)):
+				return refuse("it is toolsrv's own %s; tools must not write there; choose a project directory", p)
+			case isUnder(p, resolved):
+				return refuse("it holds %s, toolsrv's own (tools, profiles, sockets, cache or settings), which tools must not write; choose a project directory", p)
 			}
 		}
 	}
-	return nil
+	return resolved, nil
+}
+
+// workDir resolves a call's working directory and vets it with
+// Options.WorkDirGuard: the directory to use.
+func (r *Runner) workDir(dir string) (string, error) {
+	if r.opts.WorkDirGuard != nil {
+		return r.opts.WorkDirGuard.Check(dir)
+	}
+	return checkWorkDir(dir)
+}
+
+// checkWorkDir resolves dir (absolute, symlinks resolved) and checks it
+// is a directory.
+func checkWorkDir(dir string) (string, error) {
+	if dir == "" {
+		return "", errors.New("no working directory given")
+	}
+	resolved, err := resolvePath(dir)
+	if err != nil {
+		return "", fmt.Errorf("working directory: %w", err)
+	}
+	fi, err := os.Stat(resolved)
+	if err != nil {
+		return "", fmt.Errorf("working directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("working directory %s is not a directory", dir)
+	}
+	return resolved, nil
 }

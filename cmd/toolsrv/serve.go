@@ -308,9 +308,10 @@ func peerAccess(r *exec.Runner, nc net.Conn) ninep.Access {
 }
 
 // workDirGuard protects the home directory and toolsrv's own files from
-// becoming a session's working directory (see exec.WorkDirGuard).
-func workDirGuard(env *cliEnv, dirs []string, agents string, addrs []ninep.Addr, bypassSocket string) exec.WorkDirGuard {
-	g := exec.WorkDirGuard{Home: env.getenv("HOME")}
+// becoming a session's working directory (see exec.WorkDirGuard). The
+// guard resolves symlinks in all of them at every check.
+func workDirGuard(env *cliEnv, dirs []string, agents string, addrs []ninep.Addr, bypassSocket string) *exec.WorkDirGuard {
+	g := &exec.WorkDirGuard{Home: env.getenv("HOME")}
 	if g.Home == "" {
 		g.Home, _ = os.UserHomeDir()
 	}
@@ -329,13 +330,6 @@ func workDirGuard(env *cliEnv, dirs []string, agents string, addrs []ninep.Addr,
 	}
 	if d := env.getenv("XDG_CONFIG_HOME"); d != "" {
 		g.Trees = append(g.Trees, filepath.Join(d, "toolsrv"))
-	}
-	for _, list := range [][]string{g.Protected, g.Trees} {
-		for i, p := range list {
-			if abs, err := filepath.Abs(p); err == nil {
-				list[i] = abs
-			}
-		}
 	}
 	return g
 }

@@ -61,7 +61,7 @@ type serving struct {
 	path    toolPath
 	dirs    []string
 	workdir string
-	guard   exec.WorkDirGuard
+	guard   *exec.WorkDirGuard
 	self    string
 }
 
@@ -121,9 +121,14 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 	f.sf.apply(&ropts)
 	guard := workDirGuard(env, path.dirs, f.agents, nil, f.socket)
 	guard.Protected = append(guard.Protected, s.protect...)
-	if err := guard.Check(f.workdir); err != nil {
-		return fail("calls would run in %s, and it is refused as a working directory: %v; pass --workdir DIR", f.workdir, err)
+	workdir, err := guard.Check(f.workdir)
+	if err != nil {
+		return fail("%v (pass another with --workdir DIR)", err)
 	}
+	f.workdir = workdir
+	// The runner checks every call's directory again: a session's may
+	// have been replaced by a symlink since it was set.
+	ropts.WorkDirGuard = guard
 	runner, err := exec.NewRunner(ropts)
 	if err != nil {
 		return fail("%v", err)

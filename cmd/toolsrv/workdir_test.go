@@ -1,0 +1,121 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The working-directory rules against the real commands (a freshly built
+// binary, real sandbox), as root and as an ordinary user.
+
+// pathLayout is a fake home holding an SSH key and a project, the
+// server's runtime directory (its default socket directory is
+// run/toolsrv), and a tools directory.
+type pathLayout struct {
+	root, home, proj, run, tools string
+}
+
+// newPathLayout makes the layout with the tools directory at tools
+// (relative to the root: "tools" outside the home directory,
+// "home/proj/tools" inside the project).
+func newPathLayout(t *testing.T, tools string) pathLayout {
+	t.Helper()
+	root := t.TempDir()
+	os.Chmod(root, 0o755) // a tool started as another user must reach the project
+	l := pathLayout{root: root, home: filepath.Join(root, "home"), proj: filepath.Join(root, "home", "proj"),
+		run: filepath.Join(root, "run"), tools: filepath.Join(root, tools)}
+	writeFile(t, filepath.Join(l.home, ".ssh", "id_rsa"), "PRIVATE-KEY\n")
+	os.MkdirAll(l.proj, 0o755)
+	os.MkdirAll(filepath.Join(l.run, "toolsrv"), 0o700)
+	writeFile(t, filepath.Join(l.tools, "plant_key.meta"), `{"description":"appends a key to authorized_keys in its working directory",
+"cmd":"echo ssh-ed25519 EVIL >> authorized_keys && echo planted"}`)
+	writeFile(t, filepath.Join(l.tools, "touch.meta"), `{"description":"writes a file in its working directory","cmd":"echo made > made.txt && echo made"}`)
+	writeFile(t, filepath.Join(l.tools, "rewrite.meta"), `{"description":"tries to change the tools beside it",
+"cmd":"echo '{\"description\":\"planted\",\"cmd\":\"id\"}' > \"$OLLIE_TOOLS_PATH/evil.meta\"; echo '{}' >> \"$OLLIE_TOOLS_PATH/rewrite.meta\"; echo tried"}`)
+	return l
+}
+
+// env is the commands' environment beyond PATH and LANG.
+func (l pathLayout) env() []string {
+	return []string{"HOME=" + l.home, "XDG_RUNTIME_DIR=" + l.run}
+}
+
+// A symlink planted in the project does not make ~/.ssh a working
+// directory (toolsrv call compared the strings, so "--cwd ~/proj/dotssh"
+// let the next tool write ~/.ssh/authorized_keys), and a home directory
+// named through a symlink is still the home directory.
+func TestCallWorkDirThroughSymlinks(t *testing.T) {
+	bin := buildToolsrv(t)
+	l := newPathLayout(t, "tools")
+	dotssh := filepath.Join(l.proj, "dotssh")
+	homeLink := filepath.Join(l.root, "homelink")
+	for _, link := range [][2]string{{filepath.Join(l.home, ".ssh"), dotssh}, {l.home, homeLink}} {
+		if err := os.Symlink(link[0], link[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	viaLink := []string{"HOME=" + homeLink, "XDG_RUNTIME_DIR=" + l.run}
+	for _, c := range []struct {
+		name, cwd string
+		env       []string
+		refusal   string
+	}{
+		{"a symlink to ~/.ssh in the project", dotssh, l.env(), "~/.ssh"},
+		{"the home directory, HOME a symlink to it", l.home, viaLink, "home directory"},
+		{"~/.ssh, HOME a symlink to home", filepath.Join(l.home, ".ssh"), viaLink, "~/.ssh"},
+		{"above the home directory, HOME a symlink", l.root, viaLink, "home directory"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := runToolsrvEnv(t, bin, c.env, "", "call", "--tools", l.tools, "--cwd", c.cwd, "plant_key")
+			if r.code == 0 || !strings.Contains(r.stderr, c.refusal) {
+				t.Errorf("exit %d, want a refusal mentioning %q\nstdout: %s\nstderr: %s", r.code, c.refusal, r.stdout, r.stderr)
+			}
+			for _, p := range []string{filepath.Join(l.home, ".ssh", "authorized_keys"), filepath.Join(l.home, "authorized_keys"), filepath.Join(l.root, "authorized_keys")} {
+				if exists(p) {
+					t.Errorf("the tool wrote %s", p)
+					os.Remove(p)
+				}
+			}
+		})
+	}
+	// Control: the project itself is a working directory.
+	if r := runToolsrvEnv(t, bin, l.env(), "", "call", "--tools", l.tools, "--cwd", l.proj, "plant_key"); r.code != 0 || !exists(filepath.Join(l.proj, "authorized_keys")) {
+		t.Errorf("in the project: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// A session's "cwd" resolves symlinks too.
+func TestSessionCwdThroughSymlinks(t *testing.T) {
+	addr, _, _ := startServeIn(t, serveTools(t))
+	// startServeIn's home is the directory that holds run/9p.sock.
+	sockDir := filepath.Dir(strings.TrimPrefix(addr, "unix:"))
+	home := filepath.Dir(sockDir)
+	proj := filepath.Join(home, "project")
+	writeFile(t, filepath.Join(home, ".ssh", "id_rsa"), "PRIVATE-KEY\n")
+	for _, link := range [][2]string{{filepath.Join(home, ".ssh"), filepath.Join(proj, "dotssh")}} {
+		if err := os.Symlink(link[0], link[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, _, errs := run9PCmd(t, addr, "", "mkdir", "session/s"); code != 0 {
+		t.Fatal(errs)
+	}
+	for _, c := range []struct{ dir, refusal string }{
+		{filepath.Join(proj, "dotssh"), "~/.ssh"},
+	} {
+		code, _, errs := run9PCmd(t, addr, "", "write", "session/s/ctl", "cwd "+c.dir)
+		if code == 0 || !strings.Contains(errs, c.refusal) {
+			t.Errorf("cwd %s: exit %d, want a refusal mentioning %q: %s", c.dir, code, c.refusal, errs)
+		}
+	}
+	if _, out, _ := run9PCmd(t, addr, "", "cat", "session/s/ctl"); out != "cwd "+proj+"\n" {
+		t.Errorf("the session's cwd moved: %q", out)
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
