@@ -227,8 +227,9 @@
 // call's working directory (the one place tools write): not /, not the
 // home directory or above it, not a hidden directory of home, not a
 // directory holding toolsrv's own tools, profiles, sockets, cache or
-// settings; symlinks resolved everywhere, and the sandbox given the
-// resolved directory.
+// settings, not inside its cache, settings or socket directories;
+// symlinks resolved everywhere, and the sandbox given the resolved
+// directory.
 //
 // # Bypass
 //

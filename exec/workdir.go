@@ -21,14 +21,16 @@ var ErrWorkDirRefused = errors.New("refused as a working directory")
 //     (~/.ssh, ~/.gnupg, ~/.config, ~/.local, ...: keys, tokens, and the
 //     programs and settings the user runs later);
 //   - one of Protected, or a directory holding one: toolsrv's own state
-//     (tool directories, agent profiles, its sockets' and the bypass
-//     broker's directories). A tool that could write there could add or
-//     change tools or profiles, or replace the broker's socket with one
-//     that approves everything. (A subdirectory is harmless: nothing below
-//     these directories is read.)
-//   - one of Trees, a directory holding one, or anything inside one
-//     (toolsrv's cache and configuration: the index and thresholds files
-//     live in subdirectories).
+//     (tool directories, agent profiles, the bypass broker's directory).
+//     A tool that could write there could add or change tools or
+//     profiles, or replace the broker's socket with one that approves
+//     everything. (A subdirectory is harmless: nothing below these
+//     directories is read.)
+//   - one of Trees, a directory holding one, or anything inside one:
+//     toolsrv's cache and configuration (the index and thresholds files
+//     live in subdirectories) and its sockets' directories (a tool there
+//     could replace the socket). A Tree that is the home directory or
+//     above it counts for itself only.
 //
 // Every path is compared with its symlinks resolved, the home directory,
 // Protected and Trees included: "~/proj/dotssh", a symlink to ~/.ssh, is
@@ -81,8 +83,10 @@ func (g WorkDirGuard) Check(dir string) (resolved string, err error) {
 			}
 			p = resolveLoose(p)
 			switch {
-			case resolved == p || (list.tree && isUnder(resolved, p)):
+			case resolved == p:
 				return refuse("it is toolsrv's own %s; tools must not write there; choose a project directory", p)
+			case list.tree && isUnder(resolved, p) && homeExposure(p, home) == "":
+				return refuse("it is inside toolsrv's own %s; tools must not write there; choose a project directory", p)
 			case isUnder(p, resolved):
 				return refuse("it holds %s, toolsrv's own (tools, profiles, sockets, cache or settings), which tools must not write; choose a project directory", p)
 			}

@@ -76,9 +76,9 @@ func TestWorkDirGuard(t *testing.T) {
 		{dir: at("home/.config/ollie"), refusal: "~/.config"},
 		{dir: l.tools, refusal: "toolsrv's own"},
 		{dir: at("run/toolsrv"), refusal: "toolsrv's own"},
-		{dir: at("run/toolsrv/sub"), refusal: "toolsrv's own"},
+		{dir: at("run/toolsrv/sub"), refusal: "inside toolsrv's own"},
 		{dir: at("home/proj/sock"), refusal: "toolsrv's own"},
-		{dir: at("cache/toolsrv/builtin"), refusal: "toolsrv's own"},
+		{dir: at("cache/toolsrv/builtin"), refusal: "inside toolsrv's own"},
 		{dir: at("missing"), refusal: "no such file"},
 		{dir: at("home/proj/README"), refusal: "not a directory"},
 	} {
@@ -93,6 +93,15 @@ func TestWorkDirGuard(t *testing.T) {
 		case c.refusal != "" && real != "":
 			t.Errorf("%s: refused, yet resolved %q", c.dir, real)
 		}
+	}
+	// A socket directory that is the home directory (--listen unix:~/9p.sock)
+	// is refused itself, not all of home.
+	atHome := WorkDirGuard{Home: l.home, Trees: []string{l.home, "/"}}
+	if real, err := atHome.Check(at("srv/work")); err != nil || real != at("srv/work") {
+		t.Errorf("with the home directory and / as Trees: %s %v", real, err)
+	}
+	if _, err := atHome.Check(at("home/proj2")); err != nil {
+		t.Errorf("with the home directory as a Tree, a project in it: %v", err)
 	}
 	// A refusal wraps ErrWorkDirRefused and names what the symlink was.
 	_, err := l.g.Check(at("home/proj/dotssh"))

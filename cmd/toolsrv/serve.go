@@ -100,15 +100,13 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 		return usageError(fs, "--warm-turns %d: must be at least 1", *warm)
 	}
 	first := addrs[0].String()
-	var sockDirs []string
+	var sockets []string
 	for _, a := range addrs {
 		if a.Net == "unix" {
-			if abs, err := filepath.Abs(filepath.Dir(a.Addr)); err == nil {
-				sockDirs = append(sockDirs, abs)
-			}
+			sockets = append(sockets, a.Addr)
 		}
 	}
-	srvd, code := sv.setup(ctx, env, tools, servingSetup{cmd: "serve", protect: sockDirs, providers: rf.providers, tune: func(o *exec.Options) {
+	srvd, code := sv.setup(ctx, env, tools, servingSetup{cmd: "serve", sockets: sockets, providers: rf.providers, tune: func(o *exec.Options) {
 		self := o.SelfExe
 		if exe, err := os.Executable(); err == nil {
 			self = exe
@@ -308,19 +306,26 @@ func peerAccess(r *exec.Runner, nc net.Conn) ninep.Access {
 }
 
 // workDirGuard protects the home directory and toolsrv's own files from
-// becoming a session's working directory (see exec.WorkDirGuard). The
-// guard resolves symlinks in all of them at every check.
-func workDirGuard(env *cliEnv, dirs []string, agents string, addrs []ninep.Addr, bypassSocket string) *exec.WorkDirGuard {
+// becoming a session's working directory (see exec.WorkDirGuard): the
+// tool directories dirs, the agent profiles, the directories of the Unix
+// sockets the server listens on (sockets; the default socket and
+// $TOOLSRV_ADDR's are added, since a call or an MCP server's tools may
+// talk to a server they do not know), the bypass broker's directory, and
+// toolsrv's cache and configuration. The guard resolves symlinks in all of
+// them at every check.
+func workDirGuard(env *cliEnv, dirs []string, agents string, sockets []string, bypassSocket string) *exec.WorkDirGuard {
 	g := &exec.WorkDirGuard{Home: env.getenv("HOME")}
 	if g.Home == "" {
 		g.Home, _ = os.UserHomeDir()
 	}
 	g.Protected = append(g.Protected, dirs...)
 	g.Protected = append(g.Protected, agents)
-	for _, a := range addrs {
-		if a.Net == "unix" {
-			g.Protected = append(g.Protected, filepath.Dir(a.Addr))
-		}
+	sockets = append(sockets, ninep.DefaultSocket(env.getenv))
+	if a, err := ninep.ParseAddr(env.getenv(ninep.AddrEnv)); err == nil && a.Net == "unix" {
+		sockets = append(sockets, a.Addr)
+	}
+	for _, s := range sockets {
+		g.Trees = append(g.Trees, filepath.Dir(s))
 	}
 	if bypassSocket != "" {
 		g.Protected = append(g.Protected, filepath.Dir(bypassSocket))

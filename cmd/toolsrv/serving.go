@@ -69,9 +69,9 @@ type serving struct {
 type servingSetup struct {
 	// cmd names the command in messages.
 	cmd string
-	// protect are more directories a working directory must not be
-	// (serve's socket directories).
-	protect []string
+	// sockets are the Unix sockets serve listens on: their directories
+	// are toolsrv's own.
+	sockets []string
 	// tune changes the runner's options (serve's TOOLSRV_ADDR).
 	tune func(*exec.Options)
 	// providers, when set, adds tool providers (serve's remotes).
@@ -119,8 +119,7 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 		s.tune(&ropts)
 	}
 	f.sf.apply(&ropts)
-	guard := workDirGuard(env, path.dirs, f.agents, nil, f.socket)
-	guard.Protected = append(guard.Protected, s.protect...)
+	guard := workDirGuard(env, path.dirs, f.agents, s.sockets, f.socket)
 	workdir, err := guard.Check(f.workdir)
 	if err != nil {
 		return fail("%v (pass another with --workdir DIR)", err)

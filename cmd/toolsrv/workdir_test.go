@@ -86,7 +86,9 @@ func TestCallWorkDirThroughSymlinks(t *testing.T) {
 	}
 }
 
-// A session's "cwd" resolves symlinks too.
+// A session's "cwd" resolves symlinks too, and the server's socket
+// directory, or anything inside it, is no working directory (a tool there
+// could replace the socket).
 func TestSessionCwdThroughSymlinks(t *testing.T) {
 	addr, _, _ := startServeIn(t, serveTools(t))
 	// startServeIn's home is the directory that holds run/9p.sock.
@@ -94,7 +96,8 @@ func TestSessionCwdThroughSymlinks(t *testing.T) {
 	home := filepath.Dir(sockDir)
 	proj := filepath.Join(home, "project")
 	writeFile(t, filepath.Join(home, ".ssh", "id_rsa"), "PRIVATE-KEY\n")
-	for _, link := range [][2]string{{filepath.Join(home, ".ssh"), filepath.Join(proj, "dotssh")}} {
+	os.MkdirAll(filepath.Join(sockDir, "sub"), 0o755)
+	for _, link := range [][2]string{{filepath.Join(home, ".ssh"), filepath.Join(proj, "dotssh")}, {sockDir, filepath.Join(proj, "sock")}} {
 		if err := os.Symlink(link[0], link[1]); err != nil {
 			t.Fatal(err)
 		}
@@ -104,6 +107,9 @@ func TestSessionCwdThroughSymlinks(t *testing.T) {
 	}
 	for _, c := range []struct{ dir, refusal string }{
 		{filepath.Join(proj, "dotssh"), "~/.ssh"},
+		{sockDir, "toolsrv's own"},
+		{filepath.Join(sockDir, "sub"), "toolsrv's own"},
+		{filepath.Join(proj, "sock"), "toolsrv's own"},
 	} {
 		code, _, errs := run9PCmd(t, addr, "", "write", "session/s/ctl", "cwd "+c.dir)
 		if code == 0 || !strings.Contains(errs, c.refusal) {
@@ -112,6 +118,29 @@ func TestSessionCwdThroughSymlinks(t *testing.T) {
 	}
 	if _, out, _ := run9PCmd(t, addr, "", "cat", "session/s/ctl"); out != "cwd "+proj+"\n" {
 		t.Errorf("the session's cwd moved: %q", out)
+	}
+}
+
+// toolsrv call refuses the default socket directory of toolsrv serve
+// ($XDG_RUNTIME_DIR/toolsrv) and anything inside it, also through a
+// symlink.
+func TestCallRefusesSocketDirectory(t *testing.T) {
+	bin := buildToolsrv(t)
+	l := newPathLayout(t, "tools")
+	sockDir := filepath.Join(l.run, "toolsrv")
+	os.MkdirAll(filepath.Join(sockDir, "sub"), 0o700)
+	link := filepath.Join(l.proj, "sock")
+	if err := os.Symlink(sockDir, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{sockDir, filepath.Join(sockDir, "sub"), link} {
+		r := runToolsrvEnv(t, bin, l.env(), "", "call", "--tools", l.tools, "--cwd", dir, "touch")
+		if r.code == 0 || !strings.Contains(r.stderr, "toolsrv's own") {
+			t.Errorf("--cwd %s: exit %d, want a refusal\n%s%s", dir, r.code, r.stdout, r.stderr)
+		}
+		if exists(filepath.Join(dir, "made.txt")) {
+			t.Errorf("the tool wrote in %s", dir)
+		}
 	}
 }
 
