@@ -70,10 +70,13 @@ type Options struct {
 	// ReadPaths are extra paths every sandboxed tool may read (the
 	// operator's --read).
 	ReadPaths []string
-	// WorkDirGuard, when set, vets every call's working directory: a
-	// refused one fails the call with ErrBadCallContext. Without it any
-	// directory is accepted. Either way the directory is resolved
-	// (symlinks) first, and the sandbox is given the resolved one.
+	// WorkDirGuard, when set, vets every call's working directory (and
+	// names toolsrv's own paths inside the directories a started process
+	// may write): a refused one fails the call with ErrBadCallContext,
+	// and the paths it returns are kept read-only for the call
+	// (sandbox.Policy.Protect). Without it any directory is accepted.
+	// Either way the directory is resolved (symlinks) first, and the
+	// sandbox is given the resolved one.
 	WorkDirGuard *WorkDirGuard
 	// Limits are a call's limits unless the tool declares its own
 	// (DefaultProcesses, DefaultMemory); MaxLimits cap what a tool may
@@ -334,7 +337,7 @@ func (r *Runner) Call(ctx context.Context, t *registry.Tool, args []byte, cc Cal
 	if len(t.Command.Argv) == 0 || !filepath.IsAbs(t.Command.Argv[0]) {
 		return fail(ErrStart, "the tool has no resolved command", nil)
 	}
-	workdir, err := r.workDir(cc.WorkDir)
+	workdir, protect, err := r.workDir(cc.WorkDir)
 	if err != nil {
 		return fail(ErrBadCallContext, "", err)
 	}
@@ -379,7 +382,7 @@ func (r *Runner) Call(ctx context.Context, t *registry.Tool, args []byte, cc Cal
 	if cc.Timeout > 0 {
 		timeout = cc.Timeout
 	}
-	return r.run(ctx, t, compact.Bytes(), cc, sandboxed, timeout, lim)
+	return r.run(ctx, t, compact.Bytes(), cc, protect, sandboxed, timeout, lim)
 }
 
 // parseContent returns the "content" array of a {"content": [...]} object.

@@ -162,6 +162,9 @@
 //     symlinks resolved;
 //   - read-write (with rename across directories): the working directory
 //     and the call's temporary directory; /dev/null, /dev/zero, /dev/full;
+//     toolsrv's own paths inside the working directory (see WorkDirGuard)
+//     are bound read-only over themselves in the call's mount namespace
+//     (sandbox.Policy.Protect);
 //   - readOnly tools: the working and temporary directories are read-only
 //     too: no write anywhere but the null devices and their own output;
 //   - nothing else: the home directory (other than a working directory
@@ -225,11 +228,12 @@
 //
 // Options.WorkDirGuard decides, at every call, which directories may be a
 // call's working directory (the one place tools write): not /, not the
-// home directory or above it, not a hidden directory of home, not a
-// directory holding toolsrv's own tools, profiles, sockets, cache or
-// settings, not inside its cache, settings or socket directories;
-// symlinks resolved everywhere, and the sandbox given the resolved
-// directory.
+// home directory or above it, not a hidden directory of home or anything
+// in one, not one of toolsrv's own tool, profile or broker directories,
+// not inside its cache, settings or socket directories; symlinks resolved
+// everywhere, and the sandbox given the resolved directory. A directory
+// that holds some of toolsrv's own paths is accepted, and those paths are
+// kept read-only for the call.
 //
 // # Bypass
 //

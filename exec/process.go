@@ -28,7 +28,7 @@ const helperGrace = time.Second
 // the timeout and collects the capped output. Every call goes through the
 // helper, sandboxed or not: it applies the limits, closes inherited
 // descriptors and ends everything the tool started.
-func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc CallContext, sandboxed bool, timeout time.Duration, lim Limits) (*Result, error) {
+func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc CallContext, protect []string, sandboxed bool, timeout time.Duration, lim Limits) (*Result, error) {
 	fail := func(kind error, msg string, err error, res *Result) (*Result, error) {
 		return res, &CallError{Tool: t.Name, Kind: kind, Msg: msg, Err: err, Result: res}
 	}
@@ -38,9 +38,7 @@ func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc Cal
 	}
 	defer os.RemoveAll(tmp)
 
-	pol := sandbox.Policy{Unconfined: !sandboxed, ReadOnly: t.ReadOnly, Network: t.Network, WorkDir: cc.WorkDir,
-		TempDir: tmp, Exec: r.execPaths(t), Read: r.readPaths(cc.WorkDir),
-		Processes: lim.Processes, Memory: lim.Memory}
+	pol := r.callPolicy(t, cc.WorkDir, tmp, protect, sandboxed, lim)
 	res, st, err := r.start(ctx, t, stdin, cc, pol, timeout)
 	if err != nil {
 		return fail(ErrStart, "starting the sandbox helper", err, nil)
@@ -62,6 +60,20 @@ func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc Cal
 		r.log.Warn("tool output truncated", "tool", t.Name, "stdout", res.StdoutBytes, "stderr", res.StderrBytes, "cap", r.opts.OutputCap)
 	}
 	return res, nil
+}
+
+// callPolicy is the sandbox policy of a call of t in workdir (resolved)
+// with the temporary directory tmp; protect are toolsrv's own paths in
+// workdir (see WorkDirGuard), kept read-only unless the tool writes
+// nothing anyway.
+func (r *Runner) callPolicy(t *registry.Tool, workdir, tmp string, protect []string, sandboxed bool, lim Limits) sandbox.Policy {
+	pol := sandbox.Policy{Unconfined: !sandboxed, ReadOnly: t.ReadOnly, Network: t.Network, WorkDir: workdir,
+		TempDir: tmp, Exec: r.execPaths(t), Read: r.readPaths(workdir),
+		Processes: lim.Processes, Memory: lim.Memory}
+	if !t.ReadOnly {
+		pol.Protect = protect
+	}
+	return pol
 }
 
 // outcome is how the helper ended.

@@ -135,7 +135,7 @@ func (r *Runner) Start(ctx context.Context, spec ProcessSpec) (*Process, error) 
 		read = append(read, dir)
 	}
 	pol := sandbox.Policy{Unconfined: !sandboxed, Network: spec.Network, WorkDir: tmp, TempDir: tmp,
-		Exec: processExecPaths(spec.Argv[0]), Read: read, Write: paths.write,
+		Exec: processExecPaths(spec.Argv[0]), Read: read, Write: paths.write, Protect: paths.protect,
 		Processes: lim.Processes, Memory: lim.Memory}
 	env := r.processEnv(spec, dir, tmp, sandboxed)
 
@@ -213,11 +213,12 @@ func (r *Runner) Start(ctx context.Context, spec ProcessSpec) (*Process, error) 
 }
 
 // processPaths are a started process's own paths, resolved (symlinks):
-// its working directory ("": its temporary directory), and what it may
-// read and write besides the system directories.
+// its working directory ("": its temporary directory), what it may read
+// and write besides the system directories, and toolsrv's own paths
+// inside what it may write (Options.WorkDirGuard), kept read-only.
 type processPaths struct {
-	dir         string
-	read, write []string
+	dir                  string
+	read, write, protect []string
 }
 
 // resolveProcessPaths resolves spec's paths; the sandbox is given the
@@ -248,6 +249,13 @@ func (r *Runner) resolveProcessPaths(spec ProcessSpec) (processPaths, error) {
 	if spec.Dir != "" {
 		if out.dir, err = checkWorkDir(spec.Dir); err != nil {
 			return out, err
+		}
+	}
+	if g := r.opts.WorkDirGuard; g != nil {
+		for _, w := range out.write {
+			for _, p := range g.protectIn(w) {
+				out.protect = appendNew(out.protect, p)
+			}
 		}
 	}
 	return out, nil

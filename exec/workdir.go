@@ -20,17 +20,20 @@ var ErrWorkDirRefused = errors.New("refused as a working directory")
 //   - a hidden directory of the home directory or anything inside one
 //     (~/.ssh, ~/.gnupg, ~/.config, ~/.local, ...: keys, tokens, and the
 //     programs and settings the user runs later);
-//   - one of Protected, or a directory holding one: toolsrv's own state
-//     (tool directories, agent profiles, the bypass broker's directory).
-//     A tool that could write there could add or change tools or
-//     profiles, or replace the broker's socket with one that approves
-//     everything. (A subdirectory is harmless: nothing below these
-//     directories is read.)
-//   - one of Trees, a directory holding one, or anything inside one:
-//     toolsrv's cache and configuration (the index and thresholds files
-//     live in subdirectories) and its sockets' directories (a tool there
-//     could replace the socket). A Tree that is the home directory or
-//     above it counts for itself only.
+//   - one of Protected: toolsrv's own paths (tool directories, agent
+//     profiles, the bypass broker's directory). A subdirectory of one is
+//     harmless (nothing below them is read);
+//   - one of Trees, or anything inside one: toolsrv's cache and
+//     configuration (the index and thresholds files live in
+//     subdirectories) and its sockets' directories (a tool there could
+//     replace the socket). A Tree that is the home directory or above it
+//     counts for itself only.
+//
+// A directory that holds some of Protected or Trees is accepted: Check
+// returns them, and the runner has the call's sandbox keep them read-only
+// (sandbox.Policy.Protect). One that does not exist yet cannot be kept
+// read-only (a tool could create it: a tools directory with a tool of its
+// own), so a directory holding one is refused until it is made.
 //
 // Every path is compared with its symlinks resolved, the home directory,
 // Protected and Trees included: "~/proj/dotssh", a symlink to ~/.ssh, is
@@ -47,19 +50,21 @@ type WorkDirGuard struct {
 }
 
 // Check resolves dir (made absolute, symlinks resolved) and says whether
-// it may be a working directory: resolved is the directory to use in its
-// place. A refusal wraps ErrWorkDirRefused and says why and what to do.
-func (g WorkDirGuard) Check(dir string) (resolved string, err error) {
+// it may be a working directory. resolved is the directory to use in its
+// place; protect are toolsrv's own paths inside it (resolved), which the
+// call must not write. A refusal wraps ErrWorkDirRefused and says why and
+// what to do.
+func (g WorkDirGuard) Check(dir string) (resolved string, protect []string, err error) {
 	resolved, err = checkWorkDir(dir)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	refuse := func(format string, a ...any) (string, error) {
+	refuse := func(format string, a ...any) (string, []string, error) {
 		shown := dir
 		if resolved != filepath.Clean(dir) {
 			shown = fmt.Sprintf("%s (that is, %s)", dir, resolved)
 		}
-		return "", fmt.Errorf("%s is %w: %s", shown, ErrWorkDirRefused, fmt.Sprintf(format, a...))
+		return "", nil, fmt.Errorf("%s is %w: %s", shown, ErrWorkDirRefused, fmt.Sprintf(format, a...))
 	}
 	home := resolveLoose(g.Home)
 	switch {
@@ -88,20 +93,42 @@ func (g WorkDirGuard) Check(dir string) (resolved string, err error) {
 			case list.tree && isUnder(resolved, p) && homeExposure(p, home) == "":
 				return refuse("it is inside toolsrv's own %s; tools must not write there; choose a project directory", p)
 			case isUnder(p, resolved):
-				return refuse("it holds %s, toolsrv's own (tools, profiles, sockets, cache or settings), which tools must not write; choose a project directory", p)
+				if _, err := os.Lstat(p); err != nil {
+					return refuse("it holds %s, toolsrv's own (tools, profiles, sockets, cache or settings), which does not exist yet and so cannot be kept read-only: a tool could create it; make it (mkdir -p %s) or choose a directory that does not hold it", p, p)
+				}
+				protect = appendNew(protect, p)
 			}
 		}
 	}
-	return resolved, nil
+	return resolved, protect, nil
+}
+
+// protectIn returns the paths of Protected and Trees that exist inside
+// dir (resolved): what a process that may write dir must not write.
+func (g WorkDirGuard) protectIn(dir string) []string {
+	var out []string
+	for _, p := range append(append([]string(nil), g.Protected...), g.Trees...) {
+		if p == "" {
+			continue
+		}
+		if p = resolveLoose(p); isUnder(p, dir) {
+			if _, err := os.Lstat(p); err == nil {
+				out = appendNew(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // workDir resolves a call's working directory and vets it with
-// Options.WorkDirGuard: the directory to use.
-func (r *Runner) workDir(dir string) (string, error) {
+// Options.WorkDirGuard: the directory to use and the paths to protect in
+// it.
+func (r *Runner) workDir(dir string) (string, []string, error) {
 	if r.opts.WorkDirGuard != nil {
 		return r.opts.WorkDirGuard.Check(dir)
 	}
-	return checkWorkDir(dir)
+	resolved, err := checkWorkDir(dir)
+	return resolved, nil, err
 }
 
 // checkWorkDir resolves dir (absolute, symlinks resolved) and checks it
@@ -122,4 +149,14 @@ func checkWorkDir(dir string) (string, error) {
 		return "", fmt.Errorf("working directory %s is not a directory", dir)
 	}
 	return resolved, nil
+}
+
+// appendNew appends p to list unless it is there already.
+func appendNew(list []string, p string) []string {
+	for _, q := range list {
+		if q == p {
+			return list
+		}
+	}
+	return append(list, p)
 }

@@ -53,18 +53,22 @@ func TestWorkDirGuard(t *testing.T) {
 	at := func(rel string) string { return filepath.Join(l.root, rel) }
 	for _, c := range []struct {
 		dir     string
-		refusal string // "" accepted
-		real    string // the resolved directory, when accepted
+		refusal string   // "" accepted
+		real    string   // the resolved directory, when accepted
+		protect []string // when accepted
 	}{
 		{dir: at("home/proj/tools/sub"), real: at("home/proj/tools/sub")}, // below a tool directory: nothing there is read
 		{dir: at("srv/work"), real: at("srv/work")},
 		{dir: at("srvlink"), real: at("srv/work")},
-		{dir: l.proj, refusal: "it holds " + l.tools},
-		{dir: at("projlink"), refusal: "it holds " + l.tools},
-		{dir: at("homelink/proj"), refusal: "it holds " + l.tools},
-		{dir: at("run"), refusal: "it holds " + at("run/toolsrv")},
-		{dir: at("cache"), refusal: "it holds " + at("cache/toolsrv")},
-		{dir: at("home/proj2"), refusal: "it holds " + at("home/proj2/agents")},
+		// A directory holding toolsrv's own paths is accepted, and names
+		// them, resolved.
+		{dir: l.proj, real: l.proj, protect: []string{l.tools}},
+		{dir: at("projlink"), real: l.proj, protect: []string{l.tools}},
+		{dir: at("homelink/proj"), real: l.proj, protect: []string{l.tools}},
+		{dir: at("run"), real: at("run"), protect: []string{at("run/toolsrv")}},
+		{dir: at("cache"), real: at("cache"), protect: []string{at("cache/toolsrv")}},
+		// ... unless one of them does not exist yet (a tool could make it).
+		{dir: at("home/proj2"), refusal: "does not exist yet"},
 		{dir: "/", refusal: "root directory"},
 		{dir: l.home, refusal: "the home directory"},
 		{dir: at("homelink"), refusal: "the home directory"},
@@ -82,41 +86,56 @@ func TestWorkDirGuard(t *testing.T) {
 		{dir: at("missing"), refusal: "no such file"},
 		{dir: at("home/proj/README"), refusal: "not a directory"},
 	} {
-		real, err := l.g.Check(c.dir)
+		real, protect, err := l.g.Check(c.dir)
 		switch {
 		case c.refusal == "" && err != nil:
 			t.Errorf("%s: refused: %v", c.dir, err)
-		case c.refusal == "" && real != c.real:
-			t.Errorf("%s: resolved %s, want %s", c.dir, real, c.real)
+		case c.refusal == "" && (real != c.real || !slices.Equal(protect, c.protect)):
+			t.Errorf("%s: resolved %s, protect %q; want %s, %q", c.dir, real, protect, c.real, c.protect)
 		case c.refusal != "" && (err == nil || !strings.Contains(err.Error(), c.refusal)):
 			t.Errorf("%s: %v, want a refusal mentioning %q", c.dir, err, c.refusal)
-		case c.refusal != "" && real != "":
-			t.Errorf("%s: refused, yet resolved %q", c.dir, real)
+		case c.refusal != "" && (real != "" || protect != nil):
+			t.Errorf("%s: refused, yet resolved %q, protect %q", c.dir, real, protect)
 		}
 	}
 	// A socket directory that is the home directory (--listen unix:~/9p.sock)
 	// is refused itself, not all of home.
 	atHome := WorkDirGuard{Home: l.home, Trees: []string{l.home, "/"}}
-	if real, err := atHome.Check(at("srv/work")); err != nil || real != at("srv/work") {
+	if real, _, err := atHome.Check(at("srv/work")); err != nil || real != at("srv/work") {
 		t.Errorf("with the home directory and / as Trees: %s %v", real, err)
 	}
-	if _, err := atHome.Check(at("home/proj2")); err != nil {
+	if _, _, err := atHome.Check(at("home/proj2")); err != nil {
 		t.Errorf("with the home directory as a Tree, a project in it: %v", err)
 	}
 	// A refusal wraps ErrWorkDirRefused and names what the symlink was.
-	_, err := l.g.Check(at("home/proj/dotssh"))
+	_, _, err := l.g.Check(at("home/proj/dotssh"))
 	if !errors.Is(err, ErrWorkDirRefused) || !strings.Contains(err.Error(), "(that is, "+at("home/.ssh")+")") {
 		t.Errorf("refusal %v", err)
 	}
 }
 
 // The runner vets a call's working directory with its guard, and works in
-// the resolved directory.
+// the resolved directory; the sandbox is given that directory, with
+// toolsrv's own paths in it to keep read-only (not for a readOnly tool,
+// which writes nothing anyway).
 func TestCallUsesTheGuard(t *testing.T) {
 	l := newGuardLayout(t)
 	f := newFixture(t)
 	f.add("writer", `{"description":"writes"}`, "#!/bin/sh\necho hi > out.txt\n")
+	f.add("reader", `{"description":"reads","readOnly":true}`, "#!/bin/sh\ncat README\n")
 	r := f.runner(func(o *Options) { o.WorkDirGuard = &l.g })
+
+	dir, protect, err := r.workDir(filepath.Join(l.root, "projlink"))
+	if err != nil || dir != l.proj || !slices.Equal(protect, []string{l.tools}) {
+		t.Fatalf("workDir: %s %q %v", dir, protect, err)
+	}
+	pol := r.callPolicy(f.tool("writer"), dir, "/tmp/x", protect, true, r.opts.Limits)
+	if pol.WorkDir != l.proj || !slices.Equal(pol.Protect, []string{l.tools}) {
+		t.Errorf("policy: workdir %s, protect %q", pol.WorkDir, pol.Protect)
+	}
+	if pol := r.callPolicy(f.tool("reader"), dir, "/tmp/x", protect, true, r.opts.Limits); pol.Protect != nil {
+		t.Errorf("a readOnly tool's policy protects %q", pol.Protect)
+	}
 
 	cc := f.cc()
 	cc.WorkDir = filepath.Join(l.root, "srvlink")
@@ -127,7 +146,7 @@ func TestCallUsesTheGuard(t *testing.T) {
 
 	// A refused directory fails the call before anything runs.
 	cc.WorkDir = filepath.Join(l.proj, "dotssh")
-	_, err := r.Call(context.Background(), f.tool("writer"), []byte(`{}`), cc)
+	_, err = r.Call(context.Background(), f.tool("writer"), []byte(`{}`), cc)
 	if ce := wantKind(t, err, ErrBadCallContext); !errors.Is(err, ErrWorkDirRefused) || !strings.Contains(ce.Error(), "~/.ssh") {
 		t.Errorf("a call in a symlink to ~/.ssh: %v", err)
 	}
@@ -136,7 +155,8 @@ func TestCallUsesTheGuard(t *testing.T) {
 	}
 }
 
-// A started process (an MCP server) is given its paths resolved.
+// A started process (an MCP server) is given its paths resolved, and the
+// guard's paths inside those it may write are kept read-only.
 func TestProcessPathsResolved(t *testing.T) {
 	l := newGuardLayout(t)
 	f := newFixture(t)
@@ -146,8 +166,8 @@ func TestProcessPathsResolved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := processPaths{dir: l.proj, read: []string{filepath.Join(l.proj, "README")}, write: []string{l.proj, filepath.Join(l.root, "srv")}}
-	if p.dir != want.dir || !slices.Equal(p.read, want.read) || !slices.Equal(p.write, want.write) {
+	want := processPaths{dir: l.proj, read: []string{filepath.Join(l.proj, "README")}, write: []string{l.proj, filepath.Join(l.root, "srv")}, protect: []string{l.tools}}
+	if p.dir != want.dir || !slices.Equal(p.read, want.read) || !slices.Equal(p.write, want.write) || !slices.Equal(p.protect, want.protect) {
 		t.Errorf("resolveProcessPaths = %+v, want %+v", p, want)
 	}
 	if _, err := r.resolveProcessPaths(ProcessSpec{Write: []string{filepath.Join(l.root, "missing")}}); err == nil {

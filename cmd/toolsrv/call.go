@@ -99,9 +99,9 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	ropts := exec.Options{
 		SelfExe: exec.DefaultHelper(self), Prestarted: pre, AllowUnsandboxed: *allowUnsandboxed, BypassSocket: *socket,
-		// The runner vets the working directory, symlinks resolved, and
-		// runs the tool in the resolved one.
-		WorkDirGuard: workDirGuard(env, dirs, registry.DefaultAgentsDir(env.getenv), nil, *socket),
+		// The runner vets the working directory (symlinks resolved) and
+		// keeps toolsrv's own paths in it read-only for the tool.
+		WorkDirGuard: workDirGuard(env, path.dirs, registry.DefaultAgentsDir(env.getenv), nil, *socket),
 		// The outcome (failure, truncation, no sandbox) is reported below,
 		// once; the runner's own warnings would repeat it.
 		OutputCap: *maxOut, Getenv: env.getenv, Logger: loggerAt(env, verbose.level(slog.LevelError)),

@@ -139,12 +139,15 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 		Profiles: loggedProfiles(func(name string) (*registry.Profile, error) {
 			return registry.LoadProfile(agents, name)
 		}, log),
-		WorkDir:      srvd.workdir,
-		WarmTurns:    *warm,
-		RankK:        *rankK,
-		Logger:       log,
-		Access:       func(nc net.Conn) ninep.Access { return peerAccess(runner, nc) },
-		CheckWorkDir: guard.Check,
+		WorkDir:   srvd.workdir,
+		WarmTurns: *warm,
+		RankK:     *rankK,
+		Logger:    log,
+		Access:    func(nc net.Conn) ninep.Access { return peerAccess(runner, nc) },
+		CheckWorkDir: func(dir string) (string, error) {
+			real, _, err := guard.Check(dir)
+			return real, err
+		},
 		Overlays: func(session string) ninep.Overlay {
 			ov := eng.NewOverlay(session)
 			return sessionOverlay{Overlay: ov, serveRanker: serveRanker{rank: ov.Rank}}
@@ -197,6 +200,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 			}
 		}()
 	}
+	srvd.warnWorkDir() // (after the socket directories are made)
 	fmt.Fprintf(env.stderr, "toolsrv serve: %d tools (revision %d); clients: %s=%s toolsrv 9p ls /\n",
 		len(reg.Catalog().Tools), reg.Catalog().Revision, ninep.AddrEnv, first)
 	select {

@@ -63,6 +63,7 @@ type serving struct {
 	workdir string
 	guard   *exec.WorkDirGuard
 	self    string
+	cmd     string
 }
 
 // servingSetup says what a command adds to the shared setup.
@@ -119,14 +120,9 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 		s.tune(&ropts)
 	}
 	f.sf.apply(&ropts)
+	// A working directory is vetted at every call (see warnWorkDir): the
+	// server starts whatever it is.
 	guard := workDirGuard(env, path.dirs, f.agents, s.sockets, f.socket)
-	workdir, err := guard.Check(f.workdir)
-	if err != nil {
-		return fail("%v (pass another with --workdir DIR)", err)
-	}
-	f.workdir = workdir
-	// The runner checks every call's directory again: a session's may
-	// have been replaced by a symlink since it was set.
 	ropts.WorkDirGuard = guard
 	runner, err := exec.NewRunner(ropts)
 	if err != nil {
@@ -174,5 +170,18 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 			fmt.Fprintf(env.stderr, "toolsrv %s: this kernel has no Landlock: calls will be refused (pass --allow-unsandboxed to run them unsandboxed)\n", s.cmd)
 		}
 	}
-	return &serving{env: env, log: log, eng: eng, path: path, dirs: path.dirs, workdir: f.workdir, guard: guard, self: self}, 0
+	return &serving{env: env, log: log, eng: eng, path: path, dirs: path.dirs, workdir: f.workdir, guard: guard, self: self, cmd: s.cmd}, 0
+}
+
+// warnWorkDir says, once the server's own directories exist, when the
+// calls' working directory will be refused (each call is refused, with
+// the reason; the server serves everything else), and otherwise makes it
+// the resolved directory.
+func (s *serving) warnWorkDir() {
+	real, _, err := s.guard.Check(s.workdir)
+	if err != nil {
+		fmt.Fprintf(s.env.stderr, "toolsrv %s: warning: every call will be refused: %v (pass it with --workdir DIR)\n", s.cmd, err)
+		return
+	}
+	s.workdir = real
 }

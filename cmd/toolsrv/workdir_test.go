@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The working-directory rules against the real commands (a freshly built
@@ -123,7 +128,7 @@ func TestSessionCwdThroughSymlinks(t *testing.T) {
 
 // toolsrv call refuses the default socket directory of toolsrv serve
 // ($XDG_RUNTIME_DIR/toolsrv) and anything inside it, also through a
-// symlink.
+// symlink; a directory that holds it is fine.
 func TestCallRefusesSocketDirectory(t *testing.T) {
 	bin := buildToolsrv(t)
 	l := newPathLayout(t, "tools")
@@ -142,6 +147,120 @@ func TestCallRefusesSocketDirectory(t *testing.T) {
 			t.Errorf("the tool wrote in %s", dir)
 		}
 	}
+	if r := runToolsrvEnv(t, bin, l.env(), "", "call", "--tools", l.tools, "--cwd", l.run, "touch"); r.code != 0 {
+		t.Errorf("--cwd %s (holds the socket directory): exit %d\n%s%s", l.run, r.code, r.stdout, r.stderr)
+	}
+}
+
+// A repository that keeps its tools in ./tools is a working directory:
+// toolsrv call runs there, toolsrv serve and toolsrv mcp start there (mcp
+// used to serve nothing at all, not even tools/list). A working directory
+// that is refused no longer stops a server from starting: its calls are
+// refused, with the reason.
+func TestWorkDirHoldingToolsIsServed(t *testing.T) {
+	bin := buildToolsrv(t)
+	l := newPathLayout(t, "home/proj/tools")
+	r := runToolsrvEnv(t, bin, l.env(), "", "call", "--tools", l.tools, "--cwd", l.proj, "touch")
+	if r.code != 0 || !exists(filepath.Join(l.proj, "made.txt")) {
+		t.Errorf("toolsrv call in a project holding its tools: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	os.Remove(filepath.Join(l.proj, "made.txt"))
+
+	t.Run("serve", func(t *testing.T) {
+		startServeIn(t, l.tools, "--workdir", l.proj) // fails the test if serve does not start
+	})
+	t.Run("mcp", func(t *testing.T) {
+		cs, stderr := startMCP(t, bin, l, "--tools", l.tools, "--workdir", l.proj)
+		res := mcpCall(t, cs, "touch")
+		if res.IsError || !exists(filepath.Join(l.proj, "made.txt")) {
+			t.Errorf("call_tool touch: %s\n%s", mcpText(res), stderr)
+		}
+	})
+	t.Run("mcp in the home directory", func(t *testing.T) {
+		cs, stderr := startMCP(t, bin, l, "--tools", l.tools, "--workdir", l.home)
+		res := mcpCall(t, cs, "touch")
+		if !res.IsError || !strings.Contains(mcpText(res), "home directory") {
+			t.Errorf("call_tool touch in the home directory: error %v %s\n%s", res.IsError, mcpText(res), stderr)
+		}
+		if exists(filepath.Join(l.home, "made.txt")) {
+			t.Error("the tool wrote in the home directory")
+		}
+	})
+}
+
+// A tool working in a project that holds the tools directory can write
+// the project but not the tools: neither rewrite its own .meta nor add
+// one. (The tools directory is bound read-only in the call's mount
+// namespace.)
+func TestToolCannotRewriteToolsInItsWorkDir(t *testing.T) {
+	bin := buildToolsrv(t)
+	l := newPathLayout(t, "home/proj/tools")
+	meta := filepath.Join(l.tools, "rewrite.meta")
+	before, err := os.ReadFile(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runToolsrvEnv(t, bin, l.env(), "", "call", "--tools", l.tools, "--cwd", l.proj, "rewrite")
+	if after, _ := os.ReadFile(meta); string(after) != string(before) {
+		t.Errorf("the tool rewrote its own .meta (exit %d):\n%s\n%s%s", r.code, after, r.stdout, r.stderr)
+	}
+	if exists(filepath.Join(l.tools, "evil.meta")) {
+		t.Errorf("the tool added a tool (exit %d)\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := runToolsrvEnv(t, bin, l.env(), "", "call", "--tools", l.tools, "--cwd", l.proj, "touch"); r.code != 0 || !exists(filepath.Join(l.proj, "made.txt")) {
+		t.Errorf("a tool writing the project: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// startMCP runs "toolsrv mcp" with args in l's environment and connects
+// to it over its standard input and output.
+func startMCP(t *testing.T, bin string, l pathLayout, args ...string) (*sdk.ClientSession, *syncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	cmd := osexec.Command(bin, append([]string{"mcp", "--no-cache"}, args...)...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"}, l.env()...)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connecting to toolsrv mcp %v: %v\n%s", args, err, stderr)
+	}
+	t.Cleanup(func() { cs.Close() })
+	names := map[string]bool{}
+	for tl, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatalf("tools/list: %v\n%s", err, stderr)
+		}
+		names[tl.Name] = true
+	}
+	if !names["find_tools"] || !names["call_tool"] {
+		t.Fatalf("tools/list: %v\n%s", names, stderr)
+	}
+	return cs, stderr
+}
+
+// mcpCall calls tool through call_tool.
+func mcpCall(t *testing.T, cs *sdk.ClientSession, tool string) *sdk.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": tool, "arguments": map[string]any{}}})
+	if err != nil {
+		t.Fatalf("call_tool %s: %v", tool, err)
+	}
+	return res
+}
+
+// mcpText is a result's text.
+func mcpText(r *sdk.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
 }
 
 func exists(path string) bool {
