@@ -70,6 +70,14 @@ type Options struct {
 	// ReadPaths are extra paths every sandboxed tool may read (the
 	// operator's --read).
 	ReadPaths []string
+	// WorkDirGuard, when set, vets every call's working directory (and
+	// names toolsrv's own paths inside the directories a started process
+	// may write): a refused one fails the call with ErrBadCallContext,
+	// and the paths it returns are kept read-only for the call
+	// (sandbox.Policy.Protect). Without it any directory is accepted.
+	// Either way the directory is resolved (symlinks) first, and the
+	// sandbox is given the resolved one.
+	WorkDirGuard *WorkDirGuard
 	// Limits are a call's limits unless the tool declares its own
 	// (DefaultProcesses, DefaultMemory); MaxLimits cap what a tool may
 	// declare (DefaultMaxProcesses, DefaultMaxMemory()).
@@ -92,7 +100,8 @@ type Options struct {
 // CallContext is who calls and where.
 type CallContext struct {
 	// WorkDir is the session's working directory: read-write for the tool
-	// (read-only for readOnly tools), its current directory and $PWD.
+	// (read-only for readOnly tools), its current directory and $PWD. The
+	// runner resolves its symlinks and uses the resolved directory.
 	WorkDir string
 	// Session and Agent identify the caller (the exclusive class is per
 	// session and agent; the bypass broker is told).
@@ -229,6 +238,7 @@ func NewRunner(opts Options) (*Runner, error) {
 	if opts.TempRoot == "" {
 		opts.TempRoot = os.TempDir()
 	}
+	opts.TempRoot = resolveLoose(opts.TempRoot) // the sandbox is given resolved paths
 	if opts.Getenv == nil {
 		opts.Getenv = os.Getenv
 	}
@@ -339,7 +349,7 @@ func (r *Runner) Call(ctx context.Context, t *registry.Tool, args []byte, cc Cal
 	if len(t.Command.Argv) == 0 || !filepath.IsAbs(t.Command.Argv[0]) {
 		return fail(ErrStart, "the tool has no resolved command", nil)
 	}
-	workdir, err := checkWorkDir(cc.WorkDir)
+	workdir, protect, err := r.workDir(cc.WorkDir)
 	if err != nil {
 		return fail(ErrBadCallContext, "", err)
 	}
@@ -384,26 +394,7 @@ func (r *Runner) Call(ctx context.Context, t *registry.Tool, args []byte, cc Cal
 	if cc.Timeout > 0 {
 		timeout = cc.Timeout
 	}
-	return r.run(ctx, t, compact.Bytes(), cc, sandboxed, timeout, lim)
-}
-
-// checkWorkDir makes dir absolute and checks it is a directory.
-func checkWorkDir(dir string) (string, error) {
-	if dir == "" {
-		return "", errors.New("no working directory given")
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	fi, err := os.Stat(abs)
-	if err != nil {
-		return "", fmt.Errorf("working directory: %w", err)
-	}
-	if !fi.IsDir() {
-		return "", fmt.Errorf("working directory %s is not a directory", abs)
-	}
-	return abs, nil
+	return r.run(ctx, t, compact.Bytes(), cc, protect, sandboxed, timeout, lim)
 }
 
 // parseContent returns the "content" array of a {"content": [...]} object.

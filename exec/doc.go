@@ -164,9 +164,21 @@
 //     directory and its executable, the git repository that holds the
 //     working directory (so git works in a subdirectory; not when that
 //     repository is the home directory or above it), and Options.ReadPaths
-//     (the operator's --read);
+//     (the operator's --read). A tool directory that is the home
+//     directory, one above it, or a hidden directory of it (~/.config
+//     itself; not ~/.config/ollie/tools) is not granted: every tool there
+//     could read the user's keys and tokens. Such a tool gets its own
+//     executable only (a self-contained script still runs; one that reads
+//     files beside it fails with a denial), and the runner warns once to
+//     move the tools into a directory of their own. Refusing such a
+//     directory when the catalog loads would have hidden tools that work;
+//     granting it would leak. Every path is given to Landlock with its
+//     symlinks resolved;
 //   - read-write (with rename across directories): the working directory
 //     and the call's temporary directory; /dev/null, /dev/zero, /dev/full;
+//     toolsrv's own paths inside the working directory (see WorkDirGuard)
+//     are bound read-only over themselves in the call's mount namespace
+//     (sandbox.Policy.Protect);
 //   - readOnly tools: the working and temporary directories are read-only
 //     too: no write anywhere but the null devices and their own output;
 //   - nothing else: the home directory (other than a working directory
@@ -231,10 +243,14 @@
 // without namespaces, its parents up to the call's helper). toolsrv serve
 // gives such a connection its own agent's files only (see package ninep).
 //
-// WorkDirGuard decides which directories may be a session's working
-// directory (the one place tools write): not /, not the home directory or
-// above it, not a hidden directory of home, not a directory holding
-// toolsrv's own tools, profiles, sockets, cache or settings.
+// Options.WorkDirGuard decides, at every call, which directories may be a
+// call's working directory (the one place tools write): not /, not the
+// home directory or above it, not a hidden directory of home or anything
+// in one, not one of toolsrv's own tool, profile or broker directories,
+// not inside its cache, settings or socket directories; symlinks resolved
+// everywhere, and the sandbox given the resolved directory. A directory
+// that holds some of toolsrv's own paths is accepted, and those paths are
+// kept read-only for the call.
 //
 // # Bypass
 //

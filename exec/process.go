@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -29,7 +28,7 @@ const helperGrace = time.Second
 // the timeout and collects the capped output. Every call goes through the
 // helper, sandboxed or not: it applies the limits, closes inherited
 // descriptors and ends everything the tool started.
-func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc CallContext, sandboxed bool, timeout time.Duration, lim Limits) (*Result, error) {
+func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc CallContext, protect []string, sandboxed bool, timeout time.Duration, lim Limits) (*Result, error) {
 	fail := func(kind error, msg string, err error, res *Result) (*Result, error) {
 		return res, &CallError{Tool: t.Name, Kind: kind, Msg: msg, Err: err, Result: res}
 	}
@@ -39,10 +38,7 @@ func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc Cal
 	}
 	defer os.RemoveAll(tmp)
 
-	pol := sandbox.Policy{Unconfined: !sandboxed, ReadOnly: t.ReadOnly, Network: t.Network, WorkDir: cc.WorkDir,
-		TempDir: tmp, Exec: execPaths(t, r.opts.ClientBin), Read: r.readPaths(cc.WorkDir),
-		Processes: lim.Processes, Memory: lim.Memory, FileSize: lim.FileSize, TempSize: lim.TempSize,
-		Ptrace: t.Ptrace}
+	pol := r.callPolicy(t, cc.WorkDir, tmp, protect, sandboxed, lim)
 	res, st, err := r.start(ctx, t, stdin, cc, pol, timeout)
 	if err != nil {
 		return fail(ErrStart, "starting the sandbox helper", err, nil)
@@ -64,6 +60,21 @@ func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc Cal
 		r.log.Warn("tool output truncated", "tool", t.Name, "stdout", res.StdoutBytes, "stderr", res.StderrBytes, "cap", r.opts.OutputCap)
 	}
 	return res, nil
+}
+
+// callPolicy is the sandbox policy of a call of t in workdir (resolved)
+// with the temporary directory tmp; protect are toolsrv's own paths in
+// workdir (see WorkDirGuard), kept read-only unless the tool writes
+// nothing anyway.
+func (r *Runner) callPolicy(t *registry.Tool, workdir, tmp string, protect []string, sandboxed bool, lim Limits) sandbox.Policy {
+	pol := sandbox.Policy{Unconfined: !sandboxed, ReadOnly: t.ReadOnly, Network: t.Network, WorkDir: workdir,
+		TempDir: tmp, Exec: r.execPaths(t), Read: r.readPaths(workdir),
+		Processes: lim.Processes, Memory: lim.Memory, FileSize: lim.FileSize, TempSize: lim.TempSize,
+		Ptrace: t.Ptrace}
+	if !t.ReadOnly {
+		pol.Protect = protect
+	}
+	return pol
 }
 
 // outcome is how the helper ended.
@@ -314,29 +325,6 @@ func (r *Runner) exitMessage(st sandbox.Status, res *Result) string {
 	}
 	if res.Denied != "" {
 		out += "\n" + res.Denied
-	}
-	return out
-}
-
-// execPaths are the paths a sandboxed tool may read and execute besides
-// the system directories: its own directory (co-located executables,
-// helper scripts) and its executable wherever it lives.
-func execPaths(t *registry.Tool, clientBin string) []string {
-	var out []string
-	if t.Dir != "" {
-		out = append(out, t.Dir)
-	}
-	if clientBin != "" && !sandbox.Under(clientBin, out) && !sandbox.Under(clientBin, sandbox.SystemReadOnly) {
-		out = append(out, clientBin)
-	}
-	if exe := t.Command.Argv[0]; !sandbox.Under(exe, out) && !sandbox.Under(exe, sandbox.SystemReadOnly) {
-		out = append(out, exe)
-	}
-	if t.Command.Kind != registry.Shell && len(t.Command.Argv) == 1 {
-		// A symlinked executable: allow its target too.
-		if real, err := filepath.EvalSymlinks(t.Command.Argv[0]); err == nil && !sandbox.Under(real, out) && !sandbox.Under(real, sandbox.SystemReadOnly) {
-			out = append(out, real)
-		}
 	}
 	return out
 }

@@ -87,13 +87,9 @@ func (r *Runner) Start(ctx context.Context, spec ProcessSpec) (*Process, error) 
 	fail := func(kind error, msg string, err error) (*Process, error) {
 		return nil, &CallError{Tool: spec.Name, Kind: kind, Msg: msg, Err: err}
 	}
-	for _, p := range append(append([]string(nil), spec.Read...), spec.Write...) {
-		if !filepath.IsAbs(p) {
-			return fail(ErrBadCallContext, "", fmt.Errorf("path %q is not absolute", p))
-		}
-		if _, err := os.Stat(p); err != nil {
-			return fail(ErrBadCallContext, "a path it is granted", err)
-		}
+	paths, err := r.resolveProcessPaths(spec)
+	if err != nil {
+		return fail(ErrBadCallContext, "", err)
 	}
 	sandboxed := true
 	switch {
@@ -122,17 +118,16 @@ func (r *Runner) Start(ctx context.Context, spec ProcessSpec) (*Process, error) 
 		leave()
 		return fail(ErrStart, "cannot make its temporary directory", err)
 	}
-	dir := spec.Dir
+	dir := paths.dir
 	if dir == "" {
 		dir = tmp
 	}
-	read := r.readPaths(dir)
+	read := append(r.readPaths(dir), paths.read...)
 	if dir != tmp {
 		read = append(read, dir)
 	}
-	read = append(read, spec.Read...)
 	pol := sandbox.Policy{Unconfined: !sandboxed, Network: spec.Network, WorkDir: tmp, TempDir: tmp,
-		Exec: processExecPaths(spec.Argv[0]), Read: read, Write: spec.Write,
+		Exec: processExecPaths(spec.Argv[0]), Read: read, Write: paths.write, Protect: paths.protect,
 		Processes: lim.Processes, Memory: lim.Memory, FileSize: lim.FileSize, TempSize: lim.TempSize}
 	env := r.processEnv(spec, dir, tmp, sandboxed)
 
@@ -207,6 +202,55 @@ func (r *Runner) Start(ctx context.Context, spec ProcessSpec) (*Process, error) 
 		}
 	}()
 	return p, nil
+}
+
+// processPaths are a started process's own paths, resolved (symlinks):
+// its working directory ("": its temporary directory), what it may read
+// and write besides the system directories, and toolsrv's own paths
+// inside what it may write (Options.WorkDirGuard), kept read-only.
+type processPaths struct {
+	dir                  string
+	read, write, protect []string
+}
+
+// resolveProcessPaths resolves spec's paths; the sandbox is given the
+// resolved ones.
+func (r *Runner) resolveProcessPaths(spec ProcessSpec) (processPaths, error) {
+	var out processPaths
+	resolve := func(paths []string) ([]string, error) {
+		var res []string
+		for _, p := range paths {
+			if !filepath.IsAbs(p) {
+				return nil, fmt.Errorf("path %q is not absolute", p)
+			}
+			real, err := resolvePath(p)
+			if err != nil {
+				return nil, fmt.Errorf("a path it is granted: %w", err)
+			}
+			res = append(res, real)
+		}
+		return res, nil
+	}
+	var err error
+	if out.read, err = resolve(spec.Read); err != nil {
+		return out, err
+	}
+	if out.write, err = resolve(spec.Write); err != nil {
+		return out, err
+	}
+	if spec.Dir != "" {
+		if out.dir, err = checkWorkDir(spec.Dir); err != nil {
+			return out, err
+		}
+	}
+	if g := r.opts.WorkDirGuard; g != nil {
+		for _, w := range out.write {
+			for _, p := range g.protectIn(w) {
+				out.protect = appendNew(out.protect, p)
+			}
+		}
+	}
+	return out, nil
 }
 
 // waitTimeout waits for wg, at most d.

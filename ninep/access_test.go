@@ -211,11 +211,11 @@ func TestServerLimits(t *testing.T) {
 
 func TestCwdCheck(t *testing.T) {
 	e := newEnv(t, func(o *Options) {
-		o.CheckWorkDir = func(dir string) error {
+		o.CheckWorkDir = func(dir string) (string, error) {
 			if dir == "/" {
-				return errors.New("it holds the home directory: tools would get write access to all of it")
+				return "", errors.New("it holds the home directory: tools would get write access to all of it")
 			}
-			return nil
+			return dir, nil
 		}
 	})
 	cl := e.client()

@@ -113,9 +113,10 @@
 //   - A session starts in Options.WorkDir (toolsrv serve: --workdir, default
 //     its current directory); "cwd PATH" in session/S/ctl changes it, on a
 //     connection with full access only, and Options.CheckWorkDir may refuse
-//     the directory (toolsrv serve refuses one that holds the home
-//     directory, the tool directories or toolsrv's own files). Calls run
-//     there (read-write for the tool unless it is readOnly).
+//     the directory or replace it (toolsrv serve resolves its symlinks and
+//     refuses the home directory, one above it, a hidden directory of it,
+//     and toolsrv's own directories). Calls run there (read-write for the
+//     tool unless it is readOnly).
 //   - Calls pass the tool's own timeout; the exec runner applies its
 //     default. Tools find the server through $TOOLSRV_ADDR (see AddrEnv)
 //     and their session and agent through $OLLIE_SESSION_ID and $OLLIE_UNAME.

@@ -128,9 +128,11 @@ type Options struct {
 	// exec runner's peer identification, so that a tool's own connection
 	// reaches its agent and nothing else.
 	Access func(net.Conn) Access
-	// CheckWorkDir vets a session's "cwd PATH" (after the path is made
-	// absolute and found to be a directory); nil accepts any directory.
-	CheckWorkDir func(dir string) error
+	// CheckWorkDir vets a session's "cwd PATH" (after the path is found
+	// to be an absolute path of a directory) and returns the directory
+	// the session works in from then on (the path with its symlinks
+	// resolved, say: what was checked); nil accepts any directory as is.
+	CheckWorkDir func(dir string) (string, error)
 	// Limits bound connections, open files, sessions, agents, sent
 	// definitions, the bytes open files hold, and the share of all that
 	// tools get.

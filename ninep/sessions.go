@@ -173,8 +173,8 @@ func (se *session) dir() string {
 }
 
 // setDir is the session ctl's "cwd PATH"; check, when set, vets the
-// directory (see Options.CheckWorkDir).
-func (se *session) setDir(p string, check func(string) error) error {
+// directory and says which to use (see Options.CheckWorkDir).
+func (se *session) setDir(p string, check func(string) (string, error)) error {
 	if !filepath.IsAbs(p) {
 		return Refuse(linux.EINVAL, "cwd %q: the working directory must be an absolute path", p)
 	}
@@ -187,16 +187,18 @@ func (se *session) setDir(p string, check func(string) error) error {
 	}
 	p = filepath.Clean(p)
 	if check != nil {
-		if err := check(p); err != nil {
+		dir, err := check(p)
+		if err != nil {
 			return Refuse(linux.EACCES, "cwd %s: %v", p, err)
 		}
+		p = dir
 	}
 	se.mu.Lock()
 	defer se.mu.Unlock()
 	if se.ended {
 		return Refuse(linux.ENOENT, "session %s has ended", se.name)
 	}
-	se.workDir = filepath.Clean(p)
+	se.workDir = p
 	return nil
 }
 

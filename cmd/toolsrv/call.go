@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/toolsrv/toolsrv/cmd/toolsrv/internal/early"
@@ -98,16 +97,11 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "toolsrv call: cannot find my own binary for the sandbox helper:", err)
 		return 1
 	}
-	guard := workDirGuard(env, dirs, registry.DefaultAgentsDir(env.getenv), nil, *socket)
-	if abs, err := filepath.Abs(workdir); err == nil {
-		workdir = abs
-	}
-	if err := guard.Check(workdir); err != nil {
-		fmt.Fprintf(env.stderr, "toolsrv call: the tool would run in %s, which is refused as a working directory: %v; pass --cwd DIR\n", workdir, err)
-		return 1
-	}
 	ropts := exec.Options{
 		SelfExe: exec.DefaultHelper(self), Prestarted: pre, AllowUnsandboxed: *allowUnsandboxed, BypassSocket: *socket,
+		// The runner vets the working directory (symlinks resolved) and
+		// keeps toolsrv's own paths in it read-only for the tool.
+		WorkDirGuard: workDirGuard(env, path.dirs, registry.DefaultAgentsDir(env.getenv), nil, *socket),
 		// The outcome (failure, truncation, no sandbox) is reported below,
 		// once; the runner's own warnings would repeat it.
 		OutputCap: *maxOut, Getenv: env.getenv, Logger: loggerAt(env, verbose.level(slog.LevelError)),
@@ -170,6 +164,11 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 				how = "killed by a signal"
 			}
 			fmt.Fprintf(env.stderr, "toolsrv call: tool %s failed (%s)\n", name, how)
+			return 1
+		}
+		var ce *exec.CallError
+		if errors.Is(err, exec.ErrWorkDirRefused) && errors.As(err, &ce) && ce.Err != nil {
+			fmt.Fprintf(env.stderr, "toolsrv call: %v (pass it with --cwd DIR)\n", ce.Err)
 			return 1
 		}
 		fmt.Fprintln(env.stderr, "toolsrv call:", err)

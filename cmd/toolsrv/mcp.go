@@ -74,6 +74,7 @@ func runMCP(ctx context.Context, env *cliEnv, args []string) int {
 	eng, log := srvd.eng, srvd.log
 	env = srvd.env
 	defer eng.Close()
+	srvd.warnWorkDir()
 	var profile *registry.Profile
 	if *agent != "" {
 		p, err := agentProfile(sv.agents, *agent)

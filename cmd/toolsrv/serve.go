@@ -100,15 +100,13 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 		return usageError(fs, "--warm-turns %d: must be at least 1", *warm)
 	}
 	first := addrs[0].String()
-	var sockDirs []string
+	var sockets []string
 	for _, a := range addrs {
 		if a.Net == "unix" {
-			if abs, err := filepath.Abs(filepath.Dir(a.Addr)); err == nil {
-				sockDirs = append(sockDirs, abs)
-			}
+			sockets = append(sockets, a.Addr)
 		}
 	}
-	srvd, code := sv.setup(ctx, env, tools, servingSetup{cmd: "serve", protect: sockDirs, providers: rf.providers, tune: func(o *exec.Options) {
+	srvd, code := sv.setup(ctx, env, tools, servingSetup{cmd: "serve", sockets: sockets, providers: rf.providers, tune: func(o *exec.Options) {
 		self := o.SelfExe
 		if exe, err := os.Executable(); err == nil {
 			self = exe
@@ -141,12 +139,15 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 		Profiles: loggedProfiles(func(name string) (*registry.Profile, error) {
 			return registry.LoadProfile(agents, name)
 		}, log),
-		WorkDir:      srvd.workdir,
-		WarmTurns:    *warm,
-		RankK:        *rankK,
-		Logger:       log,
-		Access:       func(nc net.Conn) ninep.Access { return peerAccess(runner, nc) },
-		CheckWorkDir: guard.Check,
+		WorkDir:   srvd.workdir,
+		WarmTurns: *warm,
+		RankK:     *rankK,
+		Logger:    log,
+		Access:    func(nc net.Conn) ninep.Access { return peerAccess(runner, nc) },
+		CheckWorkDir: func(dir string) (string, error) {
+			real, _, err := guard.Check(dir)
+			return real, err
+		},
 		Overlays: func(session string) ninep.Overlay {
 			ov := eng.NewOverlay(session)
 			return sessionOverlay{Overlay: ov, serveRanker: serveRanker{rank: ov.Rank}}
@@ -199,6 +200,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 			}
 		}()
 	}
+	srvd.warnWorkDir() // (after the socket directories are made)
 	fmt.Fprintf(env.stderr, "toolsrv serve: %d tools (revision %d); clients: %s=%s toolsrv 9p ls /\n",
 		len(reg.Catalog().Tools), reg.Catalog().Revision, ninep.AddrEnv, first)
 	select {
@@ -308,18 +310,26 @@ func peerAccess(r *exec.Runner, nc net.Conn) ninep.Access {
 }
 
 // workDirGuard protects the home directory and toolsrv's own files from
-// becoming a session's working directory (see exec.WorkDirGuard).
-func workDirGuard(env *cliEnv, dirs []string, agents string, addrs []ninep.Addr, bypassSocket string) exec.WorkDirGuard {
-	g := exec.WorkDirGuard{Home: env.getenv("HOME")}
+// becoming a session's working directory (see exec.WorkDirGuard): the
+// tool directories dirs, the agent profiles, the directories of the Unix
+// sockets the server listens on (sockets; the default socket and
+// $TOOLSRV_ADDR's are added, since a call or an MCP server's tools may
+// talk to a server they do not know), the bypass broker's directory, and
+// toolsrv's cache and configuration. The guard resolves symlinks in all of
+// them at every check.
+func workDirGuard(env *cliEnv, dirs []string, agents string, sockets []string, bypassSocket string) *exec.WorkDirGuard {
+	g := &exec.WorkDirGuard{Home: env.getenv("HOME")}
 	if g.Home == "" {
 		g.Home, _ = os.UserHomeDir()
 	}
 	g.Protected = append(g.Protected, dirs...)
 	g.Protected = append(g.Protected, agents)
-	for _, a := range addrs {
-		if a.Net == "unix" {
-			g.Protected = append(g.Protected, filepath.Dir(a.Addr))
-		}
+	sockets = append(sockets, ninep.DefaultSocket(env.getenv))
+	if a, err := ninep.ParseAddr(env.getenv(ninep.AddrEnv)); err == nil && a.Net == "unix" {
+		sockets = append(sockets, a.Addr)
+	}
+	for _, s := range sockets {
+		g.Trees = append(g.Trees, filepath.Dir(s))
 	}
 	if bypassSocket != "" {
 		g.Protected = append(g.Protected, filepath.Dir(bypassSocket))
@@ -329,13 +339,6 @@ func workDirGuard(env *cliEnv, dirs []string, agents string, addrs []ninep.Addr,
 	}
 	if d := env.getenv("XDG_CONFIG_HOME"); d != "" {
 		g.Trees = append(g.Trees, filepath.Join(d, "toolsrv"))
-	}
-	for _, list := range [][]string{g.Protected, g.Trees} {
-		for i, p := range list {
-			if abs, err := filepath.Abs(p); err == nil {
-				list[i] = abs
-			}
-		}
 	}
 	return g
 }

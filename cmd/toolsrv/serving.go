@@ -61,17 +61,18 @@ type serving struct {
 	path    toolPath
 	dirs    []string
 	workdir string
-	guard   exec.WorkDirGuard
+	guard   *exec.WorkDirGuard
 	self    string
+	cmd     string
 }
 
 // servingSetup says what a command adds to the shared setup.
 type servingSetup struct {
 	// cmd names the command in messages.
 	cmd string
-	// protect are more directories a working directory must not be
-	// (serve's socket directories).
-	protect []string
+	// sockets are the Unix sockets serve listens on: their directories
+	// are toolsrv's own.
+	sockets []string
 	// tune changes the runner's options (serve's TOOLSRV_ADDR).
 	tune func(*exec.Options)
 	// providers, when set, adds tool providers (serve's remotes).
@@ -119,11 +120,10 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 		s.tune(&ropts)
 	}
 	f.sf.apply(&ropts)
-	guard := workDirGuard(env, path.dirs, f.agents, nil, f.socket)
-	guard.Protected = append(guard.Protected, s.protect...)
-	if err := guard.Check(f.workdir); err != nil {
-		return fail("calls would run in %s, and it is refused as a working directory: %v; pass --workdir DIR", f.workdir, err)
-	}
+	// A working directory is vetted at every call (see warnWorkDir): the
+	// server starts whatever it is.
+	guard := workDirGuard(env, path.dirs, f.agents, s.sockets, f.socket)
+	ropts.WorkDirGuard = guard
 	runner, err := exec.NewRunner(ropts)
 	if err != nil {
 		return fail("%v", err)
@@ -170,5 +170,18 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 			fmt.Fprintf(env.stderr, "toolsrv %s: this kernel has no Landlock: calls will be refused (pass --allow-unsandboxed to run them unsandboxed)\n", s.cmd)
 		}
 	}
-	return &serving{env: env, log: log, eng: eng, path: path, dirs: path.dirs, workdir: f.workdir, guard: guard, self: self}, 0
+	return &serving{env: env, log: log, eng: eng, path: path, dirs: path.dirs, workdir: f.workdir, guard: guard, self: self, cmd: s.cmd}, 0
+}
+
+// warnWorkDir says, once the server's own directories exist, when the
+// calls' working directory will be refused (each call is refused, with
+// the reason; the server serves everything else), and otherwise makes it
+// the resolved directory.
+func (s *serving) warnWorkDir() {
+	real, _, err := s.guard.Check(s.workdir)
+	if err != nil {
+		fmt.Fprintf(s.env.stderr, "toolsrv %s: warning: every call will be refused: %v (pass it with --workdir DIR)\n", s.cmd, err)
+		return
+	}
+	s.workdir = real
 }
