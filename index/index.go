@@ -19,6 +19,9 @@ const DefaultLexicalWeight = 0.5
 type Options struct {
 	// CacheDir holds the persisted index files of this embedder; ""
 	// means DefaultCacheDir(emb.ID()). NoCache keeps everything in memory.
+	// The directory is made private (fileio.PrivateDir: 0700; another
+	// user's or a shared one is refused and the index keeps no cache), and
+	// its files are 0600.
 	CacheDir string
 	NoCache  bool
 	// ReadOnlyCache reads the cache file but never writes it: an index

@@ -12,7 +12,7 @@ import (
 // old contents or the new, never part of them: write writes the contents
 // to a temporary file in the same directory, which is synced, given perm,
 // renamed over path, and the directory synced so the rename itself is
-// durable. The directory is created (0755) when missing. On failure the
+// durable. The directory is created (0700) when missing. On failure the
 // temporary file is removed and path is untouched.
 func WriteAtomic(path string, perm os.FileMode, write func(io.Writer) error) error {
 	return writeAtomic(path, perm, func(w *bufio.Writer, _ *os.File) error { return write(w) })
@@ -22,7 +22,7 @@ func WriteAtomic(path string, perm os.FileMode, write func(io.Writer) error) err
 // under the buffered writer (to patch what it wrote: flush first).
 func writeAtomic(path string, perm os.FileMode, write func(*bufio.Writer, *os.File) error) (err error) {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
