@@ -8,6 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/toolsrv/toolsrv/internal/fileio"
 )
 
 // The index's files are readable by this user only: 0600 in a directory
@@ -98,5 +103,49 @@ func TestCacheOfAnotherUser(t *testing.T) {
 	}
 	if c := ix.Stats().Cache; c != "" {
 		t.Errorf("cache file %q, want none", c)
+	}
+}
+
+// Opening the cache removes the temporary file a killed writer left (kill
+// -9 between its creation and its rename), and leaves a live writer's
+// alone, in this process or another (it holds the file's lock), and one
+// just created (its writer may not have locked it yet).
+func TestStaleTemporaryFilesRemovedAtOpen(t *testing.T) {
+	cache := t.TempDir()
+	old := time.Now().Add(-fileio.StaleAfter - time.Minute)
+	tmp := func(name string, age time.Time) string {
+		p := filepath.Join(cache, name)
+		if err := os.WriteFile(p, bytes.Repeat([]byte{7}, 5<<20), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, age, age); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	killed := tmp(".index-0123456789abcdef.gob.1234567.tmp", old)
+	killedLex := tmp(".index-0123456789abcdef.lex.7654321.tmp", old)
+	live := tmp(".index-fedcba9876543210.gob.2345678.tmp", old)
+	fresh := tmp(".index-fedcba9876543210.lex.3456789.tmp", time.Now())
+	f, err := os.OpenFile(live, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+
+	ix := New(newHashEmbedder(64), Options{CacheDir: cache, Logger: quiet()})
+	ix.Preload(context.Background(), []string{t.TempDir()})
+	for _, p := range []string{killed, killedLex} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s is still there (%v)", filepath.Base(p), err)
+		}
+	}
+	for _, p := range []string{live, fresh} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s was removed: %v", filepath.Base(p), err)
+		}
 	}
 }

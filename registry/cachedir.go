@@ -10,9 +10,11 @@ import (
 
 // privateCaches readies the directories of the known-schemas file and the
 // catalog snapshot (usually one): each is made private to this user
-// (fileio.PrivateDir: created 0700, or made 0700 if others may enter it).
-// A directory that is refused (another user's, a shared one) keeps
-// neither file: its options are cleared, with a warning.
+// (fileio.PrivateDir: created 0700, or made 0700 if others may enter it)
+// and cleared of the temporary files of writers that were killed
+// (fileio.RemoveStaleTemps). A directory that is refused (another user's,
+// a shared one) keeps neither file: its options are cleared, with a
+// warning.
 func privateCaches(o *Options, log *slog.Logger) {
 	refused := map[string]bool{}
 	for _, path := range []*string{&o.SchemaCache, &o.CatalogCache} {
@@ -37,6 +39,13 @@ func privateCacheDir(dir string, log *slog.Logger) bool {
 	if err := fileio.PrivateDir(dir, os.Geteuid(), log); err != nil {
 		log.Warn("the registry's cache directory is refused: no known-schemas cache and no catalog snapshot", "err", err)
 		return false
+	}
+	removed, err := fileio.RemoveStaleTemps(dir)
+	if err != nil {
+		log.Warn("looking for stale temporary files", "dir", dir, "err", err)
+	}
+	if len(removed) > 0 {
+		log.Info("removed the temporary files of writers that died", "dir", dir, "files", removed)
 	}
 	return true
 }

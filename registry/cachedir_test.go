@@ -12,7 +12,8 @@ import (
 )
 
 // The known-schemas file and the catalog snapshot are 0600 in a directory
-// made 0700 (with a word in the log) when others could enter it.
+// made 0700 (with a word in the log) when others could enter it, and the
+// temporary file a killed writer left there is removed.
 func TestCachesArePrivate(t *testing.T) {
 	dir := t.TempDir()
 	writeTool(t, dir, "limited", `{"description":"limited","cmd":"/bin/sh","args":{"type":"object","properties":{"n":{"type":"integer"}}}}`, false)
@@ -21,6 +22,14 @@ func TestCachesArePrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(cache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(cache, ".catalog.snap.8675309.tmp")
+	if err := os.WriteFile(stale, []byte("half a snapshot"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
@@ -49,6 +58,9 @@ func TestCachesArePrivate(t *testing.T) {
 	}
 	if n := strings.Count(log.String(), "private"); n != 1 {
 		t.Errorf("said %d times that it made the directory private, want once:\n%s", n, log.String())
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the killed writer's temporary file is still there (%v)", err)
 	}
 }
 

@@ -13,5 +13,7 @@
 // It also writes toolsrv's own files (its caches, state and settings):
 // WriteAtomic and WriteFramed replace a file whole or not at all;
 // PrivateDir makes the directory they live in this user's alone (0700, or
-// refused when another user owns it).
+// refused when another user owns it); RemoveStaleTemps clears the
+// temporary files of writers that were killed before their rename, which
+// a live writer's lock on its own tells apart.
 package fileio
