@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -75,5 +76,42 @@ func TestPrivateDir(t *testing.T) {
 	os.WriteFile(file, nil, 0o600)
 	if err := PrivateDir(file, me, nil); err == nil {
 		t.Error("a file taken for a directory")
+	}
+}
+
+// SharedDir refuses directories whose mode change would cut others off.
+func TestSharedDir(t *testing.T) {
+	me := os.Geteuid()
+	mixed := t.TempDir()
+	if err := os.WriteFile(filepath.Join(mixed, "f"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sticky := filepath.Join(t.TempDir(), "sticky")
+	if err := os.Mkdir(sticky, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(sticky, os.ModeSticky|0o700); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		dir  string
+		as   int
+		want string
+	}{
+		{"/", me, "is a system directory"},
+		{"/usr/share", me, "is a system directory"},
+		{"/etc", me, "is a system directory"},
+		{sticky, me, "is shared (sticky or world-writable)"},
+		{mixed, me, ""},
+		{mixed, me + 1, "holds files of other users (f belongs to uid " + strconv.Itoa(me) + ")"},
+	}
+	for _, c := range cases {
+		fi, err := os.Stat(c.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := SharedDir(c.dir, fi, c.as); got != c.want {
+			t.Errorf("SharedDir(%s) as uid %d = %q, want %q", c.dir, c.as, got, c.want)
+		}
 	}
 }
