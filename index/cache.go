@@ -80,7 +80,7 @@ func cacheFile(dir, embedderID string, toolDirs []string) string {
 // atomically, streaming the body (fileio.WriteFramed: at 100,000
 // tools it is 134 MB, which a buffer would hold twice over while it grew).
 func writeCache(path string, h cacheHeader, export func(io.Writer) error) error {
-	if err := fileio.WriteFramed(path, 0o644, cacheMagic, &h, export); err != nil {
+	if err := fileio.WriteFramed(path, 0o600, cacheMagic, &h, export); err != nil {
 		return fmt.Errorf("writing index cache: %w", err)
 	}
 	return nil

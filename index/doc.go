@@ -7,7 +7,8 @@
 //
 //   - dense vectors from an [embed.Embedder], stored in a chromem-go
 //     collection (the source of truth, persisted in a file of our own under
-//     the user cache directory, one file per embedder and tool directory set)
+//     the user cache directory, one file per embedder and tool directory
+//     set, readable by this user only: files 0600 in a directory made 0700)
 //     and mirrored in a flat float32 matrix plus an int8 copy with one scale
 //     per row. A top-k ranking scans the int8 copy (AVX2 kernel on amd64),
 //     bounds every tool's score with the quantisation error, and re-scores

@@ -19,6 +19,10 @@ const DefaultLexicalWeight = 0.5
 type Options struct {
 	// CacheDir holds the persisted index files of this embedder; ""
 	// means DefaultCacheDir(emb.ID()). NoCache keeps everything in memory.
+	// The directory is made private (fileio.PrivateDir: 0700; another
+	// user's or a shared one is refused and the index keeps no cache), its
+	// files are 0600, and at the first load the temporary files of writers
+	// that were killed are removed (fileio.RemoveStaleTemps).
 	CacheDir string
 	NoCache  bool
 	// ReadOnlyCache reads the cache file but never writes it: an index

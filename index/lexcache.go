@@ -457,7 +457,7 @@ func (p *lexPlan) write(out io.Writer) (err error) {
 func writeLexCache(path string, v *view, program string) error {
 	p := planLex(v)
 	h := lexHeader{Format: lexFormat(), Terms: len(p.names), Docs: p.docs, Binary: program}
-	if err := fileio.WriteFramed(path, 0o644, lexMagic, &h, p.write); err != nil {
+	if err := fileio.WriteFramed(path, 0o600, lexMagic, &h, p.write); err != nil {
 		return fmt.Errorf("writing the lexical cache: %w", err)
 	}
 	return nil

@@ -63,6 +63,9 @@ func (ix *Index) loadLocked(ctx context.Context, dirs []string) {
 		}
 		dir = d
 	}
+	if !ix.openCacheDirLocked(dir) {
+		return
+	}
 	ix.path = cacheFile(dir, ix.base.ID(), dirs)
 	path := ix.path
 	ix.cachePath.Store(&path)
@@ -119,6 +122,29 @@ func (ix *Index) loadLocked(ctx context.Context, dirs []string) {
 	ix.mu.Lock()
 	ix.v = newView(emb, st)
 	ix.mu.Unlock()
+}
+
+// openCacheDirLocked makes the cache directory private to this user
+// (fileio.PrivateDir: created 0700, or made 0700 if others may enter it)
+// and removes the temporary files a killed writer left there; a directory
+// of another user, or a shared one, is refused: no cache then. A
+// read-only index leaves the directory to the index that writes it.
+func (ix *Index) openCacheDirLocked(dir string) bool {
+	if ix.opts.ReadOnlyCache {
+		return true
+	}
+	if err := fileio.PrivateDir(dir, os.Geteuid(), ix.log); err != nil {
+		ix.log.Warn("index: the cache directory is refused; every start embeds the catalog", "err", err)
+		return false
+	}
+	removed, err := fileio.RemoveStaleTemps(dir)
+	if err != nil {
+		ix.log.Warn("index: looking for stale temporary files", "dir", dir, "err", err)
+	}
+	if len(removed) > 0 {
+		ix.log.Info("index: removed the temporary files of writers that died", "dir", dir, "files", removed)
+	}
+	return true
 }
 
 // loadLexLocked reads the lexical cache beside the cache file, if there

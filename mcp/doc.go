@@ -24,6 +24,12 @@
 //     hot tools are replaced and the SDK sends
 //     notifications/tools/list_changed.
 //
+// ServerStdio is the transport of "toolsrv mcp" on standard input and
+// output (stdio.go): the SDK's, except that a line that is not a JSON-RPC
+// message is answered with the JSON-RPC error (parse error, invalid
+// request) instead of ending the session, and that it tells when
+// standard input ends (the client's way to shut a stdio server down).
+//
 // # MCP servers as a tool source (config.go, provider.go, connect.go)
 //
 // A configuration file in the clients' format ({"mcpServers": {NAME:

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/toolsrv/toolsrv/internal/fileio"
 )
 
 // AddrEnv is the environment variable that tells clients (the toolsrv 9p
@@ -137,9 +139,9 @@ func Listen(ctx context.Context, a Addr) (net.Listener, error) {
 //     directory (sticky or world-writable, such as /tmp), a system directory
 //     ("/", its direct children such as /run or /home, anything under /etc,
 //     /usr, /var, /run ...), the home directory itself, or a directory
-//     holding files of other users. Those are refused with what to do. A
-//     directory named "toolsrv" (where DefaultSocket puts the socket) is
-//     always toolsrv's own.
+//     holding files of other users (fileio.SharedDir). Those are refused
+//     with what to do. A directory named "toolsrv" (where DefaultSocket
+//     puts the socket) is always toolsrv's own.
 //
 // me is this user's uid (os.Geteuid(); tests pretend to be someone else).
 func privateDir(dir string, me int) error {
@@ -153,7 +155,7 @@ func privateDir(dir string, me int) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("%s is not a directory; choose another socket path", dir)
 	}
-	if uid, ok := owner(fi); !ok || uid != me {
+	if uid, ok := fileio.Owner(fi); !ok || uid != me {
 		return fmt.Errorf("the socket directory %s belongs to uid %d, not to this user (uid %d), who could reach or replace the socket; "+
 			"put it in a directory of your own, such as the default $XDG_RUNTIME_DIR/toolsrv/9p.sock", dir, uid, me)
 	}
@@ -162,7 +164,7 @@ func privateDir(dir string, me int) error {
 		return nil
 	}
 	if filepath.Base(dir) != "toolsrv" {
-		if why := sharedDir(dir, fi, me); why != "" {
+		if why := fileio.SharedDir(dir, fi, me); why != "" {
 			return fmt.Errorf("the socket directory %s is mode %04o, not 0700, and %s, so toolsrv will not change its mode; "+
 				"put the socket in a directory of its own (e.g. --listen unix:%s, created 0700)",
 				dir, mode.Perm(), why, filepath.Join(dir, "toolsrv", "9p.sock"))
@@ -172,59 +174,6 @@ func privateDir(dir string, me int) error {
 		return fmt.Errorf("making the socket directory %s private (0700): %w", dir, err)
 	}
 	return nil
-}
-
-// sharedDir says why a mode change of dir (ours) would hurt others, or ""
-// when it would not.
-func sharedDir(dir string, fi fs.FileInfo, me int) string {
-	if fi.Mode()&fs.ModeSticky != 0 || fi.Mode().Perm()&0o002 != 0 {
-		return "is shared (sticky or world-writable)"
-	}
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		real = dir
-	}
-	if real, err = filepath.Abs(real); err != nil {
-		return "cannot be located"
-	}
-	if real == "/" || filepath.Dir(real) == "/" {
-		return "is a system directory"
-	}
-	// The trees whose directories are never changed.
-	for _, s := range []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32",
-		"/opt", "/proc", "/run", "/sbin", "/srv", "/sys", "/usr", "/var"} {
-		if strings.HasPrefix(real, s+"/") {
-			return "is a system directory"
-		}
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		if h, err := filepath.EvalSymlinks(home); err == nil && h == real {
-			return "is your home directory"
-		}
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return "cannot be listed (" + err.Error() + ")"
-	}
-	for _, e := range ents {
-		info, err := e.Info()
-		if err != nil {
-			continue // gone meanwhile
-		}
-		if uid, ok := owner(info); ok && uid != me {
-			return fmt.Sprintf("holds files of other users (%s belongs to uid %d)", e.Name(), uid)
-		}
-	}
-	return ""
-}
-
-// owner is a file's owner uid.
-func owner(fi fs.FileInfo) (int, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return -1, false
-	}
-	return int(st.Uid), true
 }
 
 // Dial connects to a server address (see ParseAddr).

@@ -175,33 +175,6 @@ func TestPrivateDirOtherUser(t *testing.T) {
 	}
 }
 
-// sharedDir refuses directories whose mode change would cut others off.
-func TestSharedDir(t *testing.T) {
-	me := os.Geteuid()
-	mixed := t.TempDir()
-	writeFile(t, filepath.Join(mixed, "f"))
-	cases := []struct {
-		dir  string
-		as   int
-		want string
-	}{
-		{"/", me, "is a system directory"},
-		{"/usr/share", me, "is a system directory"},
-		{"/etc", me, "is a system directory"},
-		{mixed, me, ""},
-		{mixed, me + 1, "holds files of other users (f belongs to uid " + strconv.Itoa(me) + ")"},
-	}
-	for _, c := range cases {
-		fi, err := os.Stat(c.dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := sharedDir(c.dir, fi, c.as); got != c.want {
-			t.Errorf("sharedDir(%s) as uid %d = %q, want %q", c.dir, c.as, got, c.want)
-		}
-	}
-}
-
 func mkdir(t *testing.T, root, name string, mode os.FileMode) string {
 	t.Helper()
 	d := filepath.Join(root, name)

@@ -46,6 +46,8 @@ type Options struct {
 	// SchemaCache is a file that remembers which argument schemas
 	// compiled, so that a restart takes them as valid and compiles each
 	// when a call first needs it (see knownschemas.go); "" keeps none.
+	// Its directory and CatalogCache's are made private when New opens
+	// them, or refused (cachedir.go); their files are 0600.
 	SchemaCache string
 	// CatalogCache is a file that keeps what every .meta parsed into
 	// between runs, so that a load takes an unchanged file's parse from
@@ -190,6 +192,7 @@ func New(opts Options) *Registry {
 	if opts.CompileTimeout <= 0 {
 		opts.CompileTimeout = DefaultCompileTimeout
 	}
+	privateCaches(&opts, opts.Logger)
 	r := &Registry{opts: opts, log: opts.Logger, compile: compileSchema, now: time.Now, files: map[string]*fileEntry{}, results: map[string]*result{},
 		schemas: schemaCache{}, fresh: map[*compileJob]bool{}, dirty: map[string]bool{},
 		present: make([]map[string]bool, len(opts.Dirs)), subs: map[*subscriber]struct{}{}}

@@ -133,7 +133,8 @@ func ReadFile(path string) (*File, error) {
 
 // WriteFile checks f and writes it to path atomically (fileio.WriteAtomic:
 // temp file, fsync, rename, fsync of the directory), creating the
-// directory.
+// directory (0700). The file is 0600: it says what was tuned, on which
+// corpora.
 func WriteFile(path string, f *File) error {
 	if f.Format == "" {
 		f.Format = Format
@@ -149,7 +150,7 @@ func WriteFile(path string, f *File) error {
 		return err
 	}
 	data = append(data, '\n')
-	return fileio.WriteAtomic(path, 0o644, func(w io.Writer) error {
+	return fileio.WriteAtomic(path, 0o600, func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
 	})

@@ -22,6 +22,11 @@ func TestFileRoundTrip(t *testing.T) {
 	if err := WriteFile(path, in); err != nil {
 		t.Fatal(err)
 	}
+	for p, want := range map[string]os.FileMode{path: 0o600, filepath.Dir(path): 0o700} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: %v, want mode %v", p, fi.Mode().Perm(), want)
+		}
+	}
 	out, err := ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

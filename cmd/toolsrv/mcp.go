@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -29,7 +26,9 @@ authentication here). Its tools:
 With --mcp-config FILE, the tools of other MCP servers join the catalog as
 SERVER:TOOL. The catalog is live: clients get notifications/tools/list_changed
 when the listed tools change. Nothing but MCP messages goes to standard output;
-logs go to standard error.`
+logs go to standard error. On standard input and output, a line that is not
+JSON-RPC gets a JSON-RPC error and the session goes on; closing standard input
+ends the server within a second, calls still running included.`
 
 func runMCP(ctx context.Context, env *cliEnv, args []string) int {
 	fs, tools := newFlags(env, "mcp", "mcp [--tools DIR] [--mcp-config FILE] [--agent NAME] [--listen HOST:PORT [--allow-remote]] [--workdir DIR] [flags]", mcpAbout)
@@ -73,12 +72,12 @@ func runMCP(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	eng, log := srvd.eng, srvd.log
 	env = srvd.env
-	defer eng.Close()
 	srvd.warnWorkDir()
 	var profile *registry.Profile
 	if *agent != "" {
 		p, err := agentProfile(sv.agents, *agent)
 		if err != nil {
+			eng.Close()
 			fmt.Fprintln(env.stderr, "toolsrv mcp:", err)
 			return 1
 		}
@@ -88,30 +87,19 @@ func runMCP(ctx context.Context, env *cliEnv, args []string) int {
 		Call: exec.CallContext{WorkDir: srvd.workdir, Agent: *agent, ToolsPath: joinDirs(srvd.dirs)}})
 
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
+	bg := &background{eng: eng, cancel: cancel}
+	bg.start(func() {
 		if err := eng.Run(ctx); err != nil {
 			fmt.Fprintf(env.stderr, "toolsrv mcp: watching the tool directories stopped: %v; restart to see changes\n", err)
 		}
-	}()
-	go func() {
-		defer wg.Done()
-		srv.Follow(ctx)
-	}()
+	})
+	bg.start(func() { srv.Follow(ctx) })
 	cat := eng.Catalog()
 	if *listen == "" {
 		fmt.Fprintf(env.stderr, "toolsrv mcp: %d tools (revision %d); serving MCP on standard input and output\n", len(cat.Tools), cat.Revision)
-		t := &sdk.IOTransport{Reader: readCloser{env.stdin}, Writer: writeCloser{env.stdout}}
-		if err := srv.MCP().Run(ctx, t); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, sdk.ErrConnectionClosed) {
-			fmt.Fprintln(env.stderr, "toolsrv mcp:", err)
-			return 1
-		}
-		return 0
+		return serveMCPStdio(ctx, env, srv, log, bg)
 	}
+	defer bg.stop(time.Time{})
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv mcp:", err)
@@ -135,13 +123,3 @@ func runMCP(ctx context.Context, env *cliEnv, args []string) int {
 }
 
 func joinDirs(dirs []string) string { return strings.Join(dirs, ":") }
-
-// readCloser and writeCloser give standard input and output the Close
-// the transport wants (closing them is the process's business).
-type readCloser struct{ io.Reader }
-
-func (readCloser) Close() error { return nil }
-
-type writeCloser struct{ io.Writer }
-
-func (writeCloser) Close() error { return nil }

@@ -95,6 +95,55 @@ func TestRankCachesUnderHome(t *testing.T) {
 	}
 }
 
+// The caches under $XDG_CACHE_HOME/toolsrv are their owner's alone: a
+// toolsrv directory that others may enter (an older toolsrv made it 0755)
+// is made 0700 at the next start, which says so, and every file in it is
+// 0600.
+func TestRankCacheIsPrivate(t *testing.T) {
+	dir, xdg := rankFixture(t), t.TempDir()
+	own := filepath.Join(xdg, "toolsrv")
+	if err := os.Mkdir(own, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(own, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"XDG_CACHE_HOME": xdg}
+	code, _, errs := runCLIWith(t, "", env, "rank", "--tools", dir, "git status")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if n := strings.Count(errs, "private"); n != 1 {
+		t.Errorf("said %d times that it made a directory private, want once:\n%s", n, errs)
+	}
+	var files int
+	filepath.WalkDir(own, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, err := d.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := os.FileMode(0o600)
+		if d.IsDir() {
+			want = 0o700
+		} else {
+			files++
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s is %v, want %v", p, fi.Mode().Perm(), want)
+		}
+		return nil
+	})
+	if files < 3 { // the index, its lexical cache, the catalog snapshot
+		t.Errorf("%d cache files, want the index, the lexical cache and the catalog snapshot", files)
+	}
+	if _, _, errs := runCLIWith(t, "", env, "rank", "--tools", dir, "git status"); strings.Contains(errs, "private") {
+		t.Errorf("the second start changed a mode again:\n%s", errs)
+	}
+}
+
 func TestRankAgentProfile(t *testing.T) {
 	dir, home := rankFixture(t), t.TempDir()
 	agents := filepath.Join(home, ".config", "ollie", "agents")

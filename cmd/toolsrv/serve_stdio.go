@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolsrv/toolsrv/internal/fileio"
 	"github.com/toolsrv/toolsrv/ninep"
 	"github.com/toolsrv/toolsrv/remote"
 )
@@ -59,7 +60,8 @@ func runServeStdio(ctx context.Context, env *cliEnv, args []string, listens list
 
 // startServer starts "toolsrv serve ARGS" on its own (a new session, its
 // output in a log file under $XDG_STATE_HOME/toolsrv, else
-// ~/.local/state/toolsrv; its pid beside the socket), for serve --stdio.
+// ~/.local/state/toolsrv, a private directory (fileio.PrivateDir); its pid
+// beside the socket), for serve --stdio.
 // A server started this way works in a private directory of its own unless
 // --workdir says otherwise (ssh starts in the home directory, which is
 // refused as a working directory), and, when the tools come from the
@@ -75,8 +77,8 @@ func startServer(env *cliEnv, self string, args []string, sock string, tools *di
 		state = filepath.Join(home, ".local", "state")
 	}
 	logDir := filepath.Join(state, "toolsrv")
-	if err := os.MkdirAll(logDir, 0o700); err != nil {
-		return nil, fmt.Errorf("making the log directory: %w", err)
+	if err := fileio.PrivateDir(logDir, os.Geteuid(), logger(env)); err != nil {
+		return nil, fmt.Errorf("the log directory: %w", err)
 	}
 	logPath := filepath.Join(logDir, "serve.log")
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)

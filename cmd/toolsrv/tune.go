@@ -14,6 +14,7 @@ import (
 	"github.com/toolsrv/toolsrv/bench/eval"
 	"github.com/toolsrv/toolsrv/bench/tune"
 	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/internal/fileio"
 	"github.com/toolsrv/toolsrv/learn"
 	"github.com/toolsrv/toolsrv/thresholds"
 )
@@ -167,6 +168,11 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 			fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
 			return 1
 		}
+		// toolsrv's own directory, as its caches: private, or refused.
+		if err := fileio.PrivateDir(filepath.Dir(path), os.Geteuid(), logger(env)); err != nil {
+			fmt.Fprintf(env.stderr, "toolsrv tune: the thresholds directory: %v (pass --out FILE)\n", err)
+			return 1
+		}
 	}
 	svg := *plotPath
 	if svg == "" && path != "" {
@@ -252,10 +258,10 @@ func countTuning(qs []tune.Query) int {
 }
 
 func writePlot(path string, res tune.Result, title string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	f, err := os.Create(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("writing the plot: %w", err)
 	}

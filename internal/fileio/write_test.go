@@ -23,6 +23,9 @@ func TestWriteAtomic(t *testing.T) {
 	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o640 {
 		t.Errorf("mode %v, want 0640", fi.Mode().Perm())
 	}
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
+		t.Errorf("the directory it made is %v, want 0700", fi.Mode().Perm())
+	}
 	// A writer that fails halfway leaves the old file and no temporary.
 	boom := errors.New("boom")
 	err := WriteAtomic(path, 0o644, func(w io.Writer) error {
