@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"sort"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,7 +39,7 @@ func callMounts(p Policy, mountErr error) error {
 		if mountErr != nil {
 			return fmt.Errorf("the working directory holds toolsrv's own %s, which a tool must not write, and it cannot be kept read-only here (%v): run the call from a working directory that does not hold it", p.Protect[0], mountErr)
 		}
-		if err := protect(p.Protect); err != nil {
+		if err := protect(p); err != nil {
 			return err
 		}
 	}
@@ -71,25 +74,69 @@ func mountTemp(dir string, size int64) error {
 }
 
 // protect binds each path read-only over itself, with everything mounted
-// below it.
-func protect(paths []string) error {
-	for _, p := range paths {
-		if _, err := os.Lstat(p); err != nil {
+// below it. The directories between a writable root of p (WorkDir,
+// TempDir, Write) and each path are bound over themselves too (read-write):
+// a mount point cannot be renamed or removed, so the tool cannot move a
+// protected directory aside with its parent (mv sub elsewhere, when sub
+// holds the tools) and make a writable one in its place.
+func protect(p Policy) error {
+	roots := append([]string{p.WorkDir, p.TempDir}, p.Write...)
+	type bind struct {
+		path string
+		ro   bool
+	}
+	var binds []bind
+	seen := map[string]bool{}
+	for _, path := range p.Protect {
+		if _, err := os.Lstat(path); err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				// A tool could create it, and with it tools or profiles
 				// that toolsrv would load.
-				return fmt.Errorf("toolsrv's own %s, inside the call's working directory, does not exist, so it cannot be kept read-only: create it (mkdir -p %s) or choose a working directory that does not hold it", p, p)
+				return fmt.Errorf("toolsrv's own %s, inside the call's working directory, does not exist, so it cannot be kept read-only: create it (mkdir -p %s) or choose a working directory that does not hold it", path, path)
 			}
-			return fmt.Errorf("keeping %s read-only: %w", p, err)
+			return fmt.Errorf("keeping %s read-only: %w", path, err)
 		}
-		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("binding %s over itself to make it read-only: %w", p, err)
+		for _, d := range between(roots, path) {
+			if !seen[d] {
+				seen[d] = true
+				binds = append(binds, bind{path: d})
+			}
 		}
-		if err := readOnly(p); err != nil {
-			return fmt.Errorf("making %s read-only: %w", p, err)
+		binds = append(binds, bind{path: path, ro: true})
+	}
+	// Outer directories first: each bind (recursive) carries the binds
+	// already made below it.
+	sort.SliceStable(binds, func(i, j int) bool { return len(binds[i].path) < len(binds[j].path) })
+	for _, b := range binds {
+		if err := unix.Mount(b.path, b.path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("binding %s over itself to keep %s: %w", b.path, strings.Join(p.Protect, ", "), err)
+		}
+		if b.ro {
+			if err := readOnly(b.path); err != nil {
+				return fmt.Errorf("making %s read-only: %w", b.path, err)
+			}
 		}
 	}
 	return nil
+}
+
+// between lists the directories strictly between the deepest of roots
+// that holds path and path itself, outermost first.
+func between(roots []string, path string) []string {
+	root := ""
+	for _, r := range roots {
+		if r != "" && len(r) > len(root) && Under(path, []string{r}) && path != r {
+			root = r
+		}
+	}
+	if root == "" {
+		return nil
+	}
+	var dirs []string
+	for d := filepath.Dir(path); d != root && len(d) > len(root); d = filepath.Dir(d) {
+		dirs = append([]string{d}, dirs...)
+	}
+	return dirs
 }
 
 // readOnly makes the mount at p, and the mounts below it, read-only.

@@ -89,15 +89,41 @@ exit 0`)
 			t.Errorf("pid ns %v: calc.meta is now %q", ns.PID, b)
 		}
 	}
+	// A parent of the protected directory cannot be moved aside to put a
+	// writable directory in its place.
+	nested := filepath.Join(work, "sub", "tools")
+	os.MkdirAll(nested, 0o755)
+	ns := DefaultNamespaces()
+	p := callPolicy(t, ns, work)
+	p.Protect = []string{nested}
+	out, errs, st := runShell(t, p, ns, `
+mv sub moved && echo MOVED-PARENT
+rmdir sub/tools && echo REMOVED-DIR
+mkdir -p sub/tools && echo x > sub/tools/evil.meta && echo PLANTED
+echo project > sub/notes.txt && echo WROTE-PROJECT
+exit 0`)
+	if st.Error != "" {
+		t.Fatalf("refused: %s", st.Error)
+	}
+	for _, bad := range []string{"MOVED-PARENT", "REMOVED-DIR", "PLANTED"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("%s: a protected directory was replaced through its parent\nstderr: %s", bad, errs)
+		}
+	}
+	if !strings.Contains(out, "WROTE-PROJECT") {
+		t.Errorf("the project beside the protected directory: %q, %s", out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(work, "moved")); err == nil {
+		t.Error("the parent of the protected directory was renamed")
+	}
 	// No mount namespace: refused at call time, saying why and what to do.
-	p := callPolicy(t, Namespaces{}, work)
+	p = callPolicy(t, Namespaces{}, work)
 	p.Protect = []string{tools}
-	out, _, st := runShell(t, p, Namespaces{}, "echo ran")
+	out, _, st = runShell(t, p, Namespaces{}, "echo ran")
 	if st.Exit != ExitSandbox || !strings.Contains(st.Error, tools) || !strings.Contains(st.Error, "working directory that does not hold it") || out != "" {
 		t.Errorf("without a mount namespace: status %+v, output %q; want a refusal naming %s", st, out, tools)
 	}
 	// A protected path that does not exist could be made by the tool.
-	ns := DefaultNamespaces()
 	p = callPolicy(t, ns, work)
 	p.Protect = []string{filepath.Join(work, "profiles")}
 	if _, _, st := runShell(t, p, ns, "echo ran"); st.Exit != ExitSandbox || !strings.Contains(st.Error, "mkdir -p") {
