@@ -1,14 +1,10 @@
 package embed
 
 import (
-	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
-	"github.com/toolsrv/toolsrv/embed/builtin"
 	"github.com/toolsrv/toolsrv/embed/embedder"
-	"github.com/toolsrv/toolsrv/embed/ollama"
 )
 
 // The embedder contract (package embedder), under the names the rest of
@@ -19,43 +15,34 @@ type (
 	Fitted       = embedder.Fitted
 )
 
-// Names of the embedders Open knows.
-const (
-	Builtin = "builtin"
-	Ollama  = "ollama"
-)
+// Default is the embedder Open makes when no name is given: the built-in
+// one (package embed/builtin: no network, no download).
+const Default = "builtin"
 
-// Options configure Open. The zero value opens the built-in embedder.
+// Options configure Open. Each embedder reads the fields it has a use for
+// and ignores the others.
 type Options struct {
-	// Model is the Ollama model (ollama.DefaultModel when empty); the
-	// built-in embedder has one model, in the binary.
+	// Model is the model, for embedders that have several ("": the one
+	// the driver names in Needs.Model).
 	Model string
 	// Timeout bounds each request to an embedding server (60 s).
 	Timeout time.Duration
-	// Getenv reads OLLAMA_HOST (os.Getenv when nil).
+	// Getenv reads the environment (os.Getenv when nil): the server's
+	// address, for one ($OLLAMA_HOST).
 	Getenv func(string) string
 	Logger *slog.Logger
 }
 
-// Open makes the embedder called name: "builtin" (or "", the default: no
-// network, no download) or "ollama" (an Ollama server's /api/embed). It does
-// not contact a server.
+// Open makes the embedder registered as name ("" is Default). It does not
+// contact a server. The name is unknown unless the embedder's package is
+// imported: package engine imports every embedder toolsrv has.
 func Open(name string, o Options) (Embedder, error) {
-	var e Embedder
-	var err error
-	switch name {
-	case Builtin, "":
-		e, err = builtin.New()
-	case Ollama:
-		e, err = ollama.New(ollama.Options{Getenv: o.Getenv, Model: o.Model, Timeout: o.Timeout, Logger: o.Logger})
-	default:
-		return nil, fmt.Errorf("unknown embedder %q: use one of %s", name, strings.Join(Names(), ", "))
+	if name == "" {
+		name = Default
 	}
+	d, err := Lookup(name)
 	if err != nil {
 		return nil, err
 	}
-	return e, nil
+	return d.Open(o)
 }
-
-// Names lists the embedders Open knows, for flag help and errors.
-func Names() []string { return []string{Builtin, Ollama} }

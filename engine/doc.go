@@ -24,6 +24,6 @@
 // session/S/meta/).
 //
 // Where to change what: a new front end builds an Engine; a new embedder
-// is one case in embed.Open; what a ranking offers is thresholds.Policy;
-// how tools run is package exec.
+// is a package that calls embed.Register, imported in embedders.go; what a
+// ranking offers is thresholds.Policy; how tools run is package exec.
 package engine

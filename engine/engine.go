@@ -27,7 +27,8 @@ type Options struct {
 	Host registry.Host
 
 	// Embedder, when set, is used as is (shared between engines, say);
-	// otherwise EmbedderName ("builtin" or "ollama") and Embed open one.
+	// otherwise EmbedderName (one of embed.Drivers(); "" is
+	// embed.Default) and Embed open one.
 	Embedder     embed.Embedder
 	EmbedderName string
 	Embed        embed.Options

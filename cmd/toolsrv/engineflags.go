@@ -4,13 +4,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
 	"github.com/toolsrv/toolsrv/embed"
-	"github.com/toolsrv/toolsrv/embed/ollama"
 	"github.com/toolsrv/toolsrv/engine"
 )
 
@@ -26,9 +26,9 @@ type engineFlags struct {
 
 func addEngineFlags(fs *flag.FlagSet) *engineFlags {
 	f := &engineFlags{}
-	fs.StringVar(&f.name, "embedder", embed.Builtin, "embedder: builtin (no network) or ollama ($OLLAMA_HOST)")
-	fs.StringVar(&f.model, "model", ollama.DefaultModel, "Ollama embedding model (with --embedder ollama)")
-	fs.DurationVar(&f.timeout, "embed-timeout", 60*time.Second, "HTTP timeout of each Ollama request")
+	fs.StringVar(&f.name, "embedder", embed.Default, "embedder: "+embedderHelp())
+	fs.StringVar(&f.model, "model", "", "embedding model, for embedders that have several (default "+modelHelp()+")")
+	fs.DurationVar(&f.timeout, "embed-timeout", 60*time.Second, "timeout of each request to an embedding server")
 	fs.StringVar(&f.cacheDir, "cache", "", "index cache directory (default: the user cache dir, toolsrv/<embedder>)")
 	fs.BoolVar(&f.noCache, "no-cache", false, "keep the index in memory only")
 	fs.Float64Var(&f.alpha, "lexical-weight", 0.5, "hybrid score = w·lexical + (1−w)·dense, 0 < w ≤ 1")
@@ -37,10 +37,10 @@ func addEngineFlags(fs *flag.FlagSet) *engineFlags {
 
 // check reports a bad flag (a usage error) before any work.
 func (f *engineFlags) check() error {
-	switch f.name {
-	case embed.Builtin, "", embed.Ollama:
-	default:
-		return fmt.Errorf("unknown --embedder %q: use builtin or ollama", f.name)
+	if f.name != "" {
+		if _, err := embed.Lookup(f.name); err != nil {
+			return err
+		}
 	}
 	if f.alpha <= 0 || f.alpha > 1 {
 		return fmt.Errorf("--lexical-weight %v: want 0 < w ≤ 1 (use --mode dense for vectors only)", f.alpha)
@@ -49,6 +49,38 @@ func (f *engineFlags) check() error {
 		return fmt.Errorf("--embed-timeout %v: want a positive duration such as 60s", f.timeout)
 	}
 	return nil
+}
+
+// embedderChoice is the embedders' names for usage lines: "builtin|ollama".
+func embedderChoice() string { return strings.Join(embed.Drivers(), "|") }
+
+// embedderHelp lists the embedders and what each needs, from the registry:
+// "builtin (no network) or ollama (an Ollama server at $OLLAMA_HOST)".
+func embedderHelp() string {
+	var list []string
+	for _, name := range embed.Drivers() {
+		if d, err := embed.Lookup(name); err == nil {
+			list = append(list, fmt.Sprintf("%s (%s)", name, d.Needs()))
+		}
+	}
+	if len(list) > 1 {
+		return strings.Join(list[:len(list)-1], ", ") + " or " + list[len(list)-1]
+	}
+	return strings.Join(list, "")
+}
+
+// modelHelp names each embedder's default model: "ollama: nomic-embed-text".
+func modelHelp() string {
+	var list []string
+	for _, name := range embed.Drivers() {
+		if d, err := embed.Lookup(name); err == nil && d.Needs().Model != "" {
+			list = append(list, name+": "+d.Needs().Model)
+		}
+	}
+	if len(list) == 0 {
+		return "none"
+	}
+	return strings.Join(list, "; ")
 }
 
 // embedOptions are the options embed.Open gets.

@@ -39,7 +39,7 @@ type evalResult struct {
 }
 
 func runEval(ctx context.Context, env *cliEnv, args []string) int {
-	fs, _ := newFlags(env, "eval", "eval --corpus DIR [--corpus DIR ...] [DIR...] [--embedder builtin|ollama] [--mode bm25,dense,hybrid] [--json]", evalAbout)
+	fs, _ := newFlags(env, "eval", "eval --corpus DIR [--corpus DIR ...] [DIR...] [--embedder "+embedderChoice()+"] [--mode bm25,dense,hybrid] [--json]", evalAbout)
 	ef := addEngineFlags(fs)
 	var corpora repeated
 	fs.Var(&corpora, "corpus", "a corpus directory, or a directory of corpora (repeatable)")

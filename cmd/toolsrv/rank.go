@@ -40,7 +40,7 @@ lexical and a warning on stderr says so. MESSAGE "-" reads the message
 from standard input.`
 
 func runRank(ctx context.Context, env *cliEnv, args []string) int {
-	fs, tools := newFlags(env, "rank", "rank [--tools DIR] [--embedder builtin|ollama] [--k N] [--json] [--format ollama|openai|anthropic] [--agent NAME] MESSAGE|-\n       toolsrv rank [--tools DIR] --batch FILE", rankAbout)
+	fs, tools := newFlags(env, "rank", "rank [--tools DIR] [--embedder "+embedderChoice()+"] [--k N] [--json] [--format ollama|openai|anthropic] [--agent NAME] MESSAGE|-\n       toolsrv rank [--tools DIR] --batch FILE", rankAbout)
 	ef := addEngineFlags(fs)
 	k := fs.Int("k", 10, "number of tools to print (0: all); in --batch mode the default is all")
 	asJSON := fs.Bool("json", false, "print the ranking as JSON (scores, components, degraded reason)")

@@ -39,7 +39,7 @@ and --lexical-weight they were tuned with. Indexes are built in memory
 
 // runTune implements `toolsrv tune`.
 func runTune(ctx context.Context, env *cliEnv, args []string) int {
-	fs, _ := newFlags(env, "tune", "tune --corpus DIR [--corpus DIR ...] [DIR...] [flags]\n       toolsrv tune --show [--embedder builtin|ollama] [--json]", tuneAbout)
+	fs, _ := newFlags(env, "tune", "tune --corpus DIR [--corpus DIR ...] [DIR...] [flags]\n       toolsrv tune --show [--embedder "+embedderChoice()+"] [--json]", tuneAbout)
 	var corpora dirList
 	fs.Var(&corpora, "corpus", "labelled corpus directory, or a directory of corpora (repeatable)")
 	ef := addEngineFlags(fs)
