@@ -43,6 +43,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/toolsrv/toolsrv/embed/embedder"
 )
 
 // Candidate features, in the order of a candidate's feature vector.
@@ -202,27 +204,10 @@ func Parse(data []byte) (*Model, error) {
 }
 
 // Applies says whether m was trained on the features of embedder ID id:
-// the same family (the ID without a trailing model digest and fit suffix).
+// the same family (embedder.Family: the ID without a trailing model digest
+// and fit suffix).
 func (m *Model) Applies(id string) bool {
-	return m != nil && Family(id) == Family(m.Embedder)
-}
-
-// Family strips a fit suffix ("+fit-…") and a trailing "-<hex digest>"
-// from an embedder ID: "builtin/v1-abbe22c2+fit-1234" → "builtin/v1".
-func Family(id string) string {
-	if i := strings.IndexByte(id, '+'); i >= 0 {
-		id = id[:i]
-	}
-	i := strings.LastIndexByte(id, '-')
-	if i < 0 || len(id)-i-1 < 6 {
-		return id
-	}
-	for _, c := range id[i+1:] {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return id
-		}
-	}
-	return id[:i]
+	return m != nil && embedder.Family(id) == embedder.Family(m.Embedder)
 }
 
 // Scores computes, for a pool of candidates (cand[i] holds NumCand

@@ -32,21 +32,6 @@ func TestShippedModel(t *testing.T) {
 	}
 }
 
-func TestFamily(t *testing.T) {
-	for in, want := range map[string]string{
-		"builtin/v1-abbe22c2":               "builtin/v1",
-		"builtin/v1-abbe22c2+fit-deadbeef0": "builtin/v1",
-		"builtin/v1":                        "builtin/v1",
-		"ollama/nomic-embed-text":           "ollama/nomic-embed-text",
-		"x/model-abc":                       "x/model-abc", // too short for a digest
-		"x/model-abcdefg":                   "x/model-abcdefg",
-	} {
-		if got := Family(in); got != want {
-			t.Errorf("Family(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // lin is a Linear with identity standardisation and the given weights.
 func lin(names []string, w map[string]float64, b float64) Linear {
 	l := Linear{Features: names, Mean: make([]float64, len(names)), Scale: make([]float64, len(names)), W: make([]float64, len(names)), B: b}

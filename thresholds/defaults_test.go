@@ -85,3 +85,23 @@ func TestDefaultsSmallCatalog(t *testing.T) {
 		t.Errorf("offered %v (%s), want the weather tool alone", n, sel.Reason)
 	}
 }
+
+// The built-in embedder finds the thresholds shipped for it, exactly; its
+// fitted IDs ("+fit-…") belong to the same family and find them too.
+func TestShippedForTheBuiltinEmbedder(t *testing.T) {
+	emb, err := builtin.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, exact, ok := Shipped(emb.ID())
+	if !ok || !exact || f.Embedder != emb.ID() {
+		t.Fatalf("Shipped(%q) = %+v, exact %v, ok %v: want the file shipped for it (thresholds/defaults/%s.json)", emb.ID(), f, exact, ok, Key(emb.ID()))
+	}
+	fit, err := emb.Fit(context.Background(), []string{"read a file", "list a directory"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, _, ok := Shipped(fit.ID()); !ok || g.Embedder != f.Embedder {
+		t.Errorf("Shipped(%q) = %+v, %v: want the built-in embedder's family defaults", fit.ID(), g, ok)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolsrv/toolsrv/embed/embedder"
 	"github.com/toolsrv/toolsrv/internal/fileio"
 )
 
@@ -189,8 +190,9 @@ var shipped embed.FS
 
 // Shipped returns the thresholds shipped in the binary for embedderID, if
 // any (the built-in embedder's defaults). exact is false when they were
-// tuned for another model of the same embedder family: IDs that differ only
-// in a trailing model digest ("builtin/v1-2eae4a02" and "builtin/v1-0c1d…").
+// tuned for another member of the embedder's family (embedder.Family): IDs
+// that differ only in a trailing model digest ("builtin/v1-2eae4a02" and
+// "builtin/v1-0c1d…") or a fit suffix.
 // That happens when the model changed after the defaults were tuned; the
 // caller should warn and suggest `toolsrv tune`.
 func Shipped(embedderID string) (f *File, exact bool, ok bool) {
@@ -211,7 +213,7 @@ func Shipped(embedderID string) (f *File, exact bool, ok bool) {
 		if g.Embedder == embedderID {
 			return g, true, true
 		}
-		if Family(g.Embedder) == Family(embedderID) && (family == nil || g.Embedder > family.Embedder) {
+		if embedder.Family(g.Embedder) == embedder.Family(embedderID) && (family == nil || g.Embedder > family.Embedder) {
 			family = g
 		}
 	}
@@ -219,21 +221,6 @@ func Shipped(embedderID string) (f *File, exact bool, ok bool) {
 		return family, false, true
 	}
 	return nil, false, false
-}
-
-// Family strips a trailing model digest ("-" and at least 6 hex digits)
-// from an embedder ID.
-func Family(id string) string {
-	i := strings.LastIndexByte(id, '-')
-	if i < 0 || len(id)-i-1 < 6 {
-		return id
-	}
-	for _, c := range id[i+1:] {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return id
-		}
-	}
-	return id[:i]
 }
 
 // Fallback is the policy used when no thresholds exist for an embedder:

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolsrv/toolsrv/embed/embedder"
 )
 
 func TestFileRoundTrip(t *testing.T) {
@@ -158,7 +160,7 @@ func TestShippedDefaultsAreValid(t *testing.T) {
 			t.Errorf("Shipped(%q) = %v, %v, %v", f.Embedder, got, exact, ok)
 		}
 		// Another model of the same family gets them too, with a warning.
-		other := Family(f.Embedder) + "-0123456789"
+		other := embedder.Family(f.Embedder) + "-0123456789"
 		if other != f.Embedder {
 			_, src, err := Load(other, LoadOptions{Getenv: func(string) string { return "" }, Dir: t.TempDir()})
 			if err != nil || src.Kind != FromShipped || !strings.Contains(src.Warning, "toolsrv tune") {
@@ -168,14 +170,6 @@ func TestShippedDefaultsAreValid(t *testing.T) {
 		_, src, err := Load(f.Embedder, LoadOptions{Getenv: func(string) string { return "" }, Dir: t.TempDir()})
 		if err != nil || src.Kind != FromShipped {
 			t.Errorf("Load(%q) with no user file came from %v (%v), want the shipped defaults", f.Embedder, src, err)
-		}
-	}
-}
-
-func TestFamily(t *testing.T) {
-	for in, want := range map[string]string{"builtin/v1-2eae4a02": "builtin/v1", "builtin/v1": "builtin/v1", "ollama/nomic-embed-text": "ollama/nomic-embed-text", "x-abc": "x-abc", "x-abcdefg": "x-abcdefg"} {
-		if got := Family(in); got != want {
-			t.Errorf("Family(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
