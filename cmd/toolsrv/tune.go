@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,52 +42,27 @@ and --lexical-weight they were tuned with. Indexes are built in memory
 // runTune implements `toolsrv tune`.
 func runTune(ctx context.Context, env *cliEnv, args []string) int {
 	fs, _ := newFlags(env, "tune", "tune --corpus DIR [--corpus DIR ...] [DIR...] [flags]\n       toolsrv tune --show [--embedder "+embedderChoice()+"] [--json]", tuneAbout)
-	var corpora dirList
-	fs.Var(&corpora, "corpus", "labelled corpus directory, or a directory of corpora (repeatable)")
+	tf := &tuneFlags{}
+	fs.Var(&tf.corpora, "corpus", "labelled corpus directory, or a directory of corpora (repeatable)")
 	ef := addEngineFlags(fs)
-	maxOffered := fs.Float64("max-offered", 3, "objective: at most this many tools offered per answerable query (macro average)")
-	minAbstain := fs.Float64("min-abstain", 0, "objective: at least this share of abstention queries answered \"no tool fits\"")
-	tolerance := fs.Float64("tolerance", 0, "accuracy objective: of the settings within this of the best accuracy, take the one offering fewest tools (0.005: minAnswerable 0.70, mass 0.90, 1.8 tools instead of 2.4 on the training catalogs, but lower accuracy on the eval dev half)")
-	noLearned := fs.Bool("no-learned", false, "tune for rankings without the learned last step (the fixed fusion)")
-	hardCap := fs.Bool("hard-cap", true, "with learned scores: no single answer offers more than --max-offered tools (so the average holds on any catalog, not only the tuning ones)")
-	objective := fs.String("objective", "accuracy", "accuracy: the most queries decided right (a relevant tool offered, or \"no tool fits\" when none serves them); recall: the most relevant tools offered (the version 1 objective)")
-	abstain := fs.Float64("abstain", 0.2, "share of queries turned into abstention queries")
-	holdout := fs.Float64("holdout", 0.3, "share of each corpus's queries kept out of the sweep")
-	out := fs.String("out", "", "thresholds file to write (default: the per-embedder file in the user config dir)")
-	plotPath := fs.String("plot", "", "SVG picture of the curves (default: the thresholds file with .svg; written even with --dry-run)")
-	curves := fs.String("curves", "", "also write the swept points as JSON to this file (go run ./bench/cmd/tuneplot draws them as a PNG)")
-	dry := fs.Bool("dry-run", false, "print the table but write nothing")
-	jsonOut := fs.Bool("json", false, "print the result as JSON")
-	noDegraded := fs.Bool("no-degraded", false, "do not tune separate levels for lexical-only (degraded) rankings")
-	show := fs.Bool("show", false, "print the thresholds in effect for --embedder and where they come from, then exit")
+	tf.add(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	if err := ef.check(); err != nil {
 		return usageError(fs, "%v", err)
 	}
-	if *show {
+	if tf.show {
 		if fs.NArg() != 0 {
 			return usageError(fs, "--show takes no arguments")
 		}
-		return showThresholds(env, ef, *jsonOut)
+		return showThresholds(env, ef, tf.jsonOut)
 	}
-	corpora = append(corpora, fs.Args()...)
-	if len(corpora) == 0 {
-		return usageError(fs, "give at least one --corpus DIR")
+	tf.corpora = append(tf.corpora, fs.Args()...)
+	if msg := tf.check(); msg != "" {
+		return usageError(fs, "%s", msg)
 	}
-	for _, v := range []struct {
-		name string
-		v    float64
-	}{{"abstain", *abstain}, {"holdout", *holdout}, {"min-abstain", *minAbstain}} {
-		if v.v < 0 || v.v > 1 {
-			return usageError(fs, "--%s %v must be within [0,1]", v.name, v.v)
-		}
-	}
-	if *maxOffered <= 0 {
-		return usageError(fs, "--max-offered %v: want a positive number of tools", *maxOffered)
-	}
-	dirs, err := eval.FindCorpora(corpora)
+	dirs, err := eval.FindCorpora(tf.corpora)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
 		return 1
@@ -95,27 +72,110 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
 		return 1
 	}
-	split := tune.Split{HeldOut: *holdout, Abstain: *abstain}
-	obj := tune.Objective{MaxOffered: *maxOffered, MinAbstain: *minAbstain, Accuracy: *objective == "accuracy", Tolerance: *tolerance}
-	if *objective != "accuracy" && *objective != "recall" {
-		fmt.Fprintf(env.stderr, "toolsrv tune: --objective %q: use accuracy or recall\n", *objective)
+	split := tune.Split{HeldOut: tf.holdout, Abstain: tf.abstain}
+	obj := tune.Objective{MaxOffered: tf.maxOffered, MinAbstain: tf.minAbstain, Accuracy: tf.objective == "accuracy", Tolerance: tf.tolerance}
+	if tf.objective != "accuracy" && tf.objective != "recall" {
+		fmt.Fprintf(env.stderr, "toolsrv tune: --objective %q: use accuracy or recall\n", tf.objective)
 		return 2
 	}
 	start := time.Now()
 
-	hybrid, lexical, err := rankCorpora(ctx, env, emb, dirs, tune.RankOptions{Split: split, Lexical: !*noDegraded, LexicalWeight: ef.alpha, NoLastStep: *noLearned})
+	hybrid, lexical, err := rankCorpora(ctx, env, emb, dirs, tune.RankOptions{Split: split, Lexical: !tf.noDegraded, LexicalWeight: ef.alpha, NoLastStep: tf.noLearned})
 	if err != nil {
 		fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
 		return 1
 	}
+	tn := sweepThresholds(env, tf, obj, hybrid, lexical)
+	file := tn.file(emb.ID(), args, obj, ef.alpha, dirs)
+	path, err := tf.thresholdsPath(env, emb.ID())
+	if err != nil {
+		fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
+		return 1
+	}
+	svg := tf.plotPath
+	if svg == "" && path != "" {
+		svg = strings.TrimSuffix(path, filepath.Ext(path)) + ".svg"
+	}
+	title := fmt.Sprintf("toolsrv tune: %s, %d corpora, %d queries (tuning part)", emb.ID(), len(dirs), countTuning(hybrid))
+	if err := tf.write(path, svg, file, tn.res, title); err != nil {
+		fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
+		return 1
+	}
+	if tf.jsonOut {
+		return printTuneJSON(env, tf, tn, file, path, svg)
+	}
+	fmt.Fprintf(env.stdout, "embedder %s (lexical weight %.2f), %d corpora, %d queries ranked in %v\n", emb.ID(), ef.alpha, len(dirs), len(hybrid), time.Since(start).Round(time.Millisecond))
+	printTuneReport(env.stdout, tf, tn, obj, split, path, svg)
+	return 0
+}
+
+// tuneFlags are tune's own flags (the embedder's are engineFlags).
+type tuneFlags struct {
+	corpora                                             dirList
+	maxOffered, minAbstain, tolerance, abstain, holdout float64
+	noLearned, hardCap, dry, jsonOut, noDegraded, show  bool
+	objective, out, plotPath, curves                    string
+}
+
+func (tf *tuneFlags) add(fs *flag.FlagSet) {
+	fs.Float64Var(&tf.maxOffered, "max-offered", 3, "objective: at most this many tools offered per answerable query (macro average)")
+	fs.Float64Var(&tf.minAbstain, "min-abstain", 0, "objective: at least this share of abstention queries answered \"no tool fits\"")
+	fs.Float64Var(&tf.tolerance, "tolerance", 0, "accuracy objective: of the settings within this of the best accuracy, take the one offering fewest tools (0.005: minAnswerable 0.70, mass 0.90, 1.8 tools instead of 2.4 on the training catalogs, but lower accuracy on the eval dev half)")
+	fs.BoolVar(&tf.noLearned, "no-learned", false, "tune for rankings without the learned last step (the fixed fusion)")
+	fs.BoolVar(&tf.hardCap, "hard-cap", true, "with learned scores: no single answer offers more than --max-offered tools (so the average holds on any catalog, not only the tuning ones)")
+	fs.StringVar(&tf.objective, "objective", "accuracy", "accuracy: the most queries decided right (a relevant tool offered, or \"no tool fits\" when none serves them); recall: the most relevant tools offered (the version 1 objective)")
+	fs.Float64Var(&tf.abstain, "abstain", 0.2, "share of queries turned into abstention queries")
+	fs.Float64Var(&tf.holdout, "holdout", 0.3, "share of each corpus's queries kept out of the sweep")
+	fs.StringVar(&tf.out, "out", "", "thresholds file to write (default: the per-embedder file in the user config dir)")
+	fs.StringVar(&tf.plotPath, "plot", "", "SVG picture of the curves (default: the thresholds file with .svg; written even with --dry-run)")
+	fs.StringVar(&tf.curves, "curves", "", "also write the swept points as JSON to this file (go run ./bench/cmd/tuneplot draws them as a PNG)")
+	fs.BoolVar(&tf.dry, "dry-run", false, "print the table but write nothing")
+	fs.BoolVar(&tf.jsonOut, "json", false, "print the result as JSON")
+	fs.BoolVar(&tf.noDegraded, "no-degraded", false, "do not tune separate levels for lexical-only (degraded) rankings")
+	fs.BoolVar(&tf.show, "show", false, "print the thresholds in effect for --embedder and where they come from, then exit")
+}
+
+// check reports a bad flag of a sweep (a usage error), or "".
+func (tf *tuneFlags) check() string {
+	if len(tf.corpora) == 0 {
+		return "give at least one --corpus DIR"
+	}
+	for _, v := range []struct {
+		name string
+		v    float64
+	}{{"abstain", tf.abstain}, {"holdout", tf.holdout}, {"min-abstain", tf.minAbstain}} {
+		if v.v < 0 || v.v > 1 {
+			return fmt.Sprintf("--%s %v must be within [0,1]", v.name, v.v)
+		}
+	}
+	if tf.maxOffered <= 0 {
+		return fmt.Sprintf("--max-offered %v: want a positive number of tools", tf.maxOffered)
+	}
+	return ""
+}
+
+// tuned is what the sweeps chose.
+type tuned struct {
+	res tune.Result
+	// deg is the sweep on lexical-only rankings (nil with --no-degraded).
+	deg *tune.Result
+	// learned says the rankings had learned scores (and the sweep their
+	// levels); coldOffers counts the cold offers coldMin was chosen on.
+	learned    bool
+	coldOffers int
+}
+
+// sweepThresholds sweeps the levels on the hybrid rankings and, unless
+// --no-degraded, on the lexical-only ones, with progress bars.
+func sweepThresholds(env *cliEnv, tf *tuneFlags, obj tune.Objective, hybrid, lexical []tune.Query) tuned {
 	grid := tune.DefaultGrid()
 	learnedScores := len(hybrid) > 0 && hybrid[0].Answerable != nil
 	if learnedScores {
 		grid = tune.LearnedGrid()
-		if *hardCap {
+		if tf.hardCap {
 			var mts []int
 			for _, mt := range grid.MaxTools {
-				if float64(mt) <= *maxOffered {
+				if float64(mt) <= tf.maxOffered {
 					mts = append(mts, mt)
 				}
 			}
@@ -130,7 +190,7 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 	coldMin, coldOffers := tune.ColdMin(hybrid, res.Chosen.Levels)
 	res.Chosen.Levels.ColdMin = coldMin
 	var deg *tune.Result
-	if !*noDegraded {
+	if !tf.noDegraded {
 		dg := tune.DefaultGrid()
 		bar := newBar(env, len(dg.Min)*len(dg.Relative)*len(dg.MaxTools), "sweeping (lexical only)")
 		r := tune.Sweep(lexical, dg, obj, bar.step)
@@ -138,7 +198,12 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 		r.Chosen.Levels.ColdMin, _ = tune.ColdMin(lexical, r.Chosen.Levels)
 		deg = &r
 	}
+	return tuned{res: res, deg: deg, learned: learnedScores, coldOffers: coldOffers}
+}
 
+// file is the thresholds file of what was chosen for embedderID, tuned by
+// `toolsrv tune args` on the corpora in dirs.
+func (tn tuned) file(embedderID string, args []string, obj tune.Objective, lexicalWeight float64, dirs []string) *thresholds.File {
 	names := make([]string, 0, len(dirs))
 	for _, d := range dirs {
 		names = append(names, filepath.Base(d))
@@ -146,90 +211,100 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 	file := &thresholds.File{
 		Format:   thresholds.Format,
 		Version:  thresholds.Version,
-		Embedder: emb.ID(),
-		Policy:   thresholds.Policy{Levels: res.Chosen.Levels},
-		Scores:   tunedScores(learnedScores),
+		Embedder: embedderID,
+		Policy:   thresholds.Policy{Levels: tn.res.Chosen.Levels},
+		Scores:   tunedScores(tn.learned),
 		Tuning: &thresholds.Tuning{
 			Date:          time.Now().UTC().Truncate(time.Second),
 			Command:       "toolsrv tune " + strings.Join(args, " "),
 			Objective:     obj.String(),
 			Corpora:       names,
-			LexicalWeight: ef.alpha,
-			HeldOut:       res.HeldOut,
+			LexicalWeight: lexicalWeight,
+			HeldOut:       tn.res.HeldOut,
 		},
 	}
-	if deg != nil {
-		l := deg.Chosen.Levels
+	if tn.deg != nil {
+		l := tn.deg.Chosen.Levels
 		file.Policy.Degraded = &l
 	}
-	path := *out
-	if path == "" && !*dry {
-		if path, err = thresholds.DefaultPath(emb.ID()); err != nil {
-			fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
-			return 1
+	return file
+}
+
+// thresholdsPath is the thresholds file to write: --out, else (unless
+// --dry-run) the per-embedder file, in a directory made private.
+func (tf *tuneFlags) thresholdsPath(env *cliEnv, embedderID string) (string, error) {
+	path := tf.out
+	if path == "" && !tf.dry {
+		var err error
+		if path, err = thresholds.DefaultPath(embedderID); err != nil {
+			return "", err
 		}
 		// toolsrv's own directory, as its caches: private, or refused.
 		if err := fileio.PrivateDir(filepath.Dir(path), os.Geteuid(), logger(env)); err != nil {
-			fmt.Fprintf(env.stderr, "toolsrv tune: the thresholds directory: %v (pass --out FILE)\n", err)
-			return 1
+			return "", fmt.Errorf("the thresholds directory: %w (pass --out FILE)", err)
 		}
 	}
-	svg := *plotPath
-	if svg == "" && path != "" {
-		svg = strings.TrimSuffix(path, filepath.Ext(path)) + ".svg"
-	}
-	if !*dry {
+	return path, nil
+}
+
+// write writes the thresholds file (unless --dry-run), the plot and the
+// curves, each where it was asked for.
+func (tf *tuneFlags) write(path, svg string, file *thresholds.File, res tune.Result, title string) error {
+	if !tf.dry {
 		if err := thresholds.WriteFile(path, file); err != nil {
-			fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
-			return 1
+			return err
 		}
 	}
-	title := fmt.Sprintf("toolsrv tune: %s, %d corpora, %d queries (tuning part)", emb.ID(), len(dirs), countTuning(hybrid))
 	if svg != "" {
 		if err := writePlot(svg, res, title); err != nil {
-			fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
-			return 1
+			return err
 		}
 	}
-	if *curves != "" {
-		if err := writeCurves(*curves, res, title); err != nil {
-			fmt.Fprintf(env.stderr, "toolsrv tune: %v\n", err)
-			return 1
+	if tf.curves != "" {
+		if err := writeCurves(tf.curves, res, title); err != nil {
+			return err
 		}
 	}
-	if *jsonOut {
-		type jres struct {
-			File     *thresholds.File              `json:"thresholds"`
-			Path     string                        `json:"path,omitempty"`
-			Plot     string                        `json:"plot,omitempty"`
-			Feasible bool                          `json:"feasible"`
-			Tuning   map[string]thresholds.Figures `json:"tuning"`
-			Degraded map[string]thresholds.Figures `json:"degradedHeldOut,omitempty"`
-		}
-		j := jres{File: file, Feasible: res.Feasible, Tuning: res.Tuning}
-		if !*dry {
-			j.Path, j.Plot = path, svg
-		}
-		if deg != nil {
-			j.Degraded = deg.HeldOut
-		}
-		if err := writeJSON(env.stdout, j); err != nil {
-			return 1
-		}
-		return 0
+	return nil
+}
+
+// printTuneJSON prints the result of a sweep as JSON.
+func printTuneJSON(env *cliEnv, tf *tuneFlags, tn tuned, file *thresholds.File, path, svg string) int {
+	type jres struct {
+		File     *thresholds.File              `json:"thresholds"`
+		Path     string                        `json:"path,omitempty"`
+		Plot     string                        `json:"plot,omitempty"`
+		Feasible bool                          `json:"feasible"`
+		Tuning   map[string]thresholds.Figures `json:"tuning"`
+		Degraded map[string]thresholds.Figures `json:"degradedHeldOut,omitempty"`
 	}
-	w := env.stdout
-	fmt.Fprintf(w, "embedder %s (lexical weight %.2f), %d corpora, %d queries ranked in %v\n", emb.ID(), ef.alpha, len(dirs), len(hybrid), time.Since(start).Round(time.Millisecond))
+	j := jres{File: file, Feasible: tn.res.Feasible, Tuning: tn.res.Tuning}
+	if !tf.dry {
+		j.Path, j.Plot = path, svg
+	}
+	if tn.deg != nil {
+		j.Degraded = tn.deg.HeldOut
+	}
+	if err := writeJSON(env.stdout, j); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// printTuneReport prints the result of a sweep for people, after its
+// first line: the objective, the chosen levels and the figures.
+func printTuneReport(w io.Writer, tf *tuneFlags, tn tuned, obj tune.Objective, split tune.Split, path, svg string) {
+	res, deg := tn.res, tn.deg
 	fmt.Fprintf(w, "objective: %s\n", obj)
 	if !res.Feasible {
 		fmt.Fprintf(w, "NOTE: no setting met both constraints; the fallback objective was used\n")
 	}
 	l := res.Chosen.Levels
 	fmt.Fprintf(w, "\nchosen: min %.2f, coldMin %.2f, relative %.2f, maxTools %d", l.Min, l.ColdMin, l.Relative, l.MaxTools)
-	if learnedScores {
+	if tn.learned {
 		fmt.Fprintf(w, ", minAnswerable %.2f, mass %.2f (learned scores, %s)", l.MinAnswerable, l.Mass, tunedScores(true))
 	}
-	fmt.Fprintf(w, "\ncoldMin: the lowest score at which the offered tools of a fixed %.0f%% of each corpus, treated as cold, are relevant at least half the time (%d such offers on the tuning part)\n", 100*tune.ColdShare, coldOffers)
+	fmt.Fprintf(w, "\ncoldMin: the lowest score at which the offered tools of a fixed %.0f%% of each corpus, treated as cold, are relevant at least half the time (%d such offers on the tuning part)\n", 100*tune.ColdShare, tn.coldOffers)
 	fmt.Fprintf(w, "\nheld-out part (%.0f%% of each corpus), chosen thresholds:\n%s", 100*split.HeldOut, tune.Table(res.HeldOut))
 	fmt.Fprintf(w, "\ntuning part (macro): hit %.3f, recall %.3f, offered %.2f, abstention recall %.3f, precision %.3f, accuracy %.3f\n",
 		res.Chosen.Macro.Hit, res.Chosen.Macro.Recall, res.Chosen.Macro.Offered, res.Chosen.Macro.AbstainRecall, res.Chosen.Macro.AbstainPrecision, res.Chosen.Macro.Accuracy)
@@ -238,13 +313,12 @@ func runTune(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintf(w, "\ndegraded (lexical only): min %.2f, coldMin %.2f, relative %.2f, maxTools %d%s\n", d.Min, d.ColdMin, d.Relative, d.MaxTools, map[bool]string{false: " (fallback objective)", true: ""}[deg.Feasible])
 		fmt.Fprintf(w, "held-out part, lexical-only rankings:\n%s", tune.Table(deg.HeldOut))
 	}
-	if !*dry {
+	if !tf.dry {
 		fmt.Fprintf(w, "\nwrote %s\n", path)
 	}
 	if svg != "" {
 		fmt.Fprintf(w, "plot  %s\n", svg)
 	}
-	return 0
 }
 
 func countTuning(qs []tune.Query) int {
