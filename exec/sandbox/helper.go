@@ -66,65 +66,133 @@ func HelperMain(args []string) int {
 	// The threads the helper needs while the tool runs, started while
 	// the call's process limit still has room for them.
 	holdThreads(heldThreads)
-	status := os.NewFile(StatusFD, "status")
-	var sharedProc string // why the PID namespace kept the host's /proc
-	report := func(st Status) {
-		if status != nil {
-			st.SharedProc = sharedProc
-			json.NewEncoder(status).Encode(st)
-		}
-	}
-	fail := func(err error) int {
-		fmt.Fprintln(os.Stderr, "toolsrv sandbox: "+err.Error())
-		report(Status{Error: err.Error(), Exit: ExitSandbox})
-		return ExitSandbox
-	}
+	h := &helper{status: os.NewFile(StatusFD, "status")}
 	env := os.Environ()
 	if len(args) == 1 && args[0] == PrestartArg {
 		// Prestarted: the call comes on OrderFD.
-		o, ok, err := readOrder(os.NewFile(OrderFD, "order"))
+		var ok bool
+		var err error
+		args, env, ok, err = prestartedCall()
 		if err != nil {
-			return fail(err)
+			return h.fail(err)
 		}
 		if !ok {
 			return 0 // discarded: no call
 		}
-		if o.Dir != "" {
-			if err := os.Chdir(o.Dir); err != nil {
-				return fail(fmt.Errorf("entering the working directory: %w", err))
-			}
-		}
-		args = append([]string{string(o.Policy), "--"}, o.Argv...)
-		env = o.Env
 	}
-	if len(args) < 3 || args[1] != "--" {
-		return fail(errors.New("usage: toolsrv " + HelperArg + " POLICY -- COMMAND [ARGS...] (internal; started by toolsrv itself)"))
-	}
-	var p Policy
-	if err := json.Unmarshal([]byte(args[0]), &p); err != nil {
-		return fail(fmt.Errorf("bad Policy: %w", err))
-	}
-	argv := args[2:]
-	if !filepath.IsAbs(argv[0]) {
-		return fail(fmt.Errorf("command %q is not an absolute path", argv[0]))
-	}
-	if err := checkPolicy(p); err != nil {
-		return fail(err)
+	p, argv, err := parseCall(args)
+	if err != nil {
+		return h.fail(err)
 	}
 	// Whether the helper may take the memory limit on itself, measured
 	// before the sandbox hides /proc from it.
+	selfLimit := mayLimitSelf(p)
+	// Nothing the helper inherited beyond the standard streams and the
+	// status pipe reaches the tool.
+	if err := CloseInherited(StatusFD); err != nil {
+		return h.fail(err)
+	}
+	sup.pidNS = p.PidNS
+	sup.listen()
+	if err := h.isolate(p); err != nil {
+		return h.fail(err)
+	}
+	if err := restrictHelper(p); err != nil {
+		return h.fail(err)
+	}
+	// A call ended before its tool started does not start it.
+	if st, ending := sup.ending(); ending {
+		h.report(st)
+		return 128 + st.Signal
+	}
+	pid, ended, err := launch(p, argv, env, selfLimit)
+	if err != nil {
+		return h.fail(err)
+	}
+	handOverStreams()
+	st := sup.run(pid, ended)
+	h.report(st)
+	if st.Signal != 0 {
+		return 128 + st.Signal
+	}
+	return st.Exit
+}
+
+// helper is what HelperMain reports with: the status pipe, and what the
+// call's setup found out that every Status carries.
+type helper struct {
+	status     *os.File
+	sharedProc string // why the PID namespace kept the host's /proc
+}
+
+// report writes st on the status pipe.
+func (h *helper) report(st Status) {
+	if h.status != nil {
+		st.SharedProc = h.sharedProc
+		json.NewEncoder(h.status).Encode(st)
+	}
+}
+
+// fail reports err on standard error and the status pipe and returns
+// ExitSandbox.
+func (h *helper) fail(err error) int {
+	fmt.Fprintln(os.Stderr, "toolsrv sandbox: "+err.Error())
+	h.report(Status{Error: err.Error(), Exit: ExitSandbox})
+	return ExitSandbox
+}
+
+// prestartedCall reads a prestarted helper's call from OrderFD, enters its
+// working directory, and returns its arguments (POLICY "--" ARGV...) and
+// environment. ok is false when the helper was discarded without a call.
+func prestartedCall() (args, env []string, ok bool, err error) {
+	o, ok, err := readOrder(os.NewFile(OrderFD, "order"))
+	if err != nil || !ok {
+		return nil, nil, ok, err
+	}
+	if o.Dir != "" {
+		if err := os.Chdir(o.Dir); err != nil {
+			return nil, nil, false, fmt.Errorf("entering the working directory: %w", err)
+		}
+	}
+	return append([]string{string(o.Policy), "--"}, o.Argv...), o.Env, true, nil
+}
+
+// parseCall reads the helper's arguments, POLICY "--" ARGV..., and checks
+// them: a Policy checkPolicy accepts and a command given by absolute path.
+func parseCall(args []string) (Policy, []string, error) {
+	if len(args) < 3 || args[1] != "--" {
+		return Policy{}, nil, errors.New("usage: toolsrv " + HelperArg + " POLICY -- COMMAND [ARGS...] (internal; started by toolsrv itself)")
+	}
+	var p Policy
+	if err := json.Unmarshal([]byte(args[0]), &p); err != nil {
+		return Policy{}, nil, fmt.Errorf("bad Policy: %w", err)
+	}
+	argv := args[2:]
+	if !filepath.IsAbs(argv[0]) {
+		return Policy{}, nil, fmt.Errorf("command %q is not an absolute path", argv[0])
+	}
+	if err := checkPolicy(p); err != nil {
+		return Policy{}, nil, err
+	}
+	return p, argv, nil
+}
+
+// mayLimitSelf says whether the helper may take the call's memory limit on
+// itself (see canLimitSelf).
+func mayLimitSelf(p Policy) bool {
 	selfLimit := false
 	if p.Memory > 0 {
 		data, err := dataSize()
 		selfLimit = err == nil && canLimitSelf(data, p.Memory)
 	}
-	// Nothing the helper inherited beyond the standard streams and the
-	// status pipe reaches the tool.
-	if err := CloseInherited(StatusFD); err != nil {
-		return fail(err)
-	}
-	sup.pidNS = p.PidNS
-	sup.listen()
+	return selfLimit
+}
+
+// isolate gives the call its own mounts and, with a PID namespace, its own
+// /proc (recording in h.sharedProc why not, where the kernel refuses), or
+// without one makes the helper the call's subreaper; then it makes the
+// mounts the policy asks for.
+func (h *helper) isolate(p Policy) error {
 	// The call's mount namespace (with its PID namespace, or alone for a
 	// tool that sees the host's processes) is made its own first: every
 	// mount below depends on it.
@@ -144,7 +212,7 @@ func HelperMain(args []string) int {
 			err = mountProc()
 		}
 		if err != nil {
-			sharedProc = err.Error()
+			h.sharedProc = err.Error()
 		} else {
 			// Best effort: what they show is the keys' descriptions only
 			// (the seccomp filter keeps their contents and the keyrings
@@ -154,20 +222,24 @@ func HelperMain(args []string) int {
 		}
 	} else {
 		if err := becomeSubreaper(); err != nil {
-			return fail(fmt.Errorf("becoming the call's subreaper: %w", err))
+			return fmt.Errorf("becoming the call's subreaper: %w", err)
 		}
 	}
-	if err := callMounts(p, mountErr); err != nil {
-		return fail(err)
-	}
+	return callMounts(p, mountErr)
+}
+
+// restrictHelper restricts the helper itself before it starts the tool, in
+// this order: the call's limits, then its capabilities, then its
+// dumpability.
+func restrictHelper(p Policy) error {
 	if err := applyLimits(p); err != nil {
-		return fail(err)
+		return err
 	}
 	// From here on the helper needs no capability: every thread drops
 	// what a tool must not have (all of them in a user namespace).
 	if dropsCapabilities(p) {
 		if err := dropCapabilities(allThreads()); err != nil {
-			return fail(err)
+			return err
 		}
 	}
 	// Nothing of the call may attach to the helper or read or write its
@@ -178,17 +250,14 @@ func HelperMain(args []string) int {
 	// longer write its own /proc/self files (applyLimits' OOM score), and
 	// nothing of the tool runs before launch.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		return fail(fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err))
+		return fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err)
 	}
-	// A call ended before its tool started does not start it.
-	if st, ending := sup.ending(); ending {
-		report(st)
-		return 128 + st.Signal
-	}
-	pid, ended, err := launch(p, argv, env, selfLimit)
-	if err != nil {
-		return fail(err)
-	}
+	return nil
+}
+
+// handOverStreams points the helper's standard streams at /dev/null once
+// the tool started.
+func handOverStreams() {
 	// Only the tool holds the call's standard streams now: the server sees
 	// end of file when the tool and its children close them, and a tool
 	// that never reads its input makes the server's write fail.
@@ -198,10 +267,4 @@ func HelperMain(args []string) int {
 		}
 		null.Close()
 	}
-	st := sup.run(pid, ended)
-	report(st)
-	if st.Signal != 0 {
-		return 128 + st.Signal
-	}
-	return st.Exit
 }
