@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/toolsrv/toolsrv/bench/eval"
+	"github.com/toolsrv/toolsrv/eval"
 	"github.com/toolsrv/toolsrv/thresholds"
 )
 

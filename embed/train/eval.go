@@ -9,9 +9,9 @@ import (
 	"math"
 	"sort"
 
-	"github.com/toolsrv/toolsrv/bench/eval"
 	"github.com/toolsrv/toolsrv/embed"
 	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/eval"
 	"github.com/toolsrv/toolsrv/index"
 	"github.com/toolsrv/toolsrv/registry"
 	"github.com/toolsrv/toolsrv/text"

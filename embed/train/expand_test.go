@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/toolsrv/toolsrv/bench/eval"
 	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/eval"
 	"github.com/toolsrv/toolsrv/registry"
 	"github.com/toolsrv/toolsrv/text"
 )

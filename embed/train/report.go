@@ -5,7 +5,7 @@ import (
 	"io"
 	"sort"
 
-	"github.com/toolsrv/toolsrv/bench/eval"
+	"github.com/toolsrv/toolsrv/eval"
 )
 
 // WriteReport prints, per split, a markdown table of R@1/R@5/R@10/NDCG@10/MRR

@@ -18,7 +18,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/toolsrv/toolsrv/bench/eval"
+	"github.com/toolsrv/toolsrv/eval"
 )
 
 // ToolDef is one tool of a training catalog, as it goes into a .meta file.

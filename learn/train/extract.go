@@ -13,8 +13,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/toolsrv/toolsrv/bench/eval"
 	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/eval"
 	"github.com/toolsrv/toolsrv/index"
 	"github.com/toolsrv/toolsrv/learn"
 	"github.com/toolsrv/toolsrv/registry"

@@ -21,8 +21,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolsrv/toolsrv/bench/eval"
 	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/eval"
 	"github.com/toolsrv/toolsrv/learn"
 	"github.com/toolsrv/toolsrv/learn/train"
 )
