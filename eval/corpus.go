@@ -108,3 +108,20 @@ func LoadCorpus(dir string) (*Corpus, error) {
 	}
 	return c, nil
 }
+
+// LoadCorpora loads every corpus FindCorpora finds in dirs, in its order.
+func LoadCorpora(dirs []string) ([]*Corpus, error) {
+	found, err := FindCorpora(dirs)
+	if err != nil {
+		return nil, err
+	}
+	cs := make([]*Corpus, 0, len(found))
+	for _, d := range found {
+		c, err := LoadCorpus(d)
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, c)
+	}
+	return cs, nil
+}

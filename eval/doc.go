@@ -1,8 +1,8 @@
 // Package eval measures rankings against labelled corpora: it finds and
-// loads corpora (FindCorpora, LoadCorpus), scores rankings
+// loads corpora (FindCorpora, LoadCorpus, LoadCorpora), scores rankings
 // (Score, Measure: Recall@k, NDCG@10, MRR) and offered sets (MeasureOffers),
 // averages per-corpus figures with every corpus weighing the same
-// (Macro, MacroOffers), and splits queries and tools by a fixed hash (Share).
+// (Mean, Macro, MacroOffers), and splits queries and tools by a fixed hash (Share).
 //
 // It is a leaf: it imports nothing of toolsrv, so that the commands that
 // evaluate (toolsrv eval, tune and bench) and the offline trainers (train/)

@@ -94,21 +94,3 @@ func Measure(ctx context.Context, c *Corpus, rank Ranker) (Metrics, error) {
 	sum.R1, sum.R5, sum.R10, sum.NDCG10, sum.MRR = sum.R1/n, sum.R5/n, sum.R10/n, sum.NDCG10/n, sum.MRR/n
 	return sum, nil
 }
-
-// Macro averages per-corpus metrics with equal weight per corpus.
-func Macro(ms []Metrics) Metrics {
-	out := Metrics{Corpus: "macro"}
-	for _, m := range ms {
-		out.R1 += m.R1
-		out.R5 += m.R5
-		out.R10 += m.R10
-		out.NDCG10 += m.NDCG10
-		out.MRR += m.MRR
-		out.Queries += m.Queries
-		out.Degraded += m.Degraded
-	}
-	if n := float64(len(ms)); n > 0 {
-		out.R1, out.R5, out.R10, out.NDCG10, out.MRR = out.R1/n, out.R5/n, out.R10/n, out.NDCG10/n, out.MRR/n
-	}
-	return out
-}

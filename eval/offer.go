@@ -80,38 +80,3 @@ func MeasureOffers(ctx context.Context, c *Corpus, offer Offerer) (OfferMetrics,
 	}
 	return m, nil
 }
-
-// MacroOffers averages offered-set figures with equal weight per corpus
-// (abstention figures over the corpora that have abstain requests).
-func MacroOffers(ms []OfferMetrics) OfferMetrics {
-	out := OfferMetrics{Corpus: "macro"}
-	na, np := 0, 0
-	for _, m := range ms {
-		out.Answerable += m.Answerable
-		out.Abstain += m.Abstain
-		out.NoToolFits += m.NoToolFits
-		out.Hit += m.Hit
-		out.Offered += m.Offered
-		out.Accuracy += m.Accuracy
-		if m.Abstain > 0 {
-			out.AbstainRecall += m.AbstainRecall
-			na++
-		}
-		if m.NoToolFits > 0 {
-			out.AbstainPrecision += m.AbstainPrecision
-			np++
-		}
-	}
-	if n := float64(len(ms)); n > 0 {
-		out.Hit /= n
-		out.Offered /= n
-		out.Accuracy /= n
-	}
-	if na > 0 {
-		out.AbstainRecall /= float64(na)
-	}
-	if np > 0 {
-		out.AbstainPrecision /= float64(np)
-	}
-	return out
-}

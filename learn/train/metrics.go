@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/toolsrv/toolsrv/eval"
 	"github.com/toolsrv/toolsrv/learn"
 )
 
@@ -240,34 +241,29 @@ func (b *BaseRule) Offer(s *Sample) int {
 	return n
 }
 
-// Macro averages figures with equal weight per group.
+// Macro averages figures with equal weight per group (eval.Mean): the
+// "no tool fits" precision over the groups where it is defined (NaN: never
+// said); counts are summed, MaxOfferedQuery is the largest.
 func Macro(name string, fs []Figures) Figures {
 	m := Figures{Group: name}
-	var prN int
 	for _, f := range fs {
 		m.Queries += f.Queries
 		m.Answerable += f.Answerable
 		m.Abstain += f.Abstain
-		m.R1 += f.R1
-		m.R3 += f.R3
-		m.R5 += f.R5
-		m.HR1 += f.HR1
-		m.HR3 += f.HR3
-		m.HR5 += f.HR5
-		m.Hit += f.Hit
-		m.Offered += f.Offered
-		m.AbstainRec += f.AbstainRec
-		m.Accuracy += f.Accuracy
-		if !math.IsNaN(f.AbstainPr) {
-			m.AbstainPr += f.AbstainPr
-			prN++
-		}
 		m.MaxOfferedQuery = max(m.MaxOfferedQuery, f.MaxOfferedQuery)
 	}
-	n := float64(max(1, len(fs)))
-	m.R1, m.R3, m.R5, m.HR1, m.HR3, m.HR5 = m.R1/n, m.R3/n, m.R5/n, m.HR1/n, m.HR3/n, m.HR5/n
-	m.Hit, m.Offered, m.AbstainRec, m.Accuracy = m.Hit/n, m.Offered/n, m.AbstainRec/n, m.Accuracy/n
-	m.AbstainPr /= float64(max(1, prN))
+	mean := func(figure func(*Figures) float64) float64 { return eval.Mean(fs, figure) }
+	m.R1 = mean(func(f *Figures) float64 { return f.R1 })
+	m.R3 = mean(func(f *Figures) float64 { return f.R3 })
+	m.R5 = mean(func(f *Figures) float64 { return f.R5 })
+	m.HR1 = mean(func(f *Figures) float64 { return f.HR1 })
+	m.HR3 = mean(func(f *Figures) float64 { return f.HR3 })
+	m.HR5 = mean(func(f *Figures) float64 { return f.HR5 })
+	m.Hit = mean(func(f *Figures) float64 { return f.Hit })
+	m.Offered = mean(func(f *Figures) float64 { return f.Offered })
+	m.AbstainRec = mean(func(f *Figures) float64 { return f.AbstainRec })
+	m.AbstainPr = mean(func(f *Figures) float64 { return f.AbstainPr })
+	m.Accuracy = mean(func(f *Figures) float64 { return f.Accuracy })
 	return m
 }
 

@@ -71,17 +71,9 @@ func extract(ctx context.Context, args []string) error {
 	}
 	cats := train.TrainingCatalogs(srcs, *maxQ)
 	if *evalDir != "" {
-		dirs, err := eval.FindCorpora([]string{*evalDir})
+		cs, err := eval.LoadCorpora([]string{*evalDir})
 		if err != nil {
 			return err
-		}
-		var cs []*eval.Corpus
-		for _, d := range dirs {
-			c, err := eval.LoadCorpus(d)
-			if err != nil {
-				return err
-			}
-			cs = append(cs, c)
 		}
 		cats = append(cats, train.EvalCatalogs(cs)...)
 	}
@@ -520,17 +512,9 @@ func export(args []string) error {
 		}
 	}
 	if *evalDir != "" {
-		dirs, err := eval.FindCorpora([]string{*evalDir})
+		cs, err := eval.LoadCorpora([]string{*evalDir})
 		if err != nil {
 			return err
-		}
-		var cs []*eval.Corpus
-		for _, d := range dirs {
-			c, err := eval.LoadCorpus(d)
-			if err != nil {
-				return err
-			}
-			cs = append(cs, c)
 		}
 		// eval-drop: all requests; eval-{full,drop}-{dev,test}: the halves
 		// (dev: FNV-32a(id) mod 3 ≠ 0, the "tuning" part of embed/MODEL.md).

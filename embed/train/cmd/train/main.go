@@ -27,6 +27,7 @@ import (
 
 	"github.com/toolsrv/toolsrv/embed/builtin"
 	"github.com/toolsrv/toolsrv/embed/train"
+	"github.com/toolsrv/toolsrv/eval"
 )
 
 func main() {
@@ -225,10 +226,14 @@ func run() int {
 			exps = append(exps, train.Expansion{Variants: true})
 		}
 	}
-	dirs, _ := filepath.Glob(filepath.Join(*evalDir, "*", "queries.jsonl"))
+	dirs, err := eval.FindCorpora([]string{*evalDir})
+	if err != nil {
+		log.Error("corpora", "err", err)
+		return 1
+	}
 	var results []*train.Result
-	for _, q := range dirs {
-		c, err := train.LoadCorpus(ctx, filepath.Dir(q))
+	for _, d := range dirs {
+		c, err := train.LoadCorpus(ctx, d)
 		if err != nil {
 			log.Error("corpus", "err", err)
 			return 1
