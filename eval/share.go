@@ -4,7 +4,7 @@ import "hash/fnv"
 
 // Share is a fixed pseudo-random number in [0,1) for (salt, key): the same
 // on every machine and in every run, for splitting queries and tools into
-// held-out and tuning parts (bench/tune, learn/train) without a stored list.
+// held-out and tuning parts (bench/tune, train/laststep) without a stored list.
 func Share(salt, key string) float64 {
 	h := fnv.New64a()
 	h.Write([]byte(salt))

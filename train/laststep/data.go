@@ -1,9 +1,4 @@
-// Package train fits toolsrv's learned last step (package learn) on request
-// → tool pairs (learn/data: tldr pages, CLINC150, HWU64, Home Assistant
-// intents, cheat sheets), with features computed by the real index over
-// catalogs built from those pairs, and measures it on held-out tools and on
-// labelled corpora in the shared/eval layout.
-package train
+package laststep
 
 import (
 	"bufio"
@@ -110,7 +105,8 @@ func capitalise(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-// LoadSource reads one source folder (learn/data/NAME or shared/train/NAME).
+// LoadSource reads one source folder (root/NAME, root in the layout of
+// train/data).
 // Tool descriptions: tldr and Home Assistant have their own; CLINC150 and
 // HWU64 intents get one made from their label and domain words
 // ("Accept reservations (kitchen and dining)."); cheat sheets get the tldr

@@ -1,4 +1,4 @@
-package train
+package laststep
 
 import (
 	"context"
@@ -475,7 +475,7 @@ func dropCatalog(s *Source, seed string, drop float64, in func(string) bool, max
 	return c
 }
 
-// EvalCatalogs builds, for each corpus of the shared/eval layout, the full
+// EvalCatalogs builds, for each labelled corpus (package eval), the full
 // catalog (every request answerable: ranking figures) and the catalog with
 // a fixed fifth of its tools removed (their requests must get "no tool
 // fits": the offered-set figures).

@@ -1,4 +1,4 @@
-package train
+package laststep
 
 import (
 	"bufio"
@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 )
 
-// ExportCorpus writes a catalog in the shared/eval layout (DIR/tools/*.meta,
+// ExportCorpus writes a catalog as a labelled corpus (DIR/tools/*.meta,
 // DIR/queries.jsonl; a request no tool serves gets "relevant": []) so that
 // toolsrv eval and toolsrv tune can read it. Only the requests keep says
 // yes to are written (nil: all).

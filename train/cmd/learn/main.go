@@ -2,8 +2,12 @@
 // from request → tool data, fits the model (learn/model.json) and reports
 // its figures on held-out tools and on labelled corpora. See learn/MODEL.md.
 //
-//	go run ./learn/cmd/learn extract -data learn/data -eval ../shared/eval -out /tmp/samples.gob
-//	go run ./learn/cmd/learn fit -samples /tmp/samples.gob -out learn/model.json
+//	go run ./train/cmd/learn extract -data train/data -out /tmp/samples.gob
+//	go run ./train/cmd/learn fit -samples /tmp/samples.gob -out learn/model.json
+//	go run ./train/cmd/learn export -data train/data -out /tmp/corpora
+//
+// -eval DIR (extract, export) adds labelled corpora (package eval's layout:
+// DIR/C/tools/*.meta, DIR/C/queries.jsonl), measured on and never trained on.
 package main
 
 import (
@@ -24,7 +28,7 @@ import (
 	"github.com/toolsrv/toolsrv/embed/builtin"
 	"github.com/toolsrv/toolsrv/eval"
 	"github.com/toolsrv/toolsrv/learn"
-	"github.com/toolsrv/toolsrv/learn/train"
+	"github.com/toolsrv/toolsrv/train/laststep"
 )
 
 func main() {
@@ -54,31 +58,31 @@ func main() {
 
 func extract(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("extract", flag.ExitOnError)
-	data := fs.String("data", "learn/data", "request → tool data (learn/data layout)")
-	evalDir := fs.String("eval", "", "labelled corpora (shared/eval layout) to measure on; never trained on")
+	data := fs.String("data", "train/data", "request → tool data (train/data layout)")
+	evalDir := fs.String("eval", "", "a directory of labelled corpora (C/tools/*.meta, C/queries.jsonl) to measure on; never trained on")
 	out := fs.String("out", "/tmp/learn-samples.gob", "samples file")
 	pool := fs.Int("pool", 30, "candidates per request")
 	maxQ := fs.Int("maxq", 3000, "requests per training catalog")
 	only := fs.String("only", "", "comma-separated catalogs prefixes to extract (default all)")
-	more := fs.Bool("more", train.MoreCatalogs, "also the catalogs of other sizes and the mixed catalogs")
+	more := fs.Bool("more", laststep.MoreCatalogs, "also the catalogs of other sizes and the mixed catalogs")
 	toolText := fs.Int("tooltext", 0, "also rank requests made from the texts of this many tools of each catalog, with and without the tool (measured, not shipped)")
 	fs.Parse(args)
-	train.MoreCatalogs = *more
-	train.ToolTextPerCatalog = *toolText
-	srcs, err := train.LoadSources(*data)
+	laststep.MoreCatalogs = *more
+	laststep.ToolTextPerCatalog = *toolText
+	srcs, err := laststep.LoadSources(*data)
 	if err != nil {
 		return err
 	}
-	cats := train.TrainingCatalogs(srcs, *maxQ)
+	cats := laststep.TrainingCatalogs(srcs, *maxQ)
 	if *evalDir != "" {
 		cs, err := eval.LoadCorpora([]string{*evalDir})
 		if err != nil {
 			return err
 		}
-		cats = append(cats, train.EvalCatalogs(cs)...)
+		cats = append(cats, laststep.EvalCatalogs(cs)...)
 	}
 	if *only != "" {
-		var keep []*train.Catalog
+		var keep []*laststep.Catalog
 		for _, c := range cats {
 			for _, p := range strings.Split(*only, ",") {
 				if strings.HasPrefix(c.Name, p) {
@@ -99,7 +103,7 @@ func extract(ctx context.Context, args []string) error {
 	}
 	defer os.RemoveAll(tmp)
 	start := time.Now()
-	samples, err := train.Extract(ctx, emb, cats, *pool, tmp, func(cat string, done, total int) {
+	samples, err := laststep.Extract(ctx, emb, cats, *pool, tmp, func(cat string, done, total int) {
 		fmt.Fprintf(os.Stderr, "\r%-28s %6d/%-6d %v   ", cat, done, total, time.Since(start).Round(time.Second))
 		if done == total {
 			fmt.Fprintln(os.Stderr)
@@ -109,7 +113,7 @@ func extract(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "%d samples from %d catalogs in %v\n", len(samples), len(cats), time.Since(start).Round(time.Second))
-	return train.SaveSamples(*out, samples)
+	return laststep.SaveSamples(*out, samples)
 }
 
 func fit(args []string) error {
@@ -135,7 +139,7 @@ func fit(args []string) error {
 	exclude := fs.String("exclude", "", "comma-separated candidate features to leave out (weight 0)")
 	sources := fs.String("sources", "", "comma-separated training sources (default all)")
 	fs.Parse(args)
-	samples, err := train.LoadSamples(*in)
+	samples, err := laststep.LoadSamples(*in)
 	if err != nil {
 		return err
 	}
@@ -150,13 +154,13 @@ func fit(args []string) error {
 		}
 		return false
 	}
-	var trainS []train.Sample
+	var trainS []laststep.Sample
 	for _, s := range samples {
 		if !s.Eval && !s.Val && !s.Probe && s.ToolText == 0 && srcOK(s.Source) {
 			trainS = append(trainS, s)
 		}
 	}
-	o := train.DefaultFit()
+	o := laststep.DefaultFit()
 	o.L2, o.Iters = *l2, *iters
 	o.Logger = func(it int, loss float64) { fmt.Fprintf(os.Stderr, "iter %d loss %.4f\n", it, loss) }
 	m := &learn.Model{ID: "learn/v1", Embedder: "builtin/v1", Pool: len(samples[0].Cand)}
@@ -166,7 +170,7 @@ func fit(args []string) error {
 	}
 	oc := o
 	oc.L2 = *l2c
-	m.Cand = train.FitCandidate(trainS, oc)
+	m.Cand = laststep.FitCandidate(trainS, oc)
 	// Features are sums over map-ordered words, equal to about 1e-15
 	// between runs: weights rounded to 8 significant digits (before the
 	// next fit uses them) make the model file reproducible.
@@ -179,14 +183,14 @@ func fit(args []string) error {
 		}
 	}
 	if !*keepCatalog {
-		train.AnsExcluded[learn.AnsCatalog] = true
+		laststep.AnsExcluded[learn.AnsCatalog] = true
 	}
-	m.Ans = train.FitAnswerable(m, trainS, o, *negW)
+	m.Ans = laststep.FitAnswerable(m, trainS, o, *negW)
 	roundLinear(&m.Ans)
 	if *trees > 0 {
-		bo := train.DefaultBoost()
+		bo := laststep.DefaultBoost()
 		bo.Trees, bo.Depth, bo.MinLeaf = *trees, *depth, *minLeaf
-		m.AnsTrees = train.FitAnswerableTrees(m, trainS, bo, *negW)
+		m.AnsTrees = laststep.FitAnswerableTrees(m, trainS, bo, *negW)
 	}
 	if *calibrate {
 		probes := probeTexts(samples)
@@ -194,25 +198,25 @@ func fit(args []string) error {
 			return fmt.Errorf("%s has no probe samples: extract them again", *in)
 		}
 		// the probes of the training catalogs, with their requests
-		var calS []train.Sample
+		var calS []laststep.Sample
 		for _, s := range samples {
 			if !s.Eval && srcOK(s.Source) && (s.Probe || !s.Val) {
 				calS = append(calS, s)
 			}
 		}
-		m.Calib = train.FitCalibration(m, calS, probes, o)
+		m.Calib = laststep.FitCalibration(m, calS, probes, o)
 		m.Calib.A, m.Calib.B = round8(m.Calib.A), round8(m.Calib.B)
 		fmt.Printf("calibration: %d probes, answerable = σ(%.3f·logit(u) %+.3f)\n", len(probes), m.Calib.A, m.Calib.B)
 	}
 	printWeights(m)
 
-	scored := train.ScoreAll(m, samples)
+	scored := laststep.ScoreAll(m, samples)
 	if *toolShift != "" {
 		if err := applyToolShift(m, samples, scored, *toolShift); err != nil {
 			return err
 		}
 	}
-	groups := map[string][]train.Scored{}
+	groups := map[string][]laststep.Scored{}
 	for _, s := range scored {
 		if s.Probe || s.ToolText != 0 {
 			continue
@@ -245,29 +249,29 @@ func fit(args []string) error {
 	}
 	best, bestF := chooseDecision(grid, groups, valGroups, *minRec, *minPrec)
 	fmt.Printf("\nchosen on train val: %s  (macro hit %.3f offered %.2f abstRec %.3f abstPr %.3f)\n", best, bestF.Hit, bestF.Offered, bestF.AbstainRec, bestF.AbstainPr)
-	base := &train.BaseRule{Min: 0.27, MaxTools: 8}
-	report := func(prefix string, d train.Decision, b *train.BaseRule) {
-		var fs []train.Figures
+	base := &laststep.BaseRule{Min: 0.27, MaxTools: 8}
+	report := func(prefix string, d laststep.Decision, b *laststep.BaseRule) {
+		var fs []laststep.Figures
 		for _, g := range names {
 			if strings.HasPrefix(g, prefix) {
-				fs = append(fs, train.Measure(g, groups[g], d, b))
+				fs = append(fs, laststep.Measure(g, groups[g], d, b))
 			}
 		}
-		fs = append(fs, train.Macro("macro "+prefix, fs))
-		fmt.Print(train.Table(fs))
+		fs = append(fs, laststep.Macro("macro "+prefix, fs))
+		fmt.Print(laststep.Table(fs))
 	}
 	if *frontier {
 		for _, p := range []string{"train val", "offer dev", "offer test"} {
 			fmt.Printf("\n== frontier %s: one minAnswerable for every catalog (mass 1, max 3)\n", p)
 			for a := 0; a <= 50; a++ {
-				d := train.Decision{MinAnswerable: float64(a) / 50, Mass: 1, MaxTools: 3}
-				var fs []train.Figures
+				d := laststep.Decision{MinAnswerable: float64(a) / 50, Mass: 1, MaxTools: 3}
+				var fs []laststep.Figures
 				for _, g := range names {
 					if strings.HasPrefix(g, p) {
-						fs = append(fs, train.Measure(g, groups[g], d, nil))
+						fs = append(fs, laststep.Measure(g, groups[g], d, nil))
 					}
 				}
-				f := train.Macro("", fs)
+				f := laststep.Macro("", fs)
 				if f.AbstainRec == 0 && a > 0 {
 					continue
 				}
@@ -284,11 +288,11 @@ func fit(args []string) error {
 			if !strings.HasPrefix(g, "offer") && !strings.HasPrefix(g, "train val") {
 				continue
 			}
-			cf := train.Measure(g, groups[g], best, nil)
+			cf := laststep.Measure(g, groups[g], best, nil)
 			bd, bf := best, cf
 			for a := 0; a <= 50; a++ {
-				d := train.Decision{MinAnswerable: float64(a) / 50, Mass: 1, MaxTools: 3}
-				if f := train.Measure(g, groups[g], d, nil); f.Accuracy > bf.Accuracy {
+				d := laststep.Decision{MinAnswerable: float64(a) / 50, Mass: 1, MaxTools: 3}
+				if f := laststep.Measure(g, groups[g], d, nil); f.Accuracy > bf.Accuracy {
 					bd, bf = d, f
 				}
 			}
@@ -335,7 +339,7 @@ func fit(args []string) error {
 	}
 	for _, p := range []string{"train val", "offer dev", "offer test"} {
 		fmt.Printf("\n== %s (baseline: hybrid min 0.27, max 8)\n", p)
-		report(p, train.Decision{}, base)
+		report(p, laststep.Decision{}, base)
 	}
 	if *out != "" {
 		if m.Calib != nil {
@@ -344,7 +348,7 @@ func fit(args []string) error {
 		wb, _ := json.Marshal([]any{m.Pool, m.Cand, m.Ans, m.AnsTrees, m.Calib})
 		sum := sha256.Sum256(wb)
 		m.ID = fmt.Sprintf("learn/v2-%x", sum[:4])
-		tr, _ := json.Marshal(map[string]any{"command": "go run ./learn/cmd/learn fit " + strings.Join(args, " "),
+		tr, _ := json.Marshal(map[string]any{"command": "go run ./train/cmd/learn fit " + strings.Join(args, " "),
 			"decision": best, "requests": len(trainS), "embedder": builtinID()})
 		m.Training = tr
 		b, err := json.MarshalIndent(m, "", " ")
@@ -375,8 +379,8 @@ func printWeights(m *learn.Model) {
 	fmt.Printf("  %-12s %+.3f\n", "bias", m.Ans.B)
 }
 
-func decisionGrid(maxTools int) []train.Decision {
-	var out []train.Decision
+func decisionGrid(maxTools int) []laststep.Decision {
+	var out []laststep.Decision
 	for a := 0; a <= 50; a++ {
 		for _, mass := range []float64{0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1} {
 			for _, rel := range []float64{0, 0.1, 0.2, 0.3, 0.5} {
@@ -384,7 +388,7 @@ func decisionGrid(maxTools int) []train.Decision {
 					if mt > maxTools {
 						continue
 					}
-					out = append(out, train.Decision{MinAnswerable: float64(a) / 50, Mass: mass, Relative: rel, MaxTools: mt})
+					out = append(out, laststep.Decision{MinAnswerable: float64(a) / 50, Mass: mass, Relative: rel, MaxTools: mt})
 				}
 			}
 		}
@@ -395,15 +399,15 @@ func decisionGrid(maxTools int) []train.Decision {
 // chooseDecision maximises the macro hit rate over groups subject to at
 // most 3 tools offered on average in every group, macro abstention recall
 // and precision at least 0.5; ties: fewer tools.
-func chooseDecision(grid []train.Decision, groups map[string][]train.Scored, names []string, minRec, minPrec float64) (train.Decision, train.Figures) {
-	var best train.Decision
-	var bestF train.Figures
+func chooseDecision(grid []laststep.Decision, groups map[string][]laststep.Scored, names []string, minRec, minPrec float64) (laststep.Decision, laststep.Figures) {
+	var best laststep.Decision
+	var bestF laststep.Figures
 	found := false
 	for _, d := range grid {
-		var fs []train.Figures
+		var fs []laststep.Figures
 		ok := true
 		for _, g := range names {
-			f := train.Measure(g, groups[g], d, nil)
+			f := laststep.Measure(g, groups[g], d, nil)
 			if f.Offered > 3 {
 				ok = false
 				break
@@ -413,7 +417,7 @@ func chooseDecision(grid []train.Decision, groups map[string][]train.Scored, nam
 		if !ok {
 			continue
 		}
-		m := train.Macro("", fs)
+		m := laststep.Macro("", fs)
 		if m.AbstainRec < minRec || m.AbstainPr < minPrec {
 			continue
 		}
@@ -442,7 +446,7 @@ func auc(pos, neg []float64) float64 {
 	return s / float64(len(pos)) / float64(len(neg))
 }
 
-func aucReport(m *learn.Model, groups map[string][]train.Scored, names []string) {
+func aucReport(m *learn.Model, groups map[string][]laststep.Scored, names []string) {
 	fmt.Printf("\nanswerability AUC per group: model, then single features\n%-26s %6s", "group", "model")
 	for _, n := range learn.AnsNames {
 		fmt.Printf(" %6.6s", n)
@@ -456,7 +460,7 @@ func aucReport(m *learn.Model, groups map[string][]train.Scored, names []string)
 		fpos := make([][]float64, learn.NumAns)
 		fneg := make([][]float64, learn.NumAns)
 		for _, s := range groups[g] {
-			qf, _, _ := train.AnsFeatures(m, s.Sample)
+			qf, _, _ := laststep.AnsFeatures(m, s.Sample)
 			if s.Answerable {
 				pos = append(pos, s.P)
 			} else {
@@ -486,14 +490,14 @@ func builtinID() string {
 	return e.ID()
 }
 
-// export writes corpora in the shared/eval layout: the training catalogs'
+// export writes labelled corpora (package eval's layout): the training catalogs'
 // held-out requests (what the shipped thresholds are tuned on) and each
 // eval corpus with a fixed fifth of its tools removed (their requests
 // become "relevant": []): what toolsrv eval measures the offered set on.
 func export(args []string) error {
 	fs := flag.NewFlagSet("export", flag.ExitOnError)
-	data := fs.String("data", "learn/data", "request → tool data (learn/data layout)")
-	evalDir := fs.String("eval", "", "labelled corpora (shared/eval layout) to export with a fifth of their tools removed")
+	data := fs.String("data", "train/data", "request → tool data (train/data layout)")
+	evalDir := fs.String("eval", "", "a directory of labelled corpora (C/tools/*.meta, C/queries.jsonl) to export with a fifth of their tools removed")
 	out := fs.String("out", "", "directory to write the corpora into (train/<catalog>, eval-drop/<corpus>)")
 	maxQ := fs.Int("maxq", 3000, "requests per training catalog")
 	offTopic := fs.Bool("offtopic", false, "also export the off-topic requests added to other sources' catalogs (the checking protocol has none: its \"no tool fits\" requests are those of removed tools)")
@@ -501,13 +505,13 @@ func export(args []string) error {
 	if *out == "" {
 		return fmt.Errorf("give -out DIR")
 	}
-	srcs, err := train.LoadSources(*data)
+	srcs, err := laststep.LoadSources(*data)
 	if err != nil {
 		return err
 	}
-	for _, c := range train.TrainingCatalogs(srcs, *maxQ) {
+	for _, c := range laststep.TrainingCatalogs(srcs, *maxQ) {
 		dir := filepath.Join(*out, "train", strings.ReplaceAll(c.Name, "/", "-"))
-		if err := train.ExportCorpus(dir, c, func(q train.LQuery) bool { return q.Val && (*offTopic || !q.OffTopic) }); err != nil {
+		if err := laststep.ExportCorpus(dir, c, func(q laststep.LQuery) bool { return q.Val && (*offTopic || !q.OffTopic) }); err != nil {
 			return err
 		}
 	}
@@ -518,17 +522,17 @@ func export(args []string) error {
 		}
 		// eval-drop: all requests; eval-{full,drop}-{dev,test}: the halves
 		// (dev: FNV-32a(id) mod 3 ≠ 0, the "tuning" part of embed/MODEL.md).
-		for _, c := range train.EvalCatalogs(cs) {
+		for _, c := range laststep.EvalCatalogs(cs) {
 			kind := c.Name[strings.LastIndexByte(c.Name, '/')+1:]
 			if kind == "drop" {
-				if err := train.ExportCorpus(filepath.Join(*out, "eval-drop", c.Source), c, nil); err != nil {
+				if err := laststep.ExportCorpus(filepath.Join(*out, "eval-drop", c.Source), c, nil); err != nil {
 					return err
 				}
 			}
 			for _, half := range []string{"dev", "test"} {
 				test := half == "test"
 				dir := filepath.Join(*out, "eval-"+kind+"-"+half, c.Source)
-				if err := train.ExportCorpus(dir, c, func(q train.LQuery) bool { return q.Val == test }); err != nil {
+				if err := laststep.ExportCorpus(dir, c, func(q laststep.LQuery) bool { return q.Val == test }); err != nil {
 					return err
 				}
 			}
@@ -541,7 +545,7 @@ func export(args []string) error {
 // σ(z − λ·(med_c − prior)): med_c is the median logit of catalog c's
 // requests made from tool texts of variant V (ranked without their tool),
 // prior the mean of med over the training catalogs (learn fit -toolshift).
-func applyToolShift(m *learn.Model, samples []train.Sample, scored []train.Scored, spec string) error {
+func applyToolShift(m *learn.Model, samples []laststep.Sample, scored []laststep.Scored, spec string) error {
 	var v int
 	var lambda float64
 	if _, err := fmt.Sscanf(spec, "%d:%g", &v, &lambda); err != nil {
@@ -552,7 +556,7 @@ func applyToolShift(m *learn.Model, samples []train.Sample, scored []train.Score
 	for i := range samples {
 		s := &samples[i]
 		if s.ToolText == 2 && s.Variant == v {
-			byCat[s.Catalog] = append(byCat[s.Catalog], train.SampleLogit(m, s))
+			byCat[s.Catalog] = append(byCat[s.Catalog], laststep.SampleLogit(m, s))
 			eval[s.Catalog] = s.Eval
 		}
 	}
@@ -576,14 +580,14 @@ func applyToolShift(m *learn.Model, samples []train.Sample, scored []train.Score
 		if s.Probe || s.ToolText != 0 || s.Named || len(s.Cand) == 0 {
 			continue
 		}
-		s.P = learn.Sigmoid(train.SampleLogit(m, s.Sample) - lambda*(med[s.Catalog]-prior))
+		s.P = learn.Sigmoid(laststep.SampleLogit(m, s.Sample) - lambda*(med[s.Catalog]-prior))
 	}
 	return nil
 }
 
 // probeTexts returns the probe requests of the samples, in the order of
 // their IDs ("probe/<i>").
-func probeTexts(samples []train.Sample) []string {
+func probeTexts(samples []laststep.Sample) []string {
 	byID := map[int]string{}
 	for _, s := range samples {
 		if s.Probe {
