@@ -41,7 +41,7 @@ demo: build
 model:
 	apt-get update -qq -o Acquire::Languages=en
 	apt-get install -y -qq wordnet-base dict-foldoc dict-jargon dict-vera manpages-dev >/dev/null
-	$(GO) run ./embed/train/cmd/train -out embed/builtin/model.bin
+	$(GO) run ./train/cmd/embedding -out embed/builtin/model.bin
 
 # Train the learned last step (learn/model.json: candidate and answerability
 # models, the probe requests that calibrate the answerability per catalog) on

@@ -1,9 +1,12 @@
-// Command train builds the built-in embedder's table (embed/builtin/model.bin)
-// from data installed with apt-get, and optionally evaluates it on labelled
-// corpora. See embed/MODEL.md.
+// Command embedding builds the built-in embedder's table
+// (embed/builtin/model.bin) from data installed with apt-get, and optionally
+// evaluates it on labelled corpora. See embed/MODEL.md.
 //
-//	go run ./embed/train/cmd/train -out embed/builtin/model.bin
-//	go run ./embed/train/cmd/train -table embed/builtin/model.bin -eval ../shared/eval
+//	go run ./train/cmd/embedding -out embed/builtin/model.bin
+//	go run ./train/cmd/embedding -table embed/builtin/model.bin -eval DIR
+//
+// DIR is a directory of labelled corpora (DIR/C/tools/*.meta,
+// DIR/C/queries.jsonl; package eval).
 package main
 
 import (
@@ -26,8 +29,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/toolsrv/toolsrv/embed/builtin"
-	"github.com/toolsrv/toolsrv/embed/train"
 	"github.com/toolsrv/toolsrv/eval"
+	"github.com/toolsrv/toolsrv/train/embedding"
 )
 
 func main() {
@@ -35,10 +38,10 @@ func main() {
 }
 
 func run() int {
-	o := train.DefaultOptions()
+	o := embedding.DefaultOptions()
 	out := flag.String("out", "", "write the trained table here (and its SHA-256 to OUT's directory/model.sha256)")
 	table := flag.String("table", "", "evaluate this existing table instead of training")
-	evalDir := flag.String("eval", "", "evaluate on every corpus under this directory (shared/eval layout)")
+	evalDir := flag.String("eval", "", "evaluate on every labelled corpus under this directory (C/tools/*.meta, C/queries.jsonl)")
 	alphas := flag.String("alphas", "0.3,0.4,0.5,0.6", "BM25 weights of the min-max fusions to evaluate")
 	unseen := flag.Float64("unseen", float64(builtin.DefaultOptions().UnseenIDF), "weight of query terms absent from the catalog, relative to the largest IDF")
 	doctf := flag.Bool("doctf", builtin.DefaultOptions().DocTF, "weight document terms by 1+ln(tf)")
@@ -96,7 +99,7 @@ func run() int {
 	o.Log = log
 
 	if *glove != "" {
-		wv, err := train.LoadWinkJSON(*glove)
+		wv, err := embedding.LoadWinkJSON(*glove)
 		if err != nil {
 			log.Error("word vectors", "err", err)
 			return 1
@@ -110,7 +113,7 @@ func run() int {
 			log.Error("-glovetable needs -glove FILE")
 			return 2
 		}
-		tb = train.GloVeTable(o.Pretrained, *gloveOnly)
+		tb = embedding.GloVeTable(o.Pretrained, *gloveOnly)
 		log.Info("pretrained table", "terms", len(tb.Vocab), "dim", tb.Dim)
 	case *table != "":
 		raw, err := os.ReadFile(*table)
@@ -125,9 +128,9 @@ func run() int {
 	case *out != "":
 		o.Train.Progress = progress(o)
 		t0 := time.Now()
-		var st *train.Stats
+		var st *embedding.Stats
 		var err error
-		tb, st, err = train.Build(ctx, o)
+		tb, st, err = embedding.Build(ctx, o)
 		if err != nil {
 			log.Error("training failed", "err", err)
 			return 1
@@ -161,7 +164,7 @@ func run() int {
 			return 1
 		}
 	default:
-		fmt.Fprintln(os.Stderr, "train: give -out FILE to train, or -table FILE -eval DIR to evaluate")
+		fmt.Fprintln(os.Stderr, "embedding: give -out FILE to train, or -table FILE -eval DIR to evaluate")
 		flag.Usage()
 		return 2
 	}
@@ -185,23 +188,23 @@ func run() int {
 		log.Error("table", "err", err)
 		return 1
 	}
-	fusions := map[string]train.Fusion{}
+	fusions := map[string]embedding.Fusion{}
 	for _, a := range strings.Split(*alphas, ",") {
 		var x float64
 		if _, err := fmt.Sscan(a, &x); err == nil {
-			fusions[fmt.Sprintf("hybrid a=%.2f", x)] = train.MinMax(x)
+			fusions[fmt.Sprintf("hybrid a=%.2f", x)] = embedding.MinMax(x)
 		}
 	}
 	for _, a := range strings.Split(*zalphas, ",") {
 		var x float64
 		if _, err := fmt.Sscan(a, &x); err == nil {
-			fusions[fmt.Sprintf("z a=%.2f", x)] = train.ZScore(x)
+			fusions[fmt.Sprintf("z a=%.2f", x)] = embedding.ZScore(x)
 		}
 	}
-	var exps []train.Expansion
+	var exps []embedding.Expansion
 	if *qe != "" {
 		for _, f := range strings.Split(*qe, ",") {
-			var x train.Expansion
+			var x embedding.Expansion
 			parts := strings.Split(f, ":")
 			if len(parts) < 2 || len(parts) > 3 {
 				log.Error("-qe wants K:W[:MINCOS]", "got", f)
@@ -223,7 +226,7 @@ func run() int {
 			exps = append(exps, x)
 		}
 		if *qeStem {
-			exps = append(exps, train.Expansion{Variants: true})
+			exps = append(exps, embedding.Expansion{Variants: true})
 		}
 	}
 	dirs, err := eval.FindCorpora([]string{*evalDir})
@@ -231,14 +234,14 @@ func run() int {
 		log.Error("corpora", "err", err)
 		return 1
 	}
-	var results []*train.Result
+	var results []*embedding.Result
 	for _, d := range dirs {
-		c, err := train.LoadCorpus(ctx, d)
+		c, err := embedding.LoadCorpus(ctx, d)
 		if err != nil {
 			log.Error("corpus", "err", err)
 			return 1
 		}
-		r, err := train.EvaluateExpanded(ctx, c, e, fusions, exps)
+		r, err := embedding.EvaluateExpanded(ctx, c, e, fusions, exps)
 		if err != nil {
 			log.Error("evaluate", "corpus", c.Name, "err", err)
 			return 1
@@ -251,7 +254,7 @@ func run() int {
 					as = append(as, x)
 				}
 			}
-			ri, err := train.EvaluateIndex(ctx, c, e, as)
+			ri, err := embedding.EvaluateIndex(ctx, c, e, as)
 			if err != nil {
 				log.Error("evaluate through the index", "corpus", c.Name, "err", err)
 				return 1
@@ -262,12 +265,12 @@ func run() int {
 		}
 		results = append(results, r)
 	}
-	train.WriteReport(os.Stdout, results, train.ModeNames(results))
+	embedding.WriteReport(os.Stdout, results, embedding.ModeNames(results))
 	return 0
 }
 
 // progress shows a bar on a terminal and a log line every 10% otherwise.
-func progress(o train.Options) func(int, int, float64) {
+func progress(o embedding.Options) func(int, int, float64) {
 	if term.IsTerminal(int(os.Stderr.Fd())) {
 		var bar *progressbar.ProgressBar
 		return func(b, total int, loss float64) {

@@ -1,4 +1,4 @@
-package train
+package embedding
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/toolsrv/toolsrv/text"
 )
 
-// Corpus is one labelled evaluation corpus (the layout of shared/eval): its
+// Corpus is one labelled evaluation corpus (package eval's layout): its
 // tools as the registry loads them and its queries as bench reads them.
 type Corpus struct {
 	Name    string
@@ -59,8 +59,9 @@ func LoadCorpus(ctx context.Context, dir string) (*Corpus, error) {
 	return &Corpus{Name: bc.Name, Catalog: cat, Tools: cat.Tools, Queries: bc.Queries}, nil
 }
 
-// bm25 is the reference BM25 of shared/eval/README.md: k1=1.2, b=0.75 over
-// description+prompt, lowercase [a-z0-9]+ tokens, distinct query terms.
+// bm25 is the reference BM25, the plain baseline the evaluation corpora were
+// published with: k1=1.2, b=0.75 over description+prompt, lowercase
+// [a-z0-9]+ tokens, distinct query terms.
 type bm25 struct {
 	n        int
 	postings map[string][]posting
