@@ -116,52 +116,136 @@ func extract(ctx context.Context, args []string) error {
 	return laststep.SaveSamples(*out, samples)
 }
 
-func fit(args []string) error {
+// fitFlags are learn fit's settings.
+type fitFlags struct {
+	in, out                     string
+	l2, l2c                     float64
+	iters                       int
+	negW, minPrec, minRec       float64
+	frontier, oracle            bool
+	maxTools                    int
+	keepCatalog                 bool
+	trees, depth, minLeaf       int
+	tuneOn                      string
+	calibrate                   bool
+	toolShift, exclude, sources string
+}
+
+func parseFitFlags(args []string) *fitFlags {
+	f := &fitFlags{}
 	fs := flag.NewFlagSet("fit", flag.ExitOnError)
-	in := fs.String("samples", "/tmp/learn-samples.gob", "samples file (learn extract)")
-	out := fs.String("out", "", "model file to write (default: print figures only)")
-	l2 := fs.Float64("l2", 1e-3, "L2 penalty")
-	l2c := fs.Float64("l2cand", 0.1, "L2 penalty of the candidate model (not on the hybrid score)")
-	iters := fs.Int("iters", 400, "Adam iterations")
-	negW := fs.Float64("negweight", 1, "loss weight of unanswerable requests")
-	minPrec := fs.Float64("minprec", 0, "decision objective: macro abstention precision at least this")
-	minRec := fs.Float64("minrec", 0, "decision objective: macro abstention recall at least this")
-	frontier := fs.Bool("frontier", false, "print the macro figures of every minAnswerable (mass 1, max 3) on train val and the eval halves: the trade between hits and \"no tool fits\" of one cut for all catalogs")
-	oracle := fs.Bool("oracle", false, "print each group's best answerability cut-off (an upper bound for a per-catalog cut-off)")
-	maxTools := fs.Int("maxtools", 3, "largest maxTools the decision sweep tries")
-	keepCatalog := fs.Bool("catalog", true, "let the answerability model use the catalog size")
-	trees := fs.Int("trees", 0, "answerability by this many boosted trees (0: logistic regression)")
-	depth := fs.Int("depth", 3, "depth of the boosted trees")
-	minLeaf := fs.Int("minleaf", 100, "fewest requests in a leaf of the boosted trees")
-	tuneOn := fs.String("tuneon", "train val ", "group prefix the decision is chosen on")
-	calibrate := fs.Bool("calibrate", true, "calibrate the answerability per catalog with the probes (learn.Calib)")
-	toolShift := fs.String("toolshift", "", "V:λ — measure, instead of the probes, a per-catalog shift of the answerability logit by λ × (the median logit of the catalog's requests made from tool texts of variant V, ranked without their tool − its mean over the training catalogs); needs extract -tooltext")
-	exclude := fs.String("exclude", "", "comma-separated candidate features to leave out (weight 0)")
-	sources := fs.String("sources", "", "comma-separated training sources (default all)")
+	fs.StringVar(&f.in, "samples", "/tmp/learn-samples.gob", "samples file (learn extract)")
+	fs.StringVar(&f.out, "out", "", "model file to write (default: print figures only)")
+	fs.Float64Var(&f.l2, "l2", 1e-3, "L2 penalty")
+	fs.Float64Var(&f.l2c, "l2cand", 0.1, "L2 penalty of the candidate model (not on the hybrid score)")
+	fs.IntVar(&f.iters, "iters", 400, "Adam iterations")
+	fs.Float64Var(&f.negW, "negweight", 1, "loss weight of unanswerable requests")
+	fs.Float64Var(&f.minPrec, "minprec", 0, "decision objective: macro abstention precision at least this")
+	fs.Float64Var(&f.minRec, "minrec", 0, "decision objective: macro abstention recall at least this")
+	fs.BoolVar(&f.frontier, "frontier", false, "print the macro figures of every minAnswerable (mass 1, max 3) on train val and the eval halves: the trade between hits and \"no tool fits\" of one cut for all catalogs")
+	fs.BoolVar(&f.oracle, "oracle", false, "print each group's best answerability cut-off (an upper bound for a per-catalog cut-off)")
+	fs.IntVar(&f.maxTools, "maxtools", 3, "largest maxTools the decision sweep tries")
+	fs.BoolVar(&f.keepCatalog, "catalog", true, "let the answerability model use the catalog size")
+	fs.IntVar(&f.trees, "trees", 0, "answerability by this many boosted trees (0: logistic regression)")
+	fs.IntVar(&f.depth, "depth", 3, "depth of the boosted trees")
+	fs.IntVar(&f.minLeaf, "minleaf", 100, "fewest requests in a leaf of the boosted trees")
+	fs.StringVar(&f.tuneOn, "tuneon", "train val ", "group prefix the decision is chosen on")
+	fs.BoolVar(&f.calibrate, "calibrate", true, "calibrate the answerability per catalog with the probes (learn.Calib)")
+	fs.StringVar(&f.toolShift, "toolshift", "", "V:λ — measure, instead of the probes, a per-catalog shift of the answerability logit by λ × (the median logit of the catalog's requests made from tool texts of variant V, ranked without their tool − its mean over the training catalogs); needs extract -tooltext")
+	fs.StringVar(&f.exclude, "exclude", "", "comma-separated candidate features to leave out (weight 0)")
+	fs.StringVar(&f.sources, "sources", "", "comma-separated training sources (default all)")
 	fs.Parse(args)
-	samples, err := laststep.LoadSamples(*in)
+	return f
+}
+
+// srcOK says whether source s is one of -sources (all without it).
+func (f *fitFlags) srcOK(s string) bool {
+	if f.sources == "" {
+		return true
+	}
+	for _, x := range strings.Split(f.sources, ",") {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// fit fits the model on the samples of the training catalogs' requests
+// that are not held out, chooses the decision rule on the held-out ones,
+// prints the figures of every group and writes the model file.
+func fit(args []string) error {
+	f := parseFitFlags(args)
+	samples, err := laststep.LoadSamples(f.in)
 	if err != nil {
 		return err
 	}
-	srcOK := func(s string) bool {
-		if *sources == "" {
-			return true
-		}
-		for _, x := range strings.Split(*sources, ",") {
-			if x == s {
-				return true
-			}
-		}
-		return false
-	}
 	var trainS []laststep.Sample
 	for _, s := range samples {
-		if !s.Eval && !s.Val && !s.Probe && s.ToolText == 0 && srcOK(s.Source) {
+		if !s.Eval && !s.Val && !s.Probe && s.ToolText == 0 && f.srcOK(s.Source) {
 			trainS = append(trainS, s)
 		}
 	}
+	m, err := fitModel(f, samples, trainS)
+	if err != nil {
+		return err
+	}
+	printWeights(m)
+
+	scored := laststep.ScoreAll(m, samples)
+	if f.toolShift != "" {
+		if err := applyToolShift(m, samples, scored, f.toolShift); err != nil {
+			return err
+		}
+	}
+	groups, names := groupScored(scored)
+	aucReport(m, groups, names)
+	// the decision rule: swept on the training sources' held-out tools
+	var valGroups []string
+	for _, g := range names {
+		if strings.HasPrefix(g, f.tuneOn) {
+			valGroups = append(valGroups, g)
+		}
+	}
+	best, bestF := chooseDecision(decisionGrid(f.maxTools), groups, valGroups, f.minRec, f.minPrec)
+	fmt.Printf("\nchosen on train val: %s  (macro hit %.3f offered %.2f abstRec %.3f abstPr %.3f)\n", best, bestF.Hit, bestF.Offered, bestF.AbstainRec, bestF.AbstainPr)
+	if f.frontier {
+		printFrontier(groups, names)
+	}
+	if f.oracle {
+		printOracle(groups, names, best)
+	}
+	report := func(prefix string, d laststep.Decision, b *laststep.BaseRule) {
+		var fs []laststep.Figures
+		for _, g := range names {
+			if strings.HasPrefix(g, prefix) {
+				fs = append(fs, laststep.Measure(g, groups[g], d, b))
+			}
+		}
+		fs = append(fs, laststep.Macro("macro "+prefix, fs))
+		fmt.Print(laststep.Table(fs))
+	}
+	for _, p := range []string{"train fit", "train val", "rank dev", "rank test", "offer dev", "offer test"} {
+		fmt.Printf("\n== %s (learned decision)\n", p)
+		report(p, best, nil)
+	}
+	base := &laststep.BaseRule{Min: 0.27, MaxTools: 8}
+	for _, p := range []string{"train val", "offer dev", "offer test"} {
+		fmt.Printf("\n== %s (baseline: hybrid min 0.27, max 8)\n", p)
+		report(p, laststep.Decision{}, base)
+	}
+	if f.out == "" {
+		return nil
+	}
+	return writeModel(f.out, m, args, best, len(trainS))
+}
+
+// fitModel fits the candidate model and the answerability (a logistic
+// regression, or boosted trees with -trees) on trainS, and the
+// per-catalog calibration on the probes of samples.
+func fitModel(f *fitFlags, samples, trainS []laststep.Sample) (*learn.Model, error) {
 	o := laststep.DefaultFit()
-	o.L2, o.Iters = *l2, *iters
+	o.L2, o.Iters = f.l2, f.iters
 	o.Logger = func(it int, loss float64) { fmt.Fprintf(os.Stderr, "iter %d loss %.4f\n", it, loss) }
 	m := &learn.Model{ID: "learn/v1", Embedder: "builtin/v1", Pool: len(samples[0].Cand)}
 
@@ -169,38 +253,38 @@ func fit(args []string) error {
 		m.Pool = max(m.Pool, len(s.Cand))
 	}
 	oc := o
-	oc.L2 = *l2c
+	oc.L2 = f.l2c
 	m.Cand = laststep.FitCandidate(trainS, oc)
 	// Features are sums over map-ordered words, equal to about 1e-15
 	// between runs: weights rounded to 8 significant digits (before the
 	// next fit uses them) make the model file reproducible.
 	roundLinear(&m.Cand)
-	for _, x := range strings.Split(*exclude, ",") {
+	for _, x := range strings.Split(f.exclude, ",") {
 		for i, n := range learn.CandNames {
 			if n == x {
 				m.Cand.W[i] = 0
 			}
 		}
 	}
-	if !*keepCatalog {
+	if !f.keepCatalog {
 		laststep.AnsExcluded[learn.AnsCatalog] = true
 	}
-	m.Ans = laststep.FitAnswerable(m, trainS, o, *negW)
+	m.Ans = laststep.FitAnswerable(m, trainS, o, f.negW)
 	roundLinear(&m.Ans)
-	if *trees > 0 {
+	if f.trees > 0 {
 		bo := laststep.DefaultBoost()
-		bo.Trees, bo.Depth, bo.MinLeaf = *trees, *depth, *minLeaf
-		m.AnsTrees = laststep.FitAnswerableTrees(m, trainS, bo, *negW)
+		bo.Trees, bo.Depth, bo.MinLeaf = f.trees, f.depth, f.minLeaf
+		m.AnsTrees = laststep.FitAnswerableTrees(m, trainS, bo, f.negW)
 	}
-	if *calibrate {
+	if f.calibrate {
 		probes := probeTexts(samples)
 		if len(probes) == 0 {
-			return fmt.Errorf("%s has no probe samples: extract them again", *in)
+			return nil, fmt.Errorf("%s has no probe samples: extract them again", f.in)
 		}
 		// the probes of the training catalogs, with their requests
 		var calS []laststep.Sample
 		for _, s := range samples {
-			if !s.Eval && srcOK(s.Source) && (s.Probe || !s.Val) {
+			if !s.Eval && f.srcOK(s.Source) && (s.Probe || !s.Val) {
 				calS = append(calS, s)
 			}
 		}
@@ -208,15 +292,15 @@ func fit(args []string) error {
 		m.Calib.A, m.Calib.B = round8(m.Calib.A), round8(m.Calib.B)
 		fmt.Printf("calibration: %d probes, answerable = σ(%.3f·logit(u) %+.3f)\n", len(probes), m.Calib.A, m.Calib.B)
 	}
-	printWeights(m)
+	return m, nil
+}
 
-	scored := laststep.ScoreAll(m, samples)
-	if *toolShift != "" {
-		if err := applyToolShift(m, samples, scored, *toolShift); err != nil {
-			return err
-		}
-	}
-	groups := map[string][]laststep.Scored{}
+// groupScored sorts the scored requests (probes and tool-text requests
+// aside) into the report's groups: "train fit|val SOURCE" for the training
+// catalogs, "rank|offer dev|test CORPUS" for the eval corpora whole and
+// with a fifth removed. names are the groups, sorted.
+func groupScored(scored []laststep.Scored) (groups map[string][]laststep.Scored, names []string) {
+	groups = map[string][]laststep.Scored{}
 	for _, s := range scored {
 		if s.Probe || s.ToolText != 0 {
 			continue
@@ -232,132 +316,113 @@ func fit(args []string) error {
 		}
 		groups[g] = append(groups[g], s)
 	}
-	names := make([]string, 0, len(groups))
+	names = make([]string, 0, len(groups))
 	for g := range groups {
 		names = append(names, g)
 	}
 	sort.Strings(names)
+	return groups, names
+}
 
-	aucReport(m, groups, names)
-	// the decision rule: swept on the training sources' held-out tools
-	grid := decisionGrid(*maxTools)
-	var valGroups []string
-	for _, g := range names {
-		if strings.HasPrefix(g, *tuneOn) {
-			valGroups = append(valGroups, g)
-		}
-	}
-	best, bestF := chooseDecision(grid, groups, valGroups, *minRec, *minPrec)
-	fmt.Printf("\nchosen on train val: %s  (macro hit %.3f offered %.2f abstRec %.3f abstPr %.3f)\n", best, bestF.Hit, bestF.Offered, bestF.AbstainRec, bestF.AbstainPr)
-	base := &laststep.BaseRule{Min: 0.27, MaxTools: 8}
-	report := func(prefix string, d laststep.Decision, b *laststep.BaseRule) {
-		var fs []laststep.Figures
-		for _, g := range names {
-			if strings.HasPrefix(g, prefix) {
-				fs = append(fs, laststep.Measure(g, groups[g], d, b))
-			}
-		}
-		fs = append(fs, laststep.Macro("macro "+prefix, fs))
-		fmt.Print(laststep.Table(fs))
-	}
-	if *frontier {
-		for _, p := range []string{"train val", "offer dev", "offer test"} {
-			fmt.Printf("\n== frontier %s: one minAnswerable for every catalog (mass 1, max 3)\n", p)
-			for a := 0; a <= 50; a++ {
-				d := laststep.Decision{MinAnswerable: float64(a) / 50, Mass: 1, MaxTools: 3}
-				var fs []laststep.Figures
-				for _, g := range names {
-					if strings.HasPrefix(g, p) {
-						fs = append(fs, laststep.Measure(g, groups[g], d, nil))
-					}
-				}
-				f := laststep.Macro("", fs)
-				if f.AbstainRec == 0 && a > 0 {
-					continue
-				}
-				fmt.Printf("frontier %-10s minAns %.2f hit %.3f offered %.2f ntf %.3f/%.3f acc %.3f\n", p, d.MinAnswerable, f.Hit, f.Offered, f.AbstainRec, f.AbstainPr, f.Accuracy)
-				if f.AbstainRec > 0.95 {
-					break
-				}
-			}
-		}
-	}
-	if *oracle {
-		// per group, the best minAnswerable (mass 1, max 3) against the chosen one
-		for _, g := range names {
-			if !strings.HasPrefix(g, "offer") && !strings.HasPrefix(g, "train val") {
-				continue
-			}
-			cf := laststep.Measure(g, groups[g], best, nil)
-			bd, bf := best, cf
-			for a := 0; a <= 50; a++ {
-				d := laststep.Decision{MinAnswerable: float64(a) / 50, Mass: 1, MaxTools: 3}
-				if f := laststep.Measure(g, groups[g], d, nil); f.Accuracy > bf.Accuracy {
-					bd, bf = d, f
-				}
-			}
-			fmt.Printf("oracle %-26s chosen acc %.3f hit %.3f | best minAns %.2f acc %.3f hit %.3f ntf %.3f/%.3f\n", g, cf.Accuracy, cf.Hit, bd.MinAnswerable, bf.Accuracy, bf.Hit, bf.AbstainRec, bf.AbstainPr)
-		}
-		// The best "no tool fits" precision a cut on the answerability can
-		// reach in each group at a given recall (the cut chosen per group,
-		// with the labels): an upper bound for any threshold.
-		fmt.Println()
-		for _, g := range names {
-			if !strings.HasPrefix(g, "offer") && !strings.HasPrefix(g, "train val") {
-				continue
-			}
-			var neg []float64
-			for _, s := range groups[g] {
-				if !s.Answerable && !s.Named {
-					neg = append(neg, s.P)
-				}
-			}
-			if len(neg) == 0 {
-				continue
-			}
-			sort.Float64s(neg)
-			fmt.Printf("ntf bound %-26s %4d removed", g, len(neg))
-			for _, r := range []float64{0.3, 0.5} {
-				cut := neg[int(math.Ceil(r*float64(len(neg))))-1]
-				var said, right float64
-				for _, s := range groups[g] {
-					if !s.Named && s.P <= cut {
-						said++
-						if !s.Answerable {
-							right++
-						}
-					}
-				}
-				fmt.Printf(" | recall %.1f: precision %.3f", r, right/said)
-			}
-			fmt.Println()
-		}
-	}
-	for _, p := range []string{"train fit", "train val", "rank dev", "rank test", "offer dev", "offer test"} {
-		fmt.Printf("\n== %s (learned decision)\n", p)
-		report(p, best, nil)
-	}
+// printFrontier prints, for train val and the eval halves, the macro
+// figures of one minAnswerable for every catalog (learn fit -frontier).
+func printFrontier(groups map[string][]laststep.Scored, names []string) {
 	for _, p := range []string{"train val", "offer dev", "offer test"} {
-		fmt.Printf("\n== %s (baseline: hybrid min 0.27, max 8)\n", p)
-		report(p, laststep.Decision{}, base)
-	}
-	if *out != "" {
-		if m.Calib != nil {
-			m.Calib.A, m.Calib.B = round8(m.Calib.A), round8(m.Calib.B)
+		fmt.Printf("\n== frontier %s: one minAnswerable for every catalog (mass 1, max 3)\n", p)
+		for a := 0; a <= 50; a++ {
+			d := laststep.Decision{MinAnswerable: float64(a) / 50, Mass: 1, MaxTools: 3}
+			var fs []laststep.Figures
+			for _, g := range names {
+				if strings.HasPrefix(g, p) {
+					fs = append(fs, laststep.Measure(g, groups[g], d, nil))
+				}
+			}
+			f := laststep.Macro("", fs)
+			if f.AbstainRec == 0 && a > 0 {
+				continue
+			}
+			fmt.Printf("frontier %-10s minAns %.2f hit %.3f offered %.2f ntf %.3f/%.3f acc %.3f\n", p, d.MinAnswerable, f.Hit, f.Offered, f.AbstainRec, f.AbstainPr, f.Accuracy)
+			if f.AbstainRec > 0.95 {
+				break
+			}
 		}
-		wb, _ := json.Marshal([]any{m.Pool, m.Cand, m.Ans, m.AnsTrees, m.Calib})
-		sum := sha256.Sum256(wb)
-		m.ID = fmt.Sprintf("learn/v2-%x", sum[:4])
-		tr, _ := json.Marshal(map[string]any{"command": "go run ./train/cmd/learn fit " + strings.Join(args, " "),
-			"decision": best, "requests": len(trainS), "embedder": builtinID()})
-		m.Training = tr
-		b, err := json.MarshalIndent(m, "", " ")
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(*out, append(b, '\n'), 0o644)
 	}
-	return nil
+}
+
+// printOracle prints each group's best answerability cut-off against the
+// chosen decision, and the best "no tool fits" precision any cut reaches
+// at a given recall (learn fit -oracle): upper bounds, chosen with the
+// labels.
+func printOracle(groups map[string][]laststep.Scored, names []string, best laststep.Decision) {
+	// per group, the best minAnswerable (mass 1, max 3) against the chosen one
+	for _, g := range names {
+		if !strings.HasPrefix(g, "offer") && !strings.HasPrefix(g, "train val") {
+			continue
+		}
+		cf := laststep.Measure(g, groups[g], best, nil)
+		bd, bf := best, cf
+		for a := 0; a <= 50; a++ {
+			d := laststep.Decision{MinAnswerable: float64(a) / 50, Mass: 1, MaxTools: 3}
+			if f := laststep.Measure(g, groups[g], d, nil); f.Accuracy > bf.Accuracy {
+				bd, bf = d, f
+			}
+		}
+		fmt.Printf("oracle %-26s chosen acc %.3f hit %.3f | best minAns %.2f acc %.3f hit %.3f ntf %.3f/%.3f\n", g, cf.Accuracy, cf.Hit, bd.MinAnswerable, bf.Accuracy, bf.Hit, bf.AbstainRec, bf.AbstainPr)
+	}
+	// The best "no tool fits" precision a cut on the answerability can
+	// reach in each group at a given recall (the cut chosen per group,
+	// with the labels): an upper bound for any threshold.
+	fmt.Println()
+	for _, g := range names {
+		if !strings.HasPrefix(g, "offer") && !strings.HasPrefix(g, "train val") {
+			continue
+		}
+		var neg []float64
+		for _, s := range groups[g] {
+			if !s.Answerable && !s.Named {
+				neg = append(neg, s.P)
+			}
+		}
+		if len(neg) == 0 {
+			continue
+		}
+		sort.Float64s(neg)
+		fmt.Printf("ntf bound %-26s %4d removed", g, len(neg))
+		for _, r := range []float64{0.3, 0.5} {
+			cut := neg[int(math.Ceil(r*float64(len(neg))))-1]
+			var said, right float64
+			for _, s := range groups[g] {
+				if !s.Named && s.P <= cut {
+					said++
+					if !s.Answerable {
+						right++
+					}
+				}
+			}
+			fmt.Printf(" | recall %.1f: precision %.3f", r, right/said)
+		}
+		fmt.Println()
+	}
+}
+
+// writeModel writes m, its ID a digest of its weights and calibration,
+// with a note of how it was made (the command, the decision chosen, the
+// number of training requests, the embedder).
+func writeModel(path string, m *learn.Model, args []string, best laststep.Decision, requests int) error {
+	if m.Calib != nil {
+		m.Calib.A, m.Calib.B = round8(m.Calib.A), round8(m.Calib.B)
+	}
+	wb, _ := json.Marshal([]any{m.Pool, m.Cand, m.Ans, m.AnsTrees, m.Calib})
+	sum := sha256.Sum256(wb)
+	m.ID = fmt.Sprintf("learn/v2-%x", sum[:4])
+	tr, _ := json.Marshal(map[string]any{"command": "go run ./train/cmd/learn fit " + strings.Join(args, " "),
+		"decision": best, "requests": requests, "embedder": builtinID()})
+	m.Training = tr
+	b, err := json.MarshalIndent(m, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 func split(b bool, t, f string) string {
