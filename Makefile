@@ -41,19 +41,19 @@ demo: build
 model:
 	apt-get update -qq -o Acquire::Languages=en
 	apt-get install -y -qq wordnet-base dict-foldoc dict-jargon dict-vera manpages-dev >/dev/null
-	$(GO) run ./embed/train/cmd/train -out embed/builtin/model.bin
+	$(GO) run ./train/cmd/embedding -out embed/builtin/model.bin
 
 # Train the learned last step (learn/model.json: candidate and answerability
 # models, the probe requests that calibrate the answerability per catalog) on
-# the request → tool data in learn/data, then re-tune the shipped thresholds
+# the request → tool data in train/data, then re-tune the shipped thresholds
 # on the training catalogs' held-out requests; see learn/MODEL.md. About a
 # minute; the model file is deterministic.
 LEARN_TMP ?= /tmp/toolsrv-learn
 learn:
 	rm -rf $(LEARN_TMP) && mkdir -p $(LEARN_TMP)
-	$(GO) run ./learn/cmd/learn extract -data learn/data -out $(LEARN_TMP)/samples.gob
-	$(GO) run ./learn/cmd/learn fit -samples $(LEARN_TMP)/samples.gob -out learn/model.json
-	$(GO) run ./learn/cmd/learn export -data learn/data -out $(LEARN_TMP)/corpora
+	$(GO) run ./train/cmd/learn extract -data train/data -out $(LEARN_TMP)/samples.gob
+	$(GO) run ./train/cmd/learn fit -samples $(LEARN_TMP)/samples.gob -out learn/model.json
+	$(GO) run ./train/cmd/learn export -data train/data -out $(LEARN_TMP)/corpora
 	$(GO) run ./cmd/toolsrv tune --corpus $(LEARN_TMP)/corpora/train --abstain 0 --tolerance 0.005 \
 		--out thresholds/defaults/builtin_v1-abbe22c2.json --plot bench/tune-builtin.svg --curves $(LEARN_TMP)/curves.json
 	$(GO) run ./bench/cmd/tuneplot $(LEARN_TMP)/curves.json bench/tune-builtin.png

@@ -17,9 +17,9 @@ import (
 
 	chromem "github.com/philippgille/chromem-go"
 
-	"github.com/toolsrv/toolsrv/bench/eval"
 	"github.com/toolsrv/toolsrv/embed"
 	"github.com/toolsrv/toolsrv/engine"
+	"github.com/toolsrv/toolsrv/eval"
 	"github.com/toolsrv/toolsrv/index"
 	"github.com/toolsrv/toolsrv/registry"
 )

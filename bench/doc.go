@@ -1,13 +1,11 @@
-// Package bench measures toolsrv: ranking quality on labelled corpora
-// (FindCorpora, LoadCorpus, EvalCorpus, MacroAverage), threshold sweeps
-// (Sweep, for toolsrv tune) and, in its bench files, index and query speed.
+// Package bench is `toolsrv bench`: index build and rank latency over
+// synthetic catalogs of several sizes made from the tools of labelled
+// corpora (Run, Config), live updates of .meta files, and the report
+// (Report.Markdown, Report.Checks) that bench/RESULTS.md keeps.
 //
-// A corpus is a directory C with C/tools/*.meta and C/queries.jsonl, one
-// labelled request per line: {"id","query","relevant":[tool names]}; an
-// empty list ("relevant": []) marks a request no tool serves, which counts
-// only in the offered-set figures (EvalOffers: hit, tools offered, "no tool
-// fits" recall and precision, accuracy).
-// Metrics follow the usual definitions with binary relevance: Recall@k =
-// |relevant ∩ top k| / |relevant|, NDCG@10 with gains 1, MRR over the whole
-// ranking (reciprocal rank of the first relevant tool, 0 if none).
+// Its subpackages: tune, the threshold sweep of `toolsrv tune`; plot, the
+// PNG pictures of a sweep (gonum/plot, kept out of the toolsrv binary).
+// Corpora and ranking metrics are package eval's. bench/cmd holds small
+// commands for people (the pictures in bench/, the built-in table's cosine
+// of two texts) and bench/scripts the scripts RESULTS.md runs.
 package bench

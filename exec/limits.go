@@ -47,7 +47,7 @@ func (c *capBuffer) bytes() ([]byte, bool, int64) {
 // waiting exclusive call is not starved by a stream of parallel ones.)
 const agentWeight = 1 << 30
 
-// gates implements the concurrency classes (SPEC §1):
+// gates implements the tools' concurrency classes (registry.Concurrency):
 //   - parallel: no limit of its own;
 //   - serial: one call of this tool at a time (across all sessions);
 //   - exclusive: no other call of the same agent (session + agent) runs

@@ -123,7 +123,7 @@ func (d document) appendText(b []byte) []byte {
 // EmbedText is the text the index embeds for a tool: its name's words, the
 // description, the keywords, the argument names and descriptions, and the
 // start of the prompt (maxPromptChars bytes). The offline training harness
-// (embed/train) measures embedders on exactly this text.
+// (train/embedding) measures embedders on exactly this text.
 func EmbedText(t *registry.Tool) string {
 	return string(appendEmbedText(nil, strings.Join(tokensRaw(t.Name), " "), t.Description, strings.Join(t.Keywords, ", "), argText(t.Args), t.Prompt))
 }

@@ -215,10 +215,43 @@ var markPool = sync.Pool{New: func() any { return new([]int16) }}
 func (v *view) poolFeatures(lexQ map[string]float64, qvec []float32, pool []Hit, tw []float32, tv [][]float32) poolSet {
 	n := len(pool)
 	fs := poolSet{cand: make([][learn.NumCand]float64, n)}
+	qts, inv := v.queryWords(lexQ, &fs.query)
+	slots := make([]int, n)
+	for i, h := range pool {
+		slots[i] = v.byName[h.Name]
+	}
+	v.coverAll(fs.cand, slots, qts, inv)
+	cos, bg, mean, sd := v.poolCosines(qvec, slots)
+	if len(tv) > 0 && v.nvec > 0 {
+		v.termFeatures(fs.cand, slots, tw, tv)
+	}
+	lexRank := rankOrder(pool, func(h Hit) float64 { return h.Lexical })
+	denseRank := rankOrder(pool, func(h Hit) float64 { return h.Dense })
+	for i, h := range pool {
+		f := &fs.cand[i]
+		f[learn.CandScore] = h.Score
+		f[learn.CandLexical] = h.Lexical
+		f[learn.CandDense] = h.Dense
+		f[learn.CandCosBg] = cos[i] - bg
+		f[learn.CandZPool] = (cos[i] - mean) / sd
+		v.fieldFeatures(f, slots[i], qts, inv)
+		f[learn.CandRank] = math.Log2(float64(i + 1))
+		if i+1 < n {
+			f[learn.CandMarginNext] = h.Score - pool[i+1].Score
+		}
+		f[learn.CandGapTop] = pool[0].Score - h.Score
+		f[learn.CandLexRank] = math.Log2(float64(lexRank[i] + 1))
+		f[learn.CandDenseRank] = math.Log2(float64(denseRank[i] + 1))
+	}
+	return fs
+}
 
-	// The query's words: weight = query weight × IDF; the rarest word the
-	// catalog knows is the one with the highest IDF among those some tool has.
-	qts := make([]queryTerm, 0, len(lexQ))
+// queryWords returns the query's words, weight = query weight × IDF, the
+// rarest word the catalog knows (the highest IDF among those some tool
+// has) marked, and inv, 1 / their total weight (0 without words); it sets
+// the query's own features in q (AnsUnknown, AnsTerms, AnsCatalog).
+func (v *view) queryWords(lexQ map[string]float64, q *[learn.NumAns]float64) (qts []queryTerm, inv float64) {
+	qts = make([]queryTerm, 0, len(lexQ))
 	var total, unknown float64
 	rareIdx, rareIDF := -1, -1.0
 	keys := make([]string, 0, len(lexQ))
@@ -251,21 +284,19 @@ func (v *view) poolFeatures(lexQ map[string]float64, qvec []float32, pool []Hit,
 	if rareIdx >= 0 {
 		qts[rareIdx].rare = true
 	}
-	inv := 0.0
 	if total > 0 {
 		inv = 1 / total
-		fs.query[learn.AnsUnknown] = unknown / total
+		q[learn.AnsUnknown] = unknown / total
 	}
-	fs.query[learn.AnsTerms] = math.Log1p(float64(len(qts)))
-	fs.query[learn.AnsCatalog] = math.Log10(float64(max(1, len(v.byName))))
+	q[learn.AnsTerms] = math.Log1p(float64(len(qts)))
+	q[learn.AnsCatalog] = math.Log10(float64(max(1, len(v.byName))))
+	return qts, inv
+}
 
-	slots := make([]int, n)
-	for i, h := range pool {
-		slots[i] = v.byName[h.Name]
-	}
-
-	// Coverage anywhere in the document: walk the postings of the query's
-	// words, marking the pool's slots.
+// coverAll sets each candidate's coverage anywhere in the document
+// (CandCovAll) and whether it has the rarest word (CandRare): it walks the
+// postings of the query's words, marking the pool's slots.
+func (v *view) coverAll(cand [][learn.NumCand]float64, slots []int, qts []queryTerm, inv float64) {
 	mp := markPool.Get().(*[]int16)
 	mark := growZero(*mp, len(v.slots)) // zero outside the pool: reset after use
 	for i, s := range slots {
@@ -277,7 +308,7 @@ func (v *view) poolFeatures(lexQ map[string]float64, qvec []float32, pool []Hit,
 		}
 		for _, p := range v.lex.postings[qt.id] {
 			if k := mark[p.slot]; k > 0 {
-				f := &fs.cand[k-1]
+				f := &cand[k-1]
 				f[learn.CandCovAll] += qt.w * inv
 				if qt.rare {
 					f[learn.CandRare] = 1
@@ -290,12 +321,16 @@ func (v *view) poolFeatures(lexQ map[string]float64, qvec []float32, pool []Hit,
 	}
 	*mp = mark
 	markPool.Put(mp)
+}
 
-	// Dense: the exact cosine, its margin over the background, its
-	// standing within the pool.
-	bg, _ := v.background(qvec)
-	cos := make([]float64, n)
-	var mean float64
+// poolCosines returns the candidates' exact cosines with the query (the
+// background for a tool without a vector), the background (the query's
+// mean cosine over the catalog), and the cosines' mean and standard
+// deviation (at least 1e-3) within the pool.
+func (v *view) poolCosines(qvec []float32, slots []int) (cos []float64, bg, mean, sd float64) {
+	n := len(slots)
+	bg, _ = v.background(qvec)
+	cos = make([]float64, n)
 	for i, s := range slots {
 		if v.slots[s].vec {
 			cos[i] = float64(dot(qvec, v.rows[s]))
@@ -305,105 +340,93 @@ func (v *view) poolFeatures(lexQ map[string]float64, qvec []float32, pool []Hit,
 		mean += cos[i]
 	}
 	mean /= float64(n)
-	var sd float64
 	for _, c := range cos {
 		sd += (c - mean) * (c - mean)
 	}
 	sd = math.Max(math.Sqrt(sd/float64(n)), 1e-3)
+	return cos, bg, mean, sd
+}
 
-	// Each query word against each candidate: its cosine with the tool's
-	// vector above its mean cosine over the catalog (what the catalog's
-	// average tool has of it).
-	if len(tv) > 0 && v.nvec > 0 {
-		var wsum float64
-		for _, w := range tw {
-			wsum += float64(w)
-		}
-		mins := make([]float64, n)
-		for i := range mins {
-			mins[i] = math.Inf(1)
-		}
-		ct := make([]float64, n)
-		for t, e := range tv {
-			w := float64(tw[t]) / wsum
-			tbg, _ := v.background(e)
-			best := math.Inf(-1)
-			for i, s := range slots {
-				c := 0.0
-				if v.slots[s].vec {
-					c = float64(dot(e, v.rows[s])) - tbg
-				}
-				ct[i] = c
-				best = max(best, c)
+// termFeatures sets CandTermMean, CandTermMin and CandTermRel: each query
+// word (unit vectors tv, weights tw) against each candidate, its cosine
+// with the tool's vector above its mean cosine over the catalog (what the
+// catalog's average tool has of it).
+func (v *view) termFeatures(cand [][learn.NumCand]float64, slots []int, tw []float32, tv [][]float32) {
+	n := len(slots)
+	var wsum float64
+	for _, w := range tw {
+		wsum += float64(w)
+	}
+	mins := make([]float64, n)
+	for i := range mins {
+		mins[i] = math.Inf(1)
+	}
+	ct := make([]float64, n)
+	for t, e := range tv {
+		w := float64(tw[t]) / wsum
+		tbg, _ := v.background(e)
+		best := math.Inf(-1)
+		for i, s := range slots {
+			c := 0.0
+			if v.slots[s].vec {
+				c = float64(dot(e, v.rows[s])) - tbg
 			}
-			for i := range slots {
-				f := &fs.cand[i]
-				f[learn.CandTermMean] += w * ct[i]
-				mins[i] = min(mins[i], ct[i])
-				if best > 1e-6 {
-					f[learn.CandTermRel] += w * ct[i] / best
-				}
-			}
+			ct[i] = c
+			best = max(best, c)
 		}
 		for i := range slots {
-			fs.cand[i][learn.CandTermMin] = mins[i]
+			f := &cand[i]
+			f[learn.CandTermMean] += w * ct[i]
+			mins[i] = min(mins[i], ct[i])
+			if best > 1e-6 {
+				f[learn.CandTermRel] += w * ct[i] / best
+			}
 		}
 	}
+	for i := range slots {
+		cand[i][learn.CandTermMin] = mins[i]
+	}
+}
 
-	lexRank := rankOrder(pool, func(h Hit) float64 { return h.Lexical })
-	denseRank := rankOrder(pool, func(h Hit) float64 { return h.Dense })
-	for i, h := range pool {
-		f := &fs.cand[i]
-		s := slots[i]
-		f[learn.CandScore] = h.Score
-		f[learn.CandLexical] = h.Lexical
-		f[learn.CandDense] = h.Dense
-		f[learn.CandCosBg] = cos[i] - bg
-		f[learn.CandZPool] = (cos[i] - mean) / sd
-		var nameTerms, nameHits float64
-		for _, x := range v.short.row(s) {
-			if x&(1<<fieldName) == 0 {
-				continue
-			}
-			nameTerms++
-			id := int32(x >> 4)
-			for _, qt := range qts {
-				if qt.id == id {
-					nameHits++
-					break
-				}
-			}
+// fieldFeatures sets the features of the fields of the tool in slot s: the
+// share of its name's words the query has (CandNameHit) and the query's
+// coverage in its name, description, keywords and arguments.
+func (v *view) fieldFeatures(f *[learn.NumCand]float64, s int, qts []queryTerm, inv float64) {
+	var nameTerms, nameHits float64
+	for _, x := range v.short.row(s) {
+		if x&(1<<fieldName) == 0 {
+			continue
 		}
-		if nameTerms > 0 {
-			f[learn.CandNameHit] = nameHits / nameTerms
-		}
+		nameTerms++
+		id := int32(x >> 4)
 		for _, qt := range qts {
-			if qt.id < 0 {
-				continue
-			}
-			mk := v.short.mask(s, qt.id)
-			if mk&(1<<fieldName) != 0 {
-				f[learn.CandCovName] += qt.w * inv
-			}
-			if mk&(1<<fieldDescription) != 0 {
-				f[learn.CandCovDesc] += qt.w * inv
-			}
-			if mk&(1<<fieldKeywords) != 0 {
-				f[learn.CandCovKeywords] += qt.w * inv
-			}
-			if mk&(1<<fieldArgs) != 0 {
-				f[learn.CandCovArgs] += qt.w * inv
+			if qt.id == id {
+				nameHits++
+				break
 			}
 		}
-		f[learn.CandRank] = math.Log2(float64(i + 1))
-		if i+1 < n {
-			f[learn.CandMarginNext] = h.Score - pool[i+1].Score
-		}
-		f[learn.CandGapTop] = pool[0].Score - h.Score
-		f[learn.CandLexRank] = math.Log2(float64(lexRank[i] + 1))
-		f[learn.CandDenseRank] = math.Log2(float64(denseRank[i] + 1))
 	}
-	return fs
+	if nameTerms > 0 {
+		f[learn.CandNameHit] = nameHits / nameTerms
+	}
+	for _, qt := range qts {
+		if qt.id < 0 {
+			continue
+		}
+		mk := v.short.mask(s, qt.id)
+		if mk&(1<<fieldName) != 0 {
+			f[learn.CandCovName] += qt.w * inv
+		}
+		if mk&(1<<fieldDescription) != 0 {
+			f[learn.CandCovDesc] += qt.w * inv
+		}
+		if mk&(1<<fieldKeywords) != 0 {
+			f[learn.CandCovKeywords] += qt.w * inv
+		}
+		if mk&(1<<fieldArgs) != 0 {
+			f[learn.CandCovArgs] += qt.w * inv
+		}
+	}
 }
 
 // termEmbedder is an embedder that can say which words of a message it
@@ -461,7 +484,7 @@ type Candidates struct {
 }
 
 // Candidates computes the learned last step's features for the best pool
-// hybrid candidates of q (q.K and q.Mode are ignored): what learn/train
+// hybrid candidates of q (q.K and q.Mode are ignored): what train/laststep
 // fits the model on. It needs the embedder; a degraded ranking returns
 // the hits with Degraded set in the ranking and no features.
 func (ix *Index) Candidates(ctx context.Context, q Query, pool int) (Candidates, Ranking, error) {

@@ -20,7 +20,7 @@ func probeModel() *learn.Model {
 }
 
 // trainingLogit is the answerability logit of text computed the way
-// learn/train computes it (Candidates, then the model): the index's probes
+// train/laststep computes it (Candidates, then the model): the index's probes
 // must agree with it, or the calibration is fitted on other numbers than
 // the index serves.
 func trainingLogit(t *testing.T, ix *Index, m *learn.Model, text string) float64 {

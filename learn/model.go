@@ -1,11 +1,11 @@
 // Package learn is toolsrv's learned last step: a small model, trained
-// offline on request → tool pairs (see learn/MODEL.md and learn/train), that
+// offline on request → tool pairs (see learn/MODEL.md and train/laststep), that
 // re-scores the best candidates of the hybrid ranking and estimates whether
 // any tool of the catalog serves the request at all (answerability).
 //
 // The package holds only the model and its arithmetic; the index computes
 // the features (index/laststep.go) in the order this package defines, and
-// learn/train fits the weights with the index's own features, so training
+// train/laststep fits the weights with the index's own features, so training
 // and serving can never disagree on what a feature means.
 //
 // Two linear models, both logistic:

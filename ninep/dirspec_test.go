@@ -23,7 +23,7 @@ func TestListingMatchesWalk(t *testing.T) {
 	}
 	mustWrite(t, owner, "session/s1/agent/a/ctl", "tool_load echo_text") // so that call/ lists something
 
-	// The names to try in every directory: all the tree's names (SPEC §8),
+	// The names to try in every directory: all the tree's names (tree.go),
 	// every name the owner sees anywhere, a tool that is not loaded, and
 	// names that are nowhere.
 	candidates := map[string]bool{"weather": true, "nope": true, "tools.jso": true}

@@ -1,4 +1,4 @@
-// Package ninep serves toolsrv as a 9P2000.L file tree (SPEC §8): agents and
+// Package ninep serves toolsrv as a 9P2000.L file tree: agents and
 // scripts list, rank, load and call tools by reading and writing files. It
 // uses github.com/hugelgupf/p9 for the protocol; every file type is composed
 // from small mixins (nodes.go), and every directory is declared once, by a

@@ -371,7 +371,7 @@ func (ag *agent) unloadLocked(name string) error {
 	return nil
 }
 
-// turnLocked ends the current turn and applies retention (SPEC §7): hot
+// turnLocked ends the current turn and applies the retention tiers: hot
 // tools stay; a warm tool goes after warm turns without use, a cold one
 // after one.
 func (ag *agent) turnLocked(cat *registry.Catalog, warm int) {

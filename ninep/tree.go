@@ -10,7 +10,7 @@ import (
 	"github.com/hugelgupf/p9/p9"
 )
 
-// The tree (SPEC §8), declared once per directory (see dirspec.go): each
+// The file tree, declared once per directory (see dirspec.go): each
 // table below gives both what the directory lists and what it opens.
 //
 //	/                        rootDir      T: nothing

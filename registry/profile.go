@@ -23,7 +23,7 @@ var ErrNoProfile = errors.New("no agent profile")
 // profileHint ends every profile error: what a profile looks like.
 const profileHint = `; a profile is a JSON object such as {"autoLoad": ["file_read"], "allowTools": ["file_read", "file_grep"]}`
 
-// Profile is an agent profile (SPEC §7): the tools an agent loads at start
+// Profile is an agent profile: the tools an agent loads at start
 // and, when AllowTools is not nil, the only tools it may load or be offered.
 type Profile struct {
 	Name string `json:"name"`

@@ -154,7 +154,7 @@ func toolHash(digest [32]byte, idx int, cmd Command) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// resolveCommand applies SPEC §4: a co-located executable, then cmd (an
+// resolveCommand tries, in order: a co-located executable, then cmd (an
 // absolute path or bare name directly, anything else through /bin/sh -c),
 // then the tool's name on $PATH.
 //

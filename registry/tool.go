@@ -7,7 +7,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// Tier is a tool's context-retention tier (SPEC §7).
+// Tier is a tool's context-retention tier: how long an agent keeps the tool
+// loaded without using it (hot: always; warm: some turns; cold: one turn).
 type Tier string
 
 // Retention tiers.
@@ -17,7 +18,9 @@ const (
 	Cold Tier = "cold"
 )
 
-// Concurrency is a tool's call-concurrency class (SPEC §1).
+// Concurrency is a tool's call-concurrency class: parallel (no limit of its
+// own), serial (one call at a time) or exclusive (alone among its agent's
+// calls).
 type Concurrency string
 
 // Concurrency classes.
@@ -27,7 +30,7 @@ const (
 	Exclusive Concurrency = "exclusive"
 )
 
-// CommandKind says how a tool's command was resolved (SPEC §4).
+// CommandKind says how a tool's command was resolved.
 type CommandKind string
 
 // Ways a command is resolved, in the order they are tried.

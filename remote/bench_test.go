@@ -117,7 +117,10 @@ func p50(ds []time.Duration) time.Duration {
 // federation's defaults: revision read every second, first retry after
 // 0.5 s; the relay starts a new server there).
 //
-//	TOOLSRV_BENCH_CORPUS=../shared/eval/sealtools go test -run '^$' -bench Federation -benchtime 2000x ./remote/
+//	TOOLSRV_BENCH_CORPUS=DIR go test -run '^$' -bench Federation -benchtime 2000x ./remote/
+//
+// DIR: a labelled corpus of at least 2,000 tools (the figures in
+// bench/RESULTS.md: the sealtools corpus of the evaluation corpora).
 func BenchmarkFederation(b *testing.B) {
 	const n = 1000
 	localDefs, remoteDefs, queries := benchCorpus(b, n)

@@ -42,8 +42,8 @@ func Table() Analyzer {
 	return Analyzer{Split: CamelDigit, MinRunes: 2, DropNumbers: true, Stop: TableStopwords(), Stem: Porter}
 }
 
-// Reference is the tokeniser of the reference BM25 of shared/eval/README.md:
-// the text lowercased, runs of a–z and 0–9, nothing dropped or stemmed.
+// Reference is the tokeniser of the reference BM25 (the plain baseline the
+// evaluation corpora were published with): the text lowercased, runs of a–z and 0–9, nothing dropped or stemmed.
 func Reference() Analyzer {
 	return Analyzer{Split: ASCIIRuns}
 }

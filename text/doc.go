@@ -1,6 +1,6 @@
 // Package text is toolsrv's one text analyser: how a tool document or a
 // message becomes the terms that the lexical index (package index) and the
-// built-in embedder's table (package embed/builtin, trained by embed/train)
+// built-in embedder's table (package embed/builtin, trained by train/embedding)
 // are keyed by.
 //
 // An [Analyzer] cuts text into words ([Split]), lowercases each word, drops
@@ -15,9 +15,10 @@
 //     digit ("v2Data"), one-rune words, numbers and a longer list of function
 //     words and request filler ([TableStopwords]) dropped, then the Porter
 //     stemmer.
-//   - [Reference]: the reference BM25 of shared/eval/README.md that
-//     embed/train's evaluation harness reproduces: the text lowercased, runs
-//     of a–z and 0–9, nothing dropped or stemmed.
+//   - [Reference]: the reference BM25 (the plain baseline the evaluation
+//     corpora were published with) that train/embedding's evaluation
+//     harness reproduces: the text lowercased, runs of a–z and 0–9,
+//     nothing dropped or stemmed.
 //
 // The shipped table (embed/builtin/model.bin) is keyed by the Table terms,
 // so Table's behaviour is frozen: changing it means retraining the table.

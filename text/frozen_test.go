@@ -12,7 +12,7 @@ import (
 )
 
 // frozenTexts are the texts of testdata/frozen/texts.jsonl.gz (every .meta
-// file of examples/tools and every tenth line of learn/data, as they were
+// file of examples/tools and every tenth line of train/data, as they were
 // when the analysers were merged; see testdata/frozen/SOURCE.md), each
 // whole and line by line, and the edge cases.
 func frozenTexts(t testing.TB) []string {
@@ -64,8 +64,8 @@ func digest(a Analyzer, texts []string, c Cache) string {
 // TestFrozen: the three modes give, term for term, what the analysers they
 // replace gave. When the digests were taken, TestSameAsBefore (commits
 // f2fc26d and 02000af, with the old code verbatim in text/legacy_test.go)
-// compared the old analysers with these on these texts and on every text of
-// ../shared/eval and learn/data. Table's terms key the shipped table
+// compared the old analysers with these on these texts, on every text of
+// the evaluation corpora and on all of train/data. Table's terms key the shipped table
 // (embed/builtin/model.bin): a change there is a change of model, to be
 // retrained and re-tuned in the same commit (embed/MODEL.md); a change of
 // Index changes every lexical score.

@@ -1,5 +1,5 @@
 // Package thresholds decides which ranked tools are offered to a model: the
-// inclusion policy applied after ranking (SPEC §6), and the versioned file its
+// inclusion policy applied after ranking, and the versioned file its
 // cut-offs are stored in.
 //
 // A ranked tool is offered when its calibrated score (index.Hit.Score, in

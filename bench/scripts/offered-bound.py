@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """offered-bound.py BIN EXPORT: how far any offered-set rule over BIN's rankings can go.
 
-EXPORT is the output of `learn export -data learn/data -eval ../shared/eval -out EXPORT`: the
+EXPORT is the output of `go run ./train/cmd/learn export -data train/data -eval EVAL -out
+EXPORT`, EVAL a directory of labelled corpora (C/tools/*.meta, C/queries.jsonl): the
 eval corpora in halves with a fifth of each catalog removed (the removed tools' requests have
 "relevant": [] and must get "no tool fits"). For the dev and the test half, every request is
 ranked with `BIN rank --batch FILE --select --k 30` (the shipped defaults: the learned last

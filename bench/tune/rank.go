@@ -6,9 +6,9 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/toolsrv/toolsrv/bench/eval"
 	"github.com/toolsrv/toolsrv/embed"
 	"github.com/toolsrv/toolsrv/engine"
+	"github.com/toolsrv/toolsrv/eval"
 	"github.com/toolsrv/toolsrv/index"
 	"github.com/toolsrv/toolsrv/thresholds"
 )

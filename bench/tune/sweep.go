@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/toolsrv/toolsrv/bench/eval"
+	"github.com/toolsrv/toolsrv/eval"
 	"github.com/toolsrv/toolsrv/thresholds"
 )
 
@@ -223,34 +223,29 @@ func Evaluate(qs []Query, l thresholds.Levels) map[string]thresholds.Figures {
 	return out
 }
 
-// MacroFigures averages figures over corpora, each corpus weighing the same.
+// MacroFigures averages figures over corpora, each corpus weighing the same
+// (eval.Mean); counts are summed. The corpora are taken in name order: map
+// order would change the last digits from run to run, and with them which
+// of two equal points wins.
 func MacroFigures(per map[string]thresholds.Figures) thresholds.Figures {
 	var m thresholds.Figures
 	if len(per) == 0 {
 		return m
 	}
-	// Summed in the corpora's order: map order would change the last
-	// digits from run to run, and with them which of two equal points wins.
+	fs := make([]thresholds.Figures, 0, len(per))
 	for _, c := range slices.Sorted(maps.Keys(per)) {
 		f := per[c]
 		m.Queries += f.Queries
 		m.Abstain += f.Abstain
-		m.Recall += f.Recall
-		m.Precision += f.Precision
-		m.Offered += f.Offered
-		m.AbstainRecall += f.AbstainRecall
-		m.AbstainPrecision += f.AbstainPrecision
-		m.Hit += f.Hit
-		m.Accuracy += f.Accuracy
+		fs = append(fs, f)
 	}
-	n := float64(len(per))
-	m.Recall /= n
-	m.Precision /= n
-	m.Offered /= n
-	m.AbstainRecall /= n
-	m.AbstainPrecision /= n
-	m.Hit /= n
-	m.Accuracy /= n
+	m.Recall = eval.Mean(fs, func(f *thresholds.Figures) float64 { return f.Recall })
+	m.Precision = eval.Mean(fs, func(f *thresholds.Figures) float64 { return f.Precision })
+	m.Offered = eval.Mean(fs, func(f *thresholds.Figures) float64 { return f.Offered })
+	m.AbstainRecall = eval.Mean(fs, func(f *thresholds.Figures) float64 { return f.AbstainRecall })
+	m.AbstainPrecision = eval.Mean(fs, func(f *thresholds.Figures) float64 { return f.AbstainPrecision })
+	m.Hit = eval.Mean(fs, func(f *thresholds.Figures) float64 { return f.Hit })
+	m.Accuracy = eval.Mean(fs, func(f *thresholds.Figures) float64 { return f.Accuracy })
 	return m
 }
 

@@ -14,9 +14,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/toolsrv/toolsrv/bench"
-	"github.com/toolsrv/toolsrv/bench/eval"
 	"github.com/toolsrv/toolsrv/embed"
 	"github.com/toolsrv/toolsrv/engine"
+	"github.com/toolsrv/toolsrv/eval"
 	"github.com/toolsrv/toolsrv/ninep"
 )
 

@@ -8,9 +8,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/toolsrv/toolsrv/bench/eval"
 	"github.com/toolsrv/toolsrv/embed"
 	"github.com/toolsrv/toolsrv/engine"
+	"github.com/toolsrv/toolsrv/eval"
 	"github.com/toolsrv/toolsrv/index"
 )
 

@@ -18,7 +18,7 @@ import (
 // (startupHeapLimit): 10k tools load in under 200 MB without a collection;
 // 100k tools collect a few times near it. It bounds start-up's RSS (0.95 GB
 // at 100k tools); a smaller limit makes the collector run again and again
-// (bench/RESULTS.md, "Issue 12, fifth round": at 800 MiB 2.8 s instead of
+// (bench/RESULTS.md, "Start-up's heap limit": at 800 MiB 2.8 s instead of
 // 2.6 s, at 750 MiB 3.1-3.3 s; at 1 GiB 2.4 s but 1.08 GB).
 const startupHeap = 896 << 20
 

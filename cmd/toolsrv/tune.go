@@ -13,9 +13,9 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"github.com/toolsrv/toolsrv/bench/eval"
 	"github.com/toolsrv/toolsrv/bench/tune"
 	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/eval"
 	"github.com/toolsrv/toolsrv/internal/fileio"
 	"github.com/toolsrv/toolsrv/learn"
 	"github.com/toolsrv/toolsrv/thresholds"

@@ -1,5 +1,5 @@
 // Package builtin is toolsrv's default embedder: a static token → vector
-// table trained offline (see embed/train and embed/MODEL.md) and shipped in
+// table trained offline (see train/embedding and embed/MODEL.md) and shipped in
 // the binary with go:embed. It needs no network and no model download.
 //
 // A text is analysed with text.Table (split on non-alphanumerics and
