@@ -52,6 +52,7 @@ func commands() map[string]command {
 		"9p":       {"a small 9P client: ls, cat, write, mkdir, rm", run9P},
 		"tune":     {"sweep ranking thresholds on labelled queries", runTune},
 		"bench":    {"benchmark index build, ranking and live updates", runBench},
+		"usage":    {"the usage history (which tool was called for which request): ls, stats, export, import, forget", runUsage},
 		"version":  {"print the version (module version and VCS revision)", runVersion},
 	}
 }

@@ -1,0 +1,627 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/toolsrv/toolsrv/registry"
+	usagedb "github.com/toolsrv/toolsrv/usage"
+)
+
+// usageAbout says what the usage history is, for "toolsrv usage --help"
+// and every usage subcommand's help.
+const usageAbout = `The usage history: which tool this installation's agents called for which
+request (or that they answered it without a tool), kept to rank tools for
+requests like it.
+
+What is kept: for each request (lowercased, runs of spaces made one), tool
+and agent, the request's latest wording, how many calls and how many of
+them failed, when first and last, and the tools offered with it. Requests
+are what users wrote: they stay in one file of yours (mode 0600, in a
+directory only you can enter), are never sent anywhere, and are never
+logged.
+
+Where: --usage-db PATH, by default $XDG_STATE_HOME/toolsrv/usage.db (else
+~/.local/state/toolsrv/usage.db). It is made at the first recorded call.
+
+For how long: 180 days after an entry's last use, and at most 256 entries
+per tool, 64 per agent and tool, 50,000 in all (the least recently used go
+first); one agent's repeats of one request count up to 64 calls.`
+
+// usageSubcommands are the usage subcommands, by name.
+var usageSubcommands = map[string]struct {
+	summary string
+	run     func(ctx context.Context, env *cliEnv, args []string) int
+}{
+	"ls":     {"list the entries, most recently used first", runUsageLs},
+	"stats":  {"say what the history holds, where, and how it is bounded", runUsageStats},
+	"export": {"write every entry as JSON lines (the import format)", runUsageExport},
+	"import": {"record the JSON lines of a file (all or none)", runUsageImport},
+	"forget": {"remove entries: of a tool, of an agent, before a date, or all", runUsageForget},
+}
+
+func runUsage(ctx context.Context, env *cliEnv, args []string) int {
+	if len(args) > 0 {
+		if sub, ok := usageSubcommands[args[0]]; ok {
+			return sub.run(ctx, env, args[1:])
+		}
+	}
+	w := env.stderr
+	code := 2
+	switch {
+	case len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help"):
+		w, code = env.stdout, 0
+	case len(args) > 0:
+		fmt.Fprintf(w, "toolsrv usage: unknown subcommand %q (the subcommand comes first)\n", args[0])
+	}
+	fmt.Fprintf(w, "Usage: toolsrv usage SUBCOMMAND [--usage-db PATH] [flags]\n\n%s\n\nSubcommands (\"toolsrv usage SUBCOMMAND --help\" for each one's flags):\n", usageAbout)
+	names := make([]string, 0, len(usageSubcommands))
+	for n := range usageSubcommands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-7s %s\n", n, usageSubcommands[n].summary)
+	}
+	return code
+}
+
+// usageDBFlag adds --usage-db to fs; its value is the store to open ("":
+// the default, see openUsage).
+func usageDBFlag(fs *flag.FlagSet) *string {
+	return fs.String("usage-db", "", "the usage history: a file path (default $XDG_STATE_HOME/toolsrv/usage.db, else ~/.local/state/toolsrv/usage.db)")
+}
+
+// openUsage opens the usage store db ("": the default path), printing
+// Open's warnings on standard error.
+func openUsage(ctx context.Context, env *cliEnv, cmd, db string, opts usagedb.Options) (usagedb.Store, error) {
+	if db == "" {
+		db = usagedb.DefaultPath(env.getenv)
+	}
+	opts.Logger = logger(env)
+	s, warns, err := usagedb.Open(ctx, db, opts)
+	for _, w := range warns {
+		fmt.Fprintf(env.stderr, "toolsrv %s: warning: %s\n", cmd, w)
+	}
+	return s, err
+}
+
+// usageFlags makes the flag set of a usage subcommand.
+func usageFlags(env *cliEnv, sub, synopsis, about string) (*flag.FlagSet, *dirList, *string) {
+	fs, tools := newFlags(env, "usage "+sub, "usage "+sub+" [--usage-db PATH] "+synopsis, about+"\n\n"+usageAbout)
+	return fs, tools, usageDBFlag(fs)
+}
+
+func runUsageLs(ctx context.Context, env *cliEnv, args []string) int {
+	fs, _, db := usageFlags(env, "ls", "[--json] [--tool NAME] [--agent NAME]",
+		"Lists the entries, most recently used first: calls, failed, last use, tool, agent, request.\nA tool of \"-\" means the request was answered without a tool.")
+	asJSON := fs.Bool("json", false, "print the entries as a JSON array")
+	tool := fs.String("tool", "", "only the entries of this tool")
+	agent := fs.String("agent", "", "only the entries of this agent")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 0 {
+		return usageError(fs, "unexpected argument %q", fs.Arg(0))
+	}
+	s, err := openUsage(ctx, env, "usage ls", *db, usagedb.Options{})
+	if err != nil {
+		fmt.Fprintln(env.stderr, "toolsrv usage ls:", err)
+		return 1
+	}
+	defer s.Close()
+	all, _, err := s.Snapshot(ctx)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "toolsrv usage ls:", err)
+		return 1
+	}
+	entries := all[:0]
+	for _, e := range all {
+		if (*tool == "" || e.Key.Tool == *tool) && (*agent == "" || e.Key.Agent == *agent) {
+			entries = append(entries, e)
+		}
+	}
+	sortEntries(entries)
+	if *asJSON {
+		if entries == nil {
+			entries = []usagedb.Entry{}
+		}
+		if err := writeJSON(env.stdout, entries); err != nil {
+			return 1
+		}
+		return 0
+	}
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CALLS\tFAILED\tLAST\tTOOL\tAGENT\tREQUEST")
+	for _, e := range entries {
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", e.Count, e.Failed, e.Last.Local().Format("2006-01-02 15:04"),
+			orDash(e.Key.Tool), orDash(e.Key.Agent), oneLine(e.Text, 100))
+	}
+	tw.Flush()
+	if len(entries) == 0 {
+		fmt.Fprintln(env.stderr, "toolsrv usage ls: no entries")
+	}
+	return 0
+}
+
+// sortEntries sorts the most recently used first (then by tool, agent and
+// request, for a stable listing).
+func sortEntries(es []usagedb.Entry) {
+	sort.Slice(es, func(i, j int) bool {
+		a, b := es[i], es[j]
+		if !a.Last.Equal(b.Last) {
+			return a.Last.After(b.Last)
+		}
+		if a.Key.Tool != b.Key.Tool {
+			return a.Key.Tool < b.Key.Tool
+		}
+		if a.Key.Agent != b.Key.Agent {
+			return a.Key.Agent < b.Key.Agent
+		}
+		return a.Key.Request < b.Key.Request
+	})
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func runUsageStats(ctx context.Context, env *cliEnv, args []string) int {
+	fs, _, db := usageFlags(env, "stats", "[--json]",
+		"Says what the usage history holds (entries, calls, tools, agents, sources, dates), where it is, its size\nand its bounds. It reads the whole store to check it: a damaged one is set aside and said so.")
+	asJSON := fs.Bool("json", false, "print the statistics as JSON")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 0 {
+		return usageError(fs, "unexpected argument %q", fs.Arg(0))
+	}
+	s, err := openUsage(ctx, env, "usage stats", *db, usagedb.Options{Check: true})
+	if err != nil {
+		fmt.Fprintln(env.stderr, "toolsrv usage stats:", err)
+		return 1
+	}
+	defer s.Close()
+	st, err := s.Stats(ctx)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "toolsrv usage stats:", err)
+		return 1
+	}
+	if *asJSON {
+		if err := writeJSON(env.stdout, st); err != nil {
+			return 1
+		}
+		return 0
+	}
+	w := env.stdout
+	line := func(label, format string, a ...any) {
+		fmt.Fprintf(w, "%-9s %s\n", label+":", fmt.Sprintf(format, a...))
+	}
+	if st.Size > 0 {
+		line("store", "%s (%s)", st.Where, humanBytes(st.Size))
+	} else {
+		line("store", "%s, not made yet (it is made at the first recorded call)", st.Where)
+	}
+	line("entries", "%d: %d calls, %d failed; %d tools, %d agents", st.Entries, st.Events, st.Failed, st.Tools, st.Agents)
+	if st.Entries > 0 {
+		line("dates", "%s to %s", st.Oldest.Local().Format(time.DateTime), st.Newest.Local().Format(time.DateTime))
+	}
+	var srcs []string
+	for src, n := range st.Sources {
+		srcs = append(srcs, fmt.Sprintf("%s %d", src, n))
+	}
+	sort.Strings(srcs)
+	if len(srcs) > 0 {
+		line("recorded", "%s (calls, by where they came from, since the store was made or emptied)", strings.Join(srcs, ", "))
+	}
+	if st.Pending > 0 {
+		line("pending", "%d calls not yet in the shared store, since %s", st.Pending, st.PendingSince.Local().Format(time.DateTime))
+	}
+	o := st.Options
+	line("kept", "%s after last use; at most %s per tool, %s per agent and tool, %s in all; calls per entry up to %s",
+		bound(int(o.Retention/(24*time.Hour)), " days"), bound(o.PerTool, ""), bound(o.PerAgentTool, ""), bound(o.Total, ""), bound(o.MaxCount, ""))
+	return 0
+}
+
+// bound is a cap as text ("unbounded" when negative).
+func bound(n int, unit string) string {
+	if n < 0 {
+		return "unbounded"
+	}
+	return fmt.Sprint(n, unit)
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// importLine is a line of the import format (what export writes). Source
+// is accepted, so that events logged elsewhere import as they are, and
+// ignored: an import's source is "import".
+type importLine struct {
+	Request *string  `json:"request"`
+	Tool    *string  `json:"tool"`
+	OK      *bool    `json:"ok"`
+	Agent   string   `json:"agent,omitempty"`
+	Time    string   `json:"time,omitempty"`
+	Count   *int64   `json:"count,omitempty"`
+	Failed  *int64   `json:"failed,omitempty"`
+	Offered []string `json:"offered,omitempty"`
+	ID      string   `json:"id,omitempty"`
+	Source  string   `json:"source,omitempty"`
+}
+
+func runUsageExport(ctx context.Context, env *cliEnv, args []string) int {
+	fs, _, db := usageFlags(env, "export", "",
+		"Writes every entry as a line of JSON, in the format usage import reads:\n"+
+			`{"request": "...", "tool": "NAME", "ok": true, "agent": "...", "time": "RFC3339", "count": N, "failed": N, "offered": [...]}`+"\n"+
+			"time is the last use; count (when more than 1) the calls; failed (when any) how many of them failed.")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 0 {
+		return usageError(fs, "unexpected argument %q", fs.Arg(0))
+	}
+	s, err := openUsage(ctx, env, "usage export", *db, usagedb.Options{})
+	if err != nil {
+		fmt.Fprintln(env.stderr, "toolsrv usage export:", err)
+		return 1
+	}
+	defer s.Close()
+	entries, _, err := s.Snapshot(ctx)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "toolsrv usage export:", err)
+		return 1
+	}
+	sortEntries(entries)
+	w := bufio.NewWriter(env.stdout)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for i := len(entries) - 1; i >= 0; i-- { // oldest first
+		e := entries[i]
+		ok := e.Failed == 0
+		l := importLine{Request: &e.Text, Tool: &e.Key.Tool, OK: &ok, Agent: e.Key.Agent,
+			Time: e.Last.UTC().Format(time.RFC3339Nano), Offered: e.Offered}
+		if e.Count > 1 {
+			l.Count = &e.Count
+		}
+		if e.Failed > 0 {
+			l.Failed = &e.Failed
+		}
+		if err := enc.Encode(l); err != nil {
+			fmt.Fprintln(env.stderr, "toolsrv usage export:", err)
+			return 1
+		}
+	}
+	if err := w.Flush(); err != nil {
+		fmt.Fprintln(env.stderr, "toolsrv usage export:", err)
+		return 1
+	}
+	return 0
+}
+
+// maxImportLine is the longest line import reads.
+const maxImportLine = 1 << 20
+
+func runUsageImport(ctx context.Context, env *cliEnv, args []string) int {
+	fs, tools, db := usageFlags(env, "import", "[--tools DIR] FILE|-",
+		"Records the calls of FILE (- for standard input), one JSON object a line:\n"+
+			`  {"request": "...", "tool": "NAME", "ok": true, "agent": "...", "time": "2026-03-01T12:00:00Z"}`+"\n"+
+			"request and tool are required (tool \"\" for a request answered without a tool); ok defaults to true,\n"+
+			"time to now (RFC3339); agent is optional. Optional too: count (the calls the line stands for),\n"+
+			"failed (how many of them failed; ok then says nothing), offered (the tools offered), id (a repeated\n"+
+			"id is recorded once). A file with any invalid line imports nothing and names the lines.\n"+
+			"Lines naming a tool the catalog (--tools) does not know are kept (it may come later) and counted.")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		return usageError(fs, "give one FILE (or - for standard input)")
+	}
+	in := env.stdin
+	name := "standard input"
+	if fs.Arg(0) != "-" {
+		f, err := os.Open(fs.Arg(0))
+		if err != nil {
+			fmt.Fprintln(env.stderr, "toolsrv usage import:", err)
+			return 1
+		}
+		defer f.Close()
+		in, name = f, fs.Arg(0)
+	}
+	lines, evs, err := parseImport(in)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "toolsrv usage import: %s: nothing imported: %v\n", name, err)
+		return 1
+	}
+	s, err := openUsage(ctx, env, "usage import", *db, usagedb.Options{})
+	if err != nil {
+		fmt.Fprintln(env.stderr, "toolsrv usage import:", err)
+		return 1
+	}
+	defer s.Close()
+	if err := s.Record(ctx, evs...); err != nil {
+		fmt.Fprintf(env.stderr, "toolsrv usage import: %v; nothing imported\n", err)
+		return 1
+	}
+	keys := map[usagedb.Key]bool{}
+	old := 0
+	cutoff := time.Now().Add(-usagedb.DefaultRetention)
+	for _, l := range lines {
+		if t, _ := time.Parse(time.RFC3339Nano, l.Time); !t.IsZero() && t.Before(cutoff) {
+			old++
+			continue
+		}
+		keys[usagedb.Key{Request: usagedb.Normalize(*l.Request), Tool: *l.Tool, Agent: l.Agent}] = true
+	}
+	fmt.Fprintf(env.stdout, "imported %d line(s) from %s into %d entr%s\n", len(lines), name, len(keys), plural(len(keys), "y", "ies"))
+	if old > 0 {
+		fmt.Fprintf(env.stdout, "%d line(s) are older than the history keeps (%d days): not kept\n", old, int(usagedb.DefaultRetention/(24*time.Hour)))
+	}
+	reportUnknownTools(ctx, env, tools, lines)
+	return 0
+}
+
+// parseImport reads the import format: every line checked, the lines and
+// the events they make, or an error that names each bad line (the first
+// 10).
+func parseImport(r io.Reader) ([]importLine, []usagedb.Event, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxImportLine)
+	var (
+		lines []importLine
+		evs   []usagedb.Event
+		bad   []string
+		nbad  int
+	)
+	n := 0
+	for sc.Scan() {
+		n++
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) == 0 {
+			continue
+		}
+		l, lineEvs, err := parseImportLine(text)
+		if err != nil {
+			if nbad++; nbad <= 10 {
+				bad = append(bad, fmt.Sprintf("line %d: %v", n, err))
+			}
+			continue
+		}
+		lines = append(lines, l)
+		evs = append(evs, lineEvs...)
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			err = fmt.Errorf("line %d is longer than %d bytes", n+1, maxImportLine)
+		}
+		return nil, nil, err
+	}
+	if nbad > 10 {
+		bad = append(bad, fmt.Sprintf("and %d more bad lines", nbad-10))
+	}
+	if nbad > 0 {
+		return nil, nil, fmt.Errorf("%d invalid line(s):\n  %s", nbad, strings.Join(bad, "\n  "))
+	}
+	return lines, evs, nil
+}
+
+// parseImportLine checks one line and makes its events: one for the calls
+// that succeeded, one for those that failed.
+func parseImportLine(text []byte) (importLine, []usagedb.Event, error) {
+	var l importLine
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&l); err != nil {
+		return l, nil, fmt.Errorf("not a JSON object of the import format: %v", err)
+	}
+	if dec.More() {
+		return l, nil, errors.New("more than one JSON value on the line")
+	}
+	switch {
+	case l.Request == nil:
+		return l, nil, errors.New(`"request" is missing`)
+	case usagedb.Normalize(*l.Request) == "":
+		return l, nil, errors.New(`"request" is empty`)
+	case l.Tool == nil:
+		return l, nil, errors.New(`"tool" is missing (give "" for a request answered without a tool)`)
+	}
+	var at time.Time
+	if l.Time != "" {
+		t, err := time.Parse(time.RFC3339Nano, l.Time)
+		if err != nil {
+			return l, nil, fmt.Errorf(`"time" %q is not an RFC3339 time (like 2026-03-01T12:00:00Z)`, l.Time)
+		}
+		at = t
+	}
+	count := int64(1)
+	if l.Count != nil {
+		if count = *l.Count; count < 1 || count > 1<<40 {
+			return l, nil, fmt.Errorf(`"count" %d is not a number of calls (1 or more)`, count)
+		}
+	}
+	failed := int64(0)
+	switch {
+	case l.Failed != nil:
+		if failed = *l.Failed; failed < 0 || failed > count {
+			return l, nil, fmt.Errorf(`"failed" %d is not between 0 and the count, %d`, failed, count)
+		}
+	case l.OK != nil && !*l.OK:
+		failed = count
+	}
+	ev := usagedb.Event{Request: *l.Request, Tool: *l.Tool, Agent: l.Agent, Time: at, Offered: l.Offered,
+		Source: usagedb.SourceImport, ID: l.ID}
+	if len(l.ID) > usagedb.MaxID {
+		return l, nil, fmt.Errorf(`"id" is longer than %d bytes`, usagedb.MaxID)
+	}
+	var evs []usagedb.Event
+	if ok := count - failed; ok > 0 {
+		e := ev
+		e.OK, e.Count = true, int(ok)
+		evs = append(evs, e)
+	}
+	if failed > 0 {
+		e := ev
+		e.OK, e.Count = false, int(failed)
+		if e.ID != "" && len(evs) > 0 { // the line's second event: an ID of its own
+			sum := sha256.Sum256([]byte(e.ID + "\x00failed"))
+			e.ID = hex.EncodeToString(sum[:16])
+		}
+		evs = append(evs, e)
+	}
+	return l, evs, nil
+}
+
+// reportUnknownTools says how many import lines name a tool the catalog
+// does not know (they are kept: the tool may come later). Tools of
+// providers (MCP servers, remote toolsrv) are not in the catalog of the
+// tool directories: they are not checked.
+func reportUnknownTools(ctx context.Context, env *cliEnv, tools *dirList, lines []importLine) {
+	reg, _, err := loadTools(ctx, env, "usage import", tools)
+	if err != nil {
+		fmt.Fprintf(env.stdout, "tool names not checked: %v\n", err)
+		return
+	}
+	cat := reg.Catalog()
+	unknown := map[string]int{}
+	nUnknown, nProvided := 0, 0
+	for _, l := range lines {
+		name := *l.Tool
+		switch {
+		case name == "":
+		case strings.Contains(name, registry.ProviderSep):
+			nProvided++
+		default:
+			if _, ok := cat.Get(name); ok {
+				continue
+			}
+			if _, ok := cat.HiddenReason(name); ok {
+				continue
+			}
+			unknown[name]++
+			nUnknown++
+		}
+	}
+	if nUnknown > 0 {
+		names := make([]string, 0, len(unknown))
+		for n := range unknown {
+			names = append(names, n)
+		}
+		sort.Slice(names, func(i, j int) bool {
+			if unknown[names[i]] != unknown[names[j]] {
+				return unknown[names[i]] > unknown[names[j]]
+			}
+			return names[i] < names[j]
+		})
+		var parts []string
+		for i, n := range names {
+			if i == 10 {
+				parts = append(parts, fmt.Sprintf("and %d more", len(names)-10))
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s (%d)", n, unknown[n]))
+		}
+		fmt.Fprintf(env.stdout, "%d line(s) name tools the catalog does not know, kept (the tool may come later): %s\n",
+			nUnknown, strings.Join(parts, ", "))
+	}
+	if nProvided > 0 {
+		fmt.Fprintf(env.stdout, "%d line(s) name tools of MCP servers or remote toolsrv (SERVER%sTOOL), not checked\n", nProvided, registry.ProviderSep)
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func runUsageForget(ctx context.Context, env *cliEnv, args []string) int {
+	fs, _, db := usageFlags(env, "forget", "(--tool NAME | --agent NAME | --before DATE | --all)",
+		"Removes entries from the usage history: those of a tool, of an agent, last used before a date\n"+
+			"(YYYY-MM-DD, local midnight, or RFC3339), or all. What it removes is gone from the disk too:\n"+
+			"the store is rewritten and its log emptied; --all also removes damaged copies set aside.")
+	tool := fs.String("tool", "", "forget the entries of this tool")
+	agent := fs.String("agent", "", "forget the entries of this agent")
+	before := fs.String("before", "", "forget the entries last used before DATE (YYYY-MM-DD or RFC3339)")
+	all := fs.Bool("all", false, "forget everything")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 0 {
+		return usageError(fs, "unexpected argument %q", fs.Arg(0))
+	}
+	var f usagedb.Filter
+	given := 0
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "tool", "agent", "before", "all":
+			given++
+		}
+	})
+	if given != 1 {
+		return usageError(fs, "give exactly one of --tool, --agent, --before and --all")
+	}
+	switch {
+	case *all:
+		f.All = true
+	case *tool != "":
+		f.Tool = *tool
+	case *agent != "":
+		f.Agent = *agent
+	case *before != "":
+		t, err := parseDate(*before)
+		if err != nil {
+			return usageError(fs, "--before: %v", err)
+		}
+		f.Before = t
+	default:
+		return usageError(fs, "give a non-empty value (or --all)")
+	}
+	s, err := openUsage(ctx, env, "usage forget", *db, usagedb.Options{})
+	if err != nil {
+		fmt.Fprintln(env.stderr, "toolsrv usage forget:", err)
+		return 1
+	}
+	defer s.Close()
+	n, err := s.Forget(ctx, f)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "toolsrv usage forget:", err)
+		return 1
+	}
+	fmt.Fprintf(env.stdout, "forgot %d entr%s\n", n, plural(n, "y", "ies"))
+	return 0
+}
+
+// parseDate is YYYY-MM-DD (local midnight) or an RFC3339 time.
+func parseDate(s string) (time.Time, error) {
+	if t, err := time.ParseInLocation(time.DateOnly, s, time.Local); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("%q is not a date (YYYY-MM-DD) or an RFC3339 time", s)
+}

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	usagedb "github.com/toolsrv/toolsrv/usage"
+)
+
+// usageFixture is a usage store holding a few entries, and the
+// environment that makes it the default one.
+func usageFixture(t *testing.T) (db string, env map[string]string) {
+	t.Helper()
+	state := t.TempDir()
+	db = filepath.Join(state, "toolsrv", "usage.db")
+	s, _, err := usagedb.Open(context.Background(), db, usagedb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Now()
+	err = s.Record(context.Background(),
+		usagedb.Event{Request: "Show git status", Tool: "alpha", OK: true, Agent: "claude", Time: now.Add(-2 * time.Hour), Source: usagedb.SourceMCP},
+		usagedb.Event{Request: "show  git status", Tool: "alpha", OK: false, Agent: "claude", Time: now.Add(-time.Hour), Source: usagedb.SourceMCP},
+		usagedb.Event{Request: "count the lines", Tool: "beta", OK: true, Agent: "codex", Time: now.Add(-3 * time.Hour), Source: usagedb.SourceCLI},
+		usagedb.Event{Request: "tell me a joke", Tool: "", OK: true, Agent: "claude", Time: now.Add(-30 * time.Minute), Source: usagedb.Source9P},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, map[string]string{"XDG_STATE_HOME": state}
+}
+
+func TestUsageLs(t *testing.T) {
+	db, env := usageFixture(t)
+	code, out, errs := runCLIWith(t, "", env, "usage", "ls")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 4 || !strings.HasPrefix(lines[0], "CALLS") {
+		t.Fatalf("exit %d, %s\n%s", code, errs, out)
+	}
+	// Most recently used first; no tool shows as "-".
+	for i, want := range []string{"tell me a joke", "show git status", "count the lines"} {
+		if !strings.Contains(lines[i+1], want) {
+			t.Errorf("line %d: %q, want %q", i+1, lines[i+1], want)
+		}
+	}
+	if f := strings.Fields(lines[2]); f[0] != "2" || f[1] != "1" || f[4] != "alpha" || f[5] != "claude" {
+		t.Errorf("%q", lines[2])
+	}
+	if f := strings.Fields(lines[1]); f[4] != "-" {
+		t.Errorf("%q", lines[1])
+	}
+	// --usage-db, --tool, --agent, --json.
+	code, out, errs = runCLIWith(t, "", nil, "usage", "ls", "--usage-db", db, "--json", "--agent", "claude", "--tool", "alpha")
+	var es []usagedb.Entry
+	if err := json.Unmarshal([]byte(out), &es); code != 0 || err != nil || len(es) != 1 || es[0].Count != 2 {
+		t.Fatalf("exit %d, %v, %s\n%s", code, err, errs, out)
+	}
+	// No store: an empty list, and nothing made.
+	empty := filepath.Join(t.TempDir(), "none", "usage.db")
+	code, out, errs = runCLIWith(t, "", nil, "usage", "ls", "--usage-db", empty, "--json")
+	if code != 0 || strings.TrimSpace(out) != "[]" {
+		t.Fatalf("exit %d, %s\n%s", code, errs, out)
+	}
+	if _, err := os.Stat(filepath.Dir(empty)); !os.IsNotExist(err) {
+		t.Errorf("ls made the store's directory")
+	}
+}
+
+func TestUsageStats(t *testing.T) {
+	db, env := usageFixture(t)
+	code, out, errs := runCLIWith(t, "", env, "usage", "stats")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{db, "3: 4 calls, 1 failed; 3 tools, 2 agents", "9p 1, cli 1, mcp 2", "180 days after last use", "256 per tool"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stats lack %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = runCLIWith(t, "", env, "usage", "stats", "--json")
+	var st usagedb.Stats
+	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil || st.Entries != 3 || st.Sources["mcp"] != 2 || st.Size == 0 {
+		t.Fatalf("exit %d, %v\n%s", code, err, out)
+	}
+}
+
+// export writes what import reads: a round trip keeps every entry.
+func TestUsageExportImport(t *testing.T) {
+	_, env := usageFixture(t)
+	code, out, errs := runCLIWith(t, "", env, "usage", "export")
+	if code != 0 || strings.Count(out, "\n") != 3 {
+		t.Fatalf("exit %d, %s\n%s", code, errs, out)
+	}
+	if !strings.Contains(out, `"request":"show  git status","tool":"alpha","ok":false,"agent":"claude"`) || !strings.Contains(out, `"count":2,"failed":1`) {
+		t.Errorf("export:\n%s", out)
+	}
+	other := filepath.Join(t.TempDir(), "usage.db")
+	code, rep, errs := runCLIWith(t, out, nil, "usage", "import", "--usage-db", other, "--tools", cliFixture(t), "-")
+	if code != 0 || !strings.Contains(rep, "imported 3 line(s) from standard input into 3 entries") {
+		t.Fatalf("exit %d, %s\n%s", code, errs, rep)
+	}
+	code, out2, _ := runCLIWith(t, "", nil, "usage", "export", "--usage-db", other)
+	if code != 0 || out2 != out {
+		t.Errorf("round trip:\n%s\nthen\n%s", out, out2)
+	}
+}
+
+func TestUsageImport(t *testing.T) {
+	tools := cliFixture(t)
+	db := filepath.Join(t.TempDir(), "usage.db")
+	file := filepath.Join(t.TempDir(), "calls.jsonl")
+	good := `{"request": "do alpha things", "tool": "alpha", "ok": true, "agent": "claude", "time": "` + time.Now().Add(-time.Hour).UTC().Format(time.RFC3339) + `"}
+{"request": "Do  alpha things", "tool": "alpha", "ok": false, "agent": "claude"}
+
+{"request": "what is it", "tool": "ghost"}
+{"request": "later tool", "tool": "gamma", "count": 4, "failed": 1}
+{"request": "later tool again", "tool": "gamma", "id": "abc"}
+{"request": "later tool again", "tool": "gamma", "id": "abc"}
+{"request": "from a server", "tool": "gh:search"}
+{"request": "no tool for this", "tool": ""}
+{"request": "ancient", "tool": "alpha", "time": "2001-01-01T00:00:00Z"}
+`
+	if err := os.WriteFile(file, []byte(good), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLIWith(t, "", nil, "usage", "import", "--usage-db", db, "--tools", tools, file)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"imported 9 line(s) from " + file + " into 6 entries",
+		"1 line(s) are older than the history keeps (180 days): not kept",
+		// ghost is hidden on this host: known.
+		"3 line(s) name tools the catalog does not know, kept (the tool may come later): gamma (3)",
+		"1 line(s) name tools of MCP servers or remote toolsrv (SERVER:TOOL), not checked",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	s, _, err := usagedb.Open(context.Background(), db, usagedb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, _, err := s.Snapshot(context.Background())
+	s.Close()
+	if err != nil || len(es) != 6 {
+		t.Fatalf("%d entries, %v", len(es), err)
+	}
+	for _, e := range es {
+		switch e.Key.Request {
+		case "do alpha things":
+			if e.Count != 2 || e.Failed != 1 || e.Key.Agent != "claude" {
+				t.Errorf("%+v", e)
+			}
+		case "later tool":
+			if e.Count != 4 || e.Failed != 1 {
+				t.Errorf("%+v", e)
+			}
+		case "later tool again": // the repeated id counts once
+			if e.Count != 1 {
+				t.Errorf("%+v", e)
+			}
+		}
+	}
+
+	// Any bad line: nothing imported, every bad line named.
+	bad := good + `{"request": "x"}
+{"tool": "alpha"}
+{"request": "x", "tool": "alpha", "time": "yesterday"}
+{"request": "x", "tool": "alpha", "count": 0}
+{"request": "x", "tool": "alpha", "count": 2, "failed": 3}
+{"request": "x", "tool": "alpha", "colour": "blue"}
+{"request": "   ", "tool": "alpha"}
+not json
+`
+	if err := os.WriteFile(file, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db2 := filepath.Join(t.TempDir(), "usage.db")
+	code, out, errs = runCLIWith(t, "", nil, "usage", "import", "--usage-db", db2, "--tools", tools, file)
+	if code != 1 || out != "" {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	for _, want := range []string{"nothing imported: 8 invalid line(s)",
+		`line 11: "tool" is missing`, `line 12: "request" is missing`, `line 13: "time" "yesterday" is not an RFC3339 time`,
+		`line 14: "count" 0`, `line 15: "failed" 3 is not between 0 and the count, 2`, `line 16: not a JSON object of the import format: json: unknown field "colour"`,
+		`line 17: "request" is empty`, "line 18: not a JSON object",
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("errors lack %q:\n%s", want, errs)
+		}
+	}
+	if _, err := os.Stat(db2); !os.IsNotExist(err) {
+		t.Errorf("a failed import made the store")
+	}
+}
+
+func TestUsageForget(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		n    int
+	}{
+		{[]string{"--tool", "alpha"}, 1},
+		{[]string{"--agent", "claude"}, 2},
+		{[]string{"--before", time.Now().Add(-150 * time.Minute).Format(time.RFC3339)}, 1},
+		{[]string{"--before", time.Now().Add(48 * time.Hour).Format(time.DateOnly)}, 3},
+		{[]string{"--all"}, 3},
+	} {
+		_, env := usageFixture(t)
+		code, out, errs := runCLIWith(t, "", env, append([]string{"usage", "forget"}, tc.args...)...)
+		if code != 0 || strings.TrimSpace(out) != "forgot "+map[bool]string{true: "1 entry", false: strconv.Itoa(tc.n) + " entries"}[tc.n == 1] {
+			t.Errorf("%v: exit %d, %q %s", tc.args, code, out, errs)
+		}
+	}
+	_, env := usageFixture(t)
+	for _, args := range [][]string{
+		{}, {"--tool", "a", "--agent", "b"}, {"--all", "--tool", "a"}, {"--before", "last week"}, {"--tool", ""}, {"stray"},
+	} {
+		code, _, errs := runCLIWith(t, "", env, append([]string{"usage", "forget"}, args...)...)
+		if code != 2 || !strings.Contains(errs, "Usage: toolsrv usage forget") {
+			t.Errorf("%v: exit %d, %s", args, code, errs)
+		}
+	}
+}
+
+func TestUsageHelp(t *testing.T) {
+	code, out, _ := runCLIWith(t, "", nil, "help", "usage")
+	if code != 0 || !strings.Contains(out, "never sent anywhere") || !strings.Contains(out, "forget") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	code, out, _ = runCLIWith(t, "", nil, "usage", "import", "--help")
+	if code != 0 || !strings.Contains(out, "--usage-db") || !strings.Contains(out, "180 days") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	code, _, errs := runCLIWith(t, "", nil, "usage", "frobnicate")
+	if code != 2 || !strings.Contains(errs, `unknown subcommand "frobnicate"`) {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+}
