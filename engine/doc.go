@@ -8,7 +8,7 @@
 //	if err != nil { ... }
 //	defer eng.Close()
 //	go eng.Run(ctx) // follows edits of the tool directories
-//	ans, err := eng.Rank(ctx, engine.Query{Text: msg, Context: lastFew, Profile: profile})
+//	ans, err := eng.Rank(ctx, engine.Request{Query: msg, Context: lastFew, Profile: profile})
 //	// ans.Offered: what goes in the prompt; ans.NoToolFits; ans.Ranking.Degraded
 //
 // New loads the catalog, opens the embedder by name (package embed), builds

@@ -15,6 +15,7 @@ import (
 	"github.com/toolsrv/toolsrv/index"
 	"github.com/toolsrv/toolsrv/registry"
 	"github.com/toolsrv/toolsrv/thresholds"
+	"github.com/toolsrv/toolsrv/usage"
 )
 
 // Options configure an Engine. The zero value serves $OLLIE_TOOLS_PATH with
@@ -57,6 +58,10 @@ type Options struct {
 
 	// Runner, when set, makes calls possible with these options.
 	Runner *exec.Options
+	// Usage, when set, is the usage history: calls linked to a request
+	// (a cited answer, or CallRequest.Request) are recorded in it. The
+	// caller opens and closes it.
+	Usage usage.Store
 	// SharedRunner, when set, is used instead of making one from Runner:
 	// a runner the caller shares with providers that start processes (MCP
 	// servers run under the same sandbox runner, limits and budget).
@@ -93,6 +98,8 @@ type Engine struct {
 	mu      sync.Mutex
 	changes <-chan registry.Change // subscribed in New, so Run misses nothing
 	cancel  context.CancelFunc     // ends the subscription and the providers
+
+	answers *answers // recent answers by ID (answers.go)
 }
 
 // New loads the catalog and, unless NoIndex, the embedder, the index and
@@ -113,6 +120,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 		o.RankTimeout = 2 * time.Second
 	}
 	e := &Engine{opts: o, log: o.Logger}
+	e.answers = newAnswers(nil, e.unused)
 	e.reg = registry.New(registry.Options{Dirs: o.Dirs, Host: o.Host, Logger: o.Logger, SchemaCache: e.schemaCache(),
 		CatalogCache: e.catalogCache()})
 	// Subscribe before the first load: Run follows from there.
@@ -328,6 +336,7 @@ func (e *Engine) Run(ctx context.Context) error {
 func (e *Engine) Close() {
 	e.cancel()
 	e.provWG.Wait()
+	e.answers.close()
 }
 
 // Registry is the live catalog.

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/toolsrv/toolsrv/exec"
 	"github.com/toolsrv/toolsrv/index"
 	"github.com/toolsrv/toolsrv/registry"
 )
@@ -145,7 +146,7 @@ func (o *Overlay) catalogLocked(host *registry.Catalog) *registry.Catalog {
 
 // Rank ranks the session's catalog for q, as Engine.Rank ranks the
 // engine's.
-func (o *Overlay) Rank(ctx context.Context, q Query) (Answer, error) {
+func (o *Overlay) Rank(ctx context.Context, q Request) (Answer, error) {
 	host := o.e.reg.Catalog()
 	o.mu.Lock()
 	ix, cat, ixErr := o.ix, o.catalogLocked(host), o.ixErr
@@ -157,11 +158,27 @@ func (o *Overlay) Rank(ctx context.Context, q Query) (Answer, error) {
 			a, err := o.e.Rank(ctx, q)
 			a.Ranking.Degraded = true
 			a.Ranking.Reason = fmt.Sprintf("the session's sent tools are not ranked: %v", ixErr)
+			a.Degraded, a.DegradedReason = true, a.Ranking.Reason
 			return a, err
 		}
 		return o.e.Rank(ctx, q)
 	}
-	return o.e.rank(ctx, ix, cat, q)
+	a, err := o.e.rank(ctx, ix, cat, q)
+	if err != nil {
+		return a, err
+	}
+	o.e.answers.remember(&a, q)
+	return a, nil
+}
+
+// Call runs c.Tool of the session's catalog (sent tools included), as
+// Engine.Call runs the engine's.
+func (o *Overlay) Call(ctx context.Context, c CallRequest) (*exec.Result, error) {
+	t, err := o.Catalog().Lookup(c.Tool)
+	if err != nil {
+		return nil, err
+	}
+	return o.e.callTool(ctx, t, c)
 }
 
 // changed brings the session's catalog and index up to date after the

@@ -39,16 +39,16 @@ func TestOverlay(t *testing.T) {
 	if ov.Catalog() != eng.Catalog() {
 		t.Error("an overlay with nothing sent is not the engine's catalog")
 	}
-	top := func(rank func(context.Context, Query) (Answer, error), text string) string {
+	top := func(rank func(context.Context, Request) (Answer, error), text string) string {
 		t.Helper()
-		a, err := rank(ctx, Query{Text: text, K: 3, All: true})
+		a, err := rank(ctx, Request{Query: text, Limit: 3, All: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(a.Offered) == 0 {
+		if len(a.Tools) == 0 {
 			return ""
 		}
-		return a.Offered[0].Name
+		return a.Tools[0].Name
 	}
 	res, err := ov.Send(ctx, "lunar_phase", []byte(`{"description":"Phase of the moon tonight: waxing, waning, full","cmd":"/bin/echo"}`))
 	if err != nil || res.Tool == nil {

@@ -58,7 +58,7 @@ func (p *memProvider) Call(ctx context.Context, name string, args []byte, cc exe
 
 func offeredNames(a Answer) []string {
 	var out []string
-	for _, o := range a.Offered {
+	for _, o := range a.Tools {
 		out = append(out, o.Name)
 	}
 	return out
@@ -94,7 +94,7 @@ func TestProviders(t *testing.T) {
 	if w := strings.Join(eng.Warnings(), "\n"); !strings.Contains(w, "stuck") {
 		t.Errorf("no warning names the stuck provider: %q", w)
 	}
-	ans, err := eng.Rank(ctx, Query{Text: "read the contents of the file notes.txt", K: 3, All: true})
+	ans, err := eng.Rank(ctx, Request{Query: "read the contents of the file notes.txt", Limit: 3, All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,10 +104,10 @@ func TestProviders(t *testing.T) {
 
 	// Calls: checked against the provider's schema, then sent to it by
 	// its own name.
-	if _, err := eng.Call(ctx, "fs:read_file", []byte(`{}`), exec.CallContext{}); !errors.Is(err, exec.ErrInvalidArgs) {
+	if _, err := eng.Call(ctx, CallRequest{Tool: "fs:read_file", Arguments: json.RawMessage(`{}`)}); !errors.Is(err, exec.ErrInvalidArgs) {
 		t.Errorf("a call missing a required argument: %v, want invalid arguments", err)
 	}
-	res, err := eng.Call(ctx, "fs:read_file", []byte(`{"path":"/etc/hostname"}`), exec.CallContext{})
+	res, err := eng.Call(ctx, CallRequest{Tool: "fs:read_file", Arguments: json.RawMessage(`{"path":"/etc/hostname"}`)})
 	if err != nil || string(res.Stdout) != "called read_file" {
 		t.Errorf("call: %v %v", res, err)
 	}
@@ -117,25 +117,25 @@ func TestProviders(t *testing.T) {
 	if calls != `read_file {"path":"/etc/hostname"}` {
 		t.Errorf("the provider saw %q", calls)
 	}
-	if _, err := eng.Call(ctx, "weather", nil, exec.CallContext{}); !errors.Is(err, ErrNoRunner) {
+	if _, err := eng.Call(ctx, CallRequest{Tool: "weather", Arguments: nil}); !errors.Is(err, ErrNoRunner) {
 		t.Errorf("a .meta tool without a runner: %v", err)
 	}
 
 	// The provider goes down: its tools leave the ranking and say why.
 	fs.updates <- registry.Provision{Source: "test provider fs", Unavailable: "the server exited; restarting"}
 	waitFor(t, ctx, func() bool {
-		a, err := eng.Rank(ctx, Query{Text: "read the contents of the file notes.txt", K: 3, All: true})
+		a, err := eng.Rank(ctx, Request{Query: "read the contents of the file notes.txt", Limit: 3, All: true})
 		return err == nil && !strings.HasPrefix(strings.Join(offeredNames(a), ","), "fs:")
 	})
-	if _, err := eng.Call(ctx, "fs:read_file", []byte(`{"path":"x"}`), exec.CallContext{}); err == nil || !strings.Contains(err.Error(), "restarting") {
+	if _, err := eng.Call(ctx, CallRequest{Tool: "fs:read_file", Arguments: json.RawMessage(`{"path":"x"}`)}); err == nil || !strings.Contains(err.Error(), "restarting") {
 		t.Errorf("a call to an unavailable provider's tool: %v", err)
 	}
 	// And comes back with a new tool, which is ranked.
 	fs.updates <- registry.Provision{Source: "test provider fs", Tools: append(fs.first.Tools,
 		registry.Provided{Name: "search_files", Description: "Search files for a text pattern, like grep"})}
 	waitFor(t, ctx, func() bool {
-		a, err := eng.Rank(ctx, Query{Text: "grep the files for a pattern", K: 3, All: true})
-		return err == nil && len(a.Offered) > 0 && a.Offered[0].Name == "fs:search_files"
+		a, err := eng.Rank(ctx, Request{Query: "grep the files for a pattern", Limit: 3, All: true})
+		return err == nil && len(a.Tools) > 0 && a.Tools[0].Name == "fs:search_files"
 	})
 }
 

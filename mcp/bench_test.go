@@ -87,7 +87,7 @@ func startOnce(b *testing.B, cfgPath string, runner *exec.Runner) (listed, ready
 	}
 	for j := 0; j < 50; j++ {
 		t0 := time.Now()
-		if _, err := eng.Call(ctx, "everything:echo", []byte(`{"message":"x"}`), exec.CallContext{WorkDir: b.TempDir()}); err != nil {
+		if _, err := eng.Call(ctx, engine.CallRequest{Tool: "everything:echo", Arguments: []byte(`{"message":"x"}`), Context: exec.CallContext{WorkDir: b.TempDir()}}); err != nil {
 			b.Fatal(err)
 		}
 		calls = append(calls, time.Since(t0))

@@ -122,12 +122,12 @@ func TestRealServers(t *testing.T) {
 		"create entities in the knowledge graph memory": "memory:create_entities",
 		"echo back the message hello":                   "everything:echo",
 	} {
-		ans, err := eng.Rank(ctx, engine.Query{Text: q, K: 3, All: true})
+		ans, err := eng.Rank(ctx, engine.Request{Query: q, Limit: 3, All: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(ans.Offered) == 0 || ans.Offered[0].Name != want {
-			t.Errorf("rank %q: %v, want %s first", q, ans.Offered, want)
+		if len(ans.Tools) == 0 || ans.Tools[0].Name != want {
+			t.Errorf("rank %q: %v, want %s first", q, ans.Tools, want)
 		}
 	}
 
@@ -139,7 +139,7 @@ func TestRealServers(t *testing.T) {
 		{"memory:create_entities", `{"entities":[{"name":"toolsrv","entityType":"project","observations":["ranks tools"]}]}`, "toolsrv"},
 		{"memory:read_graph", `{}`, "ranks tools"},
 	} {
-		res, err := eng.Call(ctx, tc.tool, []byte(tc.args), cc)
+		res, err := eng.Call(ctx, engine.CallRequest{Tool: tc.tool, Arguments: []byte(tc.args), Context: cc})
 		if err != nil {
 			t.Errorf("call %s: %v", tc.tool, err)
 			continue
@@ -153,12 +153,12 @@ func TestRealServers(t *testing.T) {
 		t.Errorf("memory file: %q %v", b, err)
 	}
 	// A file outside what fs serves: the server refuses, an error result.
-	_, err = eng.Call(ctx, "fs:read_text_file", []byte(`{"path":"/etc/hostname"}`), cc)
+	_, err = eng.Call(ctx, engine.CallRequest{Tool: "fs:read_text_file", Arguments: []byte(`{"path":"/etc/hostname"}`), Context: cc})
 	if !errors.Is(err, exec.ErrExit) {
 		t.Errorf("reading outside the served directory: %v, want a failed call", err)
 	}
 	// Arguments are checked against the server's schema before it is asked.
-	if _, err := eng.Call(ctx, "everything:echo", []byte(`{"msg":1}`), cc); !errors.Is(err, exec.ErrInvalidArgs) {
+	if _, err := eng.Call(ctx, engine.CallRequest{Tool: "everything:echo", Arguments: []byte(`{"msg":1}`), Context: cc}); !errors.Is(err, exec.ErrInvalidArgs) {
 		t.Errorf("bad arguments: %v, want invalid arguments", err)
 	}
 }
@@ -228,17 +228,17 @@ func TestBadServers(t *testing.T) {
 		}
 	}
 	cc := exec.CallContext{WorkDir: t.TempDir()}
-	res, err := eng.Call(ctx, "garbage:say", []byte(`{"text":"still works"}`), cc)
+	res, err := eng.Call(ctx, engine.CallRequest{Tool: "garbage:say", Arguments: []byte(`{"text":"still works"}`), Context: cc})
 	if err != nil || string(res.Stdout) != "said: still works" {
 		t.Errorf("garbage:say: %v %v", res, err)
 	}
 	// A tool that reports an error is a failed call with its message.
-	_, err = eng.Call(ctx, "good:fail", nil, cc)
+	_, err = eng.Call(ctx, engine.CallRequest{Tool: "good:fail", Arguments: nil, Context: cc})
 	if !errors.Is(err, exec.ErrExit) || !strings.Contains(err.Error(), "it went wrong") {
 		t.Errorf("good:fail: %v", err)
 	}
 	// A broken entry's tools cannot be called.
-	if _, err := eng.Call(ctx, "carrier:x", nil, cc); err == nil {
+	if _, err := eng.Call(ctx, engine.CallRequest{Tool: "carrier:x", Arguments: nil, Context: cc}); err == nil {
 		t.Error("a call to a broken entry succeeded")
 	}
 }
@@ -296,12 +296,12 @@ func TestServerListChanged(t *testing.T) {
 	if contains(catalogNames(eng.Catalog()), "changing:extra") {
 		t.Fatal("extra is there before it is added")
 	}
-	if _, err := eng.Call(ctx, "changing:add_tool", nil, exec.CallContext{WorkDir: t.TempDir()}); err != nil {
+	if _, err := eng.Call(ctx, engine.CallRequest{Tool: "changing:add_tool", Arguments: nil, Context: exec.CallContext{WorkDir: t.TempDir()}}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, ctx, "the added tool ranked", func() bool {
-		a, err := eng.Rank(ctx, engine.Query{Text: "convert celsius to fahrenheit", K: 1, All: true})
-		return err == nil && len(a.Offered) == 1 && a.Offered[0].Name == "changing:extra"
+		a, err := eng.Rank(ctx, engine.Request{Query: "convert celsius to fahrenheit", Limit: 1, All: true})
+		return err == nil && len(a.Tools) == 1 && a.Tools[0].Name == "changing:extra"
 	})
 }
 

@@ -54,6 +54,9 @@ type Server struct {
 
 	mu     sync.Mutex
 	listed map[string]string // hot tools listed directly: name → hash
+	// answers is each session's last find_tools answer (its ID), which a
+	// call_tool that cites none follows.
+	answers map[*sdk.ServerSession]string
 }
 
 // NewServer makes the server; Follow keeps its hot tools current.
@@ -70,7 +73,7 @@ func NewServer(o ServerOptions) *Server {
 	if o.Profile != nil && o.Call.Agent == "" {
 		o.Call.Agent = o.Profile.Name
 	}
-	s := &Server{opts: o, log: o.Logger, listed: map[string]string{}}
+	s := &Server{opts: o, log: o.Logger, listed: map[string]string{}, answers: map[*sdk.ServerSession]string{}}
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: "toolsrv", Title: "toolsrv: tool search, ranking and sandboxed calls", Version: o.Version},
 		&sdk.ServerOptions{
 			Instructions: "This server holds many tools. Call find_tools with the user's request to get the few that fit " +
@@ -118,33 +121,17 @@ var callToolTool = &sdk.Tool{
 	Description: "Call a tool that find_tools returned, by its name, with arguments that match its input schema. " +
 		"The tool runs sandboxed; its output is the result, and a failing tool is an error result that says why.",
 	InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-		`"name":{"type":"string","description":"the tool's name, as find_tools gave it"},` +
-		`"arguments":{"type":"object","description":"the tool's arguments (an object matching its input schema)"}},` +
-		`"required":["name"]}`),
+		`"tool":{"type":"string","description":"the tool's name, as find_tools gave it"},` +
+		`"arguments":{"type":"object","description":"the tool's arguments (an object matching its input schema)"},` +
+		`"answer":{"type":"string","description":"the id of the find_tools answer that offered the tool (default: this session's last one)"},` +
+		`"request":{"type":"string","description":"the user's request this call serves, in their words, when it did not come from find_tools: toolsrv learns from it which tools this installation uses for which requests (kept on this machine only)"}},` +
+		`"required":["tool"]}`),
 }
 
-// FoundTool is one tool of find_tools' answer.
-type FoundTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"inputSchema"`
-	Score       float64         `json:"score"`
-	// Hot: offered because the agent's profile keeps it at hand, not for
-	// its score.
-	Hot bool `json:"hot,omitempty"`
-}
-
-// Found is find_tools' answer (its structured content, and its text).
-type Found struct {
-	Tools []FoundTool `json:"tools"`
-	// NoToolFits: nothing in the catalog serves the request; Reason says
-	// why. Answer without a tool.
-	NoToolFits bool   `json:"noToolFits"`
-	Reason     string `json:"reason,omitempty"`
-	// Degraded: the embedder failed, the ranking is lexical only.
-	Degraded       bool   `json:"degraded,omitempty"`
-	DegradedReason string `json:"degradedReason,omitempty"`
-}
+// Found is find_tools' answer (its structured content, and its text): the
+// engine's Answer, each tool with its description and input schema. Its ID
+// is what call_tool's "answer" cites.
+type Found = engine.Answer
 
 type findArgs struct {
 	Query   string          `json:"query"`
@@ -172,23 +159,21 @@ func (s *Server) findTools(ctx context.Context, req *sdk.CallToolRequest) (*sdk.
 		limit = s.opts.DefaultLimit
 	}
 	eng := s.opts.Engine
-	ans, err := eng.Rank(ctx, engine.Query{Text: a.Query, Context: convo, Profile: s.opts.Profile})
+	ans, err := eng.Rank(ctx, engine.Request{Query: a.Query, Context: convo, Limit: limit, Profile: s.opts.Profile,
+		Session: s.opts.Call.Session, Agent: s.opts.Call.Agent, Source: "mcp"})
 	if err != nil {
 		return nil, fmt.Errorf("ranking: %w", err)
 	}
 	cat := eng.Catalog()
-	f := Found{Tools: []FoundTool{}, NoToolFits: ans.NoToolFits, Reason: ans.Reason,
-		Degraded: ans.Ranking.Degraded, DegradedReason: ans.Ranking.Reason}
-	for _, o := range ans.Offered {
-		if limit > 0 && len(f.Tools) == limit {
-			break
-		}
+	f := ans
+	f.Tools = []engine.Offer{}
+	for _, o := range ans.Tools {
 		t, ok := cat.Get(o.Name)
 		if !ok {
 			continue
 		}
-		f.Tools = append(f.Tools, FoundTool{Name: t.Name, Description: t.Description, InputSchema: objectSchema(t.Args),
-			Score: round3(o.Score), Hot: o.Hot})
+		o.Description, o.InputSchema, o.Score = t.Description, objectSchema(t.Args), round3(o.Score)
+		f.Tools = append(f.Tools, o)
 	}
 	if f.NoToolFits && f.Reason == "" {
 		f.Reason = "no tool fits this request"
@@ -197,24 +182,21 @@ func (s *Server) findTools(ctx context.Context, req *sdk.CallToolRequest) (*sdk.
 	if err != nil {
 		return nil, err
 	}
-	s.log.Info("find_tools", "query", a.Query, "found", len(f.Tools), "noToolFits", f.NoToolFits, "degraded", f.Degraded)
+	s.answered(req.Session, ans.ID)
+	// The request is user text: it is not logged.
+	s.log.Info("find_tools", "found", len(f.Tools), "noToolFits", f.NoToolFits, "degraded", f.Degraded)
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}, nil
 }
 
-type callArgs struct {
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-}
-
 func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-	var a callArgs
-	if err := json.Unmarshal(orEmpty(req.Params.Arguments), &a); err != nil {
-		return errorResult("call_tool: the arguments must be an object {\"name\": \"...\", \"arguments\": {...}}: %v", err), nil
+	var c engine.CallRequest
+	if err := json.Unmarshal(orEmpty(req.Params.Arguments), &c); err != nil {
+		return errorResult("call_tool: the arguments must be an object {\"tool\": \"...\", \"arguments\": {...}}: %v", err), nil
 	}
-	if a.Name == "" {
-		return errorResult("call_tool: \"name\" is required: a tool name that find_tools returned"), nil
+	if c.Tool == "" {
+		return errorResult("call_tool: \"tool\" is required: a tool name that find_tools returned"), nil
 	}
-	args := bytes.TrimSpace(a.Arguments)
+	args := bytes.TrimSpace(c.Arguments)
 	if len(args) > 0 && args[0] == '"' {
 		// A client that can only send strings (a command line) sends the
 		// object as JSON text.
@@ -223,18 +205,22 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 			args = []byte(text)
 		}
 	}
-	if len(args) == 0 || string(args) == "null" {
-		args = []byte("{}")
-	}
-	return s.call(ctx, a.Name, args), nil
+	c.Arguments = args
+	return s.call(ctx, req.Session, c), nil
 }
 
 // call runs a tool for a client: a failure is an error result saying why.
-func (s *Server) call(ctx context.Context, name string, args []byte) *sdk.CallToolResult {
+// A call that cites no answer follows the session's last find_tools.
+func (s *Server) call(ctx context.Context, ss *sdk.ServerSession, c engine.CallRequest) *sdk.CallToolResult {
+	name := c.Tool
 	if !s.opts.Profile.Allows(name) {
 		return errorResult("tool %s: agent %s may not use it (its profile's allowTools)", name, s.opts.Profile.Name)
 	}
-	res, err := s.opts.Engine.Call(ctx, name, args, s.opts.Call)
+	if c.Answer == "" && c.Request == "" {
+		c.Answer = s.lastAnswer(ss)
+	}
+	c.Source, c.Context = "mcp", s.opts.Call
+	res, err := s.opts.Engine.Call(ctx, c)
 	s.log.Info("call", "tool", name, "err", err)
 	if err != nil {
 		var le *registry.LookupError
@@ -260,6 +246,29 @@ func (s *Server) call(ctx context.Context, name string, args []byte) *sdk.CallTo
 	}
 	return out
 }
+
+// answered remembers the ID of the answer find_tools gave session ss.
+func (s *Server) answered(ss *sdk.ServerSession, id string) {
+	if id == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.answers) >= maxSessions {
+		clear(s.answers) // many sessions: the oldest links are lost, nothing else
+	}
+	s.answers[ss] = id
+}
+
+// lastAnswer is the ID of the last answer find_tools gave session ss.
+func (s *Server) lastAnswer(ss *sdk.ServerSession) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.answers[ss]
+}
+
+// maxSessions bounds the sessions whose last answer is remembered.
+const maxSessions = 1024
 
 // sync lists the profile's hot tools as MCP tools of their own: added,
 // changed and removed as the catalog changes (the SDK tells clients).
@@ -309,7 +318,7 @@ func (s *Server) sync(cat *registry.Catalog) {
 		s.srv.AddTool(&sdk.Tool{Name: n, Description: t.Description, InputSchema: objectSchema(t.Args),
 			Annotations: &sdk.ToolAnnotations{ReadOnlyHint: ro, OpenWorldHint: &t.Network}},
 			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-				return s.call(ctx, n, orEmpty(req.Params.Arguments)), nil
+				return s.call(ctx, req.Session, engine.CallRequest{Tool: n, Arguments: orEmpty(req.Params.Arguments)}), nil
 			})
 	}
 }

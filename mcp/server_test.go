@@ -126,7 +126,7 @@ func TestServer(t *testing.T) {
 	if b, _ := json.Marshal(r.StructuredContent); json.Unmarshal(b, &found) != nil || r.IsError {
 		t.Fatalf("find_tools: %s", text(r))
 	}
-	var grep *FoundTool
+	var grep *engine.Offer
 	for i := range found.Tools {
 		if found.Tools[i].Name == "file_grep" {
 			grep = &found.Tools[i]
@@ -138,6 +138,9 @@ func TestServer(t *testing.T) {
 	if !strings.Contains(text(r), `"file_grep"`) {
 		t.Errorf("the text content does not carry the answer: %s", text(r))
 	}
+	if found.ID == "" {
+		t.Errorf("find_tools' answer has no id for call_tool to cite: %s", text(r))
+	}
 	// limit, and context as a string.
 	r = callTool(t, ctx, cs, FindTools, map[string]any{"query": "read a file", "context": "we are looking at main.go", "limit": 1})
 	if b, _ := json.Marshal(r.StructuredContent); json.Unmarshal(b, &found) != nil || len(found.Tools) > 1 {
@@ -148,10 +151,13 @@ func TestServer(t *testing.T) {
 		t.Errorf("find_tools without a query: %v %s", r.IsError, text(r))
 	}
 
-	// call_tool runs the tool, sandboxed, in the working directory.
-	r = callTool(t, ctx, cs, CallTool, map[string]any{"name": "file_grep", "arguments": map[string]any{"pattern": "TODO"}})
-	if r.IsError || !strings.Contains(text(r), "main.go:2") {
-		t.Errorf("call_tool file_grep: %v %s", r.IsError, text(r))
+	// call_tool runs the tool, sandboxed, in the working directory
+	// ("tool", and the older "name").
+	for _, key := range []string{"tool", "name"} {
+		r = callTool(t, ctx, cs, CallTool, map[string]any{key: "file_grep", "arguments": map[string]any{"pattern": "TODO"}})
+		if r.IsError || !strings.Contains(text(r), "main.go:2") {
+			t.Errorf("call_tool file_grep (%q): %v %s", key, r.IsError, text(r))
+		}
 	}
 	// The hot tool is callable directly too.
 	r = callTool(t, ctx, cs, "file_grep", map[string]any{"pattern": "write it"})
@@ -165,7 +171,7 @@ func TestServer(t *testing.T) {
 	}{
 		{map[string]any{"name": "no_such_tool"}, "find_tools gives the names"},
 		{map[string]any{"name": "file_grep", "arguments": map[string]any{"patern": "x"}}, "invalid arguments"},
-		{map[string]any{}, `"name" is required`},
+		{map[string]any{}, `"tool" is required`},
 	} {
 		r := callTool(t, ctx, cs, CallTool, tc.args)
 		if !r.IsError || !strings.Contains(text(r), tc.want) {

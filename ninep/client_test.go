@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/toolsrv/toolsrv/engine"
 )
 
 // silentServer accepts connections and never reads or answers them.
@@ -105,10 +107,10 @@ func TestClientCallReturnsWhenContextEnds(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	defer close(release)
 	e := newEnv(t, func(o *Options) {
-		o.Ranker = RankerFunc(func(ctx context.Context, q RankQuery) (Ranking, error) {
+		o.Ranker = rankerFunc(func(ctx context.Context, q engine.Request) (engine.Answer, error) {
 			close(entered)
 			<-release // a ranking that never finishes
-			return Ranking{}, nil
+			return engine.Answer{}, nil
 		})
 	})
 	ctx, cancel := context.WithCancel(context.Background())

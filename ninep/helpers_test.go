@@ -16,6 +16,9 @@ import (
 
 	"github.com/hugelgupf/p9/linux"
 
+	"github.com/toolsrv/toolsrv/engine"
+	"github.com/toolsrv/toolsrv/exec"
+	"github.com/toolsrv/toolsrv/index"
 	"github.com/toolsrv/toolsrv/registry"
 )
 
@@ -23,9 +26,9 @@ import (
 // share of the message's words found in its name, description and keywords.
 type wordRanker struct{ src Source }
 
-func (w wordRanker) Rank(ctx context.Context, q RankQuery) (Ranking, error) {
-	words := strings.Fields(strings.ToLower(q.Text))
-	var hits []Hit
+func (w wordRanker) Rank(ctx context.Context, q engine.Request) (engine.Answer, error) {
+	words := strings.Fields(strings.ToLower(q.Query))
+	var hits []engine.Offer
 	for _, t := range w.src.Catalog().Tools {
 		if q.Allow != nil && !q.Allow(t.Name) {
 			continue
@@ -38,7 +41,7 @@ func (w wordRanker) Rank(ctx context.Context, q RankQuery) (Ranking, error) {
 			}
 		}
 		if n > 0 {
-			hits = append(hits, Hit{Name: t.Name, Score: float64(n) / float64(len(words))})
+			hits = append(hits, engine.Offer{Hit: index.Hit{Name: t.Name, Score: float64(n) / float64(len(words))}})
 		}
 	}
 	sort.SliceStable(hits, func(i, j int) bool {
@@ -47,30 +50,39 @@ func (w wordRanker) Rank(ctx context.Context, q RankQuery) (Ranking, error) {
 		}
 		return hits[i].Name < hits[j].Name
 	})
-	if q.K > 0 && len(hits) > q.K {
-		hits = hits[:q.K]
+	if q.Limit > 0 && len(hits) > q.Limit {
+		hits = hits[:q.Limit]
 	}
-	return Ranking{Hits: hits}, nil
+	return engine.Answer{Tools: hits}, nil
+}
+
+// rankerFunc adapts a function to Ranker.
+type rankerFunc func(ctx context.Context, q engine.Request) (engine.Answer, error)
+
+func (f rankerFunc) Rank(ctx context.Context, q engine.Request) (engine.Answer, error) {
+	return f(ctx, q)
 }
 
 // echoCaller answers a call with its own arguments as output and remembers
 // what it was asked.
 type echoCaller struct {
 	mu    sync.Mutex
-	calls []CallContext
+	calls []engine.CallRequest
 }
 
-func (e *echoCaller) Call(ctx context.Context, t *registry.Tool, args []byte, cc CallContext) (*CallResult, error) {
+func (e *echoCaller) Call(ctx context.Context, c engine.CallRequest) (*exec.Result, error) {
+	args := c.Arguments
+	c.Arguments = nil // what a call was given is not kept (a test measures the server's memory)
 	e.mu.Lock()
-	e.calls = append(e.calls, cc)
+	e.calls = append(e.calls, c)
 	e.mu.Unlock()
 	if strings.Contains(string(args), "fail-please") {
-		return &CallResult{Stdout: []byte("partial"), Stderr: []byte("it failed"), ExitCode: 3}, nil
+		return &exec.Result{Stdout: []byte("partial"), Stderr: []byte("it failed"), ExitCode: 3}, nil
 	}
 	if strings.Contains(string(args), "refuse-please") {
 		return nil, Refuse(linux.EACCES, "bypass denied by the broker")
 	}
-	return &CallResult{Stdout: args, ExitCode: 0}, nil
+	return &exec.Result{Stdout: args, ExitCode: 0}, nil
 }
 
 // testEnv is a server on a real Unix socket over a copy of testdata/tools.

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolsrv/toolsrv/engine"
+	"github.com/toolsrv/toolsrv/exec"
 	"github.com/toolsrv/toolsrv/registry"
 )
 
@@ -92,49 +94,41 @@ func schemas(tools []*registry.Tool) []byte {
 	return append(b, '\n')
 }
 
-// rankAnswer is the rank format: optional comment lines ("# degraded:
-// REASON", "# NOTE"), then
-// "name<TAB>score" lines, best first. Names a stale ranking still holds but
-// the catalog no longer has (or allow refuses) are dropped.
-func rankAnswer(r Ranking, cat *registry.Catalog, allow func(string) bool) []byte {
+// rankAnswer is the rank format: comment lines ("# answer ID", the ID a
+// later load or call of the agent cites; "# degraded: REASON"; "# NOTE",
+// why no tool fits), then "name<TAB>score" lines, best first. Names a
+// stale ranking still holds but the catalog no longer has (or allow
+// refuses) are dropped.
+func rankAnswer(a engine.Answer, cat *registry.Catalog, allow func(string) bool) []byte {
 	var b bytes.Buffer
-	if r.Degraded {
-		reason := r.Reason
+	if a.ID != "" {
+		fmt.Fprintf(&b, "# answer %s\n", a.ID)
+	}
+	if a.Degraded {
+		reason := a.DegradedReason
 		if reason == "" {
 			reason = "ranking fell back to a simpler method"
 		}
 		fmt.Fprintf(&b, "# degraded: %s\n", oneLine(reason))
 	}
-	if r.Note != "" {
-		fmt.Fprintf(&b, "# %s\n", oneLine(r.Note))
+	if a.NoToolFits && a.Reason != "" {
+		fmt.Fprintf(&b, "# %s\n", oneLine(a.Reason))
 	}
-	for _, h := range r.Hits {
-		if _, ok := cat.Get(h.Name); !ok || (allow != nil && !allow(h.Name)) {
+	for _, o := range a.Tools {
+		if _, ok := cat.Get(o.Name); !ok || (allow != nil && !allow(o.Name)) {
 			continue
 		}
-		fmt.Fprintf(&b, "%s\t%.4f\n", h.Name, h.Score)
+		fmt.Fprintf(&b, "%s\t%.4f\n", o.Name, o.Score)
 	}
 	return b.Bytes()
 }
 
-// callAnswer is the call/NAME answer: one JSON object.
-type callAnswer struct {
-	Tool        string          `json:"tool"`
-	ExitCode    int             `json:"exitCode"`
-	Output      string          `json:"output"`
-	Content     json.RawMessage `json:"content,omitempty"`
-	Stderr      string          `json:"stderr,omitempty"`
-	Truncated   bool            `json:"truncated,omitempty"`
-	Unsandboxed bool            `json:"unsandboxed,omitempty"`
-	Denied      string          `json:"denied,omitempty"`
-	DurationMS  float64         `json:"durationMs"`
-}
-
-func renderCall(tool string, r *CallResult) ([]byte, error) {
-	a := callAnswer{Tool: tool, ExitCode: r.ExitCode, Output: string(r.Stdout), Content: r.Content,
-		Stderr: string(r.Stderr), Truncated: r.Truncated, Unsandboxed: r.Unsandboxed, Denied: r.Denied,
-		DurationMS: float64(r.Duration.Microseconds()) / 1000}
-	b, err := json.Marshal(a)
+// renderCall is the call/NAME answer: one engine.CallResult as JSON (a
+// tool that ran and failed is a result, with its exit status).
+func renderCall(tool string, r *exec.Result) ([]byte, error) {
+	out := engine.Outcome(tool, r, nil)
+	out.OK = r.ExitCode == 0
+	b, err := json.Marshal(out)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the result of %s: %w", tool, err)
 	}

@@ -33,8 +33,9 @@ type Overlay interface {
 	Definition(name string) ([]byte, bool)
 	// Sent is what each definition amounts to, by name.
 	Sent() []registry.Sent
-	// Rank ranks the session's catalog.
+	// Rank ranks the session's catalog and Call calls its tools.
 	Ranker
+	Caller
 	// Close releases the overlay (the session ended).
 	Close()
 }

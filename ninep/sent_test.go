@@ -10,6 +10,8 @@ import (
 
 	"github.com/hugelgupf/p9/linux"
 
+	"github.com/toolsrv/toolsrv/engine"
+	"github.com/toolsrv/toolsrv/exec"
 	"github.com/toolsrv/toolsrv/registry"
 )
 
@@ -19,6 +21,7 @@ import (
 type memOverlay struct {
 	reg     *registry.Registry
 	session string
+	caller  Caller
 
 	mu     sync.Mutex
 	data   map[string][]byte
@@ -84,8 +87,17 @@ func (o *memOverlay) Sent() []registry.Sent {
 	return out
 }
 
-func (o *memOverlay) Rank(ctx context.Context, q RankQuery) (Ranking, error) {
+func (o *memOverlay) Rank(ctx context.Context, q engine.Request) (engine.Answer, error) {
 	return wordRanker{o}.Rank(ctx, q)
+}
+
+// Call calls through the test server's caller, as engine.Overlay calls
+// through its engine (the sent tools included).
+func (o *memOverlay) Call(ctx context.Context, c engine.CallRequest) (*exec.Result, error) {
+	if o.caller == nil {
+		return nil, Refuse(linux.ENOSYS, "tool execution is not available in this server")
+	}
+	return o.caller.Call(ctx, c)
 }
 
 // Load makes it a Source, for wordRanker.
@@ -109,6 +121,7 @@ func sentEnv(t *testing.T, tweak func(*Options)) (*testEnv, func(string) *memOve
 			mu.Lock()
 			defer mu.Unlock()
 			ov := newMemOverlay(e.reg, session)
+			ov.caller = e.caller
 			made[session] = ov
 			return ov
 		}

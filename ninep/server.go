@@ -2,7 +2,6 @@ package ninep
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/hugelgupf/p9/p9"
 
+	"github.com/toolsrv/toolsrv/engine"
+	"github.com/toolsrv/toolsrv/exec"
 	"github.com/toolsrv/toolsrv/registry"
 )
 
@@ -27,78 +28,19 @@ type Source interface {
 	Load(ctx context.Context) error
 }
 
-// Ranker ranks the catalog's tools for a message. The server wires it to the
-// index and the thresholds policy; the 9P tree only renders what it returns.
+// Ranker ranks the catalog's tools for a request: an engine.Frontend (the
+// engine, or a session's overlay) in toolsrv serve. The 9P tree only
+// renders what it answers.
 type Ranker interface {
-	Rank(ctx context.Context, q RankQuery) (Ranking, error)
+	Rank(ctx context.Context, r engine.Request) (engine.Answer, error)
 }
 
-// RankQuery is one ranking request.
-type RankQuery struct {
-	// Text is the user message.
-	Text string
-	// Context is earlier conversation, most recent last (may be empty).
-	Context []string
-	// K is the most hits wanted; 0 lets the Ranker decide.
-	K int
-	// Allow, when not nil, is the only set of tools that may be returned
-	// (an agent profile's allowTools).
-	Allow func(name string) bool
-	// Profile is the asking agent's profile (nil for the root rank file);
-	// a Ranker applying a thresholds policy always offers its hot tools.
-	Profile *registry.Profile
-}
-
-// Ranking is a Ranker's answer, best first.
-type Ranking struct {
-	Hits []Hit
-	// Degraded is set when the ranking fell back (for example to lexical
-	// scores because the embedder is unreachable); Reason says why.
-	Degraded bool
-	Reason   string
-	// Note is shown as a comment line, e.g. why no tool fits.
-	Note string
-}
-
-// Hit is one ranked tool.
-type Hit struct {
-	Name  string
-	Score float64
-}
-
-// RankerFunc adapts a function to the Ranker interface.
-type RankerFunc func(ctx context.Context, q RankQuery) (Ranking, error)
-
-// Rank implements Ranker.
-func (f RankerFunc) Rank(ctx context.Context, q RankQuery) (Ranking, error) { return f(ctx, q) }
-
-// Caller runs one tool call (package exec provides the real one).
+// Caller runs one tool call: an engine.Frontend in toolsrv serve. A tool
+// that ran and failed returns its result with an exec.ErrExit error (the
+// call transaction answers the result); any other failure is refused
+// with the errno engine.KindOf gives.
 type Caller interface {
-	Call(ctx context.Context, tool *registry.Tool, args []byte, cc CallContext) (*CallResult, error)
-}
-
-// CallContext says on whose behalf a call runs.
-type CallContext struct {
-	WorkDir string
-	Session string
-	Agent   string
-	// Timeout is the tool's own timeout (0: the Caller's default).
-	Timeout time.Duration
-}
-
-// CallResult is what a finished call produced. A tool that ran and exited
-// non-zero is a result, not an error.
-type CallResult struct {
-	Stdout      []byte
-	Content     json.RawMessage // set when stdout parsed as {"content": [...]}
-	Stderr      []byte
-	ExitCode    int
-	Truncated   bool
-	Unsandboxed bool
-	// Denied says why the sandbox most likely made the tool fail, and what
-	// would allow it (empty when nothing points at it).
-	Denied   string
-	Duration time.Duration
+	Call(ctx context.Context, c engine.CallRequest) (*exec.Result, error)
 }
 
 // Options configure a Server.
@@ -108,8 +50,14 @@ type Options struct {
 	// Ranker answers the rank files; nil makes them answer ENOSYS.
 	Ranker Ranker
 	// Caller runs call/NAME requests; nil makes them answer ENOSYS
-	// ("execution is not available").
+	// ("execution is not available"). A session with an overlay calls
+	// through the overlay (which ranks and calls its own catalog).
 	Caller Caller
+	// Loaded, when set, is told when a full client's agent loads a tool
+	// after a ranking (the answer it follows): the usage history's
+	// "load after rank". A tool's own connection loading a tool is not
+	// told.
+	Loaded func(answer, tool, session, agent string)
 	// Profiles returns an agent's profile when its directory is made; nil
 	// gives every agent an empty profile (nothing auto-loaded, all allowed).
 	Profiles func(agent string) (*registry.Profile, error)

@@ -50,6 +50,9 @@ type agent struct {
 	notices []string
 	err     string
 	ended   bool
+	// answer is the ID of the last answer a full client got from the
+	// agent's rank file: its next load and calls cite it.
+	answer string
 }
 
 // loadedTool is one tool an agent has loaded.
@@ -401,23 +404,32 @@ func (ag *agent) turnLocked(cat *registry.Catalog, warm int) {
 	}
 }
 
-// ctl runs one agent ctl command.
-func (s *Server) agentCtl(ag *agent, line string) error {
+// ctl runs one agent ctl command for connection c.
+func (s *Server) agentCtl(c *conn, ag *agent, line string) error {
 	verb, arg, _ := strings.Cut(line, " ")
 	arg = strings.TrimSpace(arg)
 	cat := ag.sess.catalog()
 	if err := ag.lock(cat); err != nil {
 		return err
 	}
-	defer ag.mu.Unlock()
-	switch verb {
-	case "tool_load":
+	if verb == "tool_load" {
 		if arg == "" {
+			ag.mu.Unlock()
 			return Refuse(linux.EINVAL, "tool_load needs a tool name: tool_load NAME")
 		}
 		err := ag.loadLocked(cat, arg)
+		answer := ag.answer
+		ag.mu.Unlock()
 		s.log.Info("tool_load", "session", ag.sess.name, "agent", ag.name, "tool", arg, "err", err)
+		// A full client's load after a ranking is usage; a tool's own
+		// connection never writes usage.
+		if err == nil && answer != "" && !c.acc.scoped() && s.opts.Loaded != nil {
+			s.opts.Loaded(answer, arg, ag.sess.name, ag.name)
+		}
 		return err
+	}
+	defer ag.mu.Unlock()
+	switch verb {
 	case "tool_unload":
 		if arg == "" {
 			return Refuse(linux.EINVAL, "tool_unload needs a tool name: tool_unload NAME")

@@ -3,11 +3,15 @@ package ninep
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/hugelgupf/p9/linux"
 	"github.com/hugelgupf/p9/p9"
+
+	"github.com/toolsrv/toolsrv/engine"
+	"github.com/toolsrv/toolsrv/exec"
 )
 
 // The file tree, declared once per directory (see dirspec.go): each
@@ -220,7 +224,7 @@ func agentToolsFile(pl place, ag *agent) p9.File {
 		}
 		defer ag.mu.Unlock()
 		return toolLines(ag.loadedToolsLocked(cat)), nil
-	}, func(line string) error { return s.agentCtl(ag, "tool_load "+line) })
+	}, func(line string) error { return s.agentCtl(pl.c, ag, "tool_load "+line) })
 }
 
 // agentCtlFile is session/S/agent/A/ctl.
@@ -232,7 +236,7 @@ func agentCtlFile(pl place, ag *agent) p9.File {
 		}
 		defer ag.mu.Unlock()
 		return ag.ctlTextLocked(), nil
-	}, func(line string) error { return s.agentCtl(ag, line) })
+	}, func(line string) error { return s.agentCtl(pl.c, ag, line) })
 }
 
 // agentSchemasFile is session/S/agent/A/schemas.
@@ -267,34 +271,29 @@ func callComplete(req []byte, _ bool) bool {
 	return t[0] != '{' || json.Valid(t)
 }
 
-// rankRequest is the JSON form of a rank request; plain text is the message.
-type rankRequest struct {
-	Query   string   `json:"query"`
-	Context []string `json:"context"`
-	K       int      `json:"k"`
-}
-
 // rank answers a rank transaction, for an agent (its allowTools apply) or
-// for the whole catalog (ag nil).
+// for the whole catalog (ag nil). The request is plain text (the message)
+// or an engine.Request as JSON ({"query": ..., "context": [...],
+// "limit": N}; "k" is still accepted for limit).
 func (s *Server) rank(c *conn, ag *agent, req []byte) ([]byte, error) {
 	if s.opts.Ranker == nil {
 		return nil, Refuse(linux.ENOSYS, "ranking is not available in this server")
 	}
-	q := RankQuery{K: s.opts.RankK}
+	q := engine.Request{Limit: s.opts.RankK, Source: "9p"}
 	t := bytes.TrimSpace(req)
 	if len(t) > 0 && t[0] == '{' {
-		var r rankRequest
+		var r engine.Request
 		if err := json.Unmarshal(t, &r); err != nil {
-			return nil, Refuse(linux.EINVAL, "rank request is not valid JSON (%v); write the message as plain text or {\"query\": ..., \"context\": [...], \"k\": N}", err)
+			return nil, Refuse(linux.EINVAL, "rank request is not valid JSON (%v); write the message as plain text or {\"query\": ..., \"context\": [...], \"limit\": N}", err)
 		}
-		q.Text, q.Context = strings.TrimSpace(r.Query), r.Context
-		if r.K > 0 {
-			q.K = r.K
+		q.Query, q.Context = r.Query, r.Context
+		if r.Limit > 0 {
+			q.Limit = r.Limit
 		}
 	} else {
-		q.Text = string(t)
+		q.Query = string(t)
 	}
-	if q.Text == "" {
+	if q.Query == "" {
 		return nil, Refuse(linux.EINVAL, "empty message: write the user's message to rank tools for it")
 	}
 	ranker, cat := s.opts.Ranker, s.catalog
@@ -304,7 +303,7 @@ func (s *Server) rank(c *conn, ag *agent, req []byte) ([]byte, error) {
 		}
 		prof := ag.profile
 		ag.mu.Unlock()
-		q.Profile = prof
+		q.Profile, q.Session, q.Agent = prof, ag.sess.name, ag.name
 		if prof.AllowTools != nil {
 			q.Allow = prof.Allows
 		}
@@ -312,11 +311,16 @@ func (s *Server) rank(c *conn, ag *agent, req []byte) ([]byte, error) {
 			ranker, cat = ov, ov.Catalog
 		}
 	}
-	r, err := ranker.Rank(c.ctx, q)
+	a, err := ranker.Rank(c.ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("ranking failed: %w", err)
 	}
-	return rankAnswer(r, cat(), q.Allow), nil
+	if ag != nil && !c.acc.scoped() {
+		ag.mu.Lock()
+		ag.answer = a.ID
+		ag.mu.Unlock()
+	}
+	return rankAnswer(a, cat(), q.Allow), nil
 }
 
 // call answers a call/NAME transaction.
@@ -344,13 +348,24 @@ func (s *Server) call(c *conn, ag *agent, name string, req []byte) ([]byte, erro
 	if err := t.ValidateArgs(args); err != nil {
 		return nil, Refuse(linux.EINVAL, "arguments for %s: %v", name, err)
 	}
-	if s.opts.Caller == nil {
+	caller := s.opts.Caller
+	if ov := ag.sess.overlay(); ov != nil {
+		caller = ov
+	}
+	if caller == nil {
 		return nil, Refuse(linux.ENOSYS, "tool execution is not available in this server")
 	}
-	res, err := s.opts.Caller.Call(c.ctx, t, args, CallContext{WorkDir: ag.sess.dir(), Session: ag.sess.name,
-		Agent: ag.name, Timeout: t.Timeout})
-	if err != nil {
+	ag.mu.Lock()
+	answer := ag.answer
+	ag.mu.Unlock()
+	res, err := caller.Call(c.ctx, engine.CallRequest{Tool: name, Arguments: args, Answer: answer, Source: "9p",
+		Context: exec.CallContext{WorkDir: ag.sess.dir(), Session: ag.sess.name, Agent: ag.name, Timeout: t.Timeout}})
+	var refused *Refusal
+	if errors.As(err, &refused) {
 		return nil, fmt.Errorf("call %s: %w", name, err)
+	}
+	if err != nil && !(errors.Is(err, exec.ErrExit) && res != nil) {
+		return nil, &Refusal{Errno: linux.Errno(engine.KindOf(err).Errno), Reason: fmt.Sprintf("call %s: %v", name, err)}
 	}
 	return renderCall(name, res)
 }

@@ -13,6 +13,9 @@ import (
 	"github.com/hugelgupf/p9/linux"
 	"github.com/hugelgupf/p9/p9"
 
+	"github.com/toolsrv/toolsrv/engine"
+	"github.com/toolsrv/toolsrv/exec"
+	"github.com/toolsrv/toolsrv/index"
 	"github.com/toolsrv/toolsrv/registry"
 )
 
@@ -166,8 +169,8 @@ func TestRootRank(t *testing.T) {
 
 func TestRankDegradedAndUnavailable(t *testing.T) {
 	e := newEnv(t, func(o *Options) {
-		o.Ranker = RankerFunc(func(_ context.Context, q RankQuery) (Ranking, error) {
-			return Ranking{Hits: []Hit{{"weather", 0.5}, {"vanished", 0.4}}, Degraded: true, Reason: "embedder unreachable"}, nil
+		o.Ranker = rankerFunc(func(_ context.Context, q engine.Request) (engine.Answer, error) {
+			return engine.Answer{Tools: []engine.Offer{{Hit: index.Hit{Name: "weather", Score: 0.5}}, {Hit: index.Hit{Name: "vanished", Score: 0.4}}}, Degraded: true, DegradedReason: "embedder unreachable"}, nil
 		})
 	})
 	ans, err := e.client().Transact("rank", []byte("rain"))
@@ -322,8 +325,8 @@ func TestSessionCtl(t *testing.T) {
 	}
 	e.caller.mu.Lock()
 	defer e.caller.mu.Unlock()
-	if want := (CallContext{WorkDir: d, Session: "s", Agent: "a"}); e.caller.calls[0] != want {
-		t.Fatalf("call context = %+v, want %+v", e.caller.calls[0], want)
+	if want := (exec.CallContext{WorkDir: d, Session: "s", Agent: "a"}); e.caller.calls[0].Context != want {
+		t.Fatalf("call context = %+v, want %+v", e.caller.calls[0].Context, want)
 	}
 }
 
@@ -524,7 +527,7 @@ func TestCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res callAnswer
+	var res engine.CallResult
 	if err := json.Unmarshal(ans, &res); err != nil {
 		t.Fatalf("answer %q: %v", ans, err)
 	}
@@ -572,7 +575,7 @@ func TestCallArgsSplitAcrossMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res callAnswer
+	var res engine.CallResult
 	if err := json.Unmarshal(ans, &res); err != nil || res.Output != big {
 		t.Fatalf("big call: output %d bytes, want %d (%v)", len(res.Output), len(big), err)
 	}

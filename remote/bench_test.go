@@ -193,7 +193,7 @@ func BenchmarkFederation(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				q := queries[i%len(queries)]
 				t0 := time.Now()
-				if _, err := eng.Rank(ctx, engine.Query{Text: q, K: 10, All: true}); err != nil {
+				if _, err := eng.Rank(ctx, engine.Request{Query: q, Limit: 10, All: true}); err != nil {
 					b.Fatal(err)
 				}
 				ds = append(ds, time.Since(t0))
@@ -220,7 +220,7 @@ func BenchmarkFederation(b *testing.B) {
 	work := b.TempDir()
 	args := []byte(`{"x": 1}`)
 	b.Run("call/local", call(func() error {
-		_, err := localEng.Call(ctx, "echo_args", args, exec.CallContext{WorkDir: work})
+		_, err := localEng.Call(ctx, engine.CallRequest{Tool: "echo_args", Arguments: args, Context: exec.CallContext{WorkDir: work}})
 		return err
 	}))
 	direct, err := Dial(ctx, "unix:"+filepath.Join(host.Root, "run", "toolsrv", "9p.sock"), DialOptions{})
@@ -247,7 +247,7 @@ func BenchmarkFederation(b *testing.B) {
 		return err
 	}))
 	b.Run("call/remote-ssh", call(func() error {
-		_, err := fed.Call(ctx, "srv:echo_args", args, exec.CallContext{})
+		_, err := fed.Call(ctx, engine.CallRequest{Tool: "srv:echo_args", Arguments: args})
 		return err
 	}))
 

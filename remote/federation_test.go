@@ -71,12 +71,12 @@ func topRanked(t *testing.T, ctx context.Context, eng *engine.Engine, text, want
 	t.Helper()
 	var got []string
 	for {
-		ans, err := eng.Rank(ctx, engine.Query{Text: text, K: 5, All: true})
+		ans, err := eng.Rank(ctx, engine.Request{Query: text, Limit: 5, All: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		got = got[:0]
-		for _, o := range ans.Offered {
+		for _, o := range ans.Tools {
 			got = append(got, o.Name)
 		}
 		if len(got) > 0 && got[0] == want {
@@ -178,11 +178,11 @@ func TestFederation(t *testing.T) {
 	topRanked(t, ctx, eng, "will it rain tomorrow", "weather")
 
 	// A call runs on the remote host.
-	res, err := eng.Call(ctx, "srv:system_logs", []byte(`{"lines": 3}`), exec.CallContext{})
+	res, err := eng.Call(ctx, engine.CallRequest{Tool: "srv:system_logs", Arguments: []byte(`{"lines": 3}`), Context: exec.CallContext{}})
 	if err != nil || string(res.Stdout) != "journal entries of the remote host, asked: {\"lines\":3}\n" {
 		t.Fatalf("call: %+v %v", res, err)
 	}
-	if _, err := eng.Call(ctx, "srv:system_logs", []byte(`{"lines": "three"}`), exec.CallContext{}); !errors.Is(err, exec.ErrInvalidArgs) {
+	if _, err := eng.Call(ctx, engine.CallRequest{Tool: "srv:system_logs", Arguments: []byte(`{"lines": "three"}`), Context: exec.CallContext{}}); !errors.Is(err, exec.ErrInvalidArgs) {
 		t.Errorf("bad arguments: %v, want them refused here", err)
 	}
 
@@ -209,22 +209,22 @@ func TestFederation(t *testing.T) {
 	}
 	// The index follows the catalog a moment later.
 	for remoteRanked := true; remoteRanked; {
-		ans, err := eng.Rank(ctx, engine.Query{Text: "show the systemd journal entries", K: 10, All: true})
+		ans, err := eng.Rank(ctx, engine.Request{Query: "show the systemd journal entries", Limit: 10, All: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		remoteRanked = false
-		for _, o := range ans.Offered {
+		for _, o := range ans.Tools {
 			remoteRanked = remoteRanked || strings.HasPrefix(o.Name, "srv:")
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("unavailable remote tools are still ranked: %+v", ans.Offered)
+			t.Fatalf("unavailable remote tools are still ranked: %+v", ans.Tools)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 	topRanked(t, ctx, eng, "will it rain tomorrow", "weather")
-	if _, err := eng.Call(ctx, "srv:system_logs", []byte(`{}`), exec.CallContext{}); err == nil || !strings.Contains(err.Error(), "not available") {
+	if _, err := eng.Call(ctx, engine.CallRequest{Tool: "srv:system_logs", Arguments: []byte(`{}`), Context: exec.CallContext{}}); err == nil || !strings.Contains(err.Error(), "not available") {
 		t.Errorf("a call while the remote is down: %v", err)
 	}
 
@@ -237,7 +237,7 @@ func TestFederation(t *testing.T) {
 		return description(c, "srv:system_logs") == "Recent entries of the systemd journal" && description(c, "srv:uptime") != ""
 	})
 	topRanked(t, ctx, eng, "show the systemd journal entries", "srv:system_logs")
-	res, err = eng.Call(ctx, "srv:system_logs", []byte(`{}`), exec.CallContext{})
+	res, err = eng.Call(ctx, engine.CallRequest{Tool: "srv:system_logs", Arguments: []byte(`{}`), Context: exec.CallContext{}})
 	if err != nil || !strings.HasPrefix(string(res.Stdout), "journal entries of the remote host") {
 		t.Fatalf("call after the restart: %+v %v\nserver log:\n%s", res, err, host.ServerLog())
 	}

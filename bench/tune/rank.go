@@ -30,7 +30,7 @@ type RankOptions struct {
 // Rank ranks every labelled query of every corpus with an engine over the
 // corpus's own catalog (indexed in memory with emb, no thresholds), keeping
 // the top TopHits. Abstention queries (Split.IsAbstain) are ranked without
-// their relevant tools, through engine.Query.Allow, as if those were
+// their relevant tools, through engine.Request.Allow, as if those were
 // removed from the catalog.
 func Rank(ctx context.Context, emb embed.Embedder, corpora []*eval.Corpus, o RankOptions) (hybrid, lex []Query, err error) {
 	log := o.Logger
@@ -71,7 +71,7 @@ func rankCorpus(ctx context.Context, eng *engine.Engine, c *eval.Corpus, o RankO
 		// A request no tool serves ("relevant": []) is a natural
 		// abstention query; others become one by the split's hash.
 		tq := Query{Corpus: c.Name, ID: q.ID, Relevant: q.Relevant, Abstain: len(q.Relevant) == 0 || split.IsAbstain(q.ID), HeldOut: split.IsHeldOut(q.ID)}
-		iq := engine.Query{Text: q.Text, K: TopHits, All: true, NoLearned: o.NoLastStep, Timeout: time.Hour}
+		iq := engine.Request{Query: q.Text, Limit: TopHits, All: true, NoLearned: o.NoLastStep, Timeout: time.Hour}
 		if tq.Abstain {
 			rel := make(map[string]bool, len(q.Relevant))
 			for _, r := range q.Relevant {

@@ -147,14 +147,13 @@ func parseCount(s string) int {
 func benchNineP(ctx context.Context, eng *engine.Engine, queries []string) ([]time.Duration, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ranker := serveRanker{rank: eng.Rank}
 	reg := eng.Registry()
 	dir, err := os.MkdirTemp("", "toolsrv-bench-9p-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	srv, err := ninep.New(ninep.Options{Source: reg, Ranker: ranker, WorkDir: dir, Logger: slog.New(slog.DiscardHandler)})
+	srv, err := ninep.New(ninep.Options{Source: reg, Ranker: eng, WorkDir: dir, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 	cwd := fs.String("cwd", "", "the session's working directory: read-write for the tool, its $PWD (default: the current directory)")
 	timeout := fs.Duration("timeout", 0, "call timeout, e.g. 30s (default: the tool's \"timeout\", else 60s)")
 	allowUnsandboxed := fs.Bool("allow-unsandboxed", false, "on a kernel without Landlock, run tools unsandboxed instead of refusing")
-	asJSON := fs.Bool("json", false, "print the outcome as one JSON object {tool, ok, error, kind, result} (exit status as without it)")
+	asJSON := fs.Bool("json", false, "print the outcome as one JSON object {tool, ok, exitCode, output, stderr, …, error, kind} (exit status as without it)")
 	socket := fs.String("bypass-socket", "", "approval broker socket for bypass tools (default $OLLIE_BYPASS_SOCKET)")
 	session := fs.String("session", "", "session name (told to the broker; the exclusive class is per session and agent)")
 	agent := fs.String("agent", "", "agent name (told to the broker)")
@@ -134,10 +134,10 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		return 1
 	}
-	res, err := eng.Call(ctx, name, argJSON, exec.CallContext{
+	res, err := eng.Call(ctx, engine.CallRequest{Tool: name, Arguments: argJSON, Context: exec.CallContext{
 		WorkDir: workdir, Session: *session, Agent: *agent, Timeout: *timeout,
 		ToolsPath: strings.Join(toolDirs(env, tools), ":"),
-	})
+	}})
 	if *asJSON {
 		return printCallJSON(env, name, res, err)
 	}
@@ -183,25 +183,10 @@ func truncationNote(res *exec.Result, limit int) string {
 		res.StdoutBytes, res.StderrBytes, limit)
 }
 
-// callOutcome is what --json prints.
-type callOutcome struct {
-	Tool   string       `json:"tool"`
-	OK     bool         `json:"ok"`
-	Error  string       `json:"error,omitempty"`
-	Kind   string       `json:"kind,omitempty"`
-	Result *exec.Result `json:"result,omitempty"`
-}
-
+// printCallJSON prints the call's outcome as engine.CallResult, the form
+// every front end uses (the exit status is as without --json).
 func printCallJSON(env *cliEnv, name string, res *exec.Result, err error) int {
-	out := callOutcome{Tool: name, OK: err == nil, Result: res}
-	if err != nil {
-		out.Error = err.Error()
-		var ce *exec.CallError
-		if errors.As(err, &ce) {
-			out.Kind = ce.Kind.Error()
-		}
-	}
-	if werr := writeJSON(env.stdout, out); werr != nil || err != nil {
+	if werr := writeJSON(env.stdout, engine.Outcome(name, res, err)); werr != nil || err != nil {
 		return 1
 	}
 	return 0

@@ -151,7 +151,7 @@ func evalCorpus(ctx context.Context, env *cliEnv, ef *engineFlags, emb embed.Emb
 	var srcName string
 	for i, mode := range ms {
 		m, err := eval.Measure(ctx, c, func(ctx context.Context, q string) ([]string, bool, error) {
-			ans, err := eng.Rank(ctx, engine.Query{Text: q, Mode: mode, Full: true, All: true, NoLearned: o.noLearned, Timeout: time.Hour})
+			ans, err := eng.Rank(ctx, engine.Request{Query: q, Mode: mode, Full: true, All: true, NoLearned: o.noLearned, Timeout: time.Hour})
 			if err != nil {
 				return nil, false, err
 			}
@@ -175,7 +175,7 @@ func evalCorpus(ctx context.Context, env *cliEnv, ef *engineFlags, emb embed.Emb
 		_, src := eng.Policy()
 		srcName = src.String()
 		om, err := eval.MeasureOffers(ctx, c, func(ctx context.Context, q string) ([]string, bool, error) {
-			ans, err := eng.Rank(ctx, engine.Query{Text: q, K: 10, NoLearned: o.noLearned, Timeout: time.Hour})
+			ans, err := eng.Rank(ctx, engine.Request{Query: q, Limit: 10, NoLearned: o.noLearned, Timeout: time.Hour})
 			if err != nil {
 				return nil, false, err
 			}

@@ -77,7 +77,7 @@ func BenchmarkFindToolsStdio(b *testing.B) {
 		if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "find_tools", Arguments: map[string]any{"query": q}}); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := eng.Rank(ctx, engine.Query{Text: q}); err != nil {
+		if _, err := eng.Rank(ctx, engine.Request{Query: q}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -92,7 +92,7 @@ func BenchmarkFindToolsStdio(b *testing.B) {
 			b.Fatal(err, r)
 		}
 		t0 = time.Now()
-		if _, err := eng.Rank(ctx, engine.Query{Text: q}); err != nil {
+		if _, err := eng.Rank(ctx, engine.Request{Query: q}); err != nil {
 			b.Fatal(err)
 		}
 		inproc = append(inproc, time.Since(t0))

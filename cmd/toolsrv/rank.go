@@ -42,7 +42,8 @@ from standard input.`
 func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	fs, tools := newFlags(env, "rank", "rank [--tools DIR] [--embedder "+embedderChoice()+"] [--k N] [--json] [--format ollama|openai|anthropic] [--agent NAME] MESSAGE|-\n       toolsrv rank [--tools DIR] --batch FILE", rankAbout)
 	ef := addEngineFlags(fs)
-	k := fs.Int("k", 10, "number of tools to print (0: all); in --batch mode the default is all")
+	k := fs.Int("limit", 10, "number of tools to print (0: all); in --batch mode the default is all")
+	fs.IntVar(k, "k", 10, "the older name of --limit")
 	asJSON := fs.Bool("json", false, "print the ranking as JSON (scores, components, degraded reason)")
 	format := fs.String("format", "", "print the ranked tools as tool definitions: ollama, openai or anthropic")
 	modeName := fs.String("mode", "hybrid", "scores: hybrid, bm25 or dense")
@@ -76,7 +77,7 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 		return usageError(fs, "%v", err)
 	}
 	if *k < 0 {
-		return usageError(fs, "--k %d: want 0 (all) or more", *k)
+		return usageError(fs, "--limit %d: want 0 (all) or more", *k)
 	}
 	if *timeout <= 0 {
 		return usageError(fs, "--timeout %v: want a positive duration such as 10s", *timeout)
@@ -87,7 +88,7 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 		}
 	}
 	kSet := false
-	fs.Visit(func(f *flag.Flag) { kSet = kSet || f.Name == "k" })
+	fs.Visit(func(f *flag.Flag) { kSet = kSet || f.Name == "k" || f.Name == "limit" })
 	var message string
 	if fs.NArg() == 1 && fs.Arg(0) == "-" {
 		if *batch != "" {
@@ -141,11 +142,11 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	warn(env, "rank", eng)
 
-	q := engine.Query{Text: message, Context: convo, K: *k, Mode: mode, Profile: profile, All: *all, NoLearned: *noLearned}
+	q := engine.Request{Query: message, Context: convo, Limit: *k, Mode: mode, Profile: profile, All: *all, NoLearned: *noLearned, Source: "cli"}
 	if *batch != "" {
-		q.Full, q.K = true, 0
+		q.Full, q.Limit = true, 0
 		if kSet {
-			q.K = *k
+			q.Limit = *k
 		}
 		if err := rankBatch(ctx, env, eng, *batch, q, *selectFlag); err != nil {
 			return fail(err)
@@ -157,9 +158,9 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(err)
 	}
 	warnDegraded(env, ans.Ranking)
-	hits := make([]index.Hit, len(ans.Offered))
+	hits := make([]index.Hit, len(ans.Tools))
 	hot := map[string]bool{}
-	for i, o := range ans.Offered {
+	for i, o := range ans.Tools {
 		hits[i] = o.Hit
 		hot[o.Name] = o.Hot
 	}
@@ -167,9 +168,10 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 		return printRanking(env, cat, hits, nil, *format, *asJSON, ans.Ranking)
 	}
 	code := printRanking(env, cat, hits, hot, *format, *asJSON, struct {
+		engine.Answer
 		Selection thresholds.Selection `json:"selection"`
 		Ranking   index.Ranking        `json:"ranking"`
-	}{ans.Selection, ans.Ranking})
+	}{ans, ans.Selection, ans.Ranking})
 	if code == 0 && ans.NoToolFits && *format == "" && !*asJSON {
 		msg := ans.Reason
 		if !strings.HasPrefix(msg, "no tool fits") {
@@ -253,10 +255,10 @@ type scored struct {
 }
 
 // rankBatch ranks each query line of path (the whole catalog, or the top
-// base.K) and writes one result line per input line, in order; with sel,
+// base.Limit) and writes one result line per input line, in order; with sel,
 // also the offered set the thresholds make of the same ranking. A degraded
 // ranking is reported on stderr.
-func rankBatch(ctx context.Context, env *cliEnv, eng *engine.Engine, path string, base engine.Query, sel bool) error {
+func rankBatch(ctx context.Context, env *cliEnv, eng *engine.Engine, path string, base engine.Request, sel bool) error {
 	var in io.Reader = env.stdin
 	if path != "-" {
 		f, err := os.Open(path)
@@ -284,7 +286,7 @@ func rankBatch(ctx context.Context, env *cliEnv, eng *engine.Engine, path string
 			return fmt.Errorf("%s:%d: no \"id\"", path, line)
 		}
 		q := base
-		q.Text, q.All = ql.Query, true
+		q.Query, q.All = ql.Query, true
 		ans, err := eng.Rank(ctx, q)
 		if err != nil {
 			return fmt.Errorf("%s:%d: %w", path, line, err)

@@ -11,9 +11,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/hugelgupf/p9/linux"
-
-	"github.com/toolsrv/toolsrv/engine"
 	"github.com/toolsrv/toolsrv/exec"
 	"github.com/toolsrv/toolsrv/ninep"
 	"github.com/toolsrv/toolsrv/registry"
@@ -124,18 +121,18 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	if srvd == nil {
 		return code
 	}
-	eng, log, dirs := srvd.eng, srvd.log, srvd.dirs
+	eng, log := srvd.eng, srvd.log
 	env = srvd.env
 	defer eng.Close()
 	reg := eng.Registry()
 	runner := eng.Runner()
 	agents, guard := sv.agents, srvd.guard
-	ranker := serveRanker{rank: eng.Rank}
 
 	srv, err := ninep.New(ninep.Options{
 		Source: loggedSource{reg, log},
-		Ranker: loggedRanker{ranker, log},
-		Caller: loggedCaller{execCaller{eng: eng, toolsPath: strings.Join(dirs, ":")}, log},
+		Ranker: eng,
+		Caller: eng,
+		Loaded: eng.Loaded,
 		Profiles: loggedProfiles(func(name string) (*registry.Profile, error) {
 			return registry.LoadProfile(agents, name)
 		}, log),
@@ -148,11 +145,8 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 			real, _, err := guard.Check(dir)
 			return real, err
 		},
-		Overlays: func(session string) ninep.Overlay {
-			ov := eng.NewOverlay(session)
-			return sessionOverlay{Overlay: ov, serveRanker: serveRanker{rank: ov.Rank}}
-		},
-		Build: buildText(),
+		Overlays: func(session string) ninep.Overlay { return eng.NewOverlay(session) },
+		Build:    buildText(),
 	})
 	if err != nil {
 		fmt.Fprintf(env.stderr, "toolsrv serve: %v\n", err)
@@ -212,76 +206,6 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintf(env.stderr, "toolsrv serve: %v\n", err)
 		return 1
 	}
-}
-
-// serveRanker answers the 9P rank files with the engine (or a session's
-// overlay of it): the offered set (the hot tools of the asking agent's
-// profile always among it), or the plain ranking when serve runs with
-// --no-thresholds.
-type serveRanker struct {
-	rank func(context.Context, engine.Query) (engine.Answer, error)
-}
-
-// sessionOverlay is a session's catalog with definitions sent to it, for
-// the 9P server.
-type sessionOverlay struct {
-	*engine.Overlay
-	serveRanker
-}
-
-func (o sessionOverlay) Rank(ctx context.Context, q ninep.RankQuery) (ninep.Ranking, error) {
-	return o.serveRanker.Rank(ctx, q)
-}
-
-func (s serveRanker) Rank(ctx context.Context, q ninep.RankQuery) (ninep.Ranking, error) {
-	ans, err := s.rank(ctx, engine.Query{Text: q.Text, Context: q.Context, K: q.K, Allow: q.Allow, Profile: q.Profile})
-	if err != nil {
-		return ninep.Ranking{}, err
-	}
-	out := ninep.Ranking{Degraded: ans.Ranking.Degraded, Reason: ans.Ranking.Reason}
-	for _, o := range ans.Offered {
-		out.Hits = append(out.Hits, ninep.Hit{Name: o.Name, Score: o.Score})
-	}
-	if ans.NoToolFits {
-		out.Note = ans.Reason
-	}
-	return out, nil
-}
-
-// execCaller runs calls with the engine (the sandboxed runner, or a
-// provided tool's provider). A tool that ran and failed is a result; every
-// other failure is a refusal with an errno that fits.
-type execCaller struct {
-	eng       *engine.Engine
-	toolsPath string
-}
-
-func (c execCaller) Call(ctx context.Context, t *registry.Tool, args []byte, cc ninep.CallContext) (*ninep.CallResult, error) {
-	res, err := c.eng.CallTool(ctx, t, args, exec.CallContext{WorkDir: cc.WorkDir, Session: cc.Session, Agent: cc.Agent,
-		Timeout: cc.Timeout, ToolsPath: c.toolsPath})
-	if err != nil && !(errors.Is(err, exec.ErrExit) && res != nil) {
-		return nil, &ninep.Refusal{Errno: callErrno(err), Reason: err.Error()}
-	}
-	return &ninep.CallResult{Stdout: res.Stdout, Content: res.Content, Stderr: res.Stderr, ExitCode: res.ExitCode,
-		Truncated: res.Truncated, Unsandboxed: res.Unsandboxed, Denied: res.Denied, Duration: res.Duration}, nil
-}
-
-// callErrno maps exec's failure kinds to errnos.
-func callErrno(err error) linux.Errno {
-	for _, k := range []struct {
-		kind  error
-		errno linux.Errno
-	}{
-		{exec.ErrInvalidArgs, linux.EINVAL}, {exec.ErrBadCallContext, linux.EINVAL},
-		{exec.ErrTimeout, linux.ETIMEDOUT}, {exec.ErrCanceled, linux.EINTR},
-		{exec.ErrBypassRefused, linux.EACCES}, {exec.ErrNoSandbox, linux.EPERM}, {exec.ErrSandbox, linux.EPERM},
-		{exec.ErrStart, linux.ENOEXEC},
-	} {
-		if errors.Is(err, k.kind) {
-			return k.errno
-		}
-	}
-	return linux.EIO
 }
 
 // peerAccess decides what a 9P connection may do from who is connecting:

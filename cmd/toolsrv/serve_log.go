@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/toolsrv/toolsrv/ninep"
 	"github.com/toolsrv/toolsrv/registry"
 )
 
@@ -64,57 +63,6 @@ func (s loggedSource) Load(ctx context.Context) error {
 	cat := s.Catalog()
 	s.log.Info("reload requested", "revision", cat.Revision, "tools", len(cat.Tools), "invalid", len(cat.Problems), "err", err)
 	return err
-}
-
-// loggedRanker logs each rank request and what it offered.
-type loggedRanker struct {
-	r   ninep.Ranker
-	log *slog.Logger
-}
-
-func (l loggedRanker) Rank(ctx context.Context, q ninep.RankQuery) (ninep.Ranking, error) {
-	start := time.Now()
-	r, err := l.r.Rank(ctx, q)
-	agent := ""
-	if q.Profile != nil {
-		agent = q.Profile.Name
-	}
-	if err != nil {
-		l.log.Info("rank failed", "agent", agent, "query", oneLine(q.Text, 80), "err", err)
-		return r, err
-	}
-	names := make([]string, len(r.Hits))
-	for i, h := range r.Hits {
-		names[i] = h.Name
-	}
-	attrs := []any{"agent", agent, "query", oneLine(q.Text, 80), "offered", names, "took", time.Since(start).Round(time.Microsecond)}
-	if r.Degraded {
-		attrs = append(attrs, "degraded", r.Reason)
-	}
-	if r.Note != "" {
-		attrs = append(attrs, "note", r.Note)
-	}
-	l.log.Info("rank", attrs...)
-	return r, nil
-}
-
-// loggedCaller logs each call and its outcome.
-type loggedCaller struct {
-	c   ninep.Caller
-	log *slog.Logger
-}
-
-func (l loggedCaller) Call(ctx context.Context, t *registry.Tool, args []byte, cc ninep.CallContext) (*ninep.CallResult, error) {
-	start := time.Now()
-	res, err := l.c.Call(ctx, t, args, cc)
-	who := []any{"tool", t.Name, "session", cc.Session, "agent", cc.Agent}
-	if err != nil {
-		l.log.Info("call refused", append(who, "err", err)...)
-		return res, err
-	}
-	l.log.Info("call", append(who, "exit", res.ExitCode, "took", time.Since(start).Round(time.Millisecond),
-		"truncated", res.Truncated, "unsandboxed", res.Unsandboxed)...)
-	return res, nil
 }
 
 // loggedProfiles logs the profile applied to each new agent directory.
