@@ -2,7 +2,7 @@
 GO ?= go
 BIN ?= bin/toolsrv
 
-.PHONY: build test test-npm-deps bench demo fuzz model learn clean npm-deps
+.PHONY: build test test-short test-npm-deps bench demo fuzz model learn clean npm-deps
 
 # Static binaries (no C library needed). toolsrv-sandbox, the sandbox helper
 # on its own, makes each tool call cheaper when it sits next to toolsrv;
@@ -19,6 +19,11 @@ build:
 test: test-npm-deps
 	$(GO) vet ./...
 	$(GO) test -race ./...
+
+# The quick suite: long tests (fork bombs, memory hogs, timeouts, real ssh
+# logins) skip, and there is no race detector: about a minute on 2 cores.
+test-short:
+	$(GO) test -short ./...
 
 test-npm-deps:
 	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory npm-deps; \

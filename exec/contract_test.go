@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolsrv/toolsrv/internal/testdeps"
 )
 
 func TestArgumentsOnStdinEnvironmentAllowlist(t *testing.T) {
@@ -378,6 +380,7 @@ func TestLargeInputNotRead(t *testing.T) {
 // init into exit status 2, and outside a namespace it killed the helper and
 // left the tool to run on.)
 func TestTimeoutDuringStart(t *testing.T) {
+	testdeps.Long(t, "80 calls timed out while their helper starts, ~45 s")
 	for _, mode := range isolations {
 		t.Run(mode.name, func(t *testing.T) {
 			f := newFixture(t)

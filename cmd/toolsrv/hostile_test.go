@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolsrv/toolsrv/exec/sandbox"
+	"github.com/toolsrv/toolsrv/internal/testdeps"
 	"github.com/toolsrv/toolsrv/ninep"
 )
 
@@ -223,6 +224,7 @@ func TestHostileToolCannotUseTheServer(t *testing.T) {
 // behind the first.) The test waits for the bombs to say they were refused
 // a fork, however long they take to get there, and then counts them.
 func TestForkBombIsContained(t *testing.T) {
+	testdeps.Long(t, "two fork bombs of ~1100 processes as root, ~25 s")
 	bin := buildToolsrv(t)
 	tools := hostileTools(t, bin)
 	mark := bombMark(tools)

@@ -5,6 +5,8 @@
 // fresh clone; where the environment variable TOOLSRV_TEST_REQUIRE names
 // it, a missing dependency fails the test instead. CI sets
 // TOOLSRV_TEST_REQUIRE=npm,sshd,diod (.ci/run), so it never skips them.
+//
+// Long is the rule for long tests: go test -short skips them.
 package testdeps
 
 import (
@@ -122,4 +124,14 @@ func NPMDir(t testing.TB, def string, bins ...string) string {
 		Missing(t, NPM, "node (Node.js) is not on $PATH to run the npm MCP servers", Install(NPM))
 	}
 	return abs
+}
+
+// Long skips a long test under go test -short (what says what makes it
+// long: a fork bomb, a memory hog, timeouts, real ssh logins): the quick
+// suite skips it, the full one (make test, CI) runs it.
+func Long(t testing.TB, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("long (%s): skipped under -short; go test without -short (make test, CI) runs it", what)
+	}
 }
