@@ -2,6 +2,8 @@ package testdeps
 
 import (
 	"fmt"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -92,5 +94,28 @@ func TestProgram(t *testing.T) {
 	r = &recorder{TB: t}
 	if d := NPMDir(r, t.TempDir(), "mcp-server-memory"); d == "" || !strings.Contains(r.skipped, "mcp-server-memory is not installed") {
 		t.Errorf("NPMDir of an empty directory: %q, skipped %q", d, r.skipped)
+	}
+}
+
+// CI never skips: .ci/run requires every dependency, in both its runs
+// (root's, and the ordinary user's, whose environment su sets anew).
+func TestCIRequiresEverything(t *testing.T) {
+	b, err := os.ReadFile("../../.ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := string(b)
+	m := regexp.MustCompile(`(?m)^export ` + RequireEnv + `=(\S+)$`).FindStringSubmatch(run)
+	if m == nil {
+		t.Fatalf(".ci/run does not export %s", RequireEnv)
+	}
+	t.Setenv(RequireEnv, m[1])
+	for _, dep := range []string{NPM, SSHD, Diod} {
+		if !Required(dep) {
+			t.Errorf(".ci/run's %s=%s does not require %s", RequireEnv, m[1], dep)
+		}
+	}
+	if !strings.Contains(run, RequireEnv+"='$"+RequireEnv+"' make test") {
+		t.Errorf(".ci/run does not pass %s to the ordinary user's make test", RequireEnv)
 	}
 }
