@@ -11,9 +11,9 @@ build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/toolsrv
 	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))toolsrv-sandbox ./cmd/toolsrv-sandbox
 
-# The test command the README gives and CI runs. The MCP tests talk to
-# real MCP servers and the MCP Inspector from npm (npm-deps, installed
-# first where npm is). Tests whose npm packages, OpenSSH or diod are
+# The full suite, as CI runs it (.ci/run). The MCP tests talk to real MCP
+# servers and the MCP Inspector from npm (npm-deps, installed first where
+# npm is). Tests whose npm packages, OpenSSH or diod are
 # missing skip, unless TOOLSRV_TEST_REQUIRE names them (.ci/run requires
 # all three: npm,sshd,diod).
 test: test-npm-deps
