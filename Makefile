@@ -21,7 +21,7 @@ test: test-npm-deps
 	$(GO) test -race ./...
 
 # The quick suite: long tests (fork bombs, memory hogs, timeouts, real ssh
-# logins) skip, and there is no race detector: about a minute on 2 cores.
+# logins) skip, and there is no race detector: under 2 minutes on 2 cores.
 test-short:
 	$(GO) test -short ./...
 
