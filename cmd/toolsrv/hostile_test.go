@@ -288,11 +288,11 @@ func TestForkBombIsContained(t *testing.T) {
 	if len(ended) > 0 {
 		t.Fatalf("a fork bomb call ended on its own: %q, %v", ended[0].out, ended[0].err)
 	}
-	// Both are at their limits now, and stay there: their processes no
-	// longer fork.
-	// Each holds about its limit: at least the limit less the room left
-	// for its helper's threads (which count in it, 16), at most the limit
-	// (as root its PID namespace's pid_max) and a little slack.
+	// Both are at their limits now, and stay there (their processes no
+	// longer fork). Each holds about its limit: at least the limit less
+	// the room left for its helper's threads (which count in it, 16), at
+	// most the limit (as root its PID namespace's pid_max) and a little
+	// slack.
 	limit, each := 256-16, 256+20
 	if os.Geteuid() == 0 {
 		each = sandbox.PidMax(256) + 20
