@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolsrv/toolsrv/internal/testdeps"
 )
 
 func TestArgumentsOnStdinEnvironmentAllowlist(t *testing.T) {
@@ -205,14 +207,19 @@ func token(t *testing.T) string {
 	return fmt.Sprintf("%d.%06d", 3000+len(t.Name()), time.Now().UnixNano()%1000000)
 }
 
-// withArg lists the live (not zombie) processes whose command line holds
-// arg.
+// withArg lists the live (not zombie) sleep processes whose command line
+// holds arg (the tests' tools start "sleep TOKEN"). Only sleep's command
+// lines are read: reading a process's command line waits while it forks,
+// and another test's processes (a fork bomb) may be forking hard.
 func withArg(arg string) []int {
 	ents, _ := os.ReadDir("/proc")
 	var out []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
+			continue
+		}
+		if comm, _ := os.ReadFile("/proc/" + e.Name() + "/comm"); strings.TrimSpace(string(comm)) != "sleep" {
 			continue
 		}
 		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
@@ -295,7 +302,14 @@ func TestTimeoutKillsEverything(t *testing.T) {
 func TestCanceledContextKills(t *testing.T) {
 	f := newFixture(t)
 	tok := token(t)
-	f.add("sleeper", `{"description":"sleeps"}`, fmt.Sprintf("#!/bin/sh\nsetsid sleep %[1]s &\necho started\nsleep %[1]s\n", tok))
+	// The tool's process that left its session says it runs, through a
+	// FIFO in the working directory: the test cancels then, not after a
+	// guessed delay (nor after polling /proc for it).
+	ready := filepath.Join(f.work, "ready")
+	if err := syscall.Mkfifo(ready, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	f.add("sleeper", `{"description":"sleeps"}`, fmt.Sprintf("#!/bin/sh\nsetsid sh -c 'echo started > ready && exec sleep %[1]s' &\nsleep %[1]s\n", tok))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -303,12 +317,26 @@ func TestCanceledContextKills(t *testing.T) {
 		_, err := f.runner(nil).Call(ctx, f.tool("sleeper"), []byte(`{}`), f.cc())
 		done <- err
 	}()
-	// Cancel once both sleeps run (not after a guessed delay).
-	for deadline := time.Now().Add(10 * time.Second); len(withArg(tok)) < 2; {
-		if time.Now().After(deadline) {
-			t.Fatal("the tool's processes never started")
+	started := make(chan error, 1)
+	go func() {
+		// Returns once the tool has written and closed the FIFO.
+		b, err := os.ReadFile(ready)
+		if err == nil && string(b) != "started\n" {
+			err = fmt.Errorf("the tool wrote %q to the FIFO", b)
 		}
-		time.Sleep(5 * time.Millisecond)
+		started <- err
+	}()
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case err := <-done:
+		// (Opening the FIFO for writing releases the reader.)
+		if w, werr := os.OpenFile(ready, os.O_WRONLY|syscall.O_NONBLOCK, 0); werr == nil {
+			w.Close()
+		}
+		t.Fatalf("the call ended before the tool started its processes: %v", err)
 	}
 	cancel()
 	wantKind(t, <-done, ErrCanceled)
@@ -352,6 +380,7 @@ func TestLargeInputNotRead(t *testing.T) {
 // init into exit status 2, and outside a namespace it killed the helper and
 // left the tool to run on.)
 func TestTimeoutDuringStart(t *testing.T) {
+	testdeps.Long(t, "80 calls timed out while their helper starts, ~45 s")
 	for _, mode := range isolations {
 		t.Run(mode.name, func(t *testing.T) {
 			f := newFixture(t)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/toolsrv/toolsrv/internal/testdeps"
 )
 
 // The tests below are the red team's hostile tools, one per hole it found;
@@ -134,6 +136,7 @@ func TestInheritedDescriptorsNotPassed(t *testing.T) {
 // limit on itself, at 256 MiB it does so only without the race detector,
 // and under the 64 MiB cap it traces.
 func TestMemoryLimit(t *testing.T) {
+	testdeps.Long(t, "allocates 1 GiB")
 	for _, limit := range []string{"256MiB", "768MiB"} {
 		t.Run(limit, func(t *testing.T) { testMemoryLimit(t, limit) })
 	}
@@ -167,6 +170,7 @@ func testMemoryLimit(t *testing.T, limit string) {
 // than its limit (a fork bomb made the server itself fail; the whole
 // server-side test, inside an outer limit, is in cmd/toolsrv).
 func TestProcessLimit(t *testing.T) {
+	testdeps.Long(t, "700 processes against a limit of 64, ~10 s")
 	for _, mode := range isolations {
 		t.Run(mode.name, func(t *testing.T) {
 			if mode.iso == IsolationNone && os.Geteuid() == 0 {
@@ -199,6 +203,7 @@ func TestProcessLimit(t *testing.T) {
 // commands left room for one process, and "sleep &" four times failed
 // with "Cannot fork".)
 func TestProcessLimitCountsProcessesAtOnce(t *testing.T) {
+	testdeps.Long(t, "400 commands in one call, ~10 s")
 	for _, mode := range isolations {
 		t.Run(mode.name, func(t *testing.T) {
 			f := newFixture(t)

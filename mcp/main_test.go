@@ -15,6 +15,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolsrv/toolsrv/exec"
+	"github.com/toolsrv/toolsrv/internal/testdeps"
 	"github.com/toolsrv/toolsrv/registry"
 )
 
@@ -110,26 +111,13 @@ func fakeEntry(t testing.TB, kind string, extraEnv map[string]string) map[string
 	return map[string]any{"command": self, "env": env}
 }
 
-// npmDir is where the npm servers and the MCP Inspector are installed
-// ($TOOLSRV_TEST_NPM_DIR, else testdata/npm). The tests that use them
-// must not skip: "make npm-deps" (which .ci/run runs) installs them, and
-// their absence is a failure.
+// npmDir is where the npm servers are installed ($TOOLSRV_TEST_NPM_DIR,
+// else testdata/npm: make npm-deps). Where they are not, the tests that
+// use them skip, unless TOOLSRV_TEST_REQUIRE names npm (as CI does): then
+// they fail.
 func npmDir(t testing.TB) string {
 	t.Helper()
-	dir := os.Getenv("TOOLSRV_TEST_NPM_DIR")
-	if dir == "" {
-		dir = "testdata/npm"
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, bin := range []string{"mcp-server-everything", "mcp-server-filesystem", "mcp-server-memory"} {
-		if _, err := os.Stat(filepath.Join(abs, "node_modules", ".bin", bin)); err != nil {
-			t.Fatalf("%s is not installed in %s: run \"make npm-deps\" (npm ci of mcp/testdata/npm; needs Node.js and npm: apt-get install -y nodejs npm), or set TOOLSRV_TEST_NPM_DIR", bin, abs)
-		}
-	}
-	return abs
+	return testdeps.NPMDir(t, "testdata/npm", "mcp-server-everything", "mcp-server-filesystem", "mcp-server-memory")
 }
 
 // testRunner is a sandbox runner whose helper is the test binary.

@@ -2,37 +2,22 @@ package ninep
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-)
 
-// diodTool finds one of Debian diod's client programs. The interop test
-// must not skip: CI installs diod (apt-get install -y diod), and a missing
-// client is a failure.
-func diodTool(t *testing.T, name string) string {
-	t.Helper()
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	for _, d := range []string{"/usr/sbin", "/sbin", "/usr/local/sbin"} {
-		p := filepath.Join(d, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode()&0o111 != 0 {
-			return p
-		}
-	}
-	t.Fatalf("%s not found: install Debian's diod package (apt-get install -y diod) to run the 9P interop test", name)
-	return ""
-}
+	"github.com/toolsrv/toolsrv/internal/testdeps"
+)
 
 // TestDiodInterop reads the tree with an independent 9P2000.L client (diod's
 // diodls and diodcat, TCP only), after loading a tool through the Go client.
 func TestDiodInterop(t *testing.T) {
-	diodls, diodcat := diodTool(t, "diodls"), diodTool(t, "diodcat")
+	// Without diod the test skips, unless TOOLSRV_TEST_REQUIRE names it
+	// (as CI does): then it fails.
+	diodls, diodcat := testdeps.Program(t, testdeps.Diod, "diodls"), testdeps.Program(t, testdeps.Diod, "diodcat")
 	e := newEnv(t, nil)
 	tcp := e.listenTCP()
 	cl := e.client()

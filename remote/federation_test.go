@@ -14,6 +14,7 @@ import (
 	"github.com/toolsrv/toolsrv/engine"
 	"github.com/toolsrv/toolsrv/exec"
 	"github.com/toolsrv/toolsrv/internal/sshtest"
+	"github.com/toolsrv/toolsrv/internal/testdeps"
 	"github.com/toolsrv/toolsrv/registry"
 )
 
@@ -104,6 +105,7 @@ func description(cat *registry.Catalog, name string) string {
 // ranking while the local ones keep working; back, its tools return
 // without restarting the local toolsrv.
 func TestFederation(t *testing.T) {
+	testdeps.Long(t, "real ssh logins, remotes dropped and reconnected, ~55 s")
 	s := sshtest.Start(t)
 	host := sshtest.NewHost(t, toolsrvBin(t), nil)
 	host.WriteBin(t, "toolsrv-test-journal", journal)

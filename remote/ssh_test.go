@@ -13,6 +13,7 @@ import (
 	"github.com/hugelgupf/p9/linux"
 
 	"github.com/toolsrv/toolsrv/internal/sshtest"
+	"github.com/toolsrv/toolsrv/internal/testdeps"
 	"github.com/toolsrv/toolsrv/ninep"
 	"github.com/toolsrv/toolsrv/registry"
 )
@@ -47,6 +48,7 @@ func dialOpts(s *sshtest.Server, cmd string) DialOptions {
 // there, through a real OpenSSH server on loopback and toolsrv serve
 // --stdio, which started the remote server on first use.
 func TestSSHSendResolvesOnTheRemote(t *testing.T) {
+	testdeps.Long(t, "real ssh logins, ~15 s")
 	s := sshtest.Start(t)
 	host := sshtest.NewHost(t, toolsrvBin(t), nil)
 	host.WriteBin(t, "toolsrv-test-journal", journal)
@@ -132,6 +134,7 @@ func TestSSHSendResolvesOnTheRemote(t *testing.T) {
 
 // Each way a connection can fail says which side failed.
 func TestSSHDialFailures(t *testing.T) {
+	testdeps.Long(t, "real ssh logins that fail in seven ways, ~30 s")
 	s := sshtest.Start(t)
 	host := sshtest.NewHost(t, toolsrvBin(t), nil)
 	self, err := os.Executable()
@@ -193,6 +196,7 @@ func TestSSHDialFailures(t *testing.T) {
 // Bad input a remote must refuse: a definition too large, invalid, or
 // sent over a connection that is not allowed to send.
 func TestSSHSendRefusals(t *testing.T) {
+	testdeps.Long(t, "real ssh logins, ~8 s")
 	s := sshtest.Start(t)
 	host := sshtest.NewHost(t, toolsrvBin(t), nil)
 	host.WriteTool(t, "backup", `{"description": "The remote's own backup tool", "cmd": "/bin/true"}`)

@@ -300,16 +300,26 @@ func TestCallPrestartsItsHelper(t *testing.T) {
 
 // orphanedHelpers lists the prestarted sandbox helpers of the executable
 // bin ("bin __sandbox -") whose toolsrv process is gone (those of calls
-// other tests run at the same time have theirs).
+// other tests run at the same time have theirs). Only the command lines
+// of processes with the name of bin are read: reading a process's command line
+// waits while it forks, and another test's processes (a fork bomb) may be
+// forking hard.
 func orphanedHelpers(t *testing.T, bin string) []string {
 	t.Helper()
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
+	name := filepath.Base(bin)
+	if len(name) > 15 { // the kernel keeps 15 bytes of a command's name
+		name = name[:15]
+	}
 	var out []string
 	for _, e := range ents {
 		dir := filepath.Join("/proc", e.Name())
+		if comm, _ := os.ReadFile(filepath.Join(dir, "comm")); strings.TrimSpace(string(comm)) != name {
+			continue
+		}
 		cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline"))
 		if err != nil || !strings.HasPrefix(string(cmdline), bin+"\x00"+sandboxHelperArg+"\x00-\x00") {
 			continue

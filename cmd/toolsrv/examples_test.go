@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -311,8 +312,15 @@ func TestExampleTools(t *testing.T) {
 		t.Fatalf("file_read read %s outside its sandbox: Landlock is not applied:\n%s", self, r.stdout)
 	}
 
+	// Under -short, only each tool's first case runs (every tool still
+	// runs once): the rest are about 20 s more on 2 cores.
 	covered := map[string]bool{}
-	for _, c := range exampleCases() {
+	cases, left := exampleCases(), 0
+	for _, c := range cases {
+		if testing.Short() && covered[c.tool] {
+			left++
+			continue
+		}
 		covered[c.tool] = true
 		t.Run(c.tool+"/"+c.name, func(t *testing.T) {
 			t.Parallel()
@@ -371,6 +379,9 @@ func TestExampleTools(t *testing.T) {
 		if !covered[name] {
 			t.Errorf("example tool %s has no test case in examples_test.go", name)
 		}
+	}
+	if left > 0 {
+		t.Logf("-short: %d of the %d cases ran, one per tool; go test without -short runs them all", len(cases)-left, len(cases))
 	}
 }
 
@@ -663,9 +674,10 @@ type toolRun struct {
 	code           int
 }
 
-// buildToolsrv builds this command into a temporary directory. The sandbox
-// helper re-executes the running binary, so calls must go through a real
-// toolsrv binary rather than the test binary.
+// buildToolsrv builds this command, once per test binary, into the
+// directory TestMain made (and removes when the tests are done). The
+// sandbox helper re-executes the running binary, so calls must go through
+// a real toolsrv binary rather than the test binary.
 //
 // TOOLSRV_TEST_BIN, when set, names a binary to use instead (to run these
 // tests against another build, such as an older release, and see which
@@ -675,19 +687,31 @@ func buildToolsrv(t testing.TB) string {
 	if bin := os.Getenv("TOOLSRV_TEST_BIN"); bin != "" {
 		return bin
 	}
+	built.once.Do(func() { built.path, built.err = goBuildToolsrv(built.dir) })
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.path
+}
+
+// goBuildToolsrv builds this command into dir.
+func goBuildToolsrv(dir string) (string, error) {
+	if dir == "" {
+		return "", errors.New("no directory to build toolsrv into (TestMain makes it)")
+	}
 	goBin, err := osexec.LookPath("go")
 	if err != nil {
-		t.Fatalf("building toolsrv for the sandboxed calls needs go on PATH: %v", err)
+		return "", fmt.Errorf("building toolsrv for the sandboxed calls needs go on PATH: %w", err)
 	}
-	bin := filepath.Join(t.TempDir(), "toolsrv")
+	bin := filepath.Join(dir, "toolsrv")
 	cmd := osexec.Command(goBin, "build", "-o", bin, ".")
 	// As make build builds it: without cgo (the helper then drops its
 	// capabilities on every thread, see package exec/sandbox).
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/toolsrv: %v\n%s", err, out)
+		return "", fmt.Errorf("go build ./cmd/toolsrv: %w\n%s", err, out)
 	}
-	return bin
+	return bin, nil
 }
 
 // runToolsrv runs the built binary with a scrubbed environment: PATH, a

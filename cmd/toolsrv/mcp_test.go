@@ -15,27 +15,17 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolsrv/toolsrv/internal/testdeps"
 )
 
 // npmDir is where "make npm-deps" installs the npm MCP servers and the MCP
-// Inspector ($TOOLSRV_TEST_NPM_DIR, else mcp/testdata/npm). Tests that
-// need them fail without them, as the diod interop test does without diod.
+// Inspector ($TOOLSRV_TEST_NPM_DIR, else mcp/testdata/npm). Where they are
+// not, the tests that need them skip, unless TOOLSRV_TEST_REQUIRE names
+// npm (as CI does): then they fail.
 func npmDir(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("TOOLSRV_TEST_NPM_DIR")
-	if dir == "" {
-		dir = "../../mcp/testdata/npm"
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, bin := range []string{"mcp-inspector", "mcp-server-everything", "mcp-server-memory"} {
-		if _, err := os.Stat(filepath.Join(abs, "node_modules", ".bin", bin)); err != nil {
-			t.Fatalf("%s is not installed in %s: run \"make npm-deps\" (npm ci of mcp/testdata/npm; needs Node.js and npm: apt-get install -y nodejs npm), or set TOOLSRV_TEST_NPM_DIR", bin, abs)
-		}
-	}
-	return abs
+	return testdeps.NPMDir(t, "../../mcp/testdata/npm", "mcp-inspector", "mcp-server-everything", "mcp-server-memory")
 }
 
 // mcpProject is a working directory with a TODO in it.

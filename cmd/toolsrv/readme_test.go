@@ -36,6 +36,8 @@ func TestReadmeStandsAlone(t *testing.T) {
 		// MCP: client config, the Inspector's commands, naming, config keys
 		`"mcpServers"`, "claude mcp add toolsrv", "--method tools/list", "--tool-name find_tools", "--tool-name call_tool",
 		"**`SERVER:TOOL`**", "| `sandbox` |", "| `startTimeout` |", `"sandbox": false`,
+		// the tests: the quick suite, and the variable that makes missing dependencies fail
+		"go test ./...", "go test -short ./...", "TOOLSRV_TEST_REQUIRE=npm,sshd,diod",
 	} {
 		if !strings.Contains(readme, want) {
 			t.Errorf("README.md lacks %q", want)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolsrv/toolsrv/internal/sshtest"
+	"github.com/toolsrv/toolsrv/internal/testdeps"
 	"github.com/toolsrv/toolsrv/remote"
 )
 
@@ -24,6 +25,7 @@ import (
 // --remote-tools" federating it, a forwarded call; and a TCP connection
 // refused when it sends.
 func TestRemoteCLI(t *testing.T) {
+	testdeps.Long(t, "real ssh logins and a federation, ~25 s")
 	bin := buildToolsrv(t)
 	s := sshtest.Start(t)
 	host := sshtest.NewHost(t, bin, nil)

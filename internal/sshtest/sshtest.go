@@ -7,8 +7,8 @@
 // The server is the system's sshd on a free port, with a host key and a
 // user key made for it, logging in as the user running the test (as root
 // or not: an sshd that is not root can only log in as its own user). A
-// missing sshd, ssh or ssh-keygen fails the test, never skips it: CI
-// installs them (apt-get install -y openssh-server openssh-client).
+// missing sshd, ssh or ssh-keygen skips the test, or fails it where
+// TOOLSRV_TEST_REQUIRE names sshd (as in CI; see package testdeps).
 package sshtest
 
 import (
@@ -26,6 +26,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolsrv/toolsrv/internal/testdeps"
 )
 
 // Server is a running sshd.
@@ -42,20 +44,11 @@ type Server struct {
 	Addr string
 }
 
-// Tool finds a program of OpenSSH, failing the test if it is missing.
+// Tool finds a program of OpenSSH; where it is missing, the test skips
+// (or fails: testdeps.SSHD).
 func Tool(t testing.TB, name string) string {
 	t.Helper()
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	for _, d := range []string{"/usr/sbin", "/sbin", "/usr/local/sbin", "/usr/bin"} {
-		p := filepath.Join(d, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode()&0o111 != 0 {
-			return p
-		}
-	}
-	t.Fatalf("%s not found: the ssh tests need OpenSSH (apt-get install -y openssh-server openssh-client; .ci/run installs them)", name)
-	return ""
+	return testdeps.Program(t, testdeps.SSHD, name)
 }
 
 // Start starts an sshd for the test; it is stopped when the test ends.

@@ -1,0 +1,114 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"os"
+	"testing"
+
+	"github.com/toolsrv/toolsrv/engine"
+	"github.com/toolsrv/toolsrv/exec"
+)
+
+// TestMain lets the test binary be the sandbox helper of the examples'
+// calls (as the toolsrv binary is the helper of its own: see
+// exec.Options.SelfExe).
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == exec.HelperArg {
+		os.Exit(exec.HelperMain(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
+// quiet is a logger for the examples: what they print is their output.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// An engine over one tool directory, with the built-in embedder and the
+// shipped thresholds. NoCache keeps the index in memory (a real front end
+// caches it under the user's cache directory, so that a restart with
+// nothing changed embeds nothing).
+func ExampleNew() {
+	ctx := context.Background()
+	eng, err := engine.New(ctx, engine.Options{Dirs: []string{"testdata/tools"}, NoCache: true, Logger: quiet})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer eng.Close()
+	for _, t := range eng.Catalog().Tools {
+		fmt.Printf("%s: %s\n", t.Name, t.Description)
+	}
+	// Output:
+	// disk_usage: Show how full each file system is.
+	// echo_args: Print the arguments the tool was called with, as JSON.
+	// find_todos: Find TODO and FIXME comments in the source files under the working directory.
+	// git_status: Show the working tree status: which files changed, which are staged, which are untracked.
+}
+
+// Rank decides which tools go in the prompt for a message: the offered
+// ones, best first, or none when no tool fits.
+func ExampleEngine_Rank() {
+	ctx := context.Background()
+	eng, err := engine.New(ctx, engine.Options{Dirs: []string{"testdata/tools"}, NoCache: true, Logger: quiet})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer eng.Close()
+	for _, msg := range []string{
+		"show me what changed in my git working tree",
+		"is my disk full?",
+		"what's the weather like on mars",
+	} {
+		ans, err := eng.Rank(ctx, engine.Query{Text: msg})
+		if err != nil {
+			log.Fatal(err)
+		}
+		var names []string
+		for _, o := range ans.Offered {
+			names = append(names, o.Name)
+		}
+		fmt.Printf("%q: offered %v, no tool fits: %v\n", msg, names, ans.NoToolFits)
+	}
+	// Output:
+	// "show me what changed in my git working tree": offered [git_status], no tool fits: false
+	// "is my disk full?": offered [disk_usage], no tool fits: false
+	// "what's the weather like on mars": offered [], no tool fits: true
+}
+
+// Call runs a tool in the sandbox: its arguments, checked against its
+// schema, reach it as JSON on standard input, in the working directory of
+// the call. The runner re-executes SelfExe as the sandbox helper (the
+// toolsrv binary; here the test binary, see TestMain).
+func ExampleEngine_Call() {
+	ctx := context.Background()
+	self, err := os.Executable()
+	if err != nil {
+		log.Fatal(err)
+	}
+	eng, err := engine.New(ctx, engine.Options{Dirs: []string{"testdata/tools"}, NoIndex: true, Logger: quiet,
+		Runner: &exec.Options{SelfExe: self, Logger: quiet}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer eng.Close()
+	work, err := os.MkdirTemp("", "example-call-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(work)
+	cc := exec.CallContext{WorkDir: work, Session: "example", Agent: "doc"}
+	res, err := eng.Call(ctx, "echo_args", []byte(`{"name": "gopher"}`), cc)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("exit %d: %s", res.ExitCode, res.Stdout)
+	// Arguments that do not fit the schema never start the tool.
+	_, err = eng.Call(ctx, "echo_args", []byte(`{"nom": "gopher"}`), cc)
+	fmt.Println(err)
+	// Output:
+	// exit 0: {"name":"gopher"}
+	// tool echo_args: invalid arguments: nothing was run: arguments do not match the schema of echo_args:
+	// - at '': missing property 'name'
+}
