@@ -2,11 +2,15 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/toolsrv/toolsrv/engine"
@@ -61,15 +65,11 @@ func ExampleEngine_Rank() {
 		"is my disk full?",
 		"what's the weather like on mars",
 	} {
-		ans, err := eng.Rank(ctx, engine.Query{Text: msg})
+		ans, err := eng.Rank(ctx, engine.Request{Query: msg})
 		if err != nil {
 			log.Fatal(err)
 		}
-		var names []string
-		for _, o := range ans.Offered {
-			names = append(names, o.Name)
-		}
-		fmt.Printf("%q: offered %v, no tool fits: %v\n", msg, names, ans.NoToolFits)
+		fmt.Printf("%q: offered %v, no tool fits: %v\n", msg, ans.Names(), ans.NoToolFits)
 	}
 	// Output:
 	// "show me what changed in my git working tree": offered [git_status], no tool fits: false
@@ -99,16 +99,58 @@ func ExampleEngine_Call() {
 	}
 	defer os.RemoveAll(work)
 	cc := exec.CallContext{WorkDir: work, Session: "example", Agent: "doc"}
-	res, err := eng.Call(ctx, "echo_args", []byte(`{"name": "gopher"}`), cc)
+	res, err := eng.Call(ctx, engine.CallRequest{Tool: "echo_args", Arguments: []byte(`{"name": "gopher"}`), Context: cc})
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("exit %d: %s", res.ExitCode, res.Stdout)
 	// Arguments that do not fit the schema never start the tool.
-	_, err = eng.Call(ctx, "echo_args", []byte(`{"nom": "gopher"}`), cc)
+	_, err = eng.Call(ctx, engine.CallRequest{Tool: "echo_args", Arguments: []byte(`{"nom": "gopher"}`), Context: cc})
 	fmt.Println(err)
 	// Output:
 	// exit 0: {"name":"gopher"}
 	// tool echo_args: invalid arguments: nothing was run: arguments do not match the schema of echo_args:
 	// - at '': missing property 'name'
+}
+
+// A transport is a few lines over a Frontend: here HTTP with JSON, the
+// Request in and the Answer out, the same JSON 9P and MCP speak. (toolsrv
+// ships no HTTP transport; this is how one would look.)
+func ExampleFrontend() {
+	ctx := context.Background()
+	eng, err := engine.New(ctx, engine.Options{Dirs: []string{"testdata/tools"}, NoCache: true, Logger: quiet})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer eng.Close()
+	var fe engine.Frontend = eng
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /rank", func(w http.ResponseWriter, r *http.Request) {
+		var req engine.Request
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		ans, err := fe.Rank(r.Context(), req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		json.NewEncoder(w).Encode(ans)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	resp, err := http.Post(srv.URL+"/rank", "application/json", strings.NewReader(`{"query": "any TODO left in the code?", "limit": 1}`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ans engine.Answer
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(ans.Names(), ans.ID != "")
+	// Output:
+	// [find_todos] true
 }
