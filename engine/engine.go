@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolsrv/toolsrv/embed"
@@ -59,8 +60,9 @@ type Options struct {
 	// Runner, when set, makes calls possible with these options.
 	Runner *exec.Options
 	// Usage, when set, is the usage history: calls linked to a request
-	// (a cited answer, or CallRequest.Request) are recorded in it. The
-	// caller opens and closes it.
+	// (a cited answer, or CallRequest.Request) are recorded in it, and the
+	// ranking learns from it (index.Index.SetUsage). The engine owns it:
+	// Close closes it.
 	Usage usage.Store
 	// SharedRunner, when set, is used instead of making one from Runner:
 	// a runner the caller shares with providers that start processes (MCP
@@ -100,6 +102,9 @@ type Engine struct {
 	cancel  context.CancelFunc     // ends the subscription and the providers
 
 	answers *answers // recent answers by ID (answers.go)
+	// usageVersion is the usage history's version the index has.
+	usageVersion atomic.Int64
+	closeUsage   sync.Once
 }
 
 // New loads the catalog and, unless NoIndex, the embedder, the index and
@@ -165,6 +170,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 			e.Close()
 			return nil, err
 		}
+		e.loadUsage(ctx)
 	}
 	if o.SharedRunner != nil {
 		e.runner = o.SharedRunner
@@ -264,8 +270,12 @@ func (e *Engine) indexOptions() index.Options { return e.indexOptionsIn(e.cacheD
 // indexOptionsIn are the index options with the cache in dir.
 func (e *Engine) indexOptionsIn(dir string) index.Options {
 	o := e.opts
-	return index.Options{CacheDir: dir, NoCache: o.NoCache, Logger: o.Logger,
+	io := index.Options{CacheDir: dir, NoCache: o.NoCache, Logger: o.Logger,
 		LexicalWeight: o.LexicalWeight, NoLastStep: o.NoLearned}
+	if o.Usage != nil {
+		io.UsageEmbedder = usageEmbedder()
+	}
+	return io
 }
 
 // cacheRoot is the user's cache directory ($XDG_CACHE_HOME, else
@@ -322,6 +332,13 @@ func (e *Engine) Run(ctx context.Context) error {
 			defer wg.Done()
 			e.ix.Follow(ctx, changes)
 		}()
+		if e.opts.Usage != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				e.followUsage(ctx)
+			}()
+		}
 	}
 	err := e.reg.Watch(ctx)
 	if ctx.Err() != nil {
@@ -337,6 +354,9 @@ func (e *Engine) Close() {
 	e.cancel()
 	e.provWG.Wait()
 	e.answers.close()
+	if e.opts.Usage != nil {
+		e.closeUsage.Do(func() { e.opts.Usage.Close() })
+	}
 }
 
 // Registry is the live catalog.

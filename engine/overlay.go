@@ -163,6 +163,9 @@ func (o *Overlay) Rank(ctx context.Context, q Request) (Answer, error) {
 		}
 		return o.e.Rank(ctx, q)
 	}
+	if o.e.ix != nil {
+		ix.ShareUsage(o.e.ix)
+	}
 	a, err := o.e.rank(ctx, ix, cat, q)
 	if err != nil {
 		return a, err

@@ -55,15 +55,22 @@ type Options struct {
 	// turns it off (rankings are the fixed fusion). See laststep.go.
 	LastStep   *learn.Model
 	NoLastStep bool
+	// UsageEmbedder embeds the requests of the usage history and the
+	// message for the usage signal (usage.go): the built-in embedder in
+	// toolsrv. nil: the usage signal is lexical only.
+	UsageEmbedder embed.Embedder
 }
 
 // Index ranks the tools of a catalog. It is safe for concurrent use: Rank
 // may run while Sync or Follow update the index.
 type Index struct {
-	base  embed.Embedder
-	aware embed.CatalogAware // base, if it adapts to the catalog
-	opts  Options
-	log   *slog.Logger
+	usage atomic.Pointer[usageView] // the usage history (usage.go); nil: none
+	// usageVecs caches the usage requests' vectors by text.
+	usageVecs usageVectors
+	base      embed.Embedder
+	aware     embed.CatalogAware // base, if it adapts to the catalog
+	opts      Options
+	log       *slog.Logger
 
 	upd    sync.Mutex // serialises updates and saves; guards the fields below
 	loaded bool       // the cache was looked at

@@ -119,18 +119,27 @@ func (ix *Index) LearnedID() string {
 
 // rankLearned is v.rank followed by the learned last step when it applies.
 // Caller holds Index.mu for reading.
-func (ix *Index) rankLearned(v *view, q Query, lexQ map[string]float64, lex []float64, norm float64, qvec []float32, sc *rankScratch) Ranking {
+func (ix *Index) rankLearned(v *view, q Query, lexQ map[string]float64, lex []float64, norm float64, qvec []float32, sc *rankScratch, u *usageView, uq usageQuery) Ranking {
 	alpha := ix.opts.LexicalWeight
 	m := ix.lastStep(v, q, qvec)
-	if m == nil {
-		return v.rank(q, lex, norm, qvec, alpha, sc)
-	}
 	bq := q
-	if bq.K > 0 && bq.K < m.Pool {
+	if m != nil && bq.K > 0 && bq.K < m.Pool {
 		bq.K = m.Pool
 	}
+	if u != nil && bq.K > 0 && bq.K < usagePool {
+		bq.K = usagePool
+	}
 	r := v.rank(bq, lex, norm, qvec, alpha, sc)
-	v.applyLastStep(m, ix.probeLogitsFor(m), &r, q.Text, lexQ, qvec)
+	if m != nil {
+		v.applyLastStep(m, ix.probeLogitsFor(m), &r, q.Text, lexQ, qvec)
+	}
+	if u != nil && u.w > 0 {
+		p, none := u.evidence(uq, r.Hits, -1)
+		applyUsage(&r, p, none, u.w, func(t string) (bool, bool) {
+			_, ok := v.byName[t]
+			return ok, q.Allow == nil || q.Allow(t)
+		})
+	}
 	if q.K > 0 && len(r.Hits) > q.K {
 		r.Hits = r.Hits[:q.K]
 	}

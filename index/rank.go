@@ -49,6 +49,8 @@ type Query struct {
 	// NoLastStep ranks with the fixed fusion even when the learned last
 	// step applies (laststep.go).
 	NoLastStep bool
+	// NoUsage ranks without the usage history (usage.go).
+	NoUsage bool
 	// poolOnly ranks without the re-scoring (Candidates: the pool the
 	// last step sees).
 	poolOnly bool
@@ -156,6 +158,13 @@ func (ix *Index) Rank(ctx context.Context, q Query) (Ranking, error) {
 		}
 	}
 
+	var uq usageQuery
+	u := ix.usage.Load()
+	if q.NoUsage || q.poolOnly || u == nil || empty {
+		u = nil
+	} else {
+		uq = ix.usageQueryOf(ctx, u, q.Text)
+	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if cur := ix.v; cur != v { // a rebuild swapped the view while we waited
@@ -167,7 +176,7 @@ func (ix *Index) Rank(ctx context.Context, q Query) (Ranking, error) {
 	} else if v.gen != gen { // updated in place meanwhile
 		lex, norm = v.lexScores(lexQ, sc)
 	}
-	r := ix.rankLearned(v, q, lexQ, lex, norm, qvec, sc)
+	r := ix.rankLearned(v, q, lexQ, lex, norm, qvec, sc, u, uq)
 	if degraded != "" {
 		r.Degraded, r.Reason = true, degraded
 		if q.Mode == Dense {

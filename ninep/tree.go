@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hugelgupf/p9/linux"
 	"github.com/hugelgupf/p9/p9"
@@ -311,10 +312,21 @@ func (s *Server) rank(c *conn, ag *agent, req []byte) ([]byte, error) {
 			ranker, cat = ov, ov.Catalog
 		}
 	}
+	start := time.Now()
 	a, err := ranker.Rank(c.ctx, q)
 	if err != nil {
+		s.log.Info("rank failed", "agent", q.Agent, "err", err)
 		return nil, fmt.Errorf("ranking failed: %w", err)
 	}
+	// The request is user text: it is not logged.
+	attrs := []any{"agent", q.Agent, "offered", a.Names(), "took", time.Since(start).Round(time.Microsecond)}
+	if a.Degraded {
+		attrs = append(attrs, "degraded", a.DegradedReason)
+	}
+	if a.NoToolFits {
+		attrs = append(attrs, "note", a.Reason)
+	}
+	s.log.Info("rank", attrs...)
 	if ag != nil && !c.acc.scoped() {
 		ag.mu.Lock()
 		ag.answer = a.ID
@@ -358,8 +370,16 @@ func (s *Server) call(c *conn, ag *agent, name string, req []byte) ([]byte, erro
 	ag.mu.Lock()
 	answer := ag.answer
 	ag.mu.Unlock()
+	start := time.Now()
 	res, err := caller.Call(c.ctx, engine.CallRequest{Tool: name, Arguments: args, Answer: answer, Source: "9p",
 		Context: exec.CallContext{WorkDir: ag.sess.dir(), Session: ag.sess.name, Agent: ag.name, Timeout: t.Timeout}})
+	who := []any{"tool", name, "session", ag.sess.name, "agent", ag.name}
+	if res != nil {
+		s.log.Info("call", append(who, "exit", res.ExitCode, "took", time.Since(start).Round(time.Millisecond),
+			"truncated", res.Truncated, "unsandboxed", res.Unsandboxed)...)
+	} else {
+		s.log.Info("call refused", append(who, "err", err)...)
+	}
 	var refused *Refusal
 	if errors.As(err, &refused) {
 		return nil, fmt.Errorf("call %s: %w", name, err)

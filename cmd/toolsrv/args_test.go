@@ -100,7 +100,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"validate", "--bogus"}, "flag provided but not defined"},
 		{[]string{"rank", "--tools", dir}, "give either a MESSAGE"},
 		{[]string{"rank", "--tools", dir, "--k", "many", "x"}, `invalid value "many" for flag -k`},
-		{[]string{"rank", "--tools", dir, "--k", "-1", "x"}, "--k -1"},
+		{[]string{"rank", "--tools", dir, "--k", "-1", "x"}, "--limit -1"},
 		{[]string{"rank", "--tools", dir, "--format", "gemini", "x"}, `unknown --format "gemini"`},
 		{[]string{"rank", "--tools", dir, "--mode", "fuzzy", "x"}, "--mode"},
 		{[]string{"rank", "--tools", dir, "--embedder", "magic", "x"}, `unknown embedder "magic": toolsrv has builtin, ollama`},

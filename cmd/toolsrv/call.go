@@ -13,6 +13,7 @@ import (
 	"github.com/toolsrv/toolsrv/engine"
 	"github.com/toolsrv/toolsrv/exec"
 	"github.com/toolsrv/toolsrv/registry"
+	usagedb "github.com/toolsrv/toolsrv/usage"
 )
 
 // runCall calls one tool the way an agent would: arguments validated, JSON
@@ -22,7 +23,7 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 	// and with TOOLSRV_PRESTART=0); it goes unless the call takes it.
 	pre := early.Helper()
 	defer pre.Discard()
-	fs, tools := newFlags(env, "call", "call [--tools DIR] [--mcp-config FILE] [--cwd DIR] [--timeout D] [--allow-unsandboxed] [--json] [-v] NAME [JSON|-]",
+	fs, tools := newFlags(env, "call", "call [--tools DIR] [--mcp-config FILE] [--cwd DIR] [--timeout D] [--allow-unsandboxed] [--for REQUEST] [--usage-db PATH] [--no-usage] [--json] [-v] NAME [JSON|-]",
 		"Calls tool NAME with the JSON object JSON (\"-\": read it from standard input; absent: {}) on its\n"+
 			"standard input, sandboxed with Landlock, and prints its standard output. The tool's standard\n"+
 			"error goes to standard error. A failed call (invalid arguments, non-zero exit, timeout,\n"+
@@ -36,8 +37,10 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 	session := fs.String("session", "", "session name (told to the broker; the exclusive class is per session and agent)")
 	agent := fs.String("agent", "", "agent name (told to the broker)")
 	maxOut := fs.Int("max-output", exec.DefaultOutputCap, "cap in bytes on standard output and on standard error, each")
+	forReq := fs.String("for", "", "the user's request this call serves: recorded in the usage history (tool, success, time), from which ranking learns")
 	sf := addSandboxFlags(fs)
 	mf := addMCPFlags(fs)
+	hf := addHistoryFlags(fs)
 	var verbose verbosity
 	fs.Var(&verbose, "v", "log what the call does on stderr (-v: Info, -v -v: Debug); without it the outcome alone is reported")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -120,7 +123,15 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 			return 1
 		}
 	}
-	eng, err := newEngine(ctx, env, engine.Options{Dirs: dirs, NoIndex: true, SharedRunner: runner, Providers: provs, ProviderWait: mf.wait(), Getenv: env.getenv, Logger: logger(env)})
+	var hist usagedb.Store
+	if *forReq != "" {
+		hist = hf.open(ctx, env, "call")
+	}
+	eng, err := newEngine(ctx, env, engine.Options{Dirs: dirs, NoIndex: true, SharedRunner: runner, Providers: provs, ProviderWait: mf.wait(),
+		Usage: hist, Getenv: env.getenv, Logger: logger(env)})
+	if err != nil && hist != nil {
+		hist.Close()
+	}
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv call:", err)
 		return 1
@@ -134,7 +145,7 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		return 1
 	}
-	res, err := eng.Call(ctx, engine.CallRequest{Tool: name, Arguments: argJSON, Context: exec.CallContext{
+	res, err := eng.Call(ctx, engine.CallRequest{Tool: name, Arguments: argJSON, Request: *forReq, Source: "cli", Context: exec.CallContext{
 		WorkDir: workdir, Session: *session, Agent: *agent, Timeout: *timeout,
 		ToolsPath: strings.Join(toolDirs(env, tools), ":"),
 	}})

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/toolsrv/toolsrv/engine"
 )
 
 func init() {
@@ -130,37 +132,21 @@ func TestCallCommandJSON(t *testing.T) {
 	tools := callTools(t)
 	work := t.TempDir()
 	code, out, _ := runCallCmd(t, "", "--tools", tools, "--cwd", work, "--json", "greet", `{"name":"ada"}`)
-	var got struct {
-		Tool   string `json:"tool"`
-		OK     bool   `json:"ok"`
-		Result struct {
-			Content     json.RawMessage `json:"content"`
-			ExitCode    int             `json:"exitCode"`
-			Unsandboxed bool            `json:"unsandboxed"`
-		} `json:"result"`
-	}
+	var got engine.CallResult
 	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 0 {
 		t.Fatalf("exit %d, %v: %s", code, err, out)
 	}
 	var content bytes.Buffer
-	json.Compact(&content, got.Result.Content)
-	if !got.OK || got.Tool != "greet" || content.String() != `[{"type":"text","text":"hello ada"}]` || got.Result.Unsandboxed {
+	json.Compact(&content, got.Content)
+	if !got.OK || got.Tool != "greet" || content.String() != `[{"type":"text","text":"hello ada"}]` || got.Unsandboxed || got.ExitCode != 0 {
 		t.Errorf("%+v", got)
 	}
 	code, out, _ = runCallCmd(t, "", "--tools", tools, "--cwd", work, "--json", "fails")
-	var failed struct {
-		OK     bool   `json:"ok"`
-		Error  string `json:"error"`
-		Kind   string `json:"kind"`
-		Result struct {
-			ExitCode int    `json:"exitCode"`
-			Stderr   string `json:"stderr"`
-		} `json:"result"`
-	}
+	var failed engine.CallResult
 	if err := json.Unmarshal([]byte(out), &failed); err != nil || code != 1 {
 		t.Fatalf("exit %d, %v: %s", code, err, out)
 	}
-	if failed.OK || failed.Kind != "tool failed" || failed.Result.ExitCode != 4 || failed.Result.Stderr != "no such widget\n" {
+	if failed.OK || failed.Kind != "tool failed" || failed.ExitCode != 4 || failed.Stderr != "no such widget\n" {
 		t.Errorf("%+v", failed)
 	}
 }

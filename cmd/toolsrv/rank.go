@@ -40,8 +40,9 @@ lexical and a warning on stderr says so. MESSAGE "-" reads the message
 from standard input.`
 
 func runRank(ctx context.Context, env *cliEnv, args []string) int {
-	fs, tools := newFlags(env, "rank", "rank [--tools DIR] [--embedder "+embedderChoice()+"] [--k N] [--json] [--format ollama|openai|anthropic] [--agent NAME] MESSAGE|-\n       toolsrv rank [--tools DIR] --batch FILE", rankAbout)
+	fs, tools := newFlags(env, "rank", "rank [--tools DIR] [--embedder "+embedderChoice()+"] [--limit N] [--json] [--format ollama|openai|anthropic] [--agent NAME] MESSAGE|-\n       toolsrv rank [--tools DIR] --batch FILE", rankAbout)
 	ef := addEngineFlags(fs)
+	hf := addHistoryFlags(fs)
 	k := fs.Int("limit", 10, "number of tools to print (0: all); in --batch mode the default is all")
 	fs.IntVar(k, "k", 10, "the older name of --limit")
 	asJSON := fs.Bool("json", false, "print the ranking as JSON (scores, components, degraded reason)")
@@ -130,9 +131,13 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(err)
 	}
 	opts.ProviderWait = mf.wait()
+	opts.Usage = hf.open(ctx, env, "rank")
 	eng, err := newEngine(ctx, env, opts)
 	p.finish()
 	if err != nil {
+		if opts.Usage != nil {
+			opts.Usage.Close()
+		}
 		return fail(err)
 	}
 	defer eng.Close()

@@ -14,6 +14,7 @@ import (
 	"github.com/toolsrv/toolsrv/exec"
 	"github.com/toolsrv/toolsrv/ninep"
 	"github.com/toolsrv/toolsrv/registry"
+	usagedb "github.com/toolsrv/toolsrv/usage"
 )
 
 // listenList is the repeatable --listen flag.
@@ -264,5 +265,8 @@ func workDirGuard(env *cliEnv, dirs []string, agents string, sockets []string, b
 	if d := env.getenv("XDG_CONFIG_HOME"); d != "" {
 		g.Trees = append(g.Trees, filepath.Join(d, "toolsrv"))
 	}
+	// The usage history (and serve --stdio's log): a tool that could write
+	// there could make toolsrv rank its way.
+	g.Trees = append(g.Trees, filepath.Dir(usagedb.DefaultPath(env.getenv)))
 	return g
 }

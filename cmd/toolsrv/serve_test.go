@@ -266,7 +266,7 @@ func TestServeVerbose(t *testing.T) {
 		`msg="9P client connected"`,
 		`msg="9P client disconnected"`,
 		// (What is offered is the ranking's business; the record names it.)
-		`msg=rank agent="" query="will it rain tomorrow?" offered=`,
+		`msg=rank agent="" offered=`,
 		`msg="agent profile" agent=coder autoLoad=[whoami] allowTools="[whoami git_push]"`,
 		`msg=call tool=whoami session=s1 agent=coder exit=0`,
 		`msg="catalog changed"`,

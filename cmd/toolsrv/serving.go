@@ -23,6 +23,7 @@ type servingFlags struct {
 	ef                               *engineFlags
 	sf                               *sandboxFlags
 	mf                               *mcpFlags
+	hf                               *historyFlags
 	verbose                          verbosity
 }
 
@@ -38,6 +39,7 @@ func addServingFlags(fs *flag.FlagSet) *servingFlags {
 	f.ef = addEngineFlags(fs)
 	f.sf = addSandboxFlags(fs)
 	f.mf = addMCPFlags(fs)
+	f.hf = addHistoryFlags(fs)
 	fs.Var(&f.verbose, "v", "log what the server does on stderr: -v requests, calls, agent profiles and catalog changes (Info); -v -v also the packages' Debug records")
 	return f
 }
@@ -133,6 +135,7 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 	opts.Logger = log
 	opts.Thresholds, opts.NoThresholds, opts.RankTimeout = f.thrFile, f.noThr, f.rankTimeout
 	opts.SharedRunner = runner
+	opts.Usage = f.hf.open(ctx, env, s.cmd)
 	if opts.Providers, err = f.mf.providers(env, s.cmd, runner, ""); err != nil {
 		return fail("%v", err)
 	}
@@ -146,6 +149,9 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 	eng, err := newEngine(ctx, env, opts)
 	p.finish()
 	if err != nil {
+		if opts.Usage != nil {
+			opts.Usage.Close()
+		}
 		if strings.HasPrefix(err.Error(), "thresholds:") {
 			return fail("%v (pass --no-thresholds to serve plain rankings)", err)
 		}

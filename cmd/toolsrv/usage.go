@@ -67,7 +67,7 @@ func runUsage(ctx context.Context, env *cliEnv, args []string) int {
 	case len(args) > 0:
 		fmt.Fprintf(w, "toolsrv usage: unknown subcommand %q (the subcommand comes first)\n", args[0])
 	}
-	fmt.Fprintf(w, "Usage: toolsrv usage SUBCOMMAND [--usage-db PATH] [flags]\n\n%s\n\nSubcommands (\"toolsrv usage SUBCOMMAND --help\" for each one's flags):\n", usageAbout)
+	fmt.Fprintf(w, "Usage: toolsrv usage SUBCOMMAND [--usage-db PATH] [flags]\n\n%s\n\nSubcommands (each gives its flags with -h):\n", usageAbout)
 	names := make([]string, 0, len(usageSubcommands))
 	for n := range usageSubcommands {
 		names = append(names, n)
@@ -76,6 +76,7 @@ func runUsage(ctx context.Context, env *cliEnv, args []string) int {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-7s %s\n", n, usageSubcommands[n].summary)
 	}
+	fmt.Fprintln(w, "\nEvery subcommand takes --usage-db PATH; import also --tools DIR (the catalog it checks the tools against).")
 	return code
 }
 

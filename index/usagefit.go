@@ -1,0 +1,101 @@
+package index
+
+import (
+	"context"
+	"hash/fnv"
+	"math"
+	"sort"
+)
+
+// fitUsage chooses u.w by leave-one-out over a sample of u's past
+// requests: each is ranked as a new message (without usage), its own entry
+// is left out of the evidence, and the weight of usageGrid with the best
+// Recall@5 of the tool it led to wins (the smaller on a tie), among those
+// whose gain over no usage is clear (see below; 0, no usage, when none
+// is).
+func (ix *Index) fitUsage(ctx context.Context, u *usageView) error {
+	var sample []int32
+	for i := 0; i < u.n; i++ {
+		if u.tool[i] != "" {
+			sample = append(sample, int32(i))
+		}
+	}
+	// A fixed sample: the same history always gives the same weight.
+	key := func(i int32) uint32 {
+		h := fnv.New32a()
+		h.Write([]byte(u.tool[i]))
+		h.Write([]byte{0})
+		for _, tw := range u.words[i] {
+			h.Write([]byte{byte(tw.id), byte(tw.id >> 8), byte(tw.id >> 16)})
+		}
+		return h.Sum32()
+	}
+	sort.Slice(sample, func(a, b int) bool { return key(sample[a]) < key(sample[b]) })
+	if len(sample) > usageLOO {
+		sample = sample[:usageLOO]
+	}
+	u.loo = UsageFit{Entries: u.n, Sample: len(sample)}
+	if len(sample) == 0 {
+		return nil
+	}
+	var sums [len(usageGrid)]float64
+	var helped, hurt [len(usageGrid)]float64
+	for _, i := range sample {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r, err := ix.Rank(ctx, Query{Text: u.text[i], K: 50, NoUsage: true})
+		if err != nil {
+			return err
+		}
+		p, none := u.evidence(ix.usageQueryOf(ctx, u, u.text[i]), r.Hits, i)
+		ix.mu.RLock()
+		v := ix.v
+		known := func(t string) (bool, bool) { _, ok := v.byName[t]; return ok, true }
+		hit0 := false
+		for g, w := range usageGrid {
+			rr := r
+			rr.Hits = append([]Hit(nil), r.Hits...)
+			if r.Answerable != nil {
+				a := *r.Answerable
+				rr.Answerable = &a
+			}
+			applyUsage(&rr, p, none, w, known)
+			hit := false
+			for j := 0; j < len(rr.Hits) && j < 5; j++ {
+				if rr.Hits[j].Name == u.tool[i] {
+					hit = true
+					break
+				}
+			}
+			if g == 0 {
+				hit0 = hit
+			}
+			switch {
+			case hit:
+				sums[g]++
+				if !hit0 {
+					helped[g]++
+				}
+			case hit0:
+				hurt[g]++
+			}
+		}
+		ix.mu.RUnlock()
+	}
+	// The best weight whose gain is clear: the requests it helped
+	// outnumber those it hurt by at least two standard deviations of a
+	// coin's toss (a sign test). A small or misleading history gains
+	// nothing clear, and keeps the ranking as it is.
+	best := 0
+	for g := range usageGrid {
+		net := helped[g] - hurt[g]
+		if net >= 2*math.Sqrt(helped[g]+hurt[g]) && sums[g] > sums[best] {
+			best = g
+		}
+	}
+	n := float64(len(sample))
+	u.w = usageGrid[best]
+	u.loo.Weight, u.loo.Recall, u.loo.Base = u.w, sums[best]/n, sums[0]/n
+	return nil
+}
