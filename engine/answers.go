@@ -2,8 +2,8 @@ package engine
 
 import (
 	"crypto/rand"
-	"slices"
 	"encoding/hex"
+	"slices"
 	"sync"
 	"time"
 )
