@@ -1,14 +1,17 @@
 package ninep
 
 import (
+	"context"
 	"errors"
 	"net"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/hugelgupf/p9/linux"
+	"github.com/toolsrv/toolsrv/engine"
 )
 
 // accessEnv is a server whose Access answer the test sets before each
@@ -244,5 +247,51 @@ func TestAutoLoadedToolsStay(t *testing.T) {
 	mustWrite(t, cl, a+"ctl", "tool_unload git_push")
 	if got := names(mustRead(t, cl, a+"tools")); !reflect.DeepEqual(got, []string{"file_read"}) {
 		t.Fatalf("after unloading: %v", got)
+	}
+}
+
+// A load after a rank is usage (Options.Loaded), but only from a full
+// client: a tool's own connection loading a tool never writes usage, and
+// neither does a full client's load with no rank before it.
+func TestLoadedOnlyForFullClients(t *testing.T) {
+	var mu sync.Mutex
+	var loads []string
+	e, next := accessEnv(t, func(o *Options) {
+		o.Ranker = rankerFunc(func(ctx context.Context, q engine.Request) (engine.Answer, error) {
+			a, err := wordRanker{o.Source}.Rank(ctx, q)
+			a.ID = "answer-1"
+			return a, err
+		})
+		o.Loaded = func(answer, tool, session, agent string) {
+			mu.Lock()
+			defer mu.Unlock()
+			loads = append(loads, answer+" "+tool+" "+session+"/"+agent)
+		}
+	})
+	owner := e.client()
+	mustMkdir(t, owner, "session/s")
+	mustMkdir(t, owner, "session/s/agent/a")
+	mustWrite(t, owner, "session/s/agent/a/ctl", "tool_load echo_text")
+	mu.Lock()
+	if len(loads) != 0 {
+		t.Errorf("a load with no rank before it was recorded: %v", loads)
+	}
+	mu.Unlock()
+	if _, err := owner.Transact("session/s/agent/a/rank", []byte("echo some text")); err != nil {
+		t.Fatal(err)
+	}
+	next.Store(&Access{Session: "s", Agent: "a"})
+	tool := e.client()
+	mustWrite(t, tool, "session/s/agent/a/ctl", "tool_load echo_text")
+	mu.Lock()
+	if len(loads) != 0 {
+		t.Errorf("a tool's own connection recorded usage: %v", loads)
+	}
+	mu.Unlock()
+	mustWrite(t, owner, "session/s/agent/a/ctl", "tool_load echo_text")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(loads) != 1 || loads[0] != "answer-1 echo_text s/a" {
+		t.Errorf("the owner's load after a rank: %v, want one load citing answer-1", loads)
 	}
 }
