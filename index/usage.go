@@ -25,8 +25,9 @@ package index
 // that ended with no tool called. w is chosen from the installation's own
 // history: leave-one-out over a sample of its past requests (each ranked
 // as a new one, without its own entry), the w of a small grid with the
-// best Recall@5; with little or misleading history it comes out small or
-// 0. With no usage the ranking is untouched.
+// best Recall@5 whose gain passes a sign test (usagefit.go);
+// with little or misleading history it comes out 0. With no usage the
+// ranking is untouched.
 //
 // β, k0 and a were chosen on usage simulated from the training sources
 // (each catalog's requests split into past and new; with all past

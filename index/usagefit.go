@@ -12,7 +12,8 @@ import (
 // is left out of the evidence, and the weight of usageGrid with the best
 // Recall@5 of the tool it led to wins (the smaller on a tie), among those
 // whose gain over no usage is clear (see below; 0, no usage, when none
-// is).
+// is). The sample takes the agents in turn, so that one agent's many
+// records do not decide the weight either.
 func (ix *Index) fitUsage(ctx context.Context, u *usageView) error {
 	var sample []int32
 	for i := 0; i < u.n; i++ {
@@ -31,6 +32,7 @@ func (ix *Index) fitUsage(ctx context.Context, u *usageView) error {
 		return h.Sum32()
 	}
 	sort.Slice(sample, func(a, b int) bool { return key(sample[a]) < key(sample[b]) })
+	sample = roundRobin(sample, u.agent)
 	if len(sample) > usageLOO {
 		sample = sample[:usageLOO]
 	}
@@ -52,7 +54,7 @@ func (ix *Index) fitUsage(ctx context.Context, u *usageView) error {
 		ix.mu.RLock()
 		v := ix.v
 		known := func(t string) (bool, bool) { _, ok := v.byName[t]; return ok, true }
-		hit0 := false
+		rr0 := 0.0
 		for g, w := range usageGrid {
 			rr := r
 			rr.Hits = append([]Hit(nil), r.Hits...)
@@ -61,23 +63,23 @@ func (ix *Index) fitUsage(ctx context.Context, u *usageView) error {
 				rr.Answerable = &a
 			}
 			applyUsage(&rr, p, none, w, known)
-			hit := false
+			// Found among the first five (Recall@5, what toolsrv is
+			// measured by).
+			rank := 0.0
 			for j := 0; j < len(rr.Hits) && j < 5; j++ {
 				if rr.Hits[j].Name == u.tool[i] {
-					hit = true
+					rank = 1
 					break
 				}
 			}
 			if g == 0 {
-				hit0 = hit
+				rr0 = rank
 			}
+			sums[g] += rank
 			switch {
-			case hit:
-				sums[g]++
-				if !hit0 {
-					helped[g]++
-				}
-			case hit0:
+			case rank > rr0:
+				helped[g]++
+			case rank < rr0:
 				hurt[g]++
 			}
 		}
@@ -98,4 +100,28 @@ func (ix *Index) fitUsage(ctx context.Context, u *usageView) error {
 	u.w = usageGrid[best]
 	u.loo.Weight, u.loo.Recall, u.loo.Base = u.w, sums[best]/n, sums[0]/n
 	return nil
+}
+
+// roundRobin reorders entries so that the agents take turns (each agent's
+// entries in their order).
+func roundRobin(entries []int32, agent []int32) []int32 {
+	by := map[int32][]int32{}
+	var order []int32
+	for _, i := range entries {
+		a := agent[i]
+		if _, ok := by[a]; !ok {
+			order = append(order, a)
+		}
+		by[a] = append(by[a], i)
+	}
+	out := make([]int32, 0, len(entries))
+	for len(out) < len(entries) {
+		for _, a := range order {
+			if q := by[a]; len(q) > 0 {
+				out = append(out, q[0])
+				by[a] = q[1:]
+			}
+		}
+	}
+	return out
 }

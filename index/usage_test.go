@@ -1,0 +1,148 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+)
+
+// usageIndex is an index of testdata/tools whose usage signal embeds with
+// the test's hash embedder.
+func usageIndex(t *testing.T) *Index {
+	t.Helper()
+	emb := newHashEmbedder(64)
+	ix := New(emb, Options{NoCache: true, Logger: quiet(), UsageEmbedder: emb})
+	dir := copyTools(t)
+	// More tools, so that five of them are a small share of the catalog
+	// (Recall@5, which the weight is chosen by, means something).
+	for i := 0; i < 60; i++ {
+		writeMeta(t, dir, fmt.Sprintf("filler_%02d", i), fmt.Sprintf(`{"description":"Filler tool %d: handles widgets of kind %d and gadgets of class %d.","cmd":"cat"}`, i, i%7, i%11))
+	}
+	if err := ix.Sync(context.Background(), loadReg(t, dir).Catalog()); err != nil {
+		t.Fatal(err)
+	}
+	return ix
+}
+
+// bitcoinUses are past requests about bitcoin (a word no tool has) that an
+// agent answered with tool.
+func bitcoinUses(agent, tool string, n int) []Use {
+	phr := []string{"what is a bitcoin worth in dollars", "bitcoin price today", "value of my bitcoin holdings",
+		"how many euros is one bitcoin", "bitcoin to usd", "check the bitcoin rate", "bitcoin exchange value",
+		"price of bitcoin now", "convert bitcoin to pounds", "what does bitcoin trade at"}
+	var out []Use
+	for i := 0; i < n; i++ {
+		r := phr[i%len(phr)]
+		if i >= len(phr) {
+			r = fmt.Sprintf("%s (%d)", r, i)
+		}
+		out = append(out, Use{Request: r, Tool: tool, Agent: agent, Count: 1})
+	}
+	return out
+}
+
+func top(t *testing.T, ix *Index, q string) []string {
+	t.Helper()
+	r, err := ix.Rank(context.Background(), Query{Text: q, K: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, h := range r.Hits {
+		out = append(out, h.Name)
+	}
+	return out
+}
+
+// With no usage, rankings are exactly what they are without the signal.
+func TestUsageEmptyIsIdentical(t *testing.T) {
+	ix := usageIndex(t)
+	ctx := context.Background()
+	for _, uses := range [][]Use{nil, {}, {{Request: "   ", Tool: "calculator", Count: 1}}} {
+		if _, err := ix.SetUsage(ctx, uses); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{"what is the weather in Paris", "commit my changes", "bitcoin price today"} {
+			a, _ := ix.Rank(ctx, Query{Text: q, K: 10})
+			b, _ := ix.Rank(ctx, Query{Text: q, K: 10, NoUsage: true})
+			if !reflect.DeepEqual(a, b) {
+				t.Errorf("%d uses, %q: %+v\nwithout usage: %+v", len(uses), q, a, b)
+			}
+		}
+	}
+}
+
+// Past requests teach words no tool has ("bitcoin" → web_search, where
+// this installation's agents look it up);
+// failed calls teach nothing; a removed tool's usage does nothing.
+func TestUsageTeachesAndIsBounded(t *testing.T) {
+	ix := usageIndex(t)
+	ctx := context.Background()
+	const q = "how much is a bitcoin worth today"
+	before := top(t, ix, q)
+	var taught []Use
+	for _, r := range []string{"how is my bitcoin doing", "bitcoin worth", "is bitcoin up", "bitcoin today",
+		"where is bitcoin at", "bitcoin now", "my bitcoin", "bitcoin this morning", "bitcoin tonight", "hows bitcoin",
+		"bitcoin lately", "bitcoin this week", "bitcoin at noon", "bitcoin status", "bitcoin check"} {
+		for _, a := range []string{"claude", "codex"} {
+			taught = append(taught, Use{Request: r, Tool: "web_search", Agent: a, Count: 1})
+		}
+	}
+	fit, err := ix.SetUsage(ctx, taught)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := top(t, ix, q); len(got) == 0 || got[0] != "web_search" {
+		t.Errorf("after 30 bitcoin requests answered by web_search: %v (before %v), fit %+v", got, before, fit)
+	}
+	if fit.Weight == 0 {
+		t.Errorf("fit %+v: no weight for a clear signal", fit)
+	}
+
+	failed := bitcoinUses("claude", "currency_convert", 30)
+	for i := range failed {
+		failed[i].Failed = failed[i].Count
+	}
+	if _, err := ix.SetUsage(ctx, failed); err != nil {
+		t.Fatal(err)
+	}
+	if got := top(t, ix, q); !reflect.DeepEqual(got, before) {
+		t.Errorf("failed calls moved the ranking: %v, want %v", got, before)
+	}
+
+	if _, err := ix.SetUsage(ctx, bitcoinUses("claude", "crypto_wallet", 30)); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range top(t, ix, q) {
+		if n == "crypto_wallet" {
+			t.Errorf("a tool the catalog lacks was ranked: %v", top(t, ix, q))
+		}
+	}
+}
+
+// One agent's flood of false records cannot outvote honest records of
+// several other agents: each agent's requests vote among themselves, and
+// the weight is chosen on a sample the agents share in turn.
+func TestUsageFloodFromOneAgent(t *testing.T) {
+	ix := usageIndex(t)
+	ctx := context.Background()
+	const q = "bitcoin price today in dollars"
+	var honest []Use
+	for _, a := range []string{"alice", "bob", "carol"} {
+		honest = append(honest, bitcoinUses(a, "currency_convert", 10)...)
+	}
+	if _, err := ix.SetUsage(ctx, honest); err != nil {
+		t.Fatal(err)
+	}
+	if got := top(t, ix, q); got[0] != "currency_convert" {
+		t.Fatalf("with honest records only: %v", got)
+	}
+	flood := append(honest, bitcoinUses("mallory", "send_email", 64)...)
+	if _, err := ix.SetUsage(ctx, flood); err != nil {
+		t.Fatal(err)
+	}
+	if got := top(t, ix, q); got[0] != "currency_convert" {
+		t.Errorf("a flood of 64 false records from one agent against 30 honest ones: %v", got)
+	}
+}
