@@ -2,6 +2,7 @@ package ninep
 
 import (
 	"encoding/binary"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -73,7 +74,6 @@ type shim struct {
 
 	buf       []byte // the current frame
 	pend      []byte // what is left of it to hand to the library
-	raw       bool   // a malformed header was seen: pass bytes through as they come
 	versioned bool   // a Tversion succeeded
 	awaiting  bool   // a Tversion was passed on and its answer is not out yet
 	out       *frameWriter
@@ -99,13 +99,6 @@ func (s *shim) Read(p []byte) (int, error) {
 				return 0, io.ErrClosedPipe
 			}
 			s.awaiting = false
-		}
-		if s.raw {
-			n, err := s.rwc.Read(p)
-			if err != nil {
-				s.drain()
-			}
-			return n, err
 		}
 		if err := s.nextFrame(); err != nil {
 			s.drain()
@@ -139,10 +132,10 @@ func (s *shim) nextFrame() error {
 	}
 	size := binary.LittleEndian.Uint32(hdr[:4])
 	if size < headerLen || size > s.maxMsize {
-		// Let the library see the bad header and close the connection.
-		s.raw = true
-		s.pend = append(s.buf[:0], hdr[:]...)
-		return nil
+		// End the connection here: the library checks a frame against
+		// the msize it stores only after its Rversion is out, so a frame
+		// sent right after the Rversion could pass its check.
+		return fmt.Errorf("9P frame of %d bytes outside [%d, %d]", size, headerLen, s.maxMsize)
 	}
 	if cap(s.buf) < int(size) {
 		s.buf = make([]byte, size)

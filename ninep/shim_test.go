@@ -155,8 +155,9 @@ func TestMessageSizeCap(t *testing.T) {
 		big := frame(118 /* Twrite */, 1, cat(u32(0), make([]byte, 8), u32(100<<10), make([]byte, 100<<10)))
 		go conn.Write(big) // blocks until the server closes its end
 		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-		if n, err := conn.Read(make([]byte, 64)); err == nil || os.IsTimeout(err) {
-			t.Fatalf("read after a %d-byte frame = %d, %v; want the connection closed", len(big), n, err)
+		buf := make([]byte, 64)
+		if n, err := conn.Read(buf); err == nil || os.IsTimeout(err) {
+			t.Fatalf("read after a %d-byte frame = %d %x, %v; want the connection closed", len(big), n, buf[:n], err)
 		}
 	})
 }

@@ -108,7 +108,7 @@ func TestRemoteCLI(t *testing.T) {
 	want(run("", "9p", "--addr", unix, "mkdir", "session/s/agent/a"), 0, "", "")
 	want(run("", "9p", "--addr", unix, "write", "session/s/agent/a/ctl", "tool_load srv:greet"), 0, "", "")
 	want(run("", "9p", "--addr", unix, "write", "session/s/agent/a/call/srv:greet", `{"name":"Ada"}`), 0,
-		`"tool":"srv:greet","exitCode":0,"output":"{\"name\":\"Ada\"}`, "")
+		`"tool":"srv:greet","ok":true,"exitCode":0,"output":"{\"name\":\"Ada\"}`, "")
 
 	// Over TCP the server takes no definitions; over its socket it does.
 	tcp := "tcp:127.0.0.1:" + port
