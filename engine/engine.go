@@ -104,7 +104,9 @@ type Engine struct {
 	answers *answers // recent answers by ID (answers.go)
 	// usageVersion is the usage history's version the index has.
 	usageVersion atomic.Int64
-	closeUsage   sync.Once
+	// examples is the digest of the tools' examples the index has.
+	examples   atomic.Pointer[string]
+	closeUsage sync.Once
 }
 
 // New loads the catalog and, unless NoIndex, the embedder, the index and
@@ -272,9 +274,7 @@ func (e *Engine) indexOptionsIn(dir string) index.Options {
 	o := e.opts
 	io := index.Options{CacheDir: dir, NoCache: o.NoCache, Logger: o.Logger,
 		LexicalWeight: o.LexicalWeight, NoLastStep: o.NoLearned}
-	if o.Usage != nil {
-		io.UsageEmbedder = usageEmbedder()
-	}
+	io.UsageEmbedder = usageEmbedder()
 	return io
 }
 
@@ -332,13 +332,11 @@ func (e *Engine) Run(ctx context.Context) error {
 			defer wg.Done()
 			e.ix.Follow(ctx, changes)
 		}()
-		if e.opts.Usage != nil {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				e.followUsage(ctx)
-			}()
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.followUsage(ctx)
+		}()
 	}
 	err := e.reg.Watch(ctx)
 	if ctx.Err() != nil {

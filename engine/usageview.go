@@ -2,10 +2,15 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/toolsrv/toolsrv/embed"
 	"github.com/toolsrv/toolsrv/index"
+	"github.com/toolsrv/toolsrv/registry"
 	"github.com/toolsrv/toolsrv/usage"
 )
 
@@ -15,13 +20,50 @@ const usagePoll = 2 * time.Second
 
 // usageEmbedder is the embedder of the usage signal: the built-in one,
 // whatever ranks the tools (local, fast, and stable, so the requests'
-// vectors are cached by text).
-func usageEmbedder() embed.Embedder {
-	e, err := embed.Open(embed.Default, embed.Options{})
-	if err != nil {
-		return nil // the usage signal is then lexical only
+// vectors are cached by text). It is opened at its first use: an
+// installation with no history and no examples never pays for it.
+func usageEmbedder() embed.Embedder { return &lazyEmbedder{} }
+
+// lazyEmbedder opens the built-in embedder when first asked.
+type lazyEmbedder struct {
+	once sync.Once
+	e    embed.Embedder
+	err  error
+}
+
+func (l *lazyEmbedder) get() (embed.Embedder, error) {
+	l.once.Do(func() { l.e, l.err = embed.Open(embed.Default, embed.Options{}) })
+	return l.e, l.err
+}
+
+func (l *lazyEmbedder) ID() string {
+	if e, err := l.get(); err == nil {
+		return e.ID()
 	}
-	return e
+	return "unavailable"
+}
+
+func (l *lazyEmbedder) Dim() int {
+	if e, err := l.get(); err == nil {
+		return e.Dim()
+	}
+	return 0
+}
+
+func (l *lazyEmbedder) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
+	e, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return e.EmbedQuery(ctx, text)
+}
+
+func (l *lazyEmbedder) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
+	e, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return e.EmbedDocuments(ctx, texts)
 }
 
 // uses turns the store's entries into the index's.
@@ -34,32 +76,62 @@ func uses(entries []usage.Entry) []index.Use {
 	return out
 }
 
-// loadUsage gives the index the usage history as it is now. A store that
-// fails leaves the ranking without usage, with a warning: ranking never
-// depends on it.
+// examplesAgent is the agent the tools' examples are recorded as: their
+// authors, one voice among the agents.
+const examplesAgent = "(examples)"
+
+// examples are the catalog's example requests as usage entries, and a
+// digest of them (to tell when they changed).
+func examples(cat *registry.Catalog) ([]index.Use, string) {
+	var out []index.Use
+	h := sha256.New()
+	for _, t := range cat.Tools {
+		for _, ex := range t.Examples {
+			out = append(out, index.Use{Request: ex, Tool: t.Name, Agent: examplesAgent, Count: 1})
+			fmt.Fprintf(h, "%s\x00%s\x00", t.Name, ex)
+		}
+	}
+	return out, hex.EncodeToString(h.Sum(nil))
+}
+
+// loadUsage gives the index the usage history as it is now, with the
+// tools' examples. A store that fails leaves the ranking without its
+// history, with a warning: ranking never depends on it.
 func (e *Engine) loadUsage(ctx context.Context) {
-	if e.opts.Usage == nil || e.ix == nil {
+	if e.ix == nil {
+		return
+	}
+	ex, digest := examples(e.reg.Catalog())
+	if e.opts.Usage == nil {
+		if len(ex) > 0 || e.examples.Load() != nil {
+			if _, err := e.ix.SetUsage(ctx, ex); err != nil {
+				e.log.Warn("tool examples not applied", "err", err)
+				return
+			}
+			e.examples.Store(&digest)
+		}
 		return
 	}
 	entries, version, err := e.opts.Usage.Snapshot(ctx)
 	if err != nil {
 		e.log.Warn("usage history unreadable; ranking without it", "err", err)
-		return
+		entries = nil
 	}
-	fit, err := e.ix.SetUsage(ctx, uses(entries))
+	fit, err := e.ix.SetUsage(ctx, append(uses(entries), ex...))
 	if err != nil {
 		e.log.Warn("usage history not applied; ranking without it", "err", err)
 		return
 	}
 	e.usageVersion.Store(version)
+	e.examples.Store(&digest)
 	if fit.Entries > 0 {
 		e.log.Debug("usage history in effect", "entries", fit.Entries, "weight", fit.Weight,
 			"sample", fit.Sample, "recall5", fit.Recall, "recall5Without", fit.Base)
 	}
 }
 
-// followUsage reloads the usage history whenever its version moves, until
-// ctx ends.
+// followUsage reloads the usage history whenever its version moves or
+// the tools' examples change, until ctx ends.
 func (e *Engine) followUsage(ctx context.Context) {
 	t := time.NewTicker(usagePoll)
 	defer t.Stop()
@@ -69,13 +141,23 @@ func (e *Engine) followUsage(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		v, err := e.opts.Usage.Version(ctx)
-		if err != nil || v == e.usageVersion.Load() {
-			continue
+		changed := false
+		if e.opts.Usage != nil {
+			v, err := e.opts.Usage.Version(ctx)
+			changed = err == nil && v != e.usageVersion.Load()
 		}
-		e.loadUsage(ctx)
+		if _, digest := examples(e.reg.Catalog()); !changed {
+			old := e.examples.Load()
+			changed = (old == nil && digest != emptyDigest) || (old != nil && *old != digest)
+		}
+		if changed {
+			e.loadUsage(ctx)
+		}
 	}
 }
+
+// emptyDigest is the digest of no examples.
+var emptyDigest = func() string { _, d := examples(&registry.Catalog{}); return d }()
 
 // UsageFit says how the usage history in effect is weighed (zero: none).
 func (e *Engine) UsageFit() index.UsageFit {

@@ -126,6 +126,8 @@ var metaFields = []fieldDef{
 		shown("limits", limitsText),
 	field("keywords", parseKeywords, func(t *Tool) *[]string { return &t.Keywords }, nil).
 		shown("keywords", func(t *Tool) string { return strings.Join(t.Keywords, ", ") }),
+	field("examples", parseExamples, func(t *Tool) *[]string { return &t.Examples }, nil).
+		shown("examples", func(t *Tool) string { return strings.Join(t.Examples, " | ") }),
 	field("args", parseArgs, func(t *Tool) *json.RawMessage { return &t.Args }, defaultArgs).
 		guarded("the arguments would not be checked against the schema").
 		shown("args", argsText),

@@ -30,6 +30,7 @@ var fieldSamples = map[string]fieldSample{
 	"description":   {value: `"the variant's description"`, other: `"the top-level description"`},
 	"prompt":        {value: `"## from the variant"`, other: `"## from the top level"`},
 	"keywords":      {value: `["variant","keywords"]`, other: `["top"]`},
+	"examples":      {value: `["what changed in my repo?"]`, other: `["show the diff"]`},
 	"args":          {value: `{"type":"object","required":["v"]}`, other: `{"type":"object","properties":{"t":{"type":"string"}}}`},
 	"tier":          {value: `"cold"`, other: `"hot"`},
 	"cmd":           {value: `"echo from the variant"`, other: `"jq"`},

@@ -47,6 +47,33 @@ func parseKeywords(raw json.RawMessage) ([]string, error) {
 	return ks, nil
 }
 
+// maxExamples and maxExample bound a tool's example requests.
+const (
+	maxExamples = 64
+	maxExample  = 500
+)
+
+// parseExamples parses "examples": requests the tool serves, in a user's
+// words (each non-empty, at most maxExample bytes; at most maxExamples).
+func parseExamples(raw json.RawMessage) ([]string, error) {
+	var es []string
+	if err := json.Unmarshal(raw, &es); err != nil {
+		return nil, errors.New(`must be an array of strings: requests the tool serves, in a user's words, such as ["what changed in my repo?"]`)
+	}
+	if len(es) > maxExamples {
+		return nil, fmt.Errorf("has %d requests; give at most %d", len(es), maxExamples)
+	}
+	for i, e := range es {
+		switch {
+		case strings.TrimSpace(e) == "":
+			return nil, fmt.Errorf("request %d is empty", i+1)
+		case len(e) > maxExample:
+			return nil, fmt.Errorf("request %d is %d bytes long; keep each under %d", i+1, len(e), maxExample)
+		}
+	}
+	return es, nil
+}
+
 func parseArgs(raw json.RawMessage) (json.RawMessage, error) {
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 || (t[0] != '{' && t[0] != 't' && t[0] != 'f') {

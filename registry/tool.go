@@ -82,12 +82,16 @@ type Tool struct {
 	// for a .meta file's.
 	Provider string `json:"provider,omitempty"`
 
-	Description string          `json:"description"`
-	Prompt      string          `json:"prompt,omitempty"`
-	Keywords    []string        `json:"keywords,omitempty"`
-	Args        json.RawMessage `json:"args"`
-	Tier        Tier            `json:"tier"`
-	Cmd         string          `json:"cmd,omitempty"`
+	Description string   `json:"description"`
+	Prompt      string   `json:"prompt,omitempty"`
+	Keywords    []string `json:"keywords,omitempty"`
+	// Examples are requests the tool serves, in a user's words, from its
+	// author: the ranking takes them as past requests that led to it (the
+	// usage signal), not as text of the tool.
+	Examples []string        `json:"examples,omitempty"`
+	Args     json.RawMessage `json:"args"`
+	Tier     Tier            `json:"tier"`
+	Cmd      string          `json:"cmd,omitempty"`
 
 	ReadOnly bool `json:"readOnly,omitempty"`
 	Bypass   bool `json:"bypass,omitempty"`

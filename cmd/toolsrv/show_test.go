@@ -19,6 +19,7 @@ var showSamples = map[string]struct{ meta, text, json string }{
 	"description":   {`"Shows every field."`, "Shows every field.", ""},
 	"prompt":        {`"## every\nfield"`, "  ## every\n  field", ""},
 	"keywords":      {`["kw one","kw two"]`, "kw one, kw two", ""},
+	"examples":      {`["ex one","ex two"]`, "ex one | ex two", ""},
 	"args":          {`{"type":"object","properties":{"argmarker":{"type":"string"}}}`, `"argmarker"`, ""},
 	"tier":          {`"cold"`, "cold", ""},
 	"cmd":           {`"echo cmd-marker"`, "shell: /bin/sh -c 'echo cmd-marker'", ""},

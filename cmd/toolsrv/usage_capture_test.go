@@ -62,7 +62,7 @@ func TestUsageCapturedOnEveryPath(t *testing.T) {
 
 	r := runToolsrv(t, bin, "", "usage", "ls", "--json", "--usage-db", db)
 	var entries []struct {
-		Key struct{ Tool string }
+		Key   struct{ Tool string }
 		Text  string
 		Count int
 	}
