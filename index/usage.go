@@ -35,9 +35,12 @@ package index
 // train/usage.
 
 import (
+	"cmp"
 	"context"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -63,9 +66,16 @@ const (
 	// usagePool: the dense part is computed for the entries of the best
 	// usagePool tools of the ranking and for entries sharing a word with
 	// the message (an inverted index): the rest would vote nothing.
-	usagePool = 30
+	usagePool = 10
 	// usageInject bounds the tools the usage adds below the ranking.
 	usageInject = 10
+	// usageLexical and usagePerTool bound the entries a message is
+	// compared with, usageKeep the tools it gives evidence for (see
+	// evidence).
+	usageLexical = 64
+	usageCommon  = 1024
+	usagePerTool = 32
+	usageKeep    = 64
 	// usageLOO is the sample of past requests the weight is chosen on.
 	usageLOO = 150
 )
@@ -79,22 +89,35 @@ type usageView struct {
 	n      int
 	text   []string // per entry: the request
 	tool   []string // per entry ("" for no tool)
+	toolID []int32  // per entry: its tool's index in tools
+	tools  []string // the tools named, "" among them if any
 	agent  []int32  // per entry
 	agents int
 	dim    int
-	vecs   []float32 // n × dim unit vectors (nil: no dense part)
-	// words: per entry, its terms' ids and weights (IDF, unit norm);
-	// post: per term id, the entries that have it.
-	words  [][]termWeight
-	post   [][]int32
-	dict   map[string]int32
-	idf    []float64
-	byTool map[string][]int32
+	// qvecs: n × dim unit vectors quantised to int8, one scale per row
+	// (qscale; nil: no dense part): the candidates are compared in the
+	// vectorised int8 kernel of the dense scan (quant.go).
+	qvecs  []int8
+	qscale []float32
+	// words: the entries' terms' ids and weights (IDF, unit norm), entry
+	// i's at words[wordsAt[i]:wordsAt[i+1]] (one array: few cache misses
+	// when candidates are compared); post: per term id, the entries that
+	// have it and their weight.
+	words   []termWeight
+	wordsAt []int32
+	post    [][]termWeight
+	dict    map[string]int32
+	idf     []float64
+	byTool  map[string][]int32
+	// scratch holds *usageScratch for evidence.
+	scratch sync.Pool
 	// w is the weight chosen by leave-one-out; loo what it saw.
 	w   float64
 	loo UsageFit
 }
 
+// termWeight is a term's id and weight in an entry's words, or an
+// entry's id and the term's weight in it in a term's postings.
 type termWeight struct {
 	id int32
 	w  float32
@@ -153,6 +176,7 @@ func (ix *Index) UsageFit() UsageFit {
 func (ix *Index) buildUsage(ctx context.Context, uses []Use) (*usageView, error) {
 	u := &usageView{dict: map[string]int32{}, byTool: map[string][]int32{}}
 	agents := map[string]int32{}
+	toolIDs := map[string]int32{}
 	var texts []string
 	df := map[string]int{}
 	var entryTerms [][]string
@@ -171,7 +195,14 @@ func (ix *Index) buildUsage(ctx context.Context, uses []Use) (*usageView, error)
 		}
 		i := int32(u.n)
 		u.n++
+		tid, ok := toolIDs[e.Tool]
+		if !ok {
+			tid = int32(len(u.tools))
+			toolIDs[e.Tool] = tid
+			u.tools = append(u.tools, e.Tool)
+		}
 		u.tool = append(u.tool, e.Tool)
+		u.toolID = append(u.toolID, tid)
 		u.agent = append(u.agent, a)
 		u.byTool[e.Tool] = append(u.byTool[e.Tool], i)
 		texts = append(texts, e.Request)
@@ -193,33 +224,43 @@ func (ix *Index) buildUsage(ctx context.Context, uses []Use) (*usageView, error)
 	}
 	sort.Strings(keys)
 	u.idf = make([]float64, len(keys))
-	u.post = make([][]int32, len(keys))
+	u.post = make([][]termWeight, len(keys))
 	for id, t := range keys {
 		u.dict[t] = int32(id)
 		u.idf[id] = math.Log(1 + float64(u.n)/float64(df[t]))
 	}
-	u.words = make([][]termWeight, u.n)
+	u.wordsAt = make([]int32, 0, u.n+1)
 	for i, ts := range entryTerms {
+		u.wordsAt = append(u.wordsAt, int32(len(u.words)))
 		var norm float64
 		for _, t := range ts {
 			w := u.idf[u.dict[t]]
 			norm += w * w
 		}
 		norm = math.Sqrt(norm)
-		row := make([]termWeight, len(ts))
+		at := len(u.words)
+		u.words = append(u.words, make([]termWeight, len(ts))...)
+		row := u.words[at:]
 		for k, t := range ts {
 			id := u.dict[t]
 			row[k] = termWeight{id, float32(u.idf[id] / norm)}
-			u.post[id] = append(u.post[id], int32(i))
+			u.post[id] = append(u.post[id], termWeight{int32(i), row[k].w})
 		}
-		sort.Slice(row, func(a, b int) bool { return row[a].id < row[b].id })
-		u.words[i] = row
+		slices.SortFunc(row, func(a, b termWeight) int { return cmp.Compare(a.id, b.id) })
 	}
+	u.wordsAt = append(u.wordsAt, int32(len(u.words)))
 	vecs, dim, err := ix.usageEmbed(ctx, texts)
 	if err != nil {
 		return nil, err
 	}
-	u.vecs, u.dim = vecs, dim
+	if vecs != nil {
+		u.dim = dim
+		u.qvecs = make([]int8, len(vecs))
+		u.qscale = make([]float32, u.n)
+		for i := range u.n {
+			u.qscale[i] = quantizeRow(u.qvecs[i*dim:(i+1)*dim], vecs[i*dim:(i+1)*dim])
+		}
+	}
 	return u, nil
 }
 
@@ -281,7 +322,7 @@ func (ix *Index) usageEmbed(ctx context.Context, texts []string) ([]float32, int
 // usageQuery is a message's side of the usage signal.
 type usageQuery struct {
 	words []termWeight
-	vec   []float32 // nil: lexical only
+	vec   quantQuery // no q: lexical only
 }
 
 // usageQueryOf prepares text (its vector comes from the usage embedder).
@@ -302,9 +343,9 @@ func (ix *Index) usageQueryOf(ctx context.Context, u *usageView, text string) us
 		}
 	}
 	sort.Slice(q.words, func(a, b int) bool { return q.words[a].id < q.words[b].id })
-	if u.vecs != nil && ix.opts.UsageEmbedder != nil {
+	if u.qvecs != nil && ix.opts.UsageEmbedder != nil {
 		if v, err := ix.opts.UsageEmbedder.EmbedQuery(ctx, text); err == nil && len(v) == u.dim && checkVector(v, u.dim) == nil {
-			q.vec = normalized(v)
+			q.vec = quantizeQuery(normalized(v))
 		}
 	}
 	return q
@@ -313,68 +354,176 @@ func (ix *Index) usageQueryOf(ctx context.Context, u *usageView, text string) us
 // evidence is P(t) for the tools the past requests near q point to, and
 // P(none); exclude is an entry left out (-1: none).
 func (u *usageView) evidence(q usageQuery, pool []Hit, exclude int32) (map[string]float64, float64) {
-	mark := make(map[int32]bool)
+	sc := u.getScratch()
+	defer u.putScratch(sc)
+	sc.qwords = q.words
+	for _, tw := range q.words {
+		sc.qw[tw.id] = tw.w
+	}
+	cand := u.candidates(q, pool, exclude, sc)
+	if len(cand) == 0 {
+		return nil, 0
+	}
+	// The candidates' votes, each agent's sum, and the tools' shares
+	// (dense arrays: a vote costs no map lookup).
+	votes := make([]float64, len(cand))
+	active := 0
+	for c, i := range cand {
+		var s float64
+		for _, tw := range u.row(i) {
+			s += float64(sc.qw[tw.id] * tw.w)
+		}
+		if q.vec.q != nil {
+			var ip [1]int32
+			dotsI8(q.vec.q, u.qvecs[int(i)*u.dim:int(i+1)*u.dim], ip[:])
+			d := float64(ip[0]) * q.vec.scale * float64(u.qscale[i])
+			s = usageDense*d + (1-usageDense)*s
+		}
+		votes[c] = math.Exp(usageBeta * (s - 1))
+		a := u.agent[i]
+		if sc.agentSum[a] == 0 {
+			active++
+			sc.agents = append(sc.agents, a)
+		}
+		sc.agentSum[a] += votes[c]
+	}
+	for c, i := range cand {
+		t := u.toolID[i]
+		if sc.toolP[t] == 0 {
+			sc.tools = append(sc.tools, t)
+		}
+		sc.toolP[t] += votes[c] / (sc.agentSum[u.agent[i]] + usageK0) / float64(active)
+	}
+	type tp struct {
+		t int32
+		p float64
+	}
+	ts := make([]tp, 0, len(sc.tools))
+	var none, best float64
+	for _, t := range sc.tools {
+		v := sc.toolP[t]
+		if u.tools[t] == "" {
+			none = v
+			continue
+		}
+		best = max(best, v)
+		ts = append(ts, tp{t, v})
+	}
+	// Evidence under a thousandth of the best moves no score.
+	ts = slices.DeleteFunc(ts, func(x tp) bool { return x.p < best/1000 })
+	if len(ts) > usageKeep {
+		// The tools with the most evidence; the rest would move no
+		// score by more than a small fraction of theirs.
+		slices.SortFunc(ts, func(a, b tp) int {
+			if c := cmp.Compare(b.p, a.p); c != 0 {
+				return c
+			}
+			return strings.Compare(u.tools[a.t], u.tools[b.t])
+		})
+		ts = ts[:usageKeep]
+	}
+	p := make(map[string]float64, len(ts))
+	for _, x := range ts {
+		p[u.tools[x.t]] = x.p
+	}
+	return p, none
+}
+
+// candidates are the entries evidence compares q with; its cost is
+// bounded whatever the size of the history. They are the usageLexical
+// entries sharing the most rare words with the message (IDF-weighted; a
+// word more than usageCommon past requests share says little of which is
+// near, but the rarest word of the message is used in any case), and for
+// each of the best usagePool tools of the ranking, its usagePerTool
+// entries sharing the most rare words with it (the entries a message with
+// no word in common can still be near by meaning). Entries beyond those
+// would share fewer words than the candidates, and their votes,
+// exp(β·(s−1)), are small against the best ones'.
+func (u *usageView) candidates(q usageQuery, pool []Hit, exclude int32, sc *usageScratch) []int32 {
+	lex := sc.lex
+	touched := sc.touched[:0]
+	defer func() { sc.touched = touched }()
+	words := append([]termWeight(nil), q.words...)
+	slices.SortFunc(words, func(a, b termWeight) int { return cmp.Compare(len(u.post[a.id]), len(u.post[b.id])) })
+	for k, tw := range words {
+		post := u.post[tw.id]
+		if k > 0 && len(post) > usageCommon {
+			break
+		}
+		for _, e := range post {
+			if lex[e.id] == 0 {
+				touched = append(touched, e.id)
+			}
+			lex[e.id] += tw.w * e.w
+		}
+	}
+	seen := make([]uint64, (u.n+63)/64)
 	var cand []int32
 	add := func(i int32) {
-		if i != exclude && !mark[i] {
-			mark[i] = true
+		if i != exclude && seen[i/64]&(1<<(i%64)) == 0 {
+			seen[i/64] |= 1 << (i % 64)
 			cand = append(cand, i)
 		}
 	}
-	for _, tw := range q.words {
-		for _, i := range u.post[tw.id] {
-			add(i)
-		}
+	for _, i := range topByScore(slices.Clone(touched), lex, usageLexical) {
+		add(i)
 	}
 	for k, h := range pool {
 		if k == usagePool {
 			break
 		}
-		for _, i := range u.byTool[h.Name] {
+		own := u.byTool[h.Name]
+		if len(own) > usagePerTool {
+			own = topByScore(slices.Clone(own), lex, usagePerTool)
+		}
+		for _, i := range own {
 			add(i)
 		}
 	}
-	if len(cand) == 0 {
-		return nil, 0
-	}
-	type agentSum struct {
-		total float64
-		tools map[string]float64
-	}
-	sums := make([]agentSum, u.agents)
-	for _, i := range cand {
-		s := lexicalCos(q.words, u.words[i])
-		if q.vec != nil {
-			d := float64(dot(q.vec, u.vecs[int(i)*u.dim:int(i+1)*u.dim]))
-			s = usageDense*d + (1-usageDense)*s
-		}
-		k := math.Exp(usageBeta * (s - 1))
-		a := &sums[u.agent[i]]
-		a.total += k
-		if a.tools == nil {
-			a.tools = map[string]float64{}
-		}
-		a.tools[u.tool[i]] += k
-	}
-	active := 0
-	for _, a := range sums {
-		if a.total > 0 {
-			active++
-		}
-	}
-	p := map[string]float64{}
-	for _, a := range sums {
-		if a.total == 0 {
-			continue
-		}
-		for t, k := range a.tools {
-			p[t] += k / (a.total + usageK0) / float64(active)
-		}
-	}
-	none := p[""]
-	delete(p, "")
-	return p, none
+	return cand
 }
+
+// usageScratch is the per-ranking memory of evidence, zero between
+// uses: arrays by entry, term, agent and tool, and the slots set.
+type usageScratch struct {
+	lex      []float32    // by entry: the rare words' lexical cosine
+	touched  []int32      // entries with lex set
+	qw       []float32    // by term: the message's weight
+	qwords   []termWeight // the terms with qw set
+	agentSum []float64    // by agent: the sum of its votes
+	agents   []int32      // agents with agentSum set
+	toolP    []float64    // by tool id: its evidence
+	tools    []int32      // tools with toolP set
+}
+
+func (u *usageView) getScratch() *usageScratch {
+	if sc, ok := u.scratch.Get().(*usageScratch); ok {
+		return sc
+	}
+	return &usageScratch{lex: make([]float32, u.n), qw: make([]float32, len(u.idf)),
+		agentSum: make([]float64, u.agents), toolP: make([]float64, len(u.tools))}
+}
+
+// putScratch zeroes what sc's use set and keeps it for the next.
+func (u *usageView) putScratch(sc *usageScratch) {
+	for _, i := range sc.touched {
+		sc.lex[i] = 0
+	}
+	for _, tw := range sc.qwords {
+		sc.qw[tw.id] = 0
+	}
+	for _, a := range sc.agents {
+		sc.agentSum[a] = 0
+	}
+	for _, t := range sc.tools {
+		sc.toolP[t] = 0
+	}
+	sc.touched, sc.agents, sc.tools, sc.qwords = sc.touched[:0], sc.agents[:0], sc.tools[:0], nil
+	u.scratch.Put(sc)
+}
+
+// row is entry i's words.
+func (u *usageView) row(i int32) []termWeight { return u.words[u.wordsAt[i]:u.wordsAt[i+1]] }
 
 // lexicalCos is the cosine of two sorted unit word vectors.
 func lexicalCos(a, b []termWeight) float64 {
@@ -394,6 +543,49 @@ func lexicalCos(a, b []termWeight) float64 {
 	return s
 }
 
+// topByScore reorders ids so that the n with the highest score come
+// first (ties: the earlier entry) and returns them; all of ids when there
+// are no more than n. It selects in linear time on average.
+func topByScore(ids []int32, score []float32, n int) []int32 {
+	if len(ids) <= n {
+		return ids
+	}
+	better := func(a, b int32) bool {
+		if score[a] != score[b] {
+			return score[a] > score[b]
+		}
+		return a < b
+	}
+	lo, hi := 0, len(ids)-1
+	for lo < hi {
+		// Hoare partition around the middle element.
+		pivot := ids[lo+(hi-lo)/2]
+		i, j := lo, hi
+		for i <= j {
+			for better(ids[i], pivot) {
+				i++
+			}
+			for better(pivot, ids[j]) {
+				j--
+			}
+			if i <= j {
+				ids[i], ids[j] = ids[j], ids[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case n-1 <= j:
+			hi = j
+		case n-1 >= i:
+			lo = i
+		default:
+			return ids[:n]
+		}
+	}
+	return ids[:n]
+}
+
 // applyUsage adds w·P(t) to the hits' scores, adds the tools the usage
 // points to (at most usageInject that the ranking lacks), re-sorts (named
 // tools stay first) and moves the answerability. known says whether a
@@ -407,25 +599,31 @@ func applyUsage(r *Ranking, p map[string]float64, none, w float64, known func(st
 	for _, h := range r.Hits {
 		in[h.Name] = true
 	}
-	var extra []Hit
-	for t := range p {
+	type cand struct {
+		name string
+		p    float64
+	}
+	var extra []cand
+	for t, pt := range p {
 		if in[t] {
 			continue
 		}
 		if ok, allowed := known(t); ok && allowed {
-			extra = append(extra, Hit{Name: t})
+			extra = append(extra, cand{t, pt})
 		}
 	}
-	sort.Slice(extra, func(a, b int) bool {
-		if p[extra[a].Name] != p[extra[b].Name] {
-			return p[extra[a].Name] > p[extra[b].Name]
+	slices.SortFunc(extra, func(a, b cand) int {
+		if c := cmp.Compare(b.p, a.p); c != 0 {
+			return c
 		}
-		return extra[a].Name < extra[b].Name
+		return strings.Compare(a.name, b.name)
 	})
 	if len(extra) > usageInject {
 		extra = extra[:usageInject]
 	}
-	r.Hits = append(r.Hits, extra...)
+	for _, c := range extra {
+		r.Hits = append(r.Hits, Hit{Name: c.name})
+	}
 	named := 0
 	for named < len(r.Hits) && r.Hits[named].Named {
 		named++
@@ -438,11 +636,11 @@ func applyUsage(r *Ranking, p map[string]float64, none, w float64, known func(st
 			best = math.Max(best, pt)
 		}
 	}
-	sort.SliceStable(rest, func(a, b int) bool {
-		if rest[a].Score != rest[b].Score {
-			return rest[a].Score > rest[b].Score
+	slices.SortStableFunc(rest, func(a, b Hit) int {
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
 		}
-		return rest[a].Name < rest[b].Name
+		return strings.Compare(a.Name, b.Name)
 	})
 	if r.Answerable != nil && named == 0 {
 		a := *r.Answerable

@@ -3,7 +3,10 @@ package index
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"slices"
+	"sort"
 	"testing"
 )
 
@@ -144,5 +147,40 @@ func TestUsageFloodFromOneAgent(t *testing.T) {
 	}
 	if got := top(t, ix, q); got[0] != "currency_convert" {
 		t.Errorf("a flood of 64 false records from one agent against 30 honest ones: %v", got)
+	}
+}
+
+// topByScore returns the n best ids, as a full sort would, for sizes
+// around n and scores with ties.
+func TestTopByScore(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, c := range []struct{ size, n, levels int }{
+		{0, 3, 5}, {3, 3, 5}, {4, 3, 5}, {100, 1, 3}, {100, 10, 1}, {1000, 512, 7}, {1000, 999, 1000}, {5000, 64, 50},
+	} {
+		score := make([]float32, c.size)
+		ids := make([]int32, c.size)
+		for i := range ids {
+			ids[i] = int32(i)
+			score[i] = float32(r.IntN(c.levels))
+		}
+		r.Shuffle(len(ids), func(a, b int) { ids[a], ids[b] = ids[b], ids[a] })
+		want := append([]int32(nil), ids...)
+		sort.Slice(want, func(a, b int) bool {
+			if score[want[a]] != score[want[b]] {
+				return score[want[a]] > score[want[b]]
+			}
+			return want[a] < want[b]
+		})
+		want = want[:min(c.n, len(want))]
+		got := append([]int32(nil), topByScore(ids, score, c.n)...)
+		sort.Slice(got, func(a, b int) bool {
+			if score[got[a]] != score[got[b]] {
+				return score[got[a]] > score[got[b]]
+			}
+			return got[a] < got[b]
+		})
+		if !slices.Equal(got, want) {
+			t.Errorf("size %d, n %d, %d levels: got %v, want %v", c.size, c.n, c.levels, got, want)
+		}
 	}
 }

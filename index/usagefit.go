@@ -10,7 +10,7 @@ import (
 // fitUsage chooses u.w by leave-one-out over a sample of u's past
 // requests: each is ranked as a new message (without usage), its own entry
 // is left out of the evidence, and the weight of usageGrid with the best
-// Recall@5 of the tool it led to wins (the smaller on a tie), among those
+// Recall@5 of the tool it led to (see cut) wins (the smaller on a tie), among those
 // whose gain over no usage is clear (see below; 0, no usage, when none
 // is). The sample takes the agents in turn, so that one agent's many
 // records do not decide the weight either.
@@ -26,7 +26,7 @@ func (ix *Index) fitUsage(ctx context.Context, u *usageView) error {
 		h := fnv.New32a()
 		h.Write([]byte(u.tool[i]))
 		h.Write([]byte{0})
-		for _, tw := range u.words[i] {
+		for _, tw := range u.row(i) {
 			h.Write([]byte{byte(tw.id), byte(tw.id >> 8), byte(tw.id >> 16)})
 		}
 		return h.Sum32()
@@ -40,6 +40,12 @@ func (ix *Index) fitUsage(ctx context.Context, u *usageView) error {
 	if len(sample) == 0 {
 		return nil
 	}
+	// Recall@5 (what toolsrv is measured by); in a catalog of fewer than
+	// 50 tools, at a tenth of it (at least 1): five of a dozen tools
+	// would hold the right one whatever the weight.
+	ix.mu.RLock()
+	cut := min(5, max(1, len(ix.v.byName)/10))
+	ix.mu.RUnlock()
 	var sums [len(usageGrid)]float64
 	var helped, hurt [len(usageGrid)]float64
 	for _, i := range sample {
@@ -63,10 +69,8 @@ func (ix *Index) fitUsage(ctx context.Context, u *usageView) error {
 				rr.Answerable = &a
 			}
 			applyUsage(&rr, p, none, w, known)
-			// Found among the first five (Recall@5, what toolsrv is
-			// measured by).
 			rank := 0.0
-			for j := 0; j < len(rr.Hits) && j < 5; j++ {
+			for j := 0; j < len(rr.Hits) && j < cut; j++ {
 				if rr.Hits[j].Name == u.tool[i] {
 					rank = 1
 					break

@@ -1,0 +1,103 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolsrv/toolsrv/embed/builtin"
+)
+
+// synthUses makes n usage events over the tools of docs: for a tool, a
+// request of 4 to 7 words of its description and 0 to 2 other words (so
+// that the history says something, and the weight is not 0), a tenth of
+// the events repeats of an earlier request (merged, as the store merges
+// them), spread over 5 agents.
+func synthUses(docs []document, n int) []Use {
+	r := rand.New(rand.NewPCG(7, uint64(n)))
+	seen := map[string]int{}
+	var out []Use
+	for i := 0; i < n; i++ {
+		if len(out) > 0 && r.IntN(10) == 0 {
+			out[r.IntN(len(out))].Count++
+			continue
+		}
+		d := docs[r.IntN(len(docs))]
+		desc := strings.Fields(d.fields[1].text)
+		w := make([]string, 0, 9)
+		for k := 4 + r.IntN(4); k > 0; k-- {
+			w = append(w, desc[r.IntN(len(desc))])
+		}
+		for k := r.IntN(3); k > 0; k-- {
+			w = append(w, benchWords[r.IntN(len(benchWords))])
+		}
+		req := strings.Join(w, " ")
+		if k, ok := seen[req]; ok {
+			out[k].Count++
+			continue
+		}
+		seen[req] = len(out)
+		out = append(out, Use{Request: req, Tool: d.name, Agent: fmt.Sprintf("agent%d", r.IntN(5)),
+			Count: 1, Last: time.Unix(1.7e9, 0)})
+	}
+	return out
+}
+
+// BenchmarkRankUsage measures a ranking at 10k tools with no usage and
+// with 100k usage events (merged into fewer entries, as the store merges
+// them; the store's default caps would keep 50,000 at most), in one run;
+// and logs what applying the history costs.
+//
+//	go test -run '^$' -bench BenchmarkRankUsage -benchtime 2000x ./index/
+func BenchmarkRankUsage(b *testing.B) {
+	ctx := context.Background()
+	emb, err := builtin.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	docs := synthDocs(10000)
+	ix := New(emb, Options{NoCache: true, Logger: quiet(), BatchSize: 4096, UsageEmbedder: emb})
+	ix.upd.Lock()
+	err = ix.updateLocked(ctx, synthSource(docs), nil, nil, true)
+	ix.upd.Unlock()
+	if err != nil {
+		b.Fatal(err)
+	}
+	uses := synthUses(docs, 100000)
+	queries := []string{"what's the weather forecast for my city", "convert this pdf document to an image",
+		"send an email about the meeting schedule", "show git status of the repository",
+		"stock price and currency exchange rate", "summarize the news article"}
+	rank := func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if _, err := ix.Rank(ctx, Query{Text: queries[i%len(queries)], K: 10}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("events=0", rank)
+	if _, err := ix.SetUsage(ctx, uses); err != nil { // embeds every request once
+		b.Fatal(err)
+	}
+	runtime.GC() // the garbage of SetUsage is not the rankings'
+	b.Run("events=100k", func(b *testing.B) {
+		fit := ix.UsageFit()
+		if fit.Weight == 0 {
+			b.Fatalf("the history has no weight (%+v): the benchmark would measure nothing", fit)
+		}
+		b.ReportMetric(float64(fit.Entries), "entries")
+		b.ReportMetric(fit.Weight, "weight")
+		rank(b)
+	})
+	// What applying the history costs (the request vectors cached, as
+	// at a restart; the weight chosen by leave-one-out), once.
+	start := time.Now()
+	fit, err := ix.SetUsage(ctx, uses)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("SetUsage of %d entries (vectors cached): %v; %+v", len(uses), time.Since(start), fit)
+}
