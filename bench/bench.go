@@ -36,6 +36,9 @@ type Config struct {
 	// LiveSize is the catalog size of the live-update test (0: skip it);
 	// LiveUpdates is how many .meta files it writes.
 	LiveSize, LiveUpdates int
+	// UsageSize is the catalog size the usage history is measured at
+	// with UsageEvents events (0 events: skip it).
+	UsageSize, UsageEvents int
 	// WorkDir holds the synthetic tool directories and index caches.
 	WorkDir string
 	// NewEmbedder makes a fresh embedder (one per build, so nothing is
@@ -116,6 +119,7 @@ type LiveResult struct {
 type Report struct {
 	Sizes []SizeResult `json:"sizes"`
 	Live  *LiveResult  `json:"live,omitempty"`
+	Usage *UsageResult `json:"usage,omitempty"`
 	// Embedder is the embedder's ID.
 	Embedder string `json:"embedder"`
 }
@@ -346,6 +350,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return rep, fmt.Errorf("live update: %w", err)
 		}
 		rep.Live = lr
+	}
+	if cfg.UsageSize > 0 && cfg.UsageEvents > 0 {
+		progress(fmt.Sprintf("usage history at %d tools, %d events", cfg.UsageSize, cfg.UsageEvents))
+		ur, err := runUsage(ctx, cfg, pool, queries, progress)
+		if err != nil {
+			return rep, fmt.Errorf("usage: %w", err)
+		}
+		rep.Usage = ur
 	}
 	return rep, nil
 }

@@ -24,6 +24,7 @@ func TestRunSmall(t *testing.T) {
 	defer cancel()
 	cfg := Config{
 		Sizes: []int{40}, Corpora: []string{corpus}, Queries: 8, LiveSize: 25, LiveUpdates: 3, WorkDir: t.TempDir(),
+		UsageSize: 30, UsageEvents: 300,
 		NewEmbedder: func() (embed.Embedder, error) { return builtin.New() },
 		Logger:      slog.New(slog.DiscardHandler),
 	}
@@ -52,8 +53,11 @@ func TestRunSmall(t *testing.T) {
 	if rep.Live.Rankable.P50 < rep.Live.Registry.P50 {
 		t.Errorf("a tool was rankable (%v) before it was in the registry's catalog (%v)", rep.Live.Rankable.P50, rep.Live.Registry.P50)
 	}
+	if u := rep.Usage; u == nil || u.Entries == 0 || u.Entries > 300 || u.Rank.N != 8 || u.RankUsage.N != 8 || u.RankRatio <= 0 || u.Start <= 0 || u.StartUsage <= 0 {
+		t.Errorf("usage %+v: want entries in (0, 300], 8 rankings each way, a ratio and start times", u)
+	}
 	md := rep.Markdown(ThisMachine(), "toolsrv bench --test")
-	for _, want := range []string{"| 40 |", "write → rankable", "toolsrv bench --test", "live update p99 at 25 tools"} {
+	for _, want := range []string{"| 40 |", "write → rankable", "toolsrv bench --test", "live update p99 at 25 tools", "rank, with the history", "start-up added by 300 usage events"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}

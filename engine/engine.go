@@ -64,6 +64,12 @@ type Options struct {
 	// ranking learns from it (index.Index.SetUsage). The engine owns it:
 	// Close closes it.
 	Usage usage.Store
+	// UsageLater loads the usage history (and the tools' examples) in
+	// Run, in the background, instead of in New: a server starts at once
+	// and ranks without its history for the moment the history takes to
+	// apply (about a second at 100k events). A command that ranks once
+	// leaves it unset, so that its one ranking has the history.
+	UsageLater bool
 	// SharedRunner, when set, is used instead of making one from Runner:
 	// a runner the caller shares with providers that start processes (MCP
 	// servers run under the same sandbox runner, limits and budget).
@@ -172,7 +178,9 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 			e.Close()
 			return nil, err
 		}
-		e.loadUsage(ctx)
+		if !o.UsageLater {
+			e.loadUsage(ctx)
+		}
 	}
 	if o.SharedRunner != nil {
 		e.runner = o.SharedRunner

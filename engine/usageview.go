@@ -133,6 +133,9 @@ func (e *Engine) loadUsage(ctx context.Context) {
 // followUsage reloads the usage history whenever its version moves or
 // the tools' examples change, until ctx ends.
 func (e *Engine) followUsage(ctx context.Context) {
+	if e.opts.UsageLater {
+		e.loadUsage(ctx)
+	}
 	t := time.NewTicker(usagePoll)
 	defer t.Stop()
 	for {

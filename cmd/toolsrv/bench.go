@@ -26,7 +26,8 @@ the same vectors and BM25 alone, 9P rank transactions, and the live update
 (a .meta written → rankable through the registry watcher and index.Follow).
 Prints a table; --out also writes it (Markdown) with the machine and command.
 Indexes and caches live in --workdir (--cache and --no-cache do not apply).
-Small run for CI: --sizes 1000 --queries 50 --live-updates 10.`
+and the usage history (rank latency with and without 100k events, start-up).
+Small run for CI: --sizes 1000 --queries 50 --live-updates 10 --usage-events 2000.`
 
 // runBench implements `toolsrv bench`.
 func runBench(ctx context.Context, env *cliEnv, args []string) int {
@@ -37,6 +38,8 @@ func runBench(ctx context.Context, env *cliEnv, args []string) int {
 	queries := fs.Int("queries", 200, "rank queries timed per size and method")
 	liveSize := fs.Int("live-size", 1000, "catalog size of the live-update test (0 skips it)")
 	liveUpdates := fs.Int("live-updates", 50, ".meta files written in the live-update test")
+	usageSize := fs.Int("usage-size", 10000, "catalog size the usage history is measured at")
+	usageEvents := fs.Int("usage-events", 100000, "usage events recorded for the usage measurement (0 skips it)")
 	ef := addEngineFlags(fs)
 	work := fs.String("workdir", "", "scratch directory for synthetic tools and caches (default: a new temp dir, removed after)")
 	out := fs.String("out", "", "also write the results (Markdown) to this file")
@@ -51,8 +54,8 @@ func runBench(ctx context.Context, env *cliEnv, args []string) int {
 	if err := ef.check(); err != nil {
 		return usageError(fs, "%v", err)
 	}
-	if *queries <= 0 || *liveSize < 0 || *liveUpdates < 0 {
-		return usageError(fs, "--queries must be positive, --live-size and --live-updates not negative")
+	if *queries <= 0 || *liveSize < 0 || *liveUpdates < 0 || *usageSize < 0 || *usageEvents < 0 {
+		return usageError(fs, "--queries must be positive; --live-size, --live-updates, --usage-size and --usage-events not negative")
 	}
 	var ns []int
 	for _, s := range strings.Split(*sizes, ",") {
@@ -83,6 +86,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	cfg := bench.Config{
 		Sizes: ns, Corpora: dirs, Queries: *queries, LiveSize: *liveSize, LiveUpdates: *liveUpdates, WorkDir: wd,
+		UsageSize: *usageSize, UsageEvents: *usageEvents,
 		NewEmbedder: func() (embed.Embedder, error) { return ef.open(env) },
 		NineP:       benchNineP,
 		Logger:      logger(env),

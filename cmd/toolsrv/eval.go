@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/toolsrv/toolsrv/engine"
 	"github.com/toolsrv/toolsrv/eval"
 	"github.com/toolsrv/toolsrv/index"
+	usagedb "github.com/toolsrv/toolsrv/usage"
 )
 
 const evalAbout = `Measures ranking quality on labelled corpora: Recall@1/5/10, NDCG@10 and
@@ -48,12 +51,25 @@ func runEval(ctx context.Context, env *cliEnv, args []string) int {
 	noLearned := fs.Bool("no-learned", false, "rank with the fixed fusion, without the learned last step")
 	thrFile := fs.String("thresholds", "", "thresholds file for the offered-set figures (default: as toolsrv rank)")
 	asJSON := fs.Bool("json", false, "print the figures as JSON")
+	usageFile := fs.String("usage", "", "usage lines to rank with (the format of \"toolsrv usage import\"), applied to each corpus in a history of its own: the lines naming its tools, and those naming none")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	fail := func(err error) int {
 		fmt.Fprintln(env.stderr, "toolsrv eval:", err)
 		return 1
+	}
+	var history []usagedb.Event
+	if *usageFile != "" {
+		f, err := os.Open(*usageFile)
+		if err != nil {
+			return fail(fmt.Errorf("--usage: %w", err))
+		}
+		_, history, err = parseImport(f)
+		f.Close()
+		if err != nil {
+			return fail(fmt.Errorf("--usage %s: %w", *usageFile, err))
+		}
 	}
 	corpora = append(corpora, fs.Args()...)
 	if len(corpora) == 0 {
@@ -90,7 +106,7 @@ func runEval(ctx context.Context, env *cliEnv, args []string) int {
 		if err != nil {
 			return fail(err)
 		}
-		per, offers, src, err := evalCorpus(ctx, env, ef, emb, c, ms, evalOpts{offer: !*noOffer, noLearned: *noLearned, thresholds: *thrFile})
+		per, offers, src, err := evalCorpus(ctx, env, ef, emb, c, ms, evalOpts{offer: !*noOffer, noLearned: *noLearned, thresholds: *thrFile, usage: history})
 		if err != nil {
 			return fail(err)
 		}
@@ -124,6 +140,37 @@ func runEval(ctx context.Context, env *cliEnv, args []string) int {
 type evalOpts struct {
 	offer, noLearned bool
 	thresholds       string
+	// usage, when set, is the history to rank with (eval --usage).
+	usage []usagedb.Event
+}
+
+// evalHistory makes a store in a new temporary directory holding the
+// events of evs that name a tool of dir (or none); remove removes it.
+func evalHistory(ctx context.Context, dir string, evs []usagedb.Event) (s usagedb.Store, remove func(), err error) {
+	tmp, err := os.MkdirTemp("", "toolsrv-eval-usage-")
+	if err != nil {
+		return nil, nil, err
+	}
+	remove = func() { os.RemoveAll(tmp) }
+	s, _, err = usagedb.Open(ctx, filepath.Join(tmp, "usage.db"), usagedb.Options{})
+	if err != nil {
+		remove()
+		return nil, nil, err
+	}
+	var mine []usagedb.Event
+	for _, ev := range evs {
+		if ev.Tool == "" {
+			mine = append(mine, ev)
+		} else if _, err := os.Stat(filepath.Join(dir, ev.Tool+".meta")); err == nil {
+			mine = append(mine, ev)
+		}
+	}
+	if err := s.Record(ctx, mine...); err != nil {
+		s.Close()
+		remove()
+		return nil, nil, err
+	}
+	return s, remove, nil
 }
 
 // evalCorpus indexes one corpus (an engine over its tools, sharing emb)
@@ -131,14 +178,30 @@ type evalOpts struct {
 func evalCorpus(ctx context.Context, env *cliEnv, ef *engineFlags, emb embed.Embedder, c *eval.Corpus, ms []index.Mode, o evalOpts) ([]eval.Metrics, []*eval.OfferMetrics, string, error) {
 	opts := ef.options(env, []string{c.ToolsDir}, nil)
 	opts.Embedder, opts.Thresholds, opts.NoThresholds = emb, o.thresholds, !o.offer
+	if o.usage != nil {
+		s, remove, err := evalHistory(ctx, c.ToolsDir, o.usage)
+		if err != nil {
+			return nil, nil, "", fmt.Errorf("corpus %s: usage history: %w", c.Name, err)
+		}
+		defer remove()
+		opts.Usage = s // the engine closes it
+	}
 	p := newIndexProgress(env)
 	opts.Progress = p.update
 	eng, err := newEngine(ctx, env, opts)
 	p.finish()
 	if err != nil {
+		if opts.Usage != nil {
+			opts.Usage.Close()
+		}
 		return nil, nil, "", fmt.Errorf("corpus %s: %w", c.Name, err)
 	}
 	defer eng.Close()
+	if o.usage != nil {
+		f := eng.UsageFit()
+		fmt.Fprintf(env.stderr, "corpus %s: usage history of %d entries, weight %.2f (chosen on %d past requests: Recall@5 %.3f with it, %.3f without)\n",
+			c.Name, f.Entries, f.Weight, f.Sample, f.Recall, f.Base)
+	}
 	cat := eng.Catalog()
 	if len(cat.Tools) == 0 {
 		return nil, nil, "", fmt.Errorf("corpus %s: no valid tools in %s", c.Name, c.ToolsDir)

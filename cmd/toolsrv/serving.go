@@ -136,6 +136,7 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 	opts.Thresholds, opts.NoThresholds, opts.RankTimeout = f.thrFile, f.noThr, f.rankTimeout
 	opts.SharedRunner = runner
 	opts.Usage = f.hf.open(ctx, env, s.cmd)
+	opts.UsageLater = true // serving starts at once; the history applies meanwhile
 	if opts.Providers, err = f.mf.providers(env, s.cmd, runner, ""); err != nil {
 		return fail("%v", err)
 	}
