@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""usage-check.py BIN EVAL WORK [--seed N] [--per-tool K|all] [--wrong F] [--curve OUT.json]
+
+What the usage history is worth on labelled corpora (EVAL/C/tools/*.meta, EVAL/C/queries.jsonl),
+through the commands a user runs: each corpus's answerable requests are split in two halves
+(by a hash of the seed and the request's id); the "past" half's labels are imported with
+`BIN usage import` into a fresh --usage-db (at most K per tool; a share F of them credited to a
+random tool instead), then the "new" half is ranked with `BIN rank --batch --limit 5`, once with
+--no-usage and once with the history (shipped defaults otherwise). Prints Recall@5 per corpus
+and the macro average.
+
+With --curve, it runs the protocol for K = 1, 2, 5, 10 and all past requests per tool, with
+correct calls and with 30% credited to a wrong tool, and writes the points for
+`go run ./bench/cmd/usageplot OUT.json bench/usage-curve.png`.
+
+The corpora's requests serve here only as simulated usage to measure: nothing is fitted on them.
+"""
+import argparse, hashlib, json, os, random, statistics, subprocess, sys
+
+
+def run(bin_, ev, work, seed, per_tool, wrong, quiet=False):
+    os.makedirs(work, exist_ok=True)
+    env = dict(os.environ, XDG_CACHE_HOME=work + "/cache", XDG_STATE_HOME=work + "/state", HOME=work)
+
+    def past(i):
+        return int(hashlib.sha1(f"{seed}:{i}".encode()).hexdigest()[:8], 16) % 2 == 0
+
+    rng = random.Random(seed)
+    res = {}
+    for c in sorted(os.listdir(ev)):
+        d = os.path.join(ev, c)
+        if not os.path.isfile(os.path.join(d, "queries.jsonl")):
+            continue
+        qs = [json.loads(l) for l in open(d + "/queries.jsonl")]
+        tools = sorted(f[:-5] for f in os.listdir(d + "/tools") if f.endswith(".meta"))
+        old = [q for q in qs if q["relevant"] and past(q["id"])]
+        new = [q for q in qs if q["relevant"] and not past(q["id"])]
+        db = f"{work}/db/{c}.db"
+        os.makedirs(os.path.dirname(db), exist_ok=True)
+        for f in [db, db + "-wal", db + "-shm"]:
+            if os.path.exists(f):
+                os.remove(f)
+        cnt = {}
+        with open(f"{work}/{c}-usage.jsonl", "w") as f:
+            for q in old:
+                for t in q["relevant"]:
+                    if per_tool is not None:
+                        if cnt.get(t, 0) >= per_tool:
+                            continue
+                        cnt[t] = cnt.get(t, 0) + 1
+                    if wrong and rng.random() < wrong:
+                        t = rng.choice(tools)
+                    f.write(json.dumps({"request": q["query"], "tool": t}) + "\n")
+        subprocess.run([bin_, "usage", "import", "--usage-db", db, "--tools", d + "/tools", f"{work}/{c}-usage.jsonl"],
+                       env=env, check=True, capture_output=True)
+        with open(f"{work}/{c}-new.jsonl", "w") as f:
+            for q in new:
+                f.write(json.dumps({"id": q["id"], "query": q["query"]}) + "\n")
+        out = {}
+        for mode, extra in [("base", ["--no-usage"]), ("usage", ["--usage-db", db])]:
+            p = subprocess.run([bin_, "rank", "--tools", d + "/tools", "--batch", f"{work}/{c}-new.jsonl", "--limit", "5"] + extra,
+                               env=env, capture_output=True, text=True)
+            if p.returncode:
+                sys.exit(p.stderr)
+            got = {json.loads(l)["id"]: [h["name"] for h in json.loads(l)["ranked"]] for l in p.stdout.splitlines()}
+            out[mode] = statistics.mean(len(set(got[q["id"]][:5]) & set(q["relevant"])) / len(q["relevant"]) for q in new)
+        res[c] = out
+        if not quiet:
+            print(f"{c:16s} base {out['base']:.3f} usage {out['usage']:.3f} ({out['usage'] - out['base']:+.3f})", flush=True)
+    b = statistics.mean(r["base"] for r in res.values())
+    u = statistics.mean(r["usage"] for r in res.values())
+    worst = min(r["usage"] - r["base"] for r in res.values())
+    print(f"per tool {per_tool or 'all'}, wrong {wrong:.0%}: macro base {b:.3f} usage {u:.3f} ({u - b:+.3f}) worst corpus {worst:+.3f}", flush=True)
+    return b, u
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("bin")
+    ap.add_argument("eval")
+    ap.add_argument("work")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--per-tool", default="all")
+    ap.add_argument("--wrong", type=float, default=0.0)
+    ap.add_argument("--curve")
+    a = ap.parse_args()
+    if not a.curve:
+        run(a.bin, a.eval, a.work, a.seed, None if a.per_tool == "all" else int(a.per_tool), a.wrong)
+        return
+    ks = [1, 2, 5, 10, None]
+    curve = {"title": "Recall@5 with the usage history (macro over the corpora; new half of the requests)",
+             "labels": ["0", "1", "2", "5", "10", "all"], "series": []}
+    base = None
+    for name, wrong in [("correct calls", 0.0), ("30% credited to a wrong tool", 0.3)]:
+        pts = []
+        for k in ks:
+            b, u = run(a.bin, a.eval, f"{a.work}/{k or 'all'}-{wrong}", a.seed, k, wrong, quiet=True)
+            base = b
+            pts.append(u)
+        curve["series"].append({"name": name, "points": [base] + pts})
+    curve["base"] = base
+    with open(a.curve, "w") as f:
+        json.dump(curve, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
