@@ -58,7 +58,11 @@ func allThreads() syscall3 {
 // is not uid 0 gains none at execve but from file capabilities, which the
 // initial namespace's files do not give in a user namespace that does not
 // map uid 0 (and no_new_privs refuses anyway).
-func dropCapabilities(sys syscall3) error {
+//
+// bounding says whether to drop the bounding set too (one system call per
+// capability): the launching thread does (startLauncher); the helper's
+// other threads, which execute nothing, need not.
+func dropCapabilities(sys syscall3, bounding bool) error {
 	keep := uint64(keepCaps)
 	if os.Geteuid() != 0 {
 		keep = 0
@@ -77,7 +81,7 @@ func dropCapabilities(sys syscall3) error {
 			last = n
 		}
 	}
-	if have[0].Effective&(1<<unix.CAP_SETPCAP) == 0 {
+	if have[0].Effective&(1<<unix.CAP_SETPCAP) == 0 || !bounding {
 		last = -1 // the bounding set stays (see above)
 	}
 	for c := 0; c <= last; c++ {

@@ -97,7 +97,8 @@ func HelperMain(args []string) int {
 	if err := h.isolate(p); err != nil {
 		return h.fail(err)
 	}
-	if err := restrictHelper(p); err != nil {
+	l, err := restrictHelper(p)
+	if err != nil {
 		return h.fail(err)
 	}
 	// A call ended before its tool started does not start it.
@@ -105,7 +106,7 @@ func HelperMain(args []string) int {
 		h.report(st)
 		return 128 + st.Signal
 	}
-	pid, ended, err := launch(p, argv, env, selfLimit)
+	pid, ended, err := launch(l, p, argv, env, selfLimit)
 	if err != nil {
 		return h.fail(err)
 	}
@@ -230,16 +231,22 @@ func (h *helper) isolate(p Policy) error {
 
 // restrictHelper restricts the helper itself before it starts the tool, in
 // this order: the call's limits, then its capabilities, then its
-// dumpability.
-func restrictHelper(p Policy) error {
+// dumpability. It returns the thread to start the tool from.
+func restrictHelper(p Policy) (*launcher, error) {
 	if err := applyLimits(p); err != nil {
-		return err
+		return nil, err
 	}
-	// From here on the helper needs no capability: every thread drops
-	// what a tool must not have (all of them in a user namespace).
-	if dropsCapabilities(p) {
-		if err := dropCapabilities(allThreads()); err != nil {
-			return err
+	// From here on the helper needs no capability: the launching thread
+	// drops what a tool must not have (all of them in a user namespace),
+	// the bounding set with it, then every thread does.
+	drop := dropsCapabilities(p)
+	l, err := startLauncher(drop)
+	if err != nil {
+		return nil, err
+	}
+	if drop {
+		if err := dropCapabilities(allThreads(), false); err != nil {
+			return nil, err
 		}
 	}
 	// Nothing of the call may attach to the helper or read or write its
@@ -250,9 +257,9 @@ func restrictHelper(p Policy) error {
 	// longer write its own /proc/self files (applyLimits' OOM score), and
 	// nothing of the tool runs before launch.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		return fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err)
+		return nil, fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err)
 	}
-	return nil
+	return l, nil
 }
 
 // handOverStreams points the helper's standard streams at /dev/null once

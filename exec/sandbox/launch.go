@@ -42,34 +42,60 @@ import (
 // otherwise, when p has one, the tool starts traced and limitMemory sets
 // it before the tool runs its first instruction (the launching thread is
 // its tracer).
-func launch(p Policy, argv, env []string, selfLimit bool) (pid int, ended *Status, err error) {
-	type started struct {
-		pid   int
-		ended *Status
-		err   error
-	}
-	done := make(chan started, 1)
-	go func() {
-		// Never unlocked: the thread ends with this goroutine.
-		runtime.LockOSThread()
+func launch(l *launcher, p Policy, argv, env []string, selfLimit bool) (pid int, ended *Status, err error) {
+	l.run <- func() {
 		var s started
 		s.pid, s.ended, s.err = launchOnThisThread(p, argv, env, selfLimit)
-		done <- s
-	}()
-	s := <-done
+		l.done <- s
+	}
+	s := <-l.done
 	return s.pid, s.ended, s.err
 }
 
-// launchOnThisThread confines the calling thread and starts the tool from
-// it (see launch).
-func launchOnThisThread(p Policy, argv, env []string, selfLimit bool) (int, *Status, error) {
-	// Capabilities are per thread: this one drops its own, whichever
-	// threads dropCapabilities reached before.
-	if dropsCapabilities(p) {
-		if err := dropCapabilities(unix.Syscall); err != nil {
-			return 0, nil, err
+// launcher is the thread the tool is started from, prepared before the
+// helper drops its capabilities (restrictHelper): it drops its own at
+// once, the bounding set with them, while it still may (CAP_SETPCAP).
+// The helper's other threads then drop theirs in two system calls
+// (capset and the ambient set, on every thread) rather than one per
+// capability of the bounding set: the bounding set only bounds what an
+// execve grants, and no other thread of the helper executes anything.
+type launcher struct {
+	run  chan func()
+	done chan started
+}
+
+type started struct {
+	pid   int
+	ended *Status
+	err   error
+}
+
+// startLauncher starts the launching thread; with drop it drops the
+// capabilities of that thread (see dropCapabilities).
+func startLauncher(drop bool) (*launcher, error) {
+	l := &launcher{run: make(chan func()), done: make(chan started, 1)}
+	ready := make(chan error, 1)
+	go func() {
+		// Never unlocked: the thread ends with this goroutine.
+		runtime.LockOSThread()
+		var err error
+		if drop {
+			err = dropCapabilities(unix.Syscall, true)
 		}
+		ready <- err
+		if err == nil {
+			(<-l.run)()
+		}
+	}()
+	if err := <-ready; err != nil {
+		return nil, err
 	}
+	return l, nil
+}
+
+// launchOnThisThread confines the calling thread, the launcher's, and
+// starts the tool from it (see launch).
+func launchOnThisThread(p Policy, argv, env []string, selfLimit bool) (int, *Status, error) {
 	if !p.Unconfined {
 		if err := confine(p); err != nil {
 			return 0, nil, err
