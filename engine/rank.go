@@ -43,7 +43,7 @@ func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalo
 		if err != nil {
 			return Answer{}, err
 		}
-		a := Answer{Ranking: r, Degraded: r.Degraded, DegradedReason: r.Reason}
+		a := Answer{Tools: []Offer{}, Ranking: r, Degraded: r.Degraded, DegradedReason: r.Reason}
 		for _, h := range r.Hits {
 			a.Tools = append(a.Tools, Offer{Hit: h})
 		}
@@ -93,7 +93,8 @@ func (e *Engine) answer(sel thresholds.Selection, r index.Ranking) Answer {
 	for _, h := range r.Hits {
 		byName[h.Name] = h
 	}
-	a := Answer{NoToolFits: sel.NoToolFits, Selection: sel, Ranking: r, Degraded: r.Degraded, DegradedReason: r.Reason}
+	// Tools is never nil: "tools": [] on the wire, not null.
+	a := Answer{Tools: []Offer{}, NoToolFits: sel.NoToolFits, Selection: sel, Ranking: r, Degraded: r.Degraded, DegradedReason: r.Reason}
 	if sel.NoToolFits {
 		a.Reason = sel.Reason
 	}
