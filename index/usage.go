@@ -88,7 +88,6 @@ var usageGrid = [...]float64{0, 0.1, 0.2, 0.35, 0.5, 0.75, 1, 1.5, 2, 3, 5}
 type usageView struct {
 	n      int
 	text   []string // per entry: the request
-	tool   []string // per entry ("" for no tool)
 	toolID []int32  // per entry: its tool's index in tools
 	tools  []string // the tools named, "" among them if any
 	agent  []int32  // per entry
@@ -201,7 +200,6 @@ func (ix *Index) buildUsage(ctx context.Context, uses []Use) (*usageView, error)
 			toolIDs[e.Tool] = tid
 			u.tools = append(u.tools, e.Tool)
 		}
-		u.tool = append(u.tool, e.Tool)
 		u.toolID = append(u.toolID, tid)
 		u.agent = append(u.agent, a)
 		u.byTool[e.Tool] = append(u.byTool[e.Tool], i)
@@ -521,6 +519,9 @@ func (u *usageView) putScratch(sc *usageScratch) {
 	sc.touched, sc.agents, sc.tools, sc.qwords = sc.touched[:0], sc.agents[:0], sc.tools[:0], nil
 	u.scratch.Put(sc)
 }
+
+// toolOf is entry i's tool ("" for no tool).
+func (u *usageView) toolOf(i int32) string { return u.tools[u.toolID[i]] }
 
 // row is entry i's words.
 func (u *usageView) row(i int32) []termWeight { return u.words[u.wordsAt[i]:u.wordsAt[i+1]] }

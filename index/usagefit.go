@@ -17,14 +17,14 @@ import (
 func (ix *Index) fitUsage(ctx context.Context, u *usageView) error {
 	var sample []int32
 	for i := 0; i < u.n; i++ {
-		if u.tool[i] != "" {
+		if u.toolOf(int32(i)) != "" {
 			sample = append(sample, int32(i))
 		}
 	}
 	// A fixed sample: the same history always gives the same weight.
 	key := func(i int32) uint32 {
 		h := fnv.New32a()
-		h.Write([]byte(u.tool[i]))
+		h.Write([]byte(u.toolOf(i)))
 		h.Write([]byte{0})
 		for _, tw := range u.row(i) {
 			h.Write([]byte{byte(tw.id), byte(tw.id >> 8), byte(tw.id >> 16)})
@@ -71,7 +71,7 @@ func (ix *Index) fitUsage(ctx context.Context, u *usageView) error {
 			applyUsage(&rr, p, none, w, known)
 			rank := 0.0
 			for j := 0; j < len(rr.Hits) && j < cut; j++ {
-				if rr.Hits[j].Name == u.tool[i] {
+				if rr.Hits[j].Name == u.toolOf(i) {
 					rank = 1
 					break
 				}

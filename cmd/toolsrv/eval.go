@@ -157,11 +157,21 @@ func evalHistory(ctx context.Context, dir string, evs []usagedb.Event) (s usaged
 		remove()
 		return nil, nil, err
 	}
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		s.Close()
+		remove()
+		return nil, nil, err
+	}
+	tools := map[string]bool{"": true} // "": answered without a tool
+	for _, f := range files {
+		if name, ok := strings.CutSuffix(f.Name(), ".meta"); ok {
+			tools[name] = true
+		}
+	}
 	var mine []usagedb.Event
 	for _, ev := range evs {
-		if ev.Tool == "" {
-			mine = append(mine, ev)
-		} else if _, err := os.Stat(filepath.Join(dir, ev.Tool+".meta")); err == nil {
+		if tools[ev.Tool] {
 			mine = append(mine, ev)
 		}
 	}
