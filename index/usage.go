@@ -526,24 +526,6 @@ func (u *usageView) toolOf(i int32) string { return u.tools[u.toolID[i]] }
 // row is entry i's words.
 func (u *usageView) row(i int32) []termWeight { return u.words[u.wordsAt[i]:u.wordsAt[i+1]] }
 
-// lexicalCos is the cosine of two sorted unit word vectors.
-func lexicalCos(a, b []termWeight) float64 {
-	var s float64
-	for i, j := 0, 0; i < len(a) && j < len(b); {
-		switch {
-		case a[i].id == b[j].id:
-			s += float64(a[i].w) * float64(b[j].w)
-			i++
-			j++
-		case a[i].id < b[j].id:
-			i++
-		default:
-			j++
-		}
-	}
-	return s
-}
-
 // topByScore reorders ids so that the n with the highest score come
 // first (ties: the earlier entry) and returns them; all of ids when there
 // are no more than n. It selects in linear time on average.
