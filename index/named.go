@@ -5,14 +5,17 @@ import (
 )
 
 // namedTools finds the tools a message names. A name counts when it is
-// written verbatim as a word of its own (runs of letters, digits, '_', '.',
-// '-'; exact or lowercased; trailing '.'/'-' trimmed) and either looks like
-// an identifier (it has '_', '.', '-', a digit or an inner capital: git_status,
-// pdf2text, getWeather) or is set off as one: quoted or in backticks
-// ("search", `search`) or next to the word "tool" ("the search tool"). A
-// plain word that happens to be a tool's name ("search for papers") does not
-// count: measured on the eval corpora, it picked the wrong tool more often
-// than not. Names shorter than three characters never count.
+// written as a word of its own (runs of letters, digits, '_', '.', '-';
+// trailing '.'/'-' trimmed) and either is written exactly as the tool's
+// name (same case and separators) and looks like an identifier (it has
+// '_', '.', '-', a digit or a capital after a lower-case letter:
+// git_status, pdf2text, getWeather), or is set off as one, in any case:
+// quoted or in backticks ("search", `search`) or next to the word "tool"
+// ("the search tool"). A plain word that happens to be a tool's name
+// ("search for papers") does not count: measured on the eval corpora, it
+// picked the wrong tool more often than not; nor does an ordinary word in
+// capitals ("every TODO comment" does not name the tool todo). Names
+// shorter than three characters never count.
 func namedTools(text string, byName map[string]int) map[string]bool {
 	out := map[string]bool{}
 	isName := func(r rune) bool {
@@ -38,15 +41,15 @@ func namedTools(text string, byName map[string]int) map[string]bool {
 		if len(name) < 3 {
 			continue
 		}
+		if _, ok := byName[name]; ok && identifierLike(name) {
+			out[name] = true
+			continue
+		}
 		if _, ok := byName[name]; !ok {
 			name = strings.ToLower(name)
 			if _, ok := byName[name]; !ok {
 				continue
 			}
-		}
-		if identifierLike(strings.TrimRight(w.w, ".-")) {
-			out[name] = true
-			continue
 		}
 		before, after := byte(' '), byte(' ')
 		if w.start > 0 {
@@ -68,12 +71,15 @@ func namedTools(text string, byName map[string]int) map[string]bool {
 // identifierLike says whether a word looks like an identifier rather than
 // an ordinary word.
 func identifierLike(w string) bool {
+	lower := false
 	for i, r := range w {
 		switch {
 		case r == '_' || r == '.' || r == '-' || r >= '0' && r <= '9':
 			return true
-		case i > 0 && r >= 'A' && r <= 'Z':
+		case i > 0 && r >= 'A' && r <= 'Z' && lower:
 			return true
+		case r >= 'a' && r <= 'z':
+			lower = true
 		}
 	}
 	return false

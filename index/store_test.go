@@ -112,10 +112,14 @@ func TestTokens(t *testing.T) {
 }
 
 func TestNamedTools(t *testing.T) {
-	byName := map[string]int{"git_status": 0, "search": 1, "pdf2text": 2, "getWeather": 3, "ls": 4, "calculator": 5}
+	byName := map[string]int{"git_status": 0, "search": 1, "pdf2text": 2, "getWeather": 3, "ls": 4, "calculator": 5, "todo": 6}
 	cases := map[string]string{
 		"run git_status.":                    "git_status",
-		"what does GIT_STATUS say":           "git_status",
+		"what does GIT_STATUS say":           "", // not written as the name is
+		"find every TODO comment":            "", // an ordinary word in capitals
+		"add it with the TODO tool":          "todo",
+		"ask `TODO`":                         "todo",
+		"call getweather for Oslo":           "", // case as in the name
 		"convert with pdf2text, then mail":   "pdf2text",
 		"call getWeather for Oslo":           "getWeather",
 		"search for research papers":         "",
