@@ -104,30 +104,42 @@ func (tk *tokenized) fill(fields []field) {
 	}
 }
 
-// addTokens is add with the fields already tokenized.
+// addTokens is add with the fields already tokenized. Fields of weight 0
+// (matched per field only, for the learned last step's features) are read
+// after the others, so that their terms are interned after the document's
+// weighted terms, as a restart from the lexical cache interns them
+// (lexApply.add: the entry's terms, then its short-field terms).
 func (l *lexicon) addTokens(slot int, fields []field, tk *tokenized) {
 	cur := l.cur[:0]
 	l.short = l.short[:0]
 	var length float32
-	start := 0
-	for fi, f := range fields {
-		toks := tk.toks[start:tk.ends[fi]]
-		start = tk.ends[fi]
-		for _, t := range toks {
-			id := l.termID(t)
-			if id < 0 { // stopword
+	for _, weighted := range []bool{true, false} {
+		start := 0
+		for fi, f := range fields {
+			toks := tk.toks[start:tk.ends[fi]]
+			start = tk.ends[fi]
+			if (f.weight > 0) != weighted {
 				continue
 			}
-			if fi < numShortFields {
-				l.short = append(l.short, uint32(id)<<4|1<<fi)
+			for _, t := range toks {
+				id := l.termID(t)
+				if id < 0 { // stopword
+					continue
+				}
+				if fi < numShortFields {
+					l.short = append(l.short, uint32(id)<<4|1<<fi)
+				}
+				if !weighted {
+					continue
+				}
+				if p := l.pos[id]; p > 0 {
+					cur[p-1].tf += f.weight
+				} else {
+					cur = append(cur, termTF{id, f.weight})
+					l.pos[id] = int32(len(cur))
+				}
+				length += f.weight
 			}
-			if p := l.pos[id]; p > 0 {
-				cur[p-1].tf += f.weight
-			} else {
-				cur = append(cur, termTF{id, f.weight})
-				l.pos[id] = int32(len(cur))
-			}
-			length += f.weight
 		}
 	}
 	l.cur = cur
