@@ -47,6 +47,9 @@ func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalo
 		for _, h := range r.Hits {
 			a.Tools = append(a.Tools, Offer{Hit: h})
 		}
+		if q.Explain {
+			a.Explain = explain(&a, q, cat, nil, thresholds.Context{})
+		}
 		return a, nil
 	}
 	sel, r, err := e.pol.Offer(ctx, ix, cat, iq, q.Profile)
@@ -56,6 +59,15 @@ func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalo
 	a := e.answer(sel, r)
 	if q.Limit > 0 && len(a.Tools) > q.Limit {
 		a.Tools = a.Tools[:q.Limit]
+	}
+	if q.Explain {
+		allow := iq.Allow
+		if allow == nil && q.Profile != nil {
+			allow = q.Profile.Allows
+		}
+		c := thresholds.Context{Tier: thresholds.TierOf(cat), Hot: thresholds.ProfileHot(cat, q.Profile, allow),
+			Degraded: r.Degraded || q.Mode == index.Lexical, Answerable: r.Answerable}
+		a.Explain = explain(&a, q, cat, e.pol, c)
 	}
 	return a, nil
 }
@@ -70,7 +82,11 @@ func (e *Engine) Decide(r index.Ranking, q Request) (Answer, error) {
 	iq := e.indexQuery(q)
 	c := thresholds.Context{Tier: thresholds.TierOf(cat), Hot: thresholds.ProfileHot(cat, q.Profile, iq.Allow),
 		Degraded: r.Degraded || q.Mode == index.Lexical, Answerable: r.Answerable}
-	return e.answer(e.pol.Select(thresholds.FromRanking(r), c), r), nil
+	a := e.answer(e.pol.Select(thresholds.FromRanking(r), c), r)
+	if q.Explain {
+		a.Explain = explain(&a, q, cat, e.pol, c)
+	}
+	return a, nil
 }
 
 func (e *Engine) indexQuery(q Request) index.Query {

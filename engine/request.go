@@ -25,6 +25,9 @@ type Request struct {
 	// sizes Answer.Ranking: enough for the thresholds, 10 with All, the
 	// whole catalog with Full (then Limit is a cap, 0 for none).
 	Limit int `json:"limit,omitempty"`
+	// Explain asks for Answer.Explain: each ranked tool's signals and
+	// matched words, and the rule that offered it or left it out.
+	Explain bool `json:"explain,omitempty"`
 	// Session and Agent say who asks (the answer remembers them for the
 	// call that follows).
 	Session string `json:"session,omitempty"`
@@ -134,6 +137,9 @@ type Answer struct {
 	// failed or was late); DegradedReason says why.
 	Degraded       bool   `json:"degraded,omitempty"`
 	DegradedReason string `json:"degradedReason,omitempty"`
+
+	// Explain says why the answer is what it is (Request.Explain).
+	Explain *Explanation `json:"explain,omitempty"`
 
 	// Selection is the thresholds' decision (zero with Request.All or
 	// without thresholds), and Ranking the ranking it was made on.

@@ -81,6 +81,8 @@ type Hit struct {
 	Lexical float64 `json:"lexical"`
 	// Named is set when the message names the tool verbatim.
 	Named bool `json:"named,omitempty"`
+	// Usage is what the usage history added to Score (0: nothing).
+	Usage float64 `json:"usage,omitempty"`
 }
 
 // ErrNotBuilt is returned by Rank before the first Sync.

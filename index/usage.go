@@ -615,7 +615,9 @@ func applyUsage(r *Ranking, p map[string]float64, none, w float64, known func(st
 	rest := r.Hits[named:]
 	for i := range rest {
 		if pt := p[rest[i].Name]; pt > 0 {
+			before := rest[i].Score
 			rest[i].Score = math.Min(1, rest[i].Score+w*pt)
+			rest[i].Usage = rest[i].Score - before
 			best = math.Max(best, pt)
 		}
 	}

@@ -120,6 +120,12 @@ func rankAnswer(a engine.Answer, cat *registry.Catalog, allow func(string) bool)
 		}
 		fmt.Fprintf(&b, "%s\t%.4f\n", o.Name, o.Score)
 	}
+	if a.Explain != nil {
+		// One comment line, so that a reader of the tool lines skips it.
+		if j, err := json.Marshal(a.Explain); err == nil {
+			fmt.Fprintf(&b, "# explain %s\n", j)
+		}
+	}
 	return b.Bytes()
 }
 

@@ -275,7 +275,7 @@ func callComplete(req []byte, _ bool) bool {
 // rank answers a rank transaction, for an agent (its allowTools apply) or
 // for the whole catalog (ag nil). The request is plain text (the message)
 // or an engine.Request as JSON ({"query": ..., "context": [...],
-// "limit": N}; "k" is still accepted for limit).
+// "limit": N, "explain": true}; "k" is still accepted for limit).
 func (s *Server) rank(c *conn, ag *agent, req []byte) ([]byte, error) {
 	if s.opts.Ranker == nil {
 		return nil, Refuse(linux.ENOSYS, "ranking is not available in this server")
@@ -287,7 +287,7 @@ func (s *Server) rank(c *conn, ag *agent, req []byte) ([]byte, error) {
 		if err := json.Unmarshal(t, &r); err != nil {
 			return nil, Refuse(linux.EINVAL, "rank request is not valid JSON (%v); write the message as plain text or {\"query\": ..., \"context\": [...], \"limit\": N}", err)
 		}
-		q.Query, q.Context = r.Query, r.Context
+		q.Query, q.Context, q.Explain = r.Query, r.Context, r.Explain
 		if r.Limit > 0 {
 			q.Limit = r.Limit
 		}

@@ -751,3 +751,42 @@ func TestNewNeedsSource(t *testing.T) {
 		t.Fatalf("profile = %+v, %v", p, err)
 	}
 }
+
+// A JSON rank request with "explain": true reaches the ranker, and the
+// answer carries the explanation on one comment line after the tools.
+func TestRankExplain(t *testing.T) {
+	e := newEnv(t, func(o *Options) {
+		o.Ranker = rankerFunc(func(_ context.Context, q engine.Request) (engine.Answer, error) {
+			a := engine.Answer{Tools: []engine.Offer{{Hit: index.Hit{Name: "weather", Score: 0.5}}}}
+			if q.Explain {
+				a.Explain = &engine.Explanation{Reason: "1 tool(s)", Tools: []engine.ToolExplanation{
+					{Name: "weather", Score: 0.5, Offered: true, Rule: "offered"},
+					{Name: "translate", Score: 0.01, Rule: "min", Detail: "score 0.010 < min 0.020"}}}
+			}
+			return a, nil
+		})
+	})
+	cl := e.client()
+	plain, err := cl.Transact("rank", []byte(`{"query": "rain"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(plain), "# explain") {
+		t.Fatalf("explained without being asked: %q", plain)
+	}
+	ans, err := cl.Transact("rank", []byte(`{"query": "rain", "explain": true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(ans)), "\n")
+	if len(lines) != 2 || lines[0] != "weather\t0.5000" || !strings.HasPrefix(lines[1], "# explain {") {
+		t.Fatalf("answer = %q", ans)
+	}
+	var ex engine.Explanation
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(lines[1], "# explain ")), &ex); err != nil {
+		t.Fatal(err)
+	}
+	if len(ex.Tools) != 2 || ex.Tools[1].Rule != "min" || ex.Tools[1].Detail == "" {
+		t.Fatalf("explanation = %+v", ex)
+	}
+}

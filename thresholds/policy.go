@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/toolsrv/toolsrv/registry"
@@ -194,31 +195,11 @@ func (p Policy) Select(hits []Candidate, c Context) Selection {
 		}
 		return false
 	}
-	// Learned scores (version 2): the answerability and the probability
-	// mass the offered set covers.
-	unanswerable := c.Answerable != nil && *c.Answerable < lv.MinAnswerable
-	mass := math.Inf(1)
-	if c.Answerable != nil && lv.Mass > 0 {
-		mass = lv.Mass * *c.Answerable
-	}
-	covered := 0.0
-	for _, h := range sorted {
-		if unanswerable {
-			break
+	walk(sorted, lv, c, cut, offered, false, func(h Candidate, r Rule, _ string) {
+		if r == RuleOffered {
+			sel.Tools = append(sel.Tools, Offer{Name: h.Name, Score: h.Score, Why: ByScore})
 		}
-		if len(sel.Tools) >= lv.MaxTools || h.Score < lv.Min || h.Score < cut || covered >= mass {
-			// Sorted by score: nothing later can clear Min or the relative cut.
-			break
-		}
-		if tierOf(c.Tier, h.Name) == registry.Cold && h.Score < lv.ColdMin {
-			continue
-		}
-		if offered(h.Name) {
-			continue
-		}
-		sel.Tools = append(sel.Tools, Offer{Name: h.Name, Score: h.Score, Why: ByScore})
-		covered += h.Score
-	}
+	})
 	ranked := len(sel.Tools)
 	sel.NoToolFits = ranked == 0
 	for _, name := range c.Hot {
@@ -236,6 +217,120 @@ func (p Policy) Select(hits []Candidate, c Context) Selection {
 	}
 	sel.Reason = reason(sel, lv, ranked, len(sorted))
 	return sel
+}
+
+// Rule says why a ranked tool was offered or left out.
+type Rule string
+
+// The rules of Select, in the order it applies them.
+const (
+	// RuleOffered: the tool cleared every cut-off.
+	RuleOffered Rule = "offered"
+	// RuleAnswerable: the ranking's answerability is below minAnswerable
+	// (the answer is "no tool fits").
+	RuleAnswerable Rule = "minAnswerable"
+	// RuleMaxTools: maxTools tools were offered before it.
+	RuleMaxTools Rule = "maxTools"
+	// RuleMin: its score is below min.
+	RuleMin Rule = "min"
+	// RuleRelative: its score is below relative × the best score.
+	RuleRelative Rule = "relative"
+	// RuleMass: the tools before it cover mass × the answerability.
+	RuleMass Rule = "mass"
+	// RuleColdMin: a cold tool whose score is below coldMin.
+	RuleColdMin Rule = "coldMin"
+	// RuleRepeated: the tool was already offered (a repeated name).
+	RuleRepeated Rule = "repeated"
+)
+
+// Verdict is what Select decided for one ranked tool, and why.
+type Verdict struct {
+	Name   string  `json:"name"`
+	Score  float64 `json:"score"`
+	Rule   Rule    `json:"rule"`
+	Detail string  `json:"detail"`
+}
+
+// Explain says, for each of the first n tools of the ranking (all of
+// them when n ≤ 0), whether Select offers it and the rule that decided;
+// hot tools are not included (they are offered whatever their score).
+func (p Policy) Explain(hits []Candidate, c Context, n int) []Verdict {
+	lv := p.For(c.Degraded)
+	sorted := make([]Candidate, 0, len(hits))
+	for _, h := range hits {
+		if !math.IsNaN(h.Score) {
+			sorted = append(sorted, h)
+		}
+	}
+	sort.SliceStable(sorted, func(i, j int) bool { return before(sorted[i], sorted[j]) })
+	if n > 0 && len(sorted) > n {
+		sorted = sorted[:n]
+	}
+	cut := 0.0
+	if len(sorted) > 0 {
+		cut = lv.Relative * sorted[0].Score
+	}
+	var out []Verdict
+	var names []string
+	offered := func(name string) bool { return slices.Contains(names, name) }
+	walk(sorted, lv, c, cut, offered, true, func(h Candidate, r Rule, detail string) {
+		if r == RuleOffered {
+			names = append(names, h.Name)
+		}
+		out = append(out, Verdict{Name: h.Name, Score: h.Score, Rule: r, Detail: detail})
+	})
+	return out
+}
+
+// walk applies the levels to sorted (best first) and tells visit the
+// rule for each tool: those Select offers, in order, and (with all) every
+// other with the first rule that leaves it out. Without all it stops at
+// the first tool after which none can be offered. offered says whether a
+// name was offered already.
+func walk(sorted []Candidate, lv Levels, c Context, cut float64, offered func(string) bool, all bool, visit func(Candidate, Rule, string)) {
+	// Learned scores (version 2): the answerability and the probability
+	// mass the offered set covers.
+	unanswerable := c.Answerable != nil && *c.Answerable < lv.MinAnswerable
+	mass := math.Inf(1)
+	if c.Answerable != nil && lv.Mass > 0 {
+		mass = lv.Mass * *c.Answerable
+	}
+	covered, n := 0.0, 0
+	for _, h := range sorted {
+		var rule Rule
+		var detail string
+		switch {
+		case unanswerable:
+			rule, detail = RuleAnswerable, fmt.Sprintf("the ranking's answerability %.3f < minAnswerable %.3f: no tool fits", *c.Answerable, lv.MinAnswerable)
+		case n >= lv.MaxTools:
+			rule, detail = RuleMaxTools, fmt.Sprintf("%d tool(s) offered before it (maxTools %d)", n, lv.MaxTools)
+		case h.Score < lv.Min:
+			rule, detail = RuleMin, fmt.Sprintf("score %.3f < min %.3f", h.Score, lv.Min)
+		case h.Score < cut:
+			rule, detail = RuleRelative, fmt.Sprintf("score %.3f < %.0f%% of the best score %.3f (relative)", h.Score, 100*lv.Relative, cut/lv.Relative)
+		case covered >= mass:
+			rule, detail = RuleMass, fmt.Sprintf("the tools before it cover %.3f ≥ %.0f%% of the answerability %.3f (mass)", covered, 100*lv.Mass, *c.Answerable)
+		}
+		if rule != "" {
+			// Sorted by score: nothing later can clear Min, the relative
+			// cut, the mass or the count.
+			if !all {
+				return
+			}
+			visit(h, rule, detail)
+			continue
+		}
+		switch {
+		case tierOf(c.Tier, h.Name) == registry.Cold && h.Score < lv.ColdMin:
+			visit(h, RuleColdMin, fmt.Sprintf("a cold tool: score %.3f < coldMin %.3f", h.Score, lv.ColdMin))
+		case offered(h.Name):
+			visit(h, RuleRepeated, "offered already")
+		default:
+			visit(h, RuleOffered, "")
+			covered += h.Score
+			n++
+		}
+	}
 }
 
 // before orders candidates best first, ties by name.

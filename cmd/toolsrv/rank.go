@@ -40,7 +40,7 @@ lexical and a warning on stderr says so. MESSAGE "-" reads the message
 from standard input.`
 
 func runRank(ctx context.Context, env *cliEnv, args []string) int {
-	fs, tools := newFlags(env, "rank", "rank [--tools DIR] [--embedder "+embedderChoice()+"] [--limit N] [--json] [--format ollama|openai|anthropic] [--agent NAME] MESSAGE|-\n       toolsrv rank [--tools DIR] --batch FILE", rankAbout)
+	fs, tools := newFlags(env, "rank", "rank [--tools DIR] [--embedder "+embedderChoice()+"] [--limit N] [--json] [--explain] [--format ollama|openai|anthropic] [--agent NAME] MESSAGE|-\n       toolsrv rank [--tools DIR] --batch FILE", rankAbout)
 	ef := addEngineFlags(fs)
 	hf := addHistoryFlags(fs)
 	k := fs.Int("limit", 10, "number of tools to print (0: all); in --batch mode the default is all")
@@ -54,6 +54,7 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	all := fs.Bool("all", false, "print the top --k tools without applying the thresholds")
 	selectFlag := fs.Bool("select", false, "with --batch: also apply the thresholds and print each line's offered set and noToolFits")
 	noLearned := fs.Bool("no-learned", false, "rank with the fixed fusion, without the learned last step")
+	explainFlag := fs.Bool("explain", false, "also say why: each ranked tool's signals, the words it matched in which field, and the rule that offered it or left it out")
 	thrFile := fs.String("thresholds", "", "thresholds file (default: $TOOLSRV_THRESHOLDS, the user config dir, then the shipped defaults)")
 	var convo repeated
 	fs.Var(&convo, "context", "an earlier conversation message (repeatable, oldest first)")
@@ -147,7 +148,7 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	warn(env, "rank", eng)
 
-	q := engine.Request{Query: message, Context: convo, Limit: *k, Mode: mode, Profile: profile, All: *all, NoLearned: *noLearned, Source: "cli"}
+	q := engine.Request{Query: message, Context: convo, Limit: *k, Mode: mode, Profile: profile, All: *all, NoLearned: *noLearned, Source: "cli", Explain: *explainFlag}
 	if *batch != "" {
 		q.Full, q.Limit = true, 0
 		if kSet {
@@ -170,7 +171,17 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 		hot[o.Name] = o.Hot
 	}
 	if *all {
-		return printRanking(env, cat, hits, nil, *format, *asJSON, ans.Ranking)
+		if *explainFlag && *asJSON {
+			return printRanking(env, cat, hits, nil, *format, *asJSON, struct {
+				index.Ranking
+				Explain *engine.Explanation `json:"explain"`
+			}{ans.Ranking, ans.Explain})
+		}
+		code := printRanking(env, cat, hits, nil, *format, *asJSON, ans.Ranking)
+		if code == 0 && ans.Explain != nil && *format == "" && !*asJSON {
+			printExplanation(env.stdout, ans.Explain)
+		}
+		return code
 	}
 	code := printRanking(env, cat, hits, hot, *format, *asJSON, struct {
 		engine.Answer
@@ -184,7 +195,65 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		fmt.Fprintln(env.stdout, msg)
 	}
+	if code == 0 && ans.Explain != nil && *format == "" && !*asJSON {
+		printExplanation(env.stdout, ans.Explain)
+	}
 	return code
+}
+
+// printExplanation writes an answer's explanation for a reader: how the
+// scores were made, then per ranked tool its signals, the words it
+// matched by field, and whether it was offered or the rule that left it
+// out.
+func printExplanation(w io.Writer, ex *engine.Explanation) {
+	fmt.Fprintln(w, "\nwhy:")
+	if ex.Learned && ex.Answerable != nil {
+		fmt.Fprintf(w, "  scores: the learned last step (each tool's probability of being the one); answerability %.3f", *ex.Answerable)
+		if ex.Levels.MinAnswerable > 0 {
+			fmt.Fprintf(w, " (no tool fits below %.3f)", ex.Levels.MinAnswerable)
+		}
+		fmt.Fprintln(w)
+	} else {
+		fmt.Fprintln(w, "  scores: the fixed fusion of the dense and lexical scores")
+	}
+	if ex.Reason != "" {
+		fmt.Fprintln(w, "  decision:", ex.Reason)
+	}
+	for _, t := range ex.Tools {
+		verdict := "ranked"
+		switch {
+		case t.Offered:
+			verdict = "offered"
+			if t.Rule == string(thresholds.ByTier) {
+				verdict = "offered (hot)"
+			}
+		case t.Rule != "":
+			verdict = "left out by " + t.Rule + ": " + t.Detail
+		}
+		name := t.Name
+		if t.Named {
+			name += " (named in the message)"
+		}
+		fmt.Fprintf(w, "  %s  %.3f  %s\n", name, t.Score, verdict)
+		sig := fmt.Sprintf("dense %.3f, lexical %.3f", t.Dense, t.Lexical)
+		if t.Usage > 0 {
+			sig += fmt.Sprintf(", usage history +%.3f", t.Usage)
+		}
+		fmt.Fprintln(w, "      "+sig)
+		if len(t.Matched) == 0 {
+			fmt.Fprintln(w, "      matched: no word of the message")
+			continue
+		}
+		var parts []string
+		for _, m := range t.Matched {
+			f := m.Field
+			if m.Weight == 0 {
+				f += " (not in the lexical score)"
+			}
+			parts = append(parts, f+": "+strings.Join(m.Words, ", "))
+		}
+		fmt.Fprintln(w, "      matched: "+strings.Join(parts, "; "))
+	}
 }
 
 func warnDegraded(env *cliEnv, r index.Ranking) {

@@ -513,3 +513,52 @@ func TestRankMessageFromStdin(t *testing.T) {
 		t.Fatalf("empty stdin: exit %d, %s", code, errs)
 	}
 }
+
+// rank --explain names, per ranked tool, the words it matched in which
+// field and, for a tool left out, the rule that left it out; --json
+// carries the same as "explain".
+func TestRankExplain(t *testing.T) {
+	dir := rankFixture(t)
+	cache := t.TempDir()
+	code, out, errOut := runCLIWith(t, "", nil, "rank", "--tools", dir, "--cache", cache, "--no-usage", "--explain", "what is the weather in Paris")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"\nwhy:\n", "get_weather", "offered\n", "matched: ", "description: weather", "left out by ", "matched: no word of the message"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errOut = runCLIWith(t, "", nil, "rank", "--tools", dir, "--cache", cache, "--no-usage", "--explain", "--json", "what is the weather in Paris")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var v struct {
+		Explain struct {
+			Tools []struct {
+				Name    string `json:"name"`
+				Offered bool   `json:"offered"`
+				Rule    string `json:"rule"`
+				Matched []struct {
+					Field string   `json:"field"`
+					Words []string `json:"words"`
+				} `json:"matched"`
+			} `json:"tools"`
+		} `json:"explain"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(v.Explain.Tools) < 2 {
+		t.Fatalf("explain = %+v", v.Explain)
+	}
+	first := v.Explain.Tools[0]
+	if first.Name != "get_weather" || !first.Offered || len(first.Matched) == 0 {
+		t.Errorf("first explained tool = %+v", first)
+	}
+	for _, te := range v.Explain.Tools[1:] {
+		if !te.Offered && te.Rule == "" {
+			t.Errorf("%s left out with no rule", te.Name)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"github.com/toolsrv/toolsrv/index"
+	"github.com/toolsrv/toolsrv/registry"
+	"github.com/toolsrv/toolsrv/thresholds"
+)
+
+// explainTools is how many of the ranking's tools an explanation covers
+// (besides every offered one).
+const explainTools = 10
+
+// Explanation says why an Answer is what it is (Request.Explain): each
+// ranked tool's signals, the words that matched it, and the rule that
+// offered it or left it out.
+type Explanation struct {
+	// Learned: the scores are the learned last step's (each tool's
+	// probability of being the one: answerability × its share of the
+	// candidates); otherwise the fixed fusion of Dense and Lexical.
+	Learned bool `json:"learned"`
+	// Answerable is the ranking's answerability (nil without the learned
+	// last step).
+	Answerable *float64 `json:"answerable,omitempty"`
+	// Levels are the cut-offs applied (zero when none were: Request.All).
+	Levels thresholds.Levels `json:"levels"`
+	// Reason is the decision in one line.
+	Reason string `json:"reason,omitempty"`
+	// Tools are the ranking's best tools, best first.
+	Tools []ToolExplanation `json:"tools"`
+}
+
+// ToolExplanation is one ranked tool's part of an Explanation.
+type ToolExplanation struct {
+	Name  string  `json:"name"`
+	Score float64 `json:"score"`
+	// Dense and Lexical are the calibrated similarity scores; Usage what
+	// the usage history (and the tools' examples) added; Named that the
+	// message names the tool.
+	Dense   float64 `json:"dense"`
+	Lexical float64 `json:"lexical"`
+	Usage   float64 `json:"usage,omitempty"`
+	Named   bool    `json:"named,omitempty"`
+	// Offered, and the rule that decided (thresholds.Rule; "hot" for a
+	// hot tool of the agent's profile, "" when no thresholds applied) with
+	// its numbers.
+	Offered bool   `json:"offered"`
+	Rule    string `json:"rule,omitempty"`
+	Detail  string `json:"detail,omitempty"`
+	// Matched are the message's words found in each field of the tool.
+	Matched []index.FieldMatch `json:"matched,omitempty"`
+}
+
+// explain builds a's explanation for q, whose ranking a holds; pol is nil
+// when no thresholds applied.
+func explain(a *Answer, q Request, cat *registry.Catalog, pol *thresholds.Policy, c thresholds.Context) *Explanation {
+	r := a.Ranking
+	ex := &Explanation{Learned: r.Answerable != nil, Answerable: r.Answerable, Tools: []ToolExplanation{}}
+	offered := map[string]bool{}
+	for _, o := range a.Tools {
+		offered[o.Name] = true
+	}
+	verdicts := map[string]thresholds.Verdict{}
+	if pol != nil {
+		ex.Levels, ex.Reason = a.Selection.Levels, a.Selection.Reason
+		for _, v := range pol.Explain(thresholds.FromRanking(r), c, 0) {
+			verdicts[v.Name] = v
+		}
+	}
+	text := q.Query
+	add := func(h index.Hit, hot bool) {
+		te := ToolExplanation{Name: h.Name, Score: h.Score, Dense: h.Dense, Lexical: h.Lexical, Usage: h.Usage,
+			Named: h.Named, Offered: offered[h.Name]}
+		if v, ok := verdicts[h.Name]; ok {
+			te.Rule, te.Detail = string(v.Rule), v.Detail
+		}
+		if hot {
+			te.Rule, te.Detail = string(thresholds.ByTier), "a hot tool of the agent's profile: always offered"
+		}
+		if t, ok := cat.Get(h.Name); ok {
+			te.Matched = index.Matches(t, text)
+		}
+		ex.Tools = append(ex.Tools, te)
+	}
+	seen := map[string]bool{}
+	for i, h := range r.Hits {
+		if i >= explainTools && !offered[h.Name] {
+			continue
+		}
+		seen[h.Name] = true
+		add(h, false)
+	}
+	for _, o := range a.Tools {
+		if o.Hot && !seen[o.Name] {
+			add(o.Hit, true)
+		} else if o.Hot {
+			for i := range ex.Tools {
+				if ex.Tools[i].Name == o.Name {
+					ex.Tools[i].Rule, ex.Tools[i].Detail = string(thresholds.ByTier), "a hot tool of the agent's profile: always offered"
+				}
+			}
+		}
+	}
+	return ex
+}

@@ -1,0 +1,84 @@
+package thresholds
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/toolsrv/toolsrv/registry"
+)
+
+// Explain offers exactly what Select offers, in the same order, whatever
+// the ranking and levels.
+func TestExplainAgreesWithSelect(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	names := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	for i := 0; i < 2000; i++ {
+		var hits []Candidate
+		for _, n := range names[:rng.IntN(len(names))+1] {
+			hits = append(hits, Candidate{n, rng.Float64() * rng.Float64()})
+		}
+		lv := Levels{Min: rng.Float64() * 0.2, Relative: []float64{0, 0.1, 0.3}[rng.IntN(3)], MaxTools: 1 + rng.IntN(4),
+			MinAnswerable: rng.Float64() * 0.5, Mass: []float64{0, 0.5, 0.9}[rng.IntN(3)]}
+		lv.ColdMin = lv.Min + 0.1
+		ans := rng.Float64()
+		c := Context{Answerable: &ans, Tier: func(n string) registry.Tier {
+			if n == "c" {
+				return registry.Cold
+			}
+			return registry.Warm
+		}}
+		p := Policy{Levels: lv}
+		sel := p.Select(hits, c)
+		var got []string
+		ex := p.Explain(hits, c, 0)
+		for _, v := range ex {
+			if v.Rule == RuleOffered {
+				got = append(got, v.Name)
+			} else if v.Detail == "" {
+				t.Fatalf("left out %s by %s with no detail", v.Name, v.Rule)
+			}
+		}
+		if !slices.Equal(got, sel.Names()) {
+			t.Fatalf("levels %+v, answerable %.3f, hits %v: Explain offers %v, Select %v", lv, ans, hits, got, sel.Names())
+		}
+		if len(ex) != len(hits) {
+			t.Fatalf("Explain gave %d verdicts for %d hits", len(ex), len(hits))
+		}
+	}
+}
+
+// Each rule is named for the tool it leaves out.
+func TestExplainRules(t *testing.T) {
+	hits := []Candidate{{"best", 0.5}, {"second", 0.3}, {"cold", 0.12}, {"noise", 0.04}, {"tiny", 0.001}}
+	tier := func(n string) registry.Tier {
+		if n == "cold" {
+			return registry.Cold
+		}
+		return registry.Warm
+	}
+	low, high := 0.3, 0.9
+	cases := []struct {
+		name string
+		lv   Levels
+		ans  *float64
+		want []Rule
+	}{
+		{"min and cold", Levels{Min: 0.01, ColdMin: 0.2, MaxTools: 5}, nil, []Rule{RuleOffered, RuleOffered, RuleColdMin, RuleOffered, RuleMin}},
+		{"maxTools", Levels{Min: 0, ColdMin: 0, MaxTools: 2}, nil, []Rule{RuleOffered, RuleOffered, RuleMaxTools, RuleMaxTools, RuleMaxTools}},
+		{"relative", Levels{Min: 0, ColdMin: 0, Relative: 0.2, MaxTools: 5}, nil, []Rule{RuleOffered, RuleOffered, RuleOffered, RuleRelative, RuleRelative}},
+		{"mass", Levels{Min: 0, ColdMin: 0, MaxTools: 5, Mass: 0.85}, &high, []Rule{RuleOffered, RuleOffered, RuleMass, RuleMass, RuleMass}},
+		{"answerability", Levels{Min: 0, ColdMin: 0, MaxTools: 5, MinAnswerable: 0.5}, &low, []Rule{RuleAnswerable, RuleAnswerable, RuleAnswerable, RuleAnswerable, RuleAnswerable}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []Rule
+			for _, v := range (Policy{Levels: tc.lv}).Explain(hits, Context{Tier: tier, Answerable: tc.ans}, 0) {
+				got = append(got, v.Rule)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("rules %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
