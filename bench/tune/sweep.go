@@ -64,9 +64,11 @@ type Grid struct {
 // (version 2 levels): 50 answerability cut-offs × 8 masses × 7 maximum
 // counts × 8 minimum scores (a tool is offered while its probability of
 // being the one, answerability × share, is at least Min: one tool when one
-// clearly wins, more when the ranking is flat), no relative cut.
+// clearly wins, more when the ranking is flat) × 7 relative cuts (a tool
+// scoring below Relative × the best is noise beside it: the mass rule
+// alone keeps adding such tools while the best leaves mass uncovered).
 func LearnedGrid() Grid {
-	g := Grid{Min: []float64{0, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08}, Relative: []float64{0}, MaxTools: []int{1, 2, 3, 4, 5, 6, 8},
+	g := Grid{Min: []float64{0, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08}, Relative: []float64{0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4}, MaxTools: []int{1, 2, 3, 4, 5, 6, 8},
 		Mass: []float64{0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1}}
 	for i := 0; i < 50; i++ {
 		g.MinAnswerable = append(g.MinAnswerable, float64(i)/50)
