@@ -94,14 +94,21 @@ func (ix *Index) fitUsage(ctx context.Context, u *usageView) error {
 	// coin's toss (a sign test). A small or misleading history gains
 	// nothing clear, and keeps the ranking as it is.
 	best := 0
+	seen := 0.0 // the most requests any weight moved
 	for g := range usageGrid {
 		net := helped[g] - hurt[g]
 		if net >= 2*math.Sqrt(helped[g]+hurt[g]) && sums[g] > sums[best] {
 			best = g
 		}
+		seen = max(seen, helped[g]+hurt[g])
 	}
 	n := float64(len(sample))
 	u.w = usageGrid[best]
+	if best == 0 && seen < usageUnseen {
+		// Too few past requests for leave-one-out to see anything (one
+		// per tool leaves none to learn from): the prior weight.
+		u.w = usagePrior
+	}
 	u.loo.Weight, u.loo.Recall, u.loo.Base = u.w, sums[best]/n, sums[0]/n
 	return nil
 }
