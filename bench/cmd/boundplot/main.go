@@ -19,6 +19,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	bplot "github.com/toolsrv/toolsrv/bench/plot"
 )
 
 // curves is what offered-bound.py --curves writes.
@@ -42,22 +44,8 @@ type curves struct {
 	} `json:"halves"`
 }
 
-var palette = []color.Color{
-	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
-	color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
-	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
-	color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
-}
-
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: boundplot CURVES.json OUT.png (CURVES.json from bench/scripts/offered-bound.py --curves)")
-		os.Exit(2)
-	}
-	if err := run(os.Args[1], os.Args[2]); err != nil {
-		fmt.Fprintln(os.Stderr, "boundplot:", err)
-		os.Exit(1)
-	}
+	bplot.Main("boundplot", "CURVES.json OUT.png (CURVES.json from bench/scripts/offered-bound.py --curves)", run)
 }
 
 func run(in, out string) error {
@@ -96,15 +84,9 @@ func run(in, out string) error {
 			for k, pt := range s.Points {
 				xy[k] = plotter.XY{X: pt[0], Y: pt[1]}
 			}
-			l, pts, err := plotter.NewLinePoints(xy)
-			if err != nil {
+			if err := bplot.Series(p, s.Name, xy, j, vg.Points(2)); err != nil {
 				return err
 			}
-			l.Color, pts.Color = palette[j%len(palette)], palette[j%len(palette)]
-			pts.Shape = draw.CircleGlyph{}
-			pts.Radius = vg.Points(2)
-			p.Add(l, pts)
-			p.Legend.Add(s.Name, l, pts)
 		}
 		for _, q := range h.Points {
 			sc, err := plotter.NewScatter(plotter.XYs{{X: q.X, Y: q.Y}})

@@ -16,7 +16,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
+
+	bplot "github.com/toolsrv/toolsrv/bench/plot"
 )
 
 // curve is what usage-check.py --curve writes: one point per label.
@@ -30,20 +31,8 @@ type curve struct {
 	} `json:"series"`
 }
 
-var palette = []color.Color{
-	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
-	color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
-}
-
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: usageplot CURVE.json OUT.png (CURVE.json from bench/scripts/usage-check.py --curve)")
-		os.Exit(2)
-	}
-	if err := run(os.Args[1], os.Args[2]); err != nil {
-		fmt.Fprintln(os.Stderr, "usageplot:", err)
-		os.Exit(1)
-	}
+	bplot.Main("usageplot", "CURVE.json OUT.png (CURVE.json from bench/scripts/usage-check.py --curve)", run)
 }
 
 func run(in, out string) error {
@@ -74,14 +63,9 @@ func run(in, out string) error {
 			xy[k] = plotter.XY{X: float64(k), Y: y}
 			lo, hi = min(lo, y), max(hi, y)
 		}
-		l, pts, err := plotter.NewLinePoints(xy)
-		if err != nil {
+		if err := bplot.Series(p, s.Name, xy, i, 0); err != nil {
 			return err
 		}
-		l.Color, pts.Color = palette[i%len(palette)], palette[i%len(palette)]
-		pts.Shape = draw.CircleGlyph{}
-		p.Add(l, pts)
-		p.Legend.Add(s.Name, l, pts)
 	}
 	base := plotter.NewFunction(func(float64) float64 { return c.Base })
 	base.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
