@@ -24,7 +24,11 @@ func Color(i int) color.Color {
 
 // Series adds xy to p as the i-th series: a line through round points
 // of radius (0: the library's default), in Color(i), named in the legend.
+// A series without points is an error.
 func Series(p *plot.Plot, name string, xy plotter.XYs, i int, radius vg.Length) error {
+	if len(xy) == 0 {
+		return fmt.Errorf("series %q has no points", name)
+	}
 	l, pts, err := plotter.NewLinePoints(xy)
 	if err != nil {
 		return fmt.Errorf("series %q: %w", name, err)
