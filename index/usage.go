@@ -78,19 +78,6 @@ const (
 	usageKeep    = 64
 	// usageLOO is the sample of past requests the weight is chosen on.
 	usageLOO = 150
-	// usagePrior is the weight when leave-one-out moves fewer than
-	// usageUnseen of the sampled requests at any weight: the history is
-	// too small to check (one past request per tool leaves none once it
-	// is left out), so it is neither trusted fully nor ignored. Chosen on
-	// histories simulated from the training sources' requests (one half
-	// of each training catalog's requests as the past, one per tool, the
-	// other half ranked; macro Recall@5 0.612 without history): prior 0
-	// +0.000, 0.2 +0.061, 0.35 +0.069, 0.5 +0.074; with 30% credited to a
-	// wrong tool 0.35 +0.052, 0.5 +0.055; no catalog below its figure
-	// without history at any of them. The smallest weight within 0.01 of
-	// the best: the prior is the one weight no check confirms.
-	usagePrior  = 0.35
-	usageUnseen = 3
 )
 
 // usageGrid are the weights the leave-one-out choice considers.

@@ -184,29 +184,3 @@ func TestTopByScore(t *testing.T) {
 		}
 	}
 }
-
-// One past request per tool is too little for leave-one-out to check (it
-// leaves none of the tool's requests to learn from): the history then
-// counts at the prior weight, and a new request near a past one finds its
-// tool.
-func TestUsageOnePerToolGetsThePrior(t *testing.T) {
-	ix := usageIndex(t)
-	ctx := context.Background()
-	q := "the bitcoin rate please"
-	before := top(t, ix, q)
-	fit, err := ix.SetUsage(ctx, []Use{
-		{Request: "check the bitcoin rate", Tool: "calculator", Agent: "a", Count: 1},
-		{Request: "commit my work", Tool: "git_commit", Agent: "a", Count: 1},
-		{Request: "is it going to snow in Oslo", Tool: "get_weather", Agent: "a", Count: 1},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fit.Weight != usagePrior {
-		t.Fatalf("weight %v with one request per tool (fit %+v), want the prior %v", fit.Weight, fit, usagePrior)
-	}
-	after := top(t, ix, q)
-	if len(after) == 0 || after[0] != "calculator" || (len(before) > 0 && before[0] == "calculator") {
-		t.Errorf("%q: %v with the history, %v without", q, after, before)
-	}
-}
