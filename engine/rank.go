@@ -66,7 +66,7 @@ func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalo
 			allow = q.Profile.Allows
 		}
 		c := thresholds.Context{Tier: thresholds.TierOf(cat), Hot: thresholds.ProfileHot(cat, q.Profile, allow),
-			Degraded: r.Degraded || q.Mode == index.Lexical, Answerable: r.Answerable}
+			Degraded: r.Degraded || q.Mode == index.Lexical, Answerable: r.Answerable, Unmatched: thresholds.UnmatchedIn(r)}
 		a.Explain = explain(&a, q, cat, e.pol, c)
 	}
 	return a, nil
@@ -81,7 +81,7 @@ func (e *Engine) Decide(r index.Ranking, q Request) (Answer, error) {
 	cat := e.reg.Catalog()
 	iq := e.indexQuery(q)
 	c := thresholds.Context{Tier: thresholds.TierOf(cat), Hot: thresholds.ProfileHot(cat, q.Profile, iq.Allow),
-		Degraded: r.Degraded || q.Mode == index.Lexical, Answerable: r.Answerable}
+		Degraded: r.Degraded || q.Mode == index.Lexical, Answerable: r.Answerable, Unmatched: thresholds.UnmatchedIn(r)}
 	a := e.answer(e.pol.Select(thresholds.FromRanking(r), c), r)
 	if q.Explain {
 		a.Explain = explain(&a, q, cat, e.pol, c)

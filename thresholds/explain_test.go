@@ -62,18 +62,23 @@ func TestExplainRules(t *testing.T) {
 		name string
 		lv   Levels
 		ans  *float64
+		un   func(string) bool
 		want []Rule
 	}{
-		{"min and cold", Levels{Min: 0.01, ColdMin: 0.2, MaxTools: 5}, nil, []Rule{RuleOffered, RuleOffered, RuleColdMin, RuleOffered, RuleMin}},
-		{"maxTools", Levels{Min: 0, ColdMin: 0, MaxTools: 2}, nil, []Rule{RuleOffered, RuleOffered, RuleMaxTools, RuleMaxTools, RuleMaxTools}},
-		{"relative", Levels{Min: 0, ColdMin: 0, Relative: 0.2, MaxTools: 5}, nil, []Rule{RuleOffered, RuleOffered, RuleOffered, RuleRelative, RuleRelative}},
-		{"mass", Levels{Min: 0, ColdMin: 0, MaxTools: 5, Mass: 0.85}, &high, []Rule{RuleOffered, RuleOffered, RuleMass, RuleMass, RuleMass}},
-		{"answerability", Levels{Min: 0, ColdMin: 0, MaxTools: 5, MinAnswerable: 0.5}, &low, []Rule{RuleAnswerable, RuleAnswerable, RuleAnswerable, RuleAnswerable, RuleAnswerable}},
+		{"min and cold", Levels{Min: 0.01, ColdMin: 0.2, MaxTools: 5}, nil, nil, []Rule{RuleOffered, RuleOffered, RuleColdMin, RuleOffered, RuleMin}},
+		{"maxTools", Levels{Min: 0, ColdMin: 0, MaxTools: 2}, nil, nil, []Rule{RuleOffered, RuleOffered, RuleMaxTools, RuleMaxTools, RuleMaxTools}},
+		{"relative", Levels{Min: 0, ColdMin: 0, Relative: 0.2, MaxTools: 5}, nil, nil, []Rule{RuleOffered, RuleOffered, RuleOffered, RuleRelative, RuleRelative}},
+		{"mass", Levels{Min: 0, ColdMin: 0, MaxTools: 5, Mass: 0.85}, &high, nil, []Rule{RuleOffered, RuleOffered, RuleMass, RuleMass, RuleMass}},
+		{"answerability", Levels{Min: 0, ColdMin: 0, MaxTools: 5, MinAnswerable: 0.5}, &low, nil, []Rule{RuleAnswerable, RuleAnswerable, RuleAnswerable, RuleAnswerable, RuleAnswerable}},
+		// Noise leaves out the unmatched tools far below the best (second
+		// is unmatched but close; noise and tiny are far) and lets a
+		// matched one after them through.
+		{"noise", Levels{Min: 0, ColdMin: 0, MaxTools: 5, Noise: 0.5}, nil, func(n string) bool { return n != "best" && n != "tiny" }, []Rule{RuleOffered, RuleOffered, RuleNoise, RuleNoise, RuleOffered}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []Rule
-			for _, v := range (Policy{Levels: tc.lv}).Explain(hits, Context{Tier: tier, Answerable: tc.ans}, 0) {
+			for _, v := range (Policy{Levels: tc.lv}).Explain(hits, Context{Tier: tier, Answerable: tc.ans, Unmatched: tc.un}, 0) {
 				got = append(got, v.Rule)
 			}
 			if !slices.Equal(got, tc.want) {

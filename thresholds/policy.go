@@ -34,6 +34,15 @@ type Levels struct {
 	// probability the offered set covers). A clear winner is offered alone,
 	// a flat ranking gets more tools (up to MaxTools). 0 disables.
 	Mass float64 `json:"mass,omitempty"`
+	// Noise (version 2): a tool whose only evidence is the embedding (no
+	// word of the message in its name, description, keywords or examples,
+	// not named, nothing from the usage history: Context.Unmatched) is
+	// left out when it scores below Noise × the best score. The other
+	// cuts treat every tool alike; this one drops what is noise beside a
+	// clear winner ("add 17 and 25" offered a todo list, then a git
+	// summary at a tenth of its score), and keeps a second tool that
+	// shares a word with the message. 0 disables.
+	Noise float64 `json:"noise,omitempty"`
 }
 
 // Validate says what is wrong with l, if anything.
@@ -49,6 +58,7 @@ func (l Levels) Validate() error {
 	in01("relative", l.Relative)
 	in01("minAnswerable", l.MinAnswerable)
 	in01("mass", l.Mass)
+	in01("noise", l.Noise)
 	if l.ColdMin < l.Min {
 		errs = append(errs, fmt.Errorf("coldMin = %v is below min = %v: cold tools need the stricter score", l.ColdMin, l.Min))
 	}
@@ -107,6 +117,10 @@ type Context struct {
 	// Answerable is the ranking's answerability (index.Ranking.Answerable;
 	// nil: the ranking has none, MinAnswerable and Mass do not apply).
 	Answerable *float64
+	// Unmatched says whether a ranked tool's only evidence is the
+	// embedding (UnmatchedIn builds it from a ranking); nil: none is, and
+	// Noise does not apply.
+	Unmatched func(name string) bool
 }
 
 // Why says why a tool is offered.
@@ -237,6 +251,9 @@ const (
 	RuleRelative Rule = "relative"
 	// RuleMass: the tools before it cover mass × the answerability.
 	RuleMass Rule = "mass"
+	// RuleNoise: a tool that matched no word of the message scores below
+	// noise × the best score.
+	RuleNoise Rule = "noise"
 	// RuleColdMin: a cold tool whose score is below coldMin.
 	RuleColdMin Rule = "coldMin"
 	// RuleRepeated: the tool was already offered (a repeated name).
@@ -296,6 +313,10 @@ func walk(sorted []Candidate, lv Levels, c Context, cut float64, offered func(st
 		mass = lv.Mass * *c.Answerable
 	}
 	covered, n := 0.0, 0
+	noise := 0.0
+	if len(sorted) > 0 && c.Unmatched != nil {
+		noise = lv.Noise * sorted[0].Score
+	}
 	for _, h := range sorted {
 		var rule Rule
 		var detail string
@@ -321,6 +342,8 @@ func walk(sorted []Candidate, lv Levels, c Context, cut float64, offered func(st
 			continue
 		}
 		switch {
+		case h.Score < noise && c.Unmatched(h.Name):
+			visit(h, RuleNoise, fmt.Sprintf("score %.3f < %.0f%% of the best score %.3f, and it matched no word of the message (noise)", h.Score, 100*lv.Noise, sorted[0].Score))
 		case tierOf(c.Tier, h.Name) == registry.Cold && h.Score < lv.ColdMin:
 			visit(h, RuleColdMin, fmt.Sprintf("a cold tool: score %.3f < coldMin %.3f", h.Score, lv.ColdMin))
 		case offered(h.Name):

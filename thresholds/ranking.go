@@ -17,12 +17,28 @@ func FromRanking(r index.Ranking) []Candidate {
 	return out
 }
 
+// UnmatchedIn says which of r's tools have the embedding as their only
+// evidence: no lexical score (no word of the message in a weighted field),
+// not named, nothing from the usage history (Context.Unmatched).
+func UnmatchedIn(r index.Ranking) func(string) bool {
+	var set map[string]bool
+	for _, h := range r.Hits {
+		if h.Lexical == 0 && !h.Named && h.Usage == 0 {
+			if set == nil {
+				set = make(map[string]bool)
+			}
+			set[h.Name] = true
+		}
+	}
+	return func(name string) bool { return set[name] }
+}
+
 // Apply is Select over an index ranking: the call the prompt assembler, the
 // CLI's rank and the 9P rank files make after index.Rank. tier is usually
 // TierOf(catalog); hot is usually ProfileHot(catalog, profile, nil) (nil
 // when there is no agent). The ranking's Degraded flag picks the levels.
 func (p Policy) Apply(r index.Ranking, tier func(string) registry.Tier, hot []string) Selection {
-	return p.Select(FromRanking(r), Context{Tier: tier, Hot: hot, Degraded: r.Degraded, Answerable: r.Answerable})
+	return p.Select(FromRanking(r), Context{Tier: tier, Hot: hot, Degraded: r.Degraded, Answerable: r.Answerable, Unmatched: UnmatchedIn(r)})
 }
 
 // Ranker is what Offer ranks with; *index.Index satisfies it.
@@ -51,7 +67,7 @@ func (p Policy) Offer(ctx context.Context, r Ranker, cat *registry.Catalog, q in
 	}
 	// Lexical-only scores get the degraded levels, whether the embedder
 	// failed or the caller asked for BM25.
-	c := Context{Tier: TierOf(cat), Hot: ProfileHot(cat, profile, q.Allow), Degraded: rk.Degraded || q.Mode == index.Lexical, Answerable: rk.Answerable}
+	c := Context{Tier: TierOf(cat), Hot: ProfileHot(cat, profile, q.Allow), Degraded: rk.Degraded || q.Mode == index.Lexical, Answerable: rk.Answerable, Unmatched: UnmatchedIn(rk)}
 	return p.Select(FromRanking(rk), c), rk, nil
 }
 

@@ -91,6 +91,12 @@ func rankCorpus(ctx context.Context, eng *engine.Engine, c *eval.Corpus, o RankO
 			}
 			t := tq
 			t.Hits = thresholds.FromRanking(r)
+			if un := thresholds.UnmatchedIn(r); len(t.Hits) > 0 {
+				t.Unmatched = make([]bool, len(t.Hits))
+				for i, h := range t.Hits {
+					t.Unmatched[i] = un(h.Name)
+				}
+			}
 			t.Answerable = r.Answerable
 			if m == index.Hybrid {
 				hybrid = append(hybrid, t)

@@ -40,6 +40,9 @@ type Query struct {
 	// Hits is the top of the ranking, best first (at least the largest
 	// MaxTools swept; TopHits is enough).
 	Hits []thresholds.Candidate
+	// Unmatched[i] says hits[i] matched no word of the message
+	// (thresholds.UnmatchedIn); nil: none did.
+	Unmatched []bool
 	// Answerable is the ranking's learned answerability (nil: none).
 	Answerable *float64
 }
@@ -56,8 +59,9 @@ type Grid struct {
 	// ColdMargin is added to Min for ColdMin: the corpora have no cold
 	// tools, so the cold minimum cannot be tuned on them.
 	ColdMargin float64
-	// MinAnswerable and Mass (learned scores) are swept too when set.
-	MinAnswerable, Mass []float64
+	// MinAnswerable, Mass and Noise (learned scores) are swept too when
+	// set.
+	MinAnswerable, Mass, Noise []float64
 }
 
 // LearnedGrid is the grid for rankings with a learned answerability
@@ -66,10 +70,11 @@ type Grid struct {
 // being the one, answerability × share, is at least Min: one tool when one
 // clearly wins, more when the ranking is flat) × 7 relative cuts (a tool
 // scoring below Relative × the best is noise beside it: the mass rule
-// alone keeps adding such tools while the best leaves mass uncovered).
+// alone keeps adding such tools while the best leaves mass uncovered) × 5
+// noise cuts (the same, for tools that matched no word of the message).
 func LearnedGrid() Grid {
 	g := Grid{Min: []float64{0, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08}, Relative: []float64{0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4}, MaxTools: []int{1, 2, 3, 4, 5, 6, 8},
-		Mass: []float64{0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1}}
+		Mass: []float64{0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1}, Noise: []float64{0, 0.1, 0.25, 0.5, 1}}
 	for i := 0; i < 50; i++ {
 		g.MinAnswerable = append(g.MinAnswerable, float64(i)/50)
 	}
@@ -114,28 +119,34 @@ func (o Objective) String() string {
 		o.MaxOffered, o.MinAbstain)
 }
 
-// select returns how many of q.Hits l offers: the fast path of
-// thresholds.Policy.Select for warm tools and no hot tools (the corpora
-// have none); TestFastSelectMatchesPolicy holds them equal.
-func fastSelect(hits []thresholds.Candidate, l thresholds.Levels, ans *float64) int {
+// fastSelect returns which of hits l offers, as a bit per hit (bit i:
+// hits[i]; hits beyond 64 are never offered), and how many: the fast path
+// of thresholds.Policy.Select for warm tools and no hot tools (the corpora
+// have none); unmatched[i] is Context.Unmatched of hits[i] (nil: none).
+// TestFastSelectMatchesPolicy holds them equal.
+func fastSelect(hits []thresholds.Candidate, unmatched []bool, l thresholds.Levels, ans *float64) (mask uint64, n int) {
 	if len(hits) == 0 || ans != nil && *ans < l.MinAnswerable {
-		return 0
+		return 0, 0
 	}
 	mass := math.Inf(1)
 	if ans != nil && l.Mass > 0 {
 		mass = l.Mass * *ans
 	}
 	cut := l.Relative * hits[0].Score
-	n := 0
+	noise := l.Noise * hits[0].Score
 	covered := 0.0
-	for _, h := range hits {
-		if n >= l.MaxTools || h.Score < l.Min || h.Score < cut || covered >= mass {
+	for i, h := range hits {
+		if i >= 64 || n >= l.MaxTools || h.Score < l.Min || h.Score < cut || covered >= mass {
 			break
 		}
+		if unmatched != nil && unmatched[i] && h.Score < noise {
+			continue
+		}
 		covered += h.Score
+		mask |= 1 << i
 		n++
 	}
-	return n
+	return mask, n
 }
 
 // acc accumulates Figures for one corpus.
@@ -149,7 +160,7 @@ type acc struct {
 }
 
 func (a *acc) add(q *Query, l thresholds.Levels) {
-	n := fastSelect(q.Hits, l, q.Answerable)
+	mask, n := fastSelect(q.Hits, q.Unmatched, l, q.Answerable)
 	if q.Abstain {
 		a.abstain++
 		if n == 0 {
@@ -164,7 +175,10 @@ func (a *acc) add(q *Query, l thresholds.Levels) {
 		return
 	}
 	hit := 0
-	for _, h := range q.Hits[:min(n, len(q.Hits))] {
+	for i, h := range q.Hits {
+		if mask&(1<<i) == 0 {
+			continue
+		}
 		for _, r := range q.Relevant {
 			if h.Name == r {
 				hit++
@@ -285,14 +299,17 @@ func Sweep(qs []Query, g Grid, obj Objective, progress func(done, total int)) Re
 			tune = append(tune, q)
 		}
 	}
-	mas, masses := g.MinAnswerable, g.Mass
+	mas, masses, noises := g.MinAnswerable, g.Mass, g.Noise
 	if len(mas) == 0 {
 		mas = []float64{0}
 	}
 	if len(masses) == 0 {
 		masses = []float64{0}
 	}
-	total := len(g.Min) * len(g.Relative) * len(g.MaxTools) * len(mas) * len(masses)
+	if len(noises) == 0 {
+		noises = []float64{0}
+	}
+	total := len(g.Min) * len(g.Relative) * len(g.MaxTools) * len(mas) * len(masses) * len(noises)
 	res := Result{Objective: obj, Points: make([]Point, 0, total)}
 	done := 0
 	for _, mt := range g.MaxTools {
@@ -300,16 +317,18 @@ func Sweep(qs []Query, g Grid, obj Objective, progress func(done, total int)) Re
 			for _, mn := range g.Min {
 				for _, ma := range mas {
 					for _, ms := range masses {
-						l := thresholds.Levels{Min: mn, ColdMin: math.Min(1, math.Round((mn+g.ColdMargin)*1e6)/1e6), Relative: rel, MaxTools: mt, MinAnswerable: ma, Mass: ms}
-						per := Evaluate(tune, l)
-						p := Point{Levels: l, Macro: MacroFigures(per)}
-						for _, f := range per {
-							p.MaxOffered = max(p.MaxOffered, f.Offered)
-						}
-						res.Points = append(res.Points, p)
-						done++
-						if progress != nil {
-							progress(done, total)
+						for _, ns := range noises {
+							l := thresholds.Levels{Min: mn, ColdMin: math.Min(1, math.Round((mn+g.ColdMargin)*1e6)/1e6), Relative: rel, MaxTools: mt, MinAnswerable: ma, Mass: ms, Noise: ns}
+							per := Evaluate(tune, l)
+							p := Point{Levels: l, Macro: MacroFigures(per)}
+							for _, f := range per {
+								p.MaxOffered = max(p.MaxOffered, f.Offered)
+							}
+							res.Points = append(res.Points, p)
+							done++
+							if progress != nil {
+								progress(done, total)
+							}
 						}
 					}
 				}
@@ -461,13 +480,13 @@ func ColdMin(qs []Query, l thresholds.Levels) (float64, int) {
 		if q.HeldOut || q.Abstain {
 			continue
 		}
-		n := fastSelect(q.Hits, l, q.Answerable)
+		mask, _ := fastSelect(q.Hits, q.Unmatched, l, q.Answerable)
 		rel := map[string]bool{}
 		for _, r := range q.Relevant {
 			rel[r] = true
 		}
-		for _, h := range q.Hits[:min(n, len(q.Hits))] {
-			if IsCold(q.Corpus, h.Name) {
+		for i, h := range q.Hits {
+			if mask&(1<<i) != 0 && IsCold(q.Corpus, h.Name) {
 				offers = append(offers, offer{h.Score, rel[h.Name]})
 			}
 		}

@@ -22,13 +22,29 @@ func TestFastSelectMatchesPolicy(t *testing.T) {
 			}
 			hits[j] = thresholds.Candidate{Name: fmt.Sprintf("t%02d", j), Score: s}
 		}
+		unmatched := make([]bool, len(hits))
+		for j := range unmatched {
+			unmatched[j] = rng.IntN(3) == 0
+		}
 		min := float64(rng.IntN(100)) / 100
-		l := thresholds.Levels{Min: min, ColdMin: min, Relative: float64(rng.IntN(11)) / 10, MaxTools: 1 + rng.IntN(8)}
-		sel := thresholds.Policy{Levels: l}.Select(hits, thresholds.Context{})
-		n := fastSelect(hits, l, nil)
-		want := make([]string, n)
-		for j := range want {
-			want[j] = hits[j].Name
+		l := thresholds.Levels{Min: min, ColdMin: min, Relative: float64(rng.IntN(11)) / 10, MaxTools: 1 + rng.IntN(8), Noise: float64(rng.IntN(5)) / 4}
+		sel := thresholds.Policy{Levels: l}.Select(hits, thresholds.Context{Unmatched: func(name string) bool {
+			for j, h := range hits {
+				if h.Name == name {
+					return unmatched[j]
+				}
+			}
+			return false
+		}})
+		mask, n := fastSelect(hits, unmatched, l, nil)
+		want := make([]string, 0, n)
+		for j, h := range hits {
+			if mask&(1<<j) != 0 {
+				want = append(want, h.Name)
+			}
+		}
+		if len(want) != n {
+			t.Fatalf("fastSelect counts %d, its mask holds %d", n, len(want))
 		}
 		if got := sel.Names(); !reflect.DeepEqual(got, want) {
 			t.Fatalf("levels %+v on %v: policy offers %v, sweep counts %v", l, hits, got, want)

@@ -30,7 +30,7 @@ first. The thresholds in effect (see "toolsrv tune --show") decide which
 tools are offered: when none clears them the answer is "no tool fits";
 --all prints the plain top --k instead. With --agent, the profile's hot
 tools are always offered. With --batch FILE ("-" for stdin), reads JSON lines {"id","query"}
-and writes {"id","ranked":[{"name","score"},...]} lines in the same order,
+and writes {"id","ranked":[{"name","score","dense","lexical"},...]} lines in the same order,
 the whole catalog ranked (no cut unless --k is given); --select adds the
 offered set and the decision: "offered":[names],"noToolFits":bool.
 Rankings use the learned last step (learn/MODEL.md) unless --no-learned. --format prints the
@@ -326,6 +326,12 @@ type batchOut struct {
 type scored struct {
 	Name  string  `json:"name"`
 	Score float64 `json:"score"`
+	// The signals under Score (index.Hit), for who studies the cut
+	// rules offline: omitted where 0.
+	Dense   float64 `json:"dense,omitempty"`
+	Lexical float64 `json:"lexical,omitempty"`
+	Named   bool    `json:"named,omitempty"`
+	Usage   float64 `json:"usage,omitempty"`
 }
 
 // rankBatch ranks each query line of path (the whole catalog, or the top
@@ -374,7 +380,7 @@ func rankBatch(ctx context.Context, env *cliEnv, eng *engine.Engine, path string
 		}
 		out := batchOut{ID: ql.ID, Ranked: make([]scored, len(r.Hits))}
 		for i, h := range r.Hits {
-			out.Ranked[i] = scored{h.Name, h.Score}
+			out.Ranked[i] = scored{Name: h.Name, Score: h.Score, Dense: h.Dense, Lexical: h.Lexical, Named: h.Named, Usage: h.Usage}
 		}
 		if sel {
 			// The same ranking the line prints, cut by the thresholds.

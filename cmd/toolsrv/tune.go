@@ -302,7 +302,7 @@ func printTuneReport(w io.Writer, tf *tuneFlags, tn tuned, obj tune.Objective, s
 	l := res.Chosen.Levels
 	fmt.Fprintf(w, "\nchosen: min %.2f, coldMin %.2f, relative %.2f, maxTools %d", l.Min, l.ColdMin, l.Relative, l.MaxTools)
 	if tn.learned {
-		fmt.Fprintf(w, ", minAnswerable %.2f, mass %.2f (learned scores, %s)", l.MinAnswerable, l.Mass, tunedScores(true))
+		fmt.Fprintf(w, ", minAnswerable %.2f, mass %.2f, noise %.2f (learned scores, %s)", l.MinAnswerable, l.Mass, l.Noise, tunedScores(true))
 	}
 	fmt.Fprintf(w, "\ncoldMin: the lowest score at which the offered tools of a fixed %.0f%% of each corpus, treated as cold, are relevant at least half the time (%d such offers on the tuning part)\n", 100*tune.ColdShare, tn.coldOffers)
 	fmt.Fprintf(w, "\nheld-out part (%.0f%% of each corpus), chosen thresholds:\n%s", 100*split.HeldOut, tune.Table(res.HeldOut))
@@ -385,7 +385,7 @@ func showThresholds(env *cliEnv, ef *engineFlags, asJSON bool) int {
 	show := func(name string, l thresholds.Levels) {
 		fmt.Fprintf(env.stdout, "%-8s min %.2f, coldMin %.2f, relative %.2f, maxTools %d", name, l.Min, l.ColdMin, l.Relative, l.MaxTools)
 		if l.MinAnswerable > 0 || l.Mass > 0 {
-			fmt.Fprintf(env.stdout, ", minAnswerable %.2f, mass %.2f", l.MinAnswerable, l.Mass)
+			fmt.Fprintf(env.stdout, ", minAnswerable %.2f, mass %.2f, noise %.2f", l.MinAnswerable, l.Mass, l.Noise)
 		}
 		fmt.Fprintln(env.stdout)
 	}
