@@ -281,10 +281,10 @@ func quote(s string) string {
 	return string(b)
 }
 
-// TestREADMEDocumentsTheFields: the README lists every declared field, and
+// TestREADMEDocumentsTheFields: docs/meta-format.md lists every declared field, and
 // its registry decisions name exactly the guarded keys.
 func TestREADMEDocumentsTheFields(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "docs", "meta-format.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,12 +293,12 @@ func TestREADMEDocumentsTheFields(t *testing.T) {
 	between := func(from, to string) []string {
 		i := strings.Index(readme, from)
 		if i < 0 {
-			t.Fatalf("README.md lacks %q", from)
+			t.Fatalf("docs/meta-format.md lacks %q", from)
 		}
 		rest := readme[i+len(from):]
 		j := strings.Index(rest, to)
 		if j < 0 {
-			t.Fatalf("README.md: no %q after %q", to, from)
+			t.Fatalf("docs/meta-format.md: no %q after %q", to, from)
 		}
 		var names []string
 		for _, m := range code.FindAllStringSubmatch(rest[:j], -1) {
@@ -311,7 +311,7 @@ func TestREADMEDocumentsTheFields(t *testing.T) {
 	listed := between("Fields: ", "Pass-through fields")
 	for _, d := range metaFields {
 		if _, ok := slices.BinarySearch(listed, d.name); !ok {
-			t.Errorf("README.md's Fields: do not list %q", d.name)
+			t.Errorf("docs/meta-format.md's Fields: do not list %q", d.name)
 		}
 	}
 
@@ -322,6 +322,6 @@ func TestREADMEDocumentsTheFields(t *testing.T) {
 	}
 	sort.Strings(declared)
 	if !slices.Equal(documented, declared) {
-		t.Errorf("README.md says a near miss of %q is an error; the guarded keys are %q", documented, declared)
+		t.Errorf("docs/meta-format.md says a near miss of %q is an error; the guarded keys are %q", documented, declared)
 	}
 }

@@ -35,13 +35,83 @@ func newFlags(env *cliEnv, name, usage, about string) (*flag.FlagSet, *dirList) 
 	fs.SetOutput(env.stderr)
 	tools := &dirList{}
 	fs.Var(tools, "tools", "tool directory (repeatable, or colon separated); overrides $OLLIE_TOOLS_PATH")
-	help := &helpFlag{print: func() { printHelp(env.stdout, fs, usage, about) }}
+	help := &helpFlag{print: func() { printHelp(env.stdout, fs, synopsis(fs, usage), about) }}
 	fs.Var(help, "h", "print this help")
 	fs.Var(help, "help", "print this help")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: toolsrv %s\nRun \"toolsrv %s --help\" for the flags.\n", usage, name)
+		fmt.Fprintf(fs.Output(), "Usage: toolsrv %s\nRun \"toolsrv %s --help\" for the flags.\n", synopsis(fs, usage), name)
 	}
 	return fs, tools
+}
+
+// synopsis is a subcommand's usage line with every flag in it: the
+// hand-written usage, then the flags it does not name, so that a flag
+// added to the command can never be missing from its usage line.
+func synopsis(fs *flag.FlagSet, usage string) string {
+	var rest []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, ok := f.Value.(*helpFlag); ok || namesFlag(usage, f.Name) {
+			return
+		}
+		rest = append(rest, flagSynopsis(f))
+	})
+	if len(rest) == 0 {
+		return usage
+	}
+	const indent, width = "       ", 100
+	var b strings.Builder
+	b.WriteString(usage)
+	line := indent + "other flags:"
+	for _, r := range rest {
+		if len(line)+1+len(r) > width {
+			b.WriteString("\n" + line)
+			line = indent + " "
+		}
+		line += " " + r
+	}
+	b.WriteString("\n" + line)
+	return b.String()
+}
+
+// namesFlag says whether usage mentions flag name as -name or --name.
+func namesFlag(usage, name string) bool {
+	for _, dash := range []string{"--", "-"} {
+		for i := 0; ; {
+			j := strings.Index(usage[i:], dash+name)
+			if j < 0 {
+				break
+			}
+			start, end := i+j, i+j+len(dash)+len(name)
+			before := start == 0 || strings.ContainsRune(" [|(", rune(usage[start-1]))
+			after := end == len(usage) || strings.ContainsRune(" ]|)=\n", rune(usage[end]))
+			if before && after {
+				return true
+			}
+			i = end
+		}
+	}
+	return false
+}
+
+// flagSynopsis is "[--name VALUE]" ("[--name]" for a boolean flag; one
+// letter flags take one dash). VALUE is the flag's type for numbers and
+// durations, else the last word of its name (--usage-db DB).
+func flagSynopsis(f *flag.Flag) string {
+	dash := "--"
+	if len(f.Name) == 1 {
+		dash = "-"
+	}
+	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		return "[" + dash + f.Name + "]"
+	}
+	arg, _ := flag.UnquoteUsage(f)
+	switch {
+	case f.Name == "tools":
+		arg = "dir"
+	case arg == "" || arg == "string" || arg == "value":
+		arg = f.Name[strings.LastIndex(f.Name, "-")+1:]
+	}
+	return "[" + dash + f.Name + " " + strings.ToUpper(arg) + "]"
 }
 
 // helpFlag is -h and --help: it asks for the full help on standard output.

@@ -109,7 +109,7 @@ func dispatch(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
-		if len(args) == 1 {
+		if len(args) == 1 || (len(args) == 2 && isHelpFlag(args[1])) {
 			usage(env.stdout, cmds)
 			return 0
 		}
@@ -127,6 +127,15 @@ func dispatch(ctx context.Context, env *cliEnv, args []string) int {
 		return 2
 	}
 	return c.run(ctx, env, args[1:])
+}
+
+// isHelpFlag says whether arg asks for help ("toolsrv help --help").
+func isHelpFlag(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help":
+		return true
+	}
+	return false
 }
 
 func usage(w io.Writer, cmds map[string]command) {

@@ -40,7 +40,7 @@ lexical and a warning on stderr says so. MESSAGE "-" reads the message
 from standard input.`
 
 func runRank(ctx context.Context, env *cliEnv, args []string) int {
-	fs, tools := newFlags(env, "rank", "rank [--tools DIR] [--embedder "+embedderChoice()+"] [--limit N] [--json] [--explain] [--format ollama|openai|anthropic] [--agent NAME] MESSAGE|-\n       toolsrv rank [--tools DIR] --batch FILE", rankAbout)
+	fs, tools := newFlags(env, "rank", "rank [--tools DIR] [--embedder "+embedderChoice()+"] [--limit N] [--json] [--explain] [--format ollama|openai|anthropic] [--agent NAME [--agents DIR]] MESSAGE|-\n       toolsrv rank [--tools DIR] --batch FILE", rankAbout)
 	ef := addEngineFlags(fs)
 	hf := addHistoryFlags(fs)
 	k := fs.Int("limit", 10, "number of tools to print (0: all); in --batch mode the default is all")
@@ -50,7 +50,8 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	modeName := fs.String("mode", "hybrid", "scores: hybrid, bm25 or dense")
 	timeout := fs.Duration("timeout", 10*time.Second, "deadline of each ranking; past it the answer is lexical")
 	batch := fs.String("batch", "", "rank every {\"id\",\"query\"} line of FILE (- for stdin)")
-	agent := fs.String("agent", "", "rank only the tools agent NAME's profile allows (~/.config/ollie/agents/NAME.json); its hot tools are always offered")
+	agent := fs.String("agent", "", "rank only the tools agent NAME's profile allows (--agents/NAME.json); its hot tools are always offered")
+	agentsDir := fs.String("agents", "", "agent profiles directory (default ~/.config/ollie/agents, as for serve and mcp)")
 	all := fs.Bool("all", false, "print the top --k tools without applying the thresholds")
 	selectFlag := fs.Bool("select", false, "with --batch: also apply the thresholds and print each line's offered set and noToolFits")
 	noLearned := fs.Bool("no-learned", false, "rank with the fixed fusion, without the learned last step")
@@ -112,7 +113,11 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 
 	var profile *registry.Profile
 	if *agent != "" {
-		if profile, err = agentProfile(registry.DefaultAgentsDir(env.getenv), *agent); err != nil {
+		dir := *agentsDir
+		if dir == "" {
+			dir = registry.DefaultAgentsDir(env.getenv)
+		}
+		if profile, err = agentProfile(dir, *agent); err != nil {
 			return fail(err)
 		}
 	}

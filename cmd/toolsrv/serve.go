@@ -35,7 +35,7 @@ the server has it), so a tool such as tool_load can write back to its own agent:
 "toolsrv 9p write session/$OLLIE_SESSION_ID/agent/$OLLIE_UNAME/ctl ...".
 Tools without "network": true cannot reach TCP, so give them a unix: address first.
 
-Remote hosts (see README, "Remote toolsrv over SSH"):
+Remote hosts (see docs/federation.md):
   serve --stdio   one connection on standard input and output, what
                   "toolsrv 9p --addr ssh:HOST" runs there: relayed to this user's
                   server on its socket, started (with the other flags; its log in

@@ -61,7 +61,7 @@ type loggedSource struct {
 func (s loggedSource) Load(ctx context.Context) error {
 	err := s.Registry.Load(ctx)
 	cat := s.Catalog()
-	s.log.Info("reload requested", "revision", cat.Revision, "tools", len(cat.Tools), "invalid", len(cat.Problems), "err", err)
+	s.log.Info("reload requested", "revision", cat.Revision, "tools", len(cat.Tools), "invalid", len(cat.InvalidFiles()), "problems", len(cat.Problems), "err", err)
 	return err
 }
 
@@ -81,10 +81,12 @@ func loggedProfiles(load func(string) (*registry.Profile, error), log *slog.Logg
 	}
 }
 
-// logChanges logs every catalog change until changes is closed.
+// logChanges logs every catalog change until changes is closed. "invalid"
+// counts the files left out, "problems" what is wrong with them (a file can
+// have several).
 func logChanges(changes <-chan registry.Change, log *slog.Logger) {
 	for ch := range changes {
 		log.Info("catalog changed", "revision", ch.Catalog.Revision, "tools", len(ch.Catalog.Tools),
-			"updated", ch.Upserted, "removed", ch.Removed, "invalid", len(ch.Catalog.Problems))
+			"updated", ch.Upserted, "removed", ch.Removed, "invalid", len(ch.Catalog.InvalidFiles()), "problems", len(ch.Catalog.Problems))
 	}
 }

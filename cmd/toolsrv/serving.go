@@ -159,7 +159,7 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 		return fail("%v", err)
 	}
 	cat := eng.Catalog()
-	log.Info("tools loaded", "dirs", path.dirs, "revision", cat.Revision, "tools", len(cat.Tools), "invalid", len(cat.InvalidFiles()), "hidden", len(cat.Hidden))
+	log.Info("tools loaded", "dirs", path.dirs, "revision", cat.Revision, "tools", len(cat.Tools), "invalid", len(cat.InvalidFiles()), "problems", len(cat.Problems), "hidden", len(cat.Hidden))
 	if err := path.emptyCatalog(cat); err != nil {
 		fmt.Fprintf(env.stderr, "toolsrv %s: warning: %v; serving it anyway: the directories are watched, and tools written there appear\n", s.cmd, err)
 	}
