@@ -31,8 +31,9 @@ package index
 //
 // β, k0 and a were chosen on usage simulated from the training sources
 // (each catalog's requests split into past and new; with all past
-// requests, two per tool, and 30% credited to a wrong tool): see
-// train/usage.
+// requests, two per tool, and 30% credited to a wrong tool): the
+// protocol of bench/scripts/usage-check.py, run on the catalogs
+// "learn export" writes from train/data.
 
 import (
 	"cmp"
