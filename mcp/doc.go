@@ -5,12 +5,15 @@
 //
 // Server serves an engine to MCP clients (Claude Code, Claude Desktop,
 // Cursor, VS Code, the MCP Inspector) with three kinds of tools:
-//   - find_tools {query, context?, limit?}: the engine's offered set for
-//     the request, thresholds applied (the agent profile's hot tools among
-//     it), each tool with its name, description, input schema and score;
-//     or noToolFits with the reason; degraded says the ranking fell back to
-//     lexical scores. The answer is JSON text and the same object as
-//     structured content (Found).
+//   - find_tools {query, context?, limit?, explain?}: the engine's offered
+//     set for the request, thresholds applied (the agent profile's hot
+//     tools among it), each tool with its name, description, input schema
+//     and score; or noToolFits with the reason; degraded says the ranking
+//     fell back to lexical scores. With explain, the engine's explanation
+//     too (engine.Explanation: per ranked tool its signals, the request's
+//     words it matched by field, the rule that offered it or left it
+//     out). The answer is JSON text and the same object as structured
+//     content (Found).
 //   - call_tool {name, arguments}: runs the tool as "toolsrv call" does
 //     (schema check, sandbox, limits, bypass broker; a provided tool by its
 //     provider). Its {"content": [...]} output becomes MCP content items,

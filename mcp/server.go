@@ -106,11 +106,12 @@ var findToolsTool = &sdk.Tool{
 	Title: "Find tools",
 	Description: "Find the tools that fit a request, among all of this server's tools (ranked by meaning and words, " +
 		"with a calibrated cut). Returns each tool's name, description, input schema and score, or says that no tool fits. " +
-		"Call a tool it returns with call_tool.",
+		"Call a tool it returns with call_tool. With \"explain\": true, the answer says why (\"explain\": per tool its signals, matched words by field, and the rule that offered it or left it out).",
 	InputSchema: json.RawMessage(`{"type":"object","properties":{` +
 		`"query":{"type":"string","description":"the request, in the user's words"},` +
 		`"context":{"anyOf":[{"type":"string"},{"type":"array","items":{"type":"string"}}],"description":"earlier messages of the conversation, oldest first"},` +
-		`"limit":{"type":"integer","minimum":1,"description":"the most tools to return"}},` +
+		`"limit":{"type":"integer","minimum":1,"description":"the most tools to return"},` +
+		`"explain":{"type":"boolean","description":"also say why: each ranked tool's signals (dense, lexical, usage scores), the request's words it matched in each field, and the rule that offered it or left it out"}},` +
 		`"required":["query"]}`),
 	Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(bool)},
 }
@@ -137,6 +138,7 @@ type findArgs struct {
 	Query   string          `json:"query"`
 	Context json.RawMessage `json:"context"`
 	Limit   json.RawMessage `json:"limit"`
+	Explain json.RawMessage `json:"explain"`
 }
 
 func (s *Server) findTools(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -158,8 +160,12 @@ func (s *Server) findTools(ctx context.Context, req *sdk.CallToolRequest) (*sdk.
 	if limit == 0 {
 		limit = s.opts.DefaultLimit
 	}
+	explain, err := boolArg("explain", a.Explain)
+	if err != nil {
+		return errorResult("find_tools: %v", err), nil
+	}
 	eng := s.opts.Engine
-	ans, err := eng.Rank(ctx, engine.Request{Query: a.Query, Context: convo, Limit: limit, Profile: s.opts.Profile,
+	ans, err := eng.Rank(ctx, engine.Request{Query: a.Query, Context: convo, Limit: limit, Explain: explain, Profile: s.opts.Profile,
 		Session: s.opts.Call.Session, Agent: s.opts.Call.Agent, Source: "mcp"})
 	if err != nil {
 		return nil, fmt.Errorf("ranking: %w", err)
@@ -389,6 +395,25 @@ func limitArg(raw json.RawMessage) (int, error) {
 		return 0, fmt.Errorf("\"limit\" %v: must be a positive integer", n)
 	}
 	return int(n), nil
+}
+
+// boolArg is a boolean argument: true, false (or their text, as a
+// command-line client sends them), absent for false.
+func boolArg(name string, raw json.RawMessage) (bool, error) {
+	if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
+		return false, nil
+	}
+	var b bool
+	if json.Unmarshal(raw, &b) == nil {
+		return b, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		if v, err := strconv.ParseBool(strings.TrimSpace(s)); err == nil {
+			return v, nil
+		}
+	}
+	return false, fmt.Errorf("%q must be true or false", name)
 }
 
 // objectSchema is a tool's argument schema as MCP wants it: an object

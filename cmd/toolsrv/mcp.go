@@ -19,8 +19,10 @@ const mcpAbout = `Serves the catalog to MCP clients (Claude Code, Claude Desktop
 the MCP Inspector) over standard input and output, or over streamable HTTP with
 --listen HOST:PORT (loopback unless --allow-remote: MCP over HTTP has no
 authentication here). Its tools:
-  find_tools {query, context?, limit?}  the tools that fit a request (thresholds
-                                        applied), with schema and score, or "no tool fits"
+  find_tools {query, context?, limit?, explain?}
+                                        the tools that fit a request (thresholds applied),
+                                        with schema and score, or "no tool fits"; with
+                                        explain, why (signals, matched words, rules)
   call_tool {name, arguments}           runs one, sandboxed, as "toolsrv call" does
   and the hot tools of --agent's profile, listed directly.
 With --mcp-config FILE, the tools of other MCP servers join the catalog as
