@@ -27,6 +27,18 @@
 //     hot tools are replaced and the SDK sends
 //     notifications/tools/list_changed.
 //
+// With ServerOptions.Native (native.go), the tools find_tools finds are
+// listed too, under their own names (NativeName: SERVER__TOOL for an
+// imported SERVER:TOOL, whose ':' MCP names cannot hold) with their
+// descriptions and input schemas, so that the model calls them directly
+// (a call runs as call_tool's does, and cites the find_tools answer that
+// offered the tool); find_tools' "native" maps each offered tool to the
+// name it is listed under. A name that is find_tools', call_tool's or
+// another catalog tool's is refused (the tool stays reachable through
+// call_tool). Past NativeCap (DefaultNativeCap, 32) the least recently
+// found or called tools leave the list. The list is the server's, shared
+// by its sessions (one on standard input and output).
+//
 // ServerStdio is the transport of "toolsrv mcp" on standard input and
 // output (stdio.go): the SDK's, except that a line that is not a JSON-RPC
 // message is answered with the JSON-RPC error (parse error, invalid
