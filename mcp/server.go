@@ -280,9 +280,20 @@ func (s *Server) call(ctx context.Context, ss *sdk.ServerSession, c engine.CallR
 			return errorResult("%v; find_tools gives the names of the tools there are", err)
 		}
 		out := errorResult("%v", err)
-		if res != nil && len(res.Content) > 0 {
-			out.Content = append(contentOf(res), out.Content...)
+		if res == nil || len(res.Content) == 0 {
+			return out
 		}
+		if t, ok := s.opts.Engine.Catalog().Get(name); ok && t.Provider != "" && errors.Is(err, exec.ErrExit) {
+			// The error already holds the MCP server's text, after
+			// toolsrv's words; its other items follow.
+			for _, c := range contentOf(res) {
+				if _, text := c.(*sdk.TextContent); !text {
+					out.Content = append(out.Content, c)
+				}
+			}
+			return out
+		}
+		out.Content = append(contentOf(res), out.Content...)
 		return out
 	}
 	out := &sdk.CallToolResult{Content: contentOf(res)}

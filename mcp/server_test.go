@@ -346,3 +346,41 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// An imported MCP tool's error, through call_tool: toolsrv's words, then
+// the server's message on a line of its own (not run on, not repeated),
+// and no "exit status" (that is a process's); the same for a JSON-RPC
+// error answer, and in the engine's error.
+func TestServerMCPToolError(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cfg := writeConfig(t, map[string]any{"good": fakeEntry(t, "good", nil)})
+	eng := newEngine(t, ctx, cfg, ProviderOptions{}, engine.Options{NoThresholds: true})
+	cs, _ := serve(t, ctx, ServerOptions{Engine: eng, Call: exec.CallContext{WorkDir: t.TempDir()}, Logger: quiet()})
+	for _, tc := range []struct{ tool, said, msg string }{
+		{"good:fail", "mcp server good reported an error:", "it went wrong"},
+		{"good:refuse", "mcp server good answered the call with an error:", "refused: the server is tired"},
+	} {
+		r := callTool(t, ctx, cs, CallTool, map[string]any{"tool": tc.tool})
+		got := text(r)
+		lines := strings.Split(got, "\n")
+		at := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, tc.msg) })
+		switch {
+		case !r.IsError:
+			t.Errorf("%s: not an error result: %q", tc.tool, got)
+		case at < 1 || !strings.HasPrefix(lines[at], tc.msg) || !strings.HasSuffix(lines[at-1], tc.said):
+			t.Errorf("%s: %q; want %q ending a line, then %q on a line of its own", tc.tool, got, tc.said, tc.msg)
+		case strings.Count(got, tc.msg) != 1 || len(r.Content) != 1:
+			t.Errorf("%s: the message is repeated: %d items, %q", tc.tool, len(r.Content), got)
+		case strings.Contains(got, "exit status"):
+			t.Errorf("%s: an MCP call's error says \"exit status\": %q", tc.tool, got)
+		}
+		if !strings.HasPrefix(lines[0], "tool "+tc.tool) {
+			t.Errorf("%s: toolsrv's words do not come first: %q", tc.tool, got)
+		}
+		_, err := eng.Call(ctx, engine.CallRequest{Tool: tc.tool, Context: exec.CallContext{WorkDir: t.TempDir()}})
+		if err == nil || !strings.Contains(err.Error(), tc.said+"\n"+tc.msg) {
+			t.Errorf("%s: the engine's error %q; want %q", tc.tool, err, tc.said+"\n"+tc.msg)
+		}
+	}
+}
