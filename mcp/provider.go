@@ -203,10 +203,7 @@ func (p *Provider) session(ctx context.Context, source string, publish func(cont
 		defer cancel()
 		tools, problems, err := p.list(lctx, sess)
 		if err != nil {
-			if lctx.Err() != nil && ctx.Err() == nil {
-				return fmt.Errorf("tools/list got no answer within %s: %s", timeout, conn.why(err))
-			}
-			return fmt.Errorf("tools/list: %s", conn.why(err))
+			return conn.startFailure("tools/list", err, lctx.Err() != nil && ctx.Err() == nil, timeout)
 		}
 		problems = append(problems, conn.garbageProblems()...)
 		if err := publish(ctx, registry.Provision{Source: source, Tools: tools, Problems: problems}); err != nil {

@@ -70,3 +70,63 @@ func TestCallMCPToolError(t *testing.T) {
 		t.Errorf("call grumble: exit %d, stderr %q; want oops, then toolsrv's line", r.code, r.stderr)
 	}
 }
+
+// toolsrv validate with stdio servers that give no tools: one that never
+// answers says it got no reply to initialize within its startTimeout, one
+// that exits says how and the end of its standard error; a package runner
+// (npx) in a sandbox without network is a warning in the report, and its
+// failure says it likely needs "network": true.
+func TestValidateMCPStartFailures(t *testing.T) {
+	bin := buildToolsrv(t)
+	dir := t.TempDir()
+	write := func(path, body string) string {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	stall := write(filepath.Join(dir, "stall.sh"), `while read -r line; do :; done`)
+	exit := write(filepath.Join(dir, "exit.sh"), `echo "starting up" >&2; echo "Error: cannot find module 'left-pad'" >&2; exit 1`)
+	npx := write(filepath.Join(dir, "bin", "npx"), `echo "npm error code ENOTFOUND" >&2; exit 1`)
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"stall": map[string]any{"command": stall, "startTimeout": "2s"},
+		"exit":  map[string]any{"command": exit},
+		"fetch": map[string]any{"command": npx, "args": []string{"-y", "some-mcp-server"}},
+	}})
+	cfg := filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(cfg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runToolsrv(t, bin, "", "validate", "--tools", t.TempDir(), "--mcp-config", cfg)
+	lines := map[string]string{}
+	for _, l := range strings.Split(r.stdout, "\n") {
+		for _, s := range []string{"stall", "exit", "fetch"} {
+			for _, kind := range []string{"error", "warning"} {
+				if strings.HasPrefix(l, kind+": mcp server "+s+" ") || strings.HasPrefix(l, kind+": mcp server "+s+":") {
+					lines[kind+" "+s] = l
+				}
+			}
+		}
+	}
+	for key, parts := range map[string][]string{
+		"error stall":   {"no reply to initialize after 2s", `set "startTimeout"`},
+		"error exit":    {"exited with status 1 before answering initialize", "its standard error ends: starting up | Error: cannot find module 'left-pad'"},
+		"warning fetch": {`"npx"`, `likely needs "sandbox": {"network": true}`, cfg},
+		"error fetch":   {"exited with status 1 before answering initialize", "npm error code ENOTFOUND", `likely needs "sandbox": {"network": true}`},
+	} {
+		for _, p := range parts {
+			if !strings.Contains(lines[key], p) {
+				t.Errorf("validate: the %s line %q lacks %q", key, lines[key], p)
+			}
+		}
+	}
+	if r.code != 1 || strings.Contains(r.stdout, "context deadline exceeded") {
+		t.Errorf("validate: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if t.Failed() {
+		t.Logf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+}
