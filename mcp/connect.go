@@ -127,7 +127,8 @@ func (c *conn) startFailure(op string, err error, stalled bool, d time.Duration)
 	var b strings.Builder
 	how := ""
 	if !stalled {
-		how = c.ended(200 * time.Millisecond) // it may be on its way out
+		// The connection ended: the process is likely on its way out.
+		how = c.ended(2 * time.Second)
 	}
 	switch {
 	case stalled:

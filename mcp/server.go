@@ -220,6 +220,14 @@ func (s *Server) findTools(ctx context.Context, req *sdk.CallToolRequest) (*sdk.
 		o.Description, o.InputSchema, o.Score = t.Description, objectSchema(t.Args), round3(o.Score)
 		f.Tools = append(f.Tools, o)
 	}
+	if ex := f.Explain; ex != nil {
+		for i, te := range ex.Tools {
+			if !te.Offered && te.Rule == string(thresholds.RuleOffered) {
+				// The thresholds offered it; the request's limit did not.
+				ex.Tools[i].Rule, ex.Tools[i].Detail = "limit", fmt.Sprintf("the thresholds offer it; the limit of %d tools left it out", limit)
+			}
+		}
+	}
 	if f.NoToolFits && f.Reason == "" {
 		f.Reason = "no tool fits this request"
 	}

@@ -333,6 +333,17 @@ func TestServerExplain(t *testing.T) {
 			t.Errorf("the text content lacks the explanation: %s", text(r))
 		}
 	}
+	// A tool the thresholds offer but the limit leaves out says so.
+	r := callTool(t, ctx, cs, FindTools, map[string]any{"query": "search the files for TODO", "limit": 1, "explain": true})
+	var found Found
+	if b, _ := json.Marshal(r.StructuredContent); r.IsError || json.Unmarshal(b, &found) != nil || found.Explain == nil {
+		t.Fatalf("find_tools limit 1, explain: %s", text(r))
+	}
+	for _, te := range found.Explain.Tools {
+		if !te.Offered && (te.Rule == "" || te.Rule == "offered") {
+			t.Errorf("left out, with rule %q: %+v", te.Rule, te)
+		}
+	}
 	if r := callTool(t, ctx, cs, FindTools, map[string]any{"query": "x", "explain": "maybe"}); !r.IsError || !strings.Contains(text(r), "explain") {
 		t.Errorf("explain \"maybe\": %v %s", r.IsError, text(r))
 	}
