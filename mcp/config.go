@@ -103,6 +103,45 @@ func (s ServerConfig) Describe() string {
 	}
 }
 
+// PackageRunner is the package runner a stdio server's command is
+// ("npx", "uvx", "pipx run", "bunx", "pnpm dlx", ...: programs that
+// download the package they run), or "".
+func (s ServerConfig) PackageRunner() string {
+	if s.Transport != Stdio {
+		return ""
+	}
+	first := ""
+	if len(s.Args) > 0 {
+		first = s.Args[0]
+	}
+	switch base := filepath.Base(s.Command); base {
+	case "npx", "uvx", "bunx", "pnpx":
+		return base
+	case "pipx", "pnpm", "yarn", "npm", "bun":
+		if (base == "pipx" && first == "run") || ((base == "pnpm" || base == "yarn") && first == "dlx") ||
+			(base == "npm" && first == "exec") || (base == "bun" && first == "x") {
+			return base + " " + first
+		}
+	case "uv":
+		if len(s.Args) > 1 && s.Args[0] == "tool" && s.Args[1] == "run" {
+			return "uv tool run"
+		}
+	}
+	return ""
+}
+
+// NetworkHint is what to do about a stdio server run by a package runner
+// in a sandbox without network (it likely cannot download its package),
+// or "".
+func (s ServerConfig) NetworkHint() string {
+	r := s.PackageRunner()
+	if r == "" || s.Sandbox.Network || s.Unsandboxed {
+		return ""
+	}
+	return fmt.Sprintf("its command runs %q, which downloads the server's package, and its sandbox has no network: "+
+		"it likely needs \"sandbox\": {\"network\": true} in its entry of the mcp config (or install the package and point \"command\" at the installed program)", r)
+}
+
 // serverKeys are the keys an entry may have; others are warned about
 // (clients add their own, such as "autoApprove").
 var serverKeys = []string{"args", "command", "cwd", "disabled", "env", "headers", "sandbox", "startTimeout", "timeout", "transport", "type", "url"}
@@ -286,6 +325,9 @@ func parseServer(file, name string, raw json.RawMessage, getenv func(string) str
 		}
 		if err := parseSandbox(m["sandbox"], sc, base, getenv); err != nil {
 			return nil, problems, err
+		}
+		if hint := sc.NetworkHint(); hint != "" {
+			problems = append(problems, ConfigProblem{Server: name, Warning: true, Msg: hint})
 		}
 	default:
 		if sc.URL == "" {

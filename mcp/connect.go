@@ -30,6 +30,9 @@ type conn struct {
 	sess *sdk.ClientSession
 	bad  *garbage
 	log  *slog.Logger
+	// hint is what to do when a stdio server that downloads its package
+	// fails to start (ServerConfig.NetworkHint).
+	hint string
 
 	mu    sync.Mutex
 	proc  *exec.Process
@@ -40,7 +43,7 @@ type conn struct {
 // initialize handshake within the start timeout. changed is told about
 // notifications/tools/list_changed.
 func (p *Provider) connect(ctx context.Context, changed chan<- struct{}) (*conn, error) {
-	c := &conn{name: p.cfg.Name, bad: &garbage{}, log: p.log, grace: p.opts.StopGrace}
+	c := &conn{name: p.cfg.Name, bad: &garbage{}, log: p.log, grace: p.opts.StopGrace, hint: p.cfg.NetworkHint()}
 	client := sdk.NewClient(&sdk.Implementation{Name: "toolsrv", Version: p.opts.Version}, &sdk.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
 			select {
@@ -72,11 +75,10 @@ func (p *Provider) connect(ctx context.Context, changed chan<- struct{}) (*conn,
 	defer cancel()
 	sess, err := client.Connect(cctx, t, nil)
 	if err != nil {
+		// Said before the process is stopped: how it ended on its own.
+		err = c.startFailure("initialize", err, cctx.Err() != nil && ctx.Err() == nil, start)
 		c.close()
-		if cctx.Err() != nil && ctx.Err() == nil {
-			return nil, fmt.Errorf("no answer to initialize within %s (set \"startTimeout\" in its entry if it needs longer): %s", start, c.why(err))
-		}
-		return nil, fmt.Errorf("initialize failed: %s", c.why(err))
+		return nil, err
 	}
 	c.sess = sess
 	return c, nil
@@ -108,25 +110,88 @@ func (c *conn) why(err error) string {
 		err = errors.New("the connection ended")
 	}
 	b.WriteString(err.Error())
-	c.mu.Lock()
-	proc := c.proc
-	c.mu.Unlock()
-	if proc != nil {
-		select {
-		case <-proc.Done():
-		case <-time.After(200 * time.Millisecond): // it may be on its way out
+	if how := c.ended(200 * time.Millisecond); how != "" { // it may be on its way out
+		fmt.Fprintf(&b, "; the server process %s", how)
+	}
+	c.context(&b)
+	return b.String()
+}
+
+// startFailure says what the server was doing when it failed to start:
+// op (initialize, tools/list) got no reply within d (stalled), or the
+// process ended before answering it, or op failed; then the end of its
+// standard error, its non-JSON output, and for a server that downloads
+// its package without network, what to change. Call it before the
+// process is stopped.
+func (c *conn) startFailure(op string, err error, stalled bool, d time.Duration) error {
+	var b strings.Builder
+	how := ""
+	if !stalled {
+		// The connection ended: the process is likely on its way out.
+		how = c.ended(2 * time.Second)
+	}
+	switch {
+	case stalled:
+		fmt.Fprintf(&b, "no reply to %s after %s (set \"startTimeout\" in its entry if it needs longer)", op, d.Round(time.Millisecond))
+		if c.process() != nil {
+			b.WriteString("; stopped")
 		}
-		if e := proc.Err(); e != nil {
-			fmt.Fprintf(&b, "; the server process ended: %v", e)
-		}
+	case how != "":
+		fmt.Fprintf(&b, "%s before answering %s", how, op)
+	default:
+		fmt.Fprintf(&b, "%s failed: %v", op, err)
+	}
+	c.context(&b)
+	if c.hint != "" && op == "initialize" {
+		b.WriteString("; ")
+		b.WriteString(c.hint)
+	}
+	return errors.New(b.String())
+}
+
+// context adds the end of the process's standard error and its non-JSON
+// output to b.
+func (c *conn) context(b *strings.Builder) {
+	if proc := c.process(); proc != nil {
 		if tail := lastLines(proc.Stderr(), 6, 1500); tail != "" {
-			fmt.Fprintf(&b, "; its standard error ends: %s", tail)
+			fmt.Fprintf(b, "; its standard error ends: %s", tail)
 		}
 	}
 	if n, first := c.bad.get(); n > 0 {
-		fmt.Fprintf(&b, "; it wrote %d line(s) on standard output that are not JSON-RPC (first: %q): an MCP server must write only protocol messages there", n, first)
+		fmt.Fprintf(b, "; it wrote %d line(s) on standard output that are not JSON-RPC (first: %q): an MCP server must write only protocol messages there", n, first)
 	}
-	return b.String()
+}
+
+func (c *conn) process() *exec.Process {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.proc
+}
+
+// ended says how the process ended on its own ("exited with status 1",
+// "was killed by signal killed"), waiting for it up to wait; "" while it
+// runs, or for a remote server.
+func (c *conn) ended(wait time.Duration) string {
+	proc := c.process()
+	if proc == nil {
+		return ""
+	}
+	select {
+	case <-proc.Done():
+	case <-time.After(wait):
+		return ""
+	}
+	e := proc.Err()
+	switch {
+	case e == nil:
+		return "ended"
+	case strings.HasPrefix(e.Error(), "exit status "):
+		return "exited with status " + strings.TrimPrefix(e.Error(), "exit status ")
+	case strings.HasPrefix(e.Error(), "killed by signal "):
+		return "was " + e.Error()
+	default:
+		return "ended: " + e.Error()
+	}
 }
 
 // garbageProblems reports non-JSON output of a server that works anyway.

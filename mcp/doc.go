@@ -5,12 +5,15 @@
 //
 // Server serves an engine to MCP clients (Claude Code, Claude Desktop,
 // Cursor, VS Code, the MCP Inspector) with three kinds of tools:
-//   - find_tools {query, context?, limit?}: the engine's offered set for
-//     the request, thresholds applied (the agent profile's hot tools among
-//     it), each tool with its name, description, input schema and score;
-//     or noToolFits with the reason; degraded says the ranking fell back to
-//     lexical scores. The answer is JSON text and the same object as
-//     structured content (Found).
+//   - find_tools {query, context?, limit?, explain?}: the engine's offered
+//     set for the request, thresholds applied (the agent profile's hot
+//     tools among it), each tool with its name, description, input schema
+//     and score; or noToolFits with the reason; degraded says the ranking
+//     fell back to lexical scores. With explain, the engine's explanation
+//     too (engine.Explanation: per ranked tool its signals, the request's
+//     words it matched by field, the rule that offered it or left it
+//     out). The answer is JSON text and the same object as structured
+//     content (Found).
 //   - call_tool {name, arguments}: runs the tool as "toolsrv call" does
 //     (schema check, sandbox, limits, bypass broker; a provided tool by its
 //     provider). Its {"content": [...]} output becomes MCP content items,
@@ -23,6 +26,18 @@
 //     only. Follow keeps them current: when the catalog changes, changed
 //     hot tools are replaced and the SDK sends
 //     notifications/tools/list_changed.
+//
+// With ServerOptions.Native (native.go), the tools find_tools finds are
+// listed too, under their own names (NativeName: SERVER__TOOL for an
+// imported SERVER:TOOL, whose ':' MCP names cannot hold) with their
+// descriptions and input schemas, so that the model calls them directly
+// (a call runs as call_tool's does, and cites the find_tools answer that
+// offered the tool); find_tools' "native" maps each offered tool to the
+// name it is listed under. A name that is find_tools', call_tool's or
+// another catalog tool's is refused (the tool stays reachable through
+// call_tool). Past NativeCap (DefaultNativeCap, 32) the least recently
+// found or called tools leave the list. The list is the server's, shared
+// by its sessions (one on standard input and output).
 //
 // ServerStdio is the transport of "toolsrv mcp" on standard input and
 // output (stdio.go): the SDK's, except that a line that is not a JSON-RPC

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolsrv/toolsrv/exec"
@@ -37,7 +38,8 @@ const fakeServerEnv = "TOOLSRV_TEST_MCP_SERVER"
 
 // fakeServer serves kind on standard input and output:
 //
-//	good       a tool "say" that echoes {"text"}
+//	good       a tool "say" that echoes {"text"}, "fail" that reports an
+//	           error (isError), "refuse" that answers with a JSON-RPC error
 //	garbage    as good, after a banner line on standard output
 //	hang       reads its input and never answers
 //	badschema  "ok", and "broken" whose input schema does not compile
@@ -88,6 +90,10 @@ func fakeServer(kind string) int {
 		s.AddTool(&sdk.Tool{Name: "fail", Description: "always fails", InputSchema: json.RawMessage(`{"type":"object"}`)},
 			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 				return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "it went wrong"}}}, nil
+			})
+		s.AddTool(&sdk.Tool{Name: "refuse", Description: "always refuses, with a JSON-RPC error", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "refused: the server is tired"}
 			})
 	}
 	if err := s.Run(context.Background(), &sdk.StdioTransport{}); err != nil {

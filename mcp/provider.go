@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolsrv/toolsrv/engine"
@@ -166,6 +167,17 @@ func (p *Provider) Run(ctx context.Context, publish func(context.Context, regist
 	return nil
 }
 
+// serverSaid is what toolsrv says about a failed call, then what the
+// server said, on lines of its own (it may run to several, and must not
+// run on from toolsrv's words).
+func serverSaid(what, msg string) string {
+	msg = strings.TrimSpace(msg)
+	if msg == "" {
+		return what + ", without a message"
+	}
+	return what + ":\n" + msg
+}
+
 // publishError is the registry refusing a provision: Run returns it.
 type publishError struct{ err error }
 
@@ -191,10 +203,7 @@ func (p *Provider) session(ctx context.Context, source string, publish func(cont
 		defer cancel()
 		tools, problems, err := p.list(lctx, sess)
 		if err != nil {
-			if lctx.Err() != nil && ctx.Err() == nil {
-				return fmt.Errorf("tools/list got no answer within %s: %s", timeout, conn.why(err))
-			}
-			return fmt.Errorf("tools/list: %s", conn.why(err))
+			return conn.startFailure("tools/list", err, lctx.Err() != nil && ctx.Err() == nil, timeout)
 		}
 		problems = append(problems, conn.garbageProblems()...)
 		if err := publish(ctx, registry.Provision{Source: source, Tools: tools, Problems: problems}); err != nil {
@@ -295,17 +304,17 @@ func (p *Provider) Call(ctx context.Context, name string, args []byte, cc exec.C
 		return nil, &exec.CallError{Tool: full, Kind: exec.ErrStart, Msg: "mcp server " + p.cfg.Name + " went away during the call", Err: err}
 	case err != nil:
 		// A JSON-RPC error: the server refused or failed the call.
-		r := &exec.Result{Stderr: []byte(err.Error()), ExitCode: 1, Duration: dur}
-		return r, &exec.CallError{Tool: full, Kind: exec.ErrExit, Msg: "mcp server " + p.cfg.Name + ": " + err.Error(), Result: r}
+		msg := err.Error()
+		if je := (*jsonrpc.Error)(nil); errors.As(err, &je) {
+			msg = fmt.Sprintf("%s (JSON-RPC error %d)", je.Message, je.Code)
+		}
+		r := &exec.Result{Stderr: []byte(msg), ExitCode: 1, Duration: dur}
+		return r, &exec.CallError{Tool: full, Kind: exec.ErrExit, Msg: serverSaid("mcp server "+p.cfg.Name+" answered the call with an error", msg), Result: r}
 	}
 	r := resultOf(res, dur)
 	if res.IsError {
 		r.ExitCode, r.Stderr, r.Stdout = 1, r.Stdout, nil
-		msg := strings.TrimSpace(string(r.Stderr))
-		if msg == "" {
-			msg = "the tool reported an error"
-		}
-		return r, &exec.CallError{Tool: full, Kind: exec.ErrExit, Msg: msg, Result: r}
+		return r, &exec.CallError{Tool: full, Kind: exec.ErrExit, Msg: serverSaid("mcp server "+p.cfg.Name+" reported an error", string(r.Stderr)), Result: r}
 	}
 	return r, nil
 }

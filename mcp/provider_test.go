@@ -209,7 +209,7 @@ func TestBadServers(t *testing.T) {
 		"mcp server garbage (stdio: ",                     // the problem's name is the server's
 		"not JSON-RPC (first: \"Hello! fake",              // what it printed
 		"badschema:broken",                                // the tool
-		"no answer to initialize within 1s",               // the hung server
+		"no reply to initialize after 1s",                 // the hung server
 		"unknown transport \"pigeon\"",                    // a bad entry
 		"neither \"command\" nor \"url\"",                 // another
 		"\"no-such-mcp-server-anywhere\" is not on $PATH", // another

@@ -37,6 +37,12 @@ type ServerOptions struct {
 	// Call is where and as whom calls run: the working directory, the
 	// session ("mcp" when empty) and agent (the profile's name).
 	Call exec.CallContext
+	// Native lists the tools find_tools finds as MCP tools of their own
+	// (name, description, input schema), so that the model calls them
+	// directly; past NativeCap (DefaultNativeCap when 0) the least
+	// recently found or called ones are dropped from the list.
+	Native    bool
+	NativeCap int
 	// DefaultLimit caps find_tools' answer when the request gives no
 	// limit (0: the thresholds alone decide).
 	DefaultLimit int
@@ -54,9 +60,20 @@ type Server struct {
 
 	mu     sync.Mutex
 	listed map[string]string // hot tools listed directly: name → hash
-	// answers is each session's last find_tools answer (its ID), which a
-	// call_tool that cites none follows.
-	answers map[*sdk.ServerSession]string
+	// answers are each session's find_tools answers (their IDs), which a
+	// call that cites none follows.
+	answers map[*sdk.ServerSession]*sessionAnswers
+	// native are the found tools listed under their own names (Native),
+	// by MCP name; clock orders their use.
+	native map[string]*nativeTool
+	clock  uint64
+}
+
+// sessionAnswers are one session's find_tools answers: the last one, and
+// the last one that offered each tool.
+type sessionAnswers struct {
+	last    string
+	offered map[string]string
 }
 
 // NewServer makes the server; Follow keeps its hot tools current.
@@ -73,16 +90,32 @@ func NewServer(o ServerOptions) *Server {
 	if o.Profile != nil && o.Call.Agent == "" {
 		o.Call.Agent = o.Profile.Name
 	}
-	s := &Server{opts: o, log: o.Logger, listed: map[string]string{}, answers: map[*sdk.ServerSession]string{}}
+	if o.NativeCap <= 0 {
+		o.NativeCap = DefaultNativeCap
+	}
+	s := &Server{opts: o, log: o.Logger, listed: map[string]string{}, answers: map[*sdk.ServerSession]*sessionAnswers{},
+		native: map[string]*nativeTool{}}
+	instructions := "This server holds many tools. Call find_tools with the user's request to get the few that fit " +
+		"(with their input schemas), then call_tool with one of their names and its arguments. " +
+		"find_tools may answer that no tool fits: then answer without a tool."
+	find := findToolsTool
+	if o.Native {
+		instructions = "This server holds many tools. Call find_tools with the user's request to get the few that fit: " +
+			"they are added to your tool list (find_tools' \"native\" gives the name each is listed under), so call them " +
+			"directly; call_tool reaches any tool find_tools returned by its name too. " +
+			"find_tools may answer that no tool fits: then answer without a tool."
+		t := *findToolsTool
+		t.Description = findToolsTool.Description + " The tools it returns are also added to your tool list, under the names its \"native\" gives (" +
+			"the least recently used ones leave the list past " + strconv.Itoa(o.NativeCap) + "): call them directly."
+		find = &t
+	}
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: "toolsrv", Title: "toolsrv: tool search, ranking and sandboxed calls", Version: o.Version},
 		&sdk.ServerOptions{
-			Instructions: "This server holds many tools. Call find_tools with the user's request to get the few that fit " +
-				"(with their input schemas), then call_tool with one of their names and its arguments. " +
-				"find_tools may answer that no tool fits: then answer without a tool.",
+			Instructions: instructions,
 			Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
 			Logger:       o.Logger,
 		})
-	s.srv.AddTool(findToolsTool, s.findTools)
+	s.srv.AddTool(find, s.findTools)
 	s.srv.AddTool(callToolTool, s.callTool)
 	s.sync(o.Engine.Catalog())
 	return s
@@ -106,11 +139,12 @@ var findToolsTool = &sdk.Tool{
 	Title: "Find tools",
 	Description: "Find the tools that fit a request, among all of this server's tools (ranked by meaning and words, " +
 		"with a calibrated cut). Returns each tool's name, description, input schema and score, or says that no tool fits. " +
-		"Call a tool it returns with call_tool.",
+		"Call a tool it returns with call_tool. With \"explain\": true, the answer says why (\"explain\": per tool its signals, matched words by field, and the rule that offered it or left it out).",
 	InputSchema: json.RawMessage(`{"type":"object","properties":{` +
 		`"query":{"type":"string","description":"the request, in the user's words"},` +
 		`"context":{"anyOf":[{"type":"string"},{"type":"array","items":{"type":"string"}}],"description":"earlier messages of the conversation, oldest first"},` +
-		`"limit":{"type":"integer","minimum":1,"description":"the most tools to return"}},` +
+		`"limit":{"type":"integer","minimum":1,"description":"the most tools to return"},` +
+		`"explain":{"type":"boolean","description":"also say why: each ranked tool's signals (dense, lexical, usage scores), the request's words it matched in each field, and the rule that offered it or left it out"}},` +
 		`"required":["query"]}`),
 	Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(bool)},
 }
@@ -131,12 +165,19 @@ var callToolTool = &sdk.Tool{
 // Found is find_tools' answer (its structured content, and its text): the
 // engine's Answer, each tool with its description and input schema. Its ID
 // is what call_tool's "answer" cites.
-type Found = engine.Answer
+type Found struct {
+	engine.Answer
+	// Native (ServerOptions.Native) maps each offered tool that is in
+	// tools/list to the name it is listed under (its own, or SERVER__TOOL
+	// for an imported SERVER:TOOL); the others are reached with call_tool.
+	Native map[string]string `json:"native,omitempty"`
+}
 
 type findArgs struct {
 	Query   string          `json:"query"`
 	Context json.RawMessage `json:"context"`
 	Limit   json.RawMessage `json:"limit"`
+	Explain json.RawMessage `json:"explain"`
 }
 
 func (s *Server) findTools(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -158,14 +199,18 @@ func (s *Server) findTools(ctx context.Context, req *sdk.CallToolRequest) (*sdk.
 	if limit == 0 {
 		limit = s.opts.DefaultLimit
 	}
+	explain, err := boolArg("explain", a.Explain)
+	if err != nil {
+		return errorResult("find_tools: %v", err), nil
+	}
 	eng := s.opts.Engine
-	ans, err := eng.Rank(ctx, engine.Request{Query: a.Query, Context: convo, Limit: limit, Profile: s.opts.Profile,
+	ans, err := eng.Rank(ctx, engine.Request{Query: a.Query, Context: convo, Limit: limit, Explain: explain, Profile: s.opts.Profile,
 		Session: s.opts.Call.Session, Agent: s.opts.Call.Agent, Source: "mcp"})
 	if err != nil {
 		return nil, fmt.Errorf("ranking: %w", err)
 	}
 	cat := eng.Catalog()
-	f := ans
+	f := Found{Answer: ans}
 	f.Tools = []engine.Offer{}
 	for _, o := range ans.Tools {
 		t, ok := cat.Get(o.Name)
@@ -175,14 +220,28 @@ func (s *Server) findTools(ctx context.Context, req *sdk.CallToolRequest) (*sdk.
 		o.Description, o.InputSchema, o.Score = t.Description, objectSchema(t.Args), round3(o.Score)
 		f.Tools = append(f.Tools, o)
 	}
+	if ex := f.Explain; ex != nil {
+		for i, te := range ex.Tools {
+			if !te.Offered && te.Rule == string(thresholds.RuleOffered) {
+				// The thresholds offered it; the request's limit did not.
+				ex.Tools[i].Rule, ex.Tools[i].Detail = "limit", fmt.Sprintf("the thresholds offer it; the limit of %d tools left it out", limit)
+			}
+		}
+	}
 	if f.NoToolFits && f.Reason == "" {
 		f.Reason = "no tool fits this request"
+	}
+	if s.opts.Native {
+		f.Native = s.listNative(cat, f.Tools)
+		if f.Native == nil {
+			f.Native = map[string]string{}
+		}
 	}
 	b, err := json.Marshal(f)
 	if err != nil {
 		return nil, err
 	}
-	s.answered(req.Session, ans.ID)
+	s.answered(req.Session, ans.ID, ans.Names())
 	// The request is user text: it is not logged.
 	s.log.Info("find_tools", "found", len(f.Tools), "noToolFits", f.NoToolFits, "degraded", f.Degraded)
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}, nil
@@ -210,14 +269,15 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 }
 
 // call runs a tool for a client: a failure is an error result saying why.
-// A call that cites no answer follows the session's last find_tools.
+// A call that cites no answer follows the session's last find_tools that
+// offered the tool, else its last one.
 func (s *Server) call(ctx context.Context, ss *sdk.ServerSession, c engine.CallRequest) *sdk.CallToolResult {
 	name := c.Tool
 	if !s.opts.Profile.Allows(name) {
 		return errorResult("tool %s: agent %s may not use it (its profile's allowTools)", name, s.opts.Profile.Name)
 	}
 	if c.Answer == "" && c.Request == "" {
-		c.Answer = s.lastAnswer(ss)
+		c.Answer = s.answerFor(ss, name)
 	}
 	c.Source, c.Context = "mcp", s.opts.Call
 	res, err := s.opts.Engine.Call(ctx, c)
@@ -228,9 +288,20 @@ func (s *Server) call(ctx context.Context, ss *sdk.ServerSession, c engine.CallR
 			return errorResult("%v; find_tools gives the names of the tools there are", err)
 		}
 		out := errorResult("%v", err)
-		if res != nil && len(res.Content) > 0 {
-			out.Content = append(contentOf(res), out.Content...)
+		if res == nil || len(res.Content) == 0 {
+			return out
 		}
+		if t, ok := s.opts.Engine.Catalog().Get(name); ok && t.Provider != "" && errors.Is(err, exec.ErrExit) {
+			// The error already holds the MCP server's text, after
+			// toolsrv's words; its other items follow.
+			for _, c := range contentOf(res) {
+				if _, text := c.(*sdk.TextContent); !text {
+					out.Content = append(out.Content, c)
+				}
+			}
+			return out
+		}
+		out.Content = append(contentOf(res), out.Content...)
 		return out
 	}
 	out := &sdk.CallToolResult{Content: contentOf(res)}
@@ -247,28 +318,52 @@ func (s *Server) call(ctx context.Context, ss *sdk.ServerSession, c engine.CallR
 	return out
 }
 
-// answered remembers the ID of the answer find_tools gave session ss.
-func (s *Server) answered(ss *sdk.ServerSession, id string) {
+// answered remembers the ID of the answer find_tools gave session ss,
+// which offered tools.
+func (s *Server) answered(ss *sdk.ServerSession, id string, tools []string) {
 	if id == "" {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.answers) >= maxSessions {
-		clear(s.answers) // many sessions: the oldest links are lost, nothing else
+	sa := s.answers[ss]
+	if sa == nil {
+		if len(s.answers) >= maxSessions {
+			clear(s.answers) // many sessions: the oldest links are lost, nothing else
+		}
+		sa = &sessionAnswers{offered: map[string]string{}}
+		s.answers[ss] = sa
 	}
-	s.answers[ss] = id
+	if len(sa.offered)+len(tools) > maxOffered {
+		clear(sa.offered) // the oldest links are lost, nothing else
+	}
+	sa.last = id
+	for _, t := range tools {
+		sa.offered[t] = id
+	}
 }
 
-// lastAnswer is the ID of the last answer find_tools gave session ss.
-func (s *Server) lastAnswer(ss *sdk.ServerSession) string {
+// answerFor is the ID of the last answer find_tools gave session ss that
+// offered tool, else of its last answer.
+func (s *Server) answerFor(ss *sdk.ServerSession, tool string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.answers[ss]
+	sa := s.answers[ss]
+	if sa == nil {
+		return ""
+	}
+	if id, ok := sa.offered[tool]; ok {
+		return id
+	}
+	return sa.last
 }
 
-// maxSessions bounds the sessions whose last answer is remembered.
-const maxSessions = 1024
+// maxSessions bounds the sessions whose answers are remembered, and
+// maxOffered the tools whose answer a session remembers.
+const (
+	maxSessions = 1024
+	maxOffered  = 4096
+)
 
 // sync lists the profile's hot tools as MCP tools of their own: added,
 // changed and removed as the catalog changes (the SDK tells clients).
@@ -308,6 +403,7 @@ func (s *Server) sync(cat *registry.Catalog) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	defer s.syncNative(cat)
 	for _, n := range names {
 		t := want[n]
 		if s.listed[n] == t.Hash {
@@ -389,6 +485,25 @@ func limitArg(raw json.RawMessage) (int, error) {
 		return 0, fmt.Errorf("\"limit\" %v: must be a positive integer", n)
 	}
 	return int(n), nil
+}
+
+// boolArg is a boolean argument: true, false (or their text, as a
+// command-line client sends them), absent for false.
+func boolArg(name string, raw json.RawMessage) (bool, error) {
+	if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
+		return false, nil
+	}
+	var b bool
+	if json.Unmarshal(raw, &b) == nil {
+		return b, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		if v, err := strconv.ParseBool(strings.TrimSpace(s)); err == nil {
+			return v, nil
+		}
+	}
+	return false, fmt.Errorf("%q must be true or false", name)
 }
 
 // objectSchema is a tool's argument schema as MCP wants it: an object

@@ -264,3 +264,134 @@ func mapsKeys[V any](m map[string]V) func(func(string) bool) {
 		}
 	}
 }
+
+// find_tools with "explain": true returns the engine's explanation: each
+// ranked tool's signals, the request's words it matched by field, and
+// the rule that offered it or left it out; without it, none.
+func TestServerExplain(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	eng, err := engine.New(ctx, engine.Options{Dirs: []string{"../examples/tools"}, NoCache: true, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	cs, _ := serve(t, ctx, ServerOptions{Engine: eng, Logger: quiet()})
+	if s := listed(t, ctx, cs)[FindTools]; s == nil || !strings.Contains(string(mustJSON(t, s.InputSchema)), `"explain"`) {
+		t.Errorf("find_tools' input schema does not offer explain")
+	}
+	for _, tc := range []struct {
+		explain any
+		want    bool
+	}{{true, true}, {"true", true}, {false, false}, {nil, false}} {
+		args := map[string]any{"query": "search the files for TODO"}
+		if tc.explain != nil {
+			args["explain"] = tc.explain
+		}
+		r := callTool(t, ctx, cs, FindTools, args)
+		var found Found
+		if b, _ := json.Marshal(r.StructuredContent); r.IsError || json.Unmarshal(b, &found) != nil {
+			t.Fatalf("find_tools explain=%v: %s", tc.explain, text(r))
+		}
+		if !tc.want {
+			if found.Explain != nil || strings.Contains(text(r), `"explain"`) {
+				t.Errorf("find_tools explain=%v explains: %s", tc.explain, text(r))
+			}
+			continue
+		}
+		ex := found.Explain
+		if ex == nil || len(ex.Tools) == 0 {
+			t.Fatalf("find_tools explain=%v: no explanation: %s", tc.explain, text(r))
+		}
+		var grep, left *engine.ToolExplanation
+		for i, te := range ex.Tools {
+			if te.Name == "file_grep" {
+				grep = &ex.Tools[i]
+			}
+			if !te.Offered && left == nil {
+				left = &ex.Tools[i]
+			}
+		}
+		if grep == nil || !grep.Offered || grep.Dense == 0 && grep.Lexical == 0 || grep.Rule == "" {
+			t.Errorf("file_grep's explanation: %+v", grep)
+		}
+		matched := map[string]bool{}
+		if grep != nil {
+			for _, m := range grep.Matched {
+				for _, w := range m.Words {
+					matched[m.Field+":"+w] = true
+				}
+			}
+		}
+		if !matched["description:search"] && !matched["description:file"] && !matched["keywords:search"] {
+			t.Errorf("file_grep's matched words do not hold 'search' or 'file' by field: %+v", grep)
+		}
+		if left == nil || left.Rule == "" {
+			t.Errorf("no left-out tool with the rule that left it out: %s", text(r))
+		}
+		if !strings.Contains(text(r), `"explain"`) {
+			t.Errorf("the text content lacks the explanation: %s", text(r))
+		}
+	}
+	// A tool the thresholds offer but the limit leaves out says so.
+	r := callTool(t, ctx, cs, FindTools, map[string]any{"query": "search the files for TODO", "limit": 1, "explain": true})
+	var found Found
+	if b, _ := json.Marshal(r.StructuredContent); r.IsError || json.Unmarshal(b, &found) != nil || found.Explain == nil {
+		t.Fatalf("find_tools limit 1, explain: %s", text(r))
+	}
+	for _, te := range found.Explain.Tools {
+		if !te.Offered && (te.Rule == "" || te.Rule == "offered") {
+			t.Errorf("left out, with rule %q: %+v", te.Rule, te)
+		}
+	}
+	if r := callTool(t, ctx, cs, FindTools, map[string]any{"query": "x", "explain": "maybe"}); !r.IsError || !strings.Contains(text(r), "explain") {
+		t.Errorf("explain \"maybe\": %v %s", r.IsError, text(r))
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// An imported MCP tool's error, through call_tool: toolsrv's words, then
+// the server's message on a line of its own (not run on, not repeated),
+// and no "exit status" (that is a process's); the same for a JSON-RPC
+// error answer, and in the engine's error.
+func TestServerMCPToolError(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cfg := writeConfig(t, map[string]any{"good": fakeEntry(t, "good", nil)})
+	eng := newEngine(t, ctx, cfg, ProviderOptions{}, engine.Options{NoThresholds: true})
+	cs, _ := serve(t, ctx, ServerOptions{Engine: eng, Call: exec.CallContext{WorkDir: t.TempDir()}, Logger: quiet()})
+	for _, tc := range []struct{ tool, said, msg string }{
+		{"good:fail", "mcp server good reported an error:", "it went wrong"},
+		{"good:refuse", "mcp server good answered the call with an error:", "refused: the server is tired"},
+	} {
+		r := callTool(t, ctx, cs, CallTool, map[string]any{"tool": tc.tool})
+		got := text(r)
+		lines := strings.Split(got, "\n")
+		at := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, tc.msg) })
+		switch {
+		case !r.IsError:
+			t.Errorf("%s: not an error result: %q", tc.tool, got)
+		case at < 1 || !strings.HasPrefix(lines[at], tc.msg) || !strings.HasSuffix(lines[at-1], tc.said):
+			t.Errorf("%s: %q; want %q ending a line, then %q on a line of its own", tc.tool, got, tc.said, tc.msg)
+		case strings.Count(got, tc.msg) != 1 || len(r.Content) != 1:
+			t.Errorf("%s: the message is repeated: %d items, %q", tc.tool, len(r.Content), got)
+		case strings.Contains(got, "exit status"):
+			t.Errorf("%s: an MCP call's error says \"exit status\": %q", tc.tool, got)
+		}
+		if !strings.HasPrefix(lines[0], "tool "+tc.tool) {
+			t.Errorf("%s: toolsrv's words do not come first: %q", tc.tool, got)
+		}
+		_, err := eng.Call(ctx, engine.CallRequest{Tool: tc.tool, Context: exec.CallContext{WorkDir: t.TempDir()}})
+		if err == nil || !strings.Contains(err.Error(), tc.said+"\n"+tc.msg) {
+			t.Errorf("%s: the engine's error %q; want %q", tc.tool, err, tc.said+"\n"+tc.msg)
+		}
+	}
+}

@@ -138,7 +138,8 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	defer eng.Close()
 	cat := eng.Catalog()
-	if _, err := cat.Lookup(name); err != nil {
+	tool, err := cat.Lookup(name)
+	if err != nil {
 		fmt.Fprintf(env.stderr, "toolsrv call: %v%s\n", err, lookupHint(err))
 		if len(cat.Tools)+len(cat.Problems)+len(cat.Hidden) == 0 {
 			fmt.Fprintln(env.stderr, "toolsrv call:", path.emptyCatalog(cat))
@@ -152,11 +153,20 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 	if *asJSON {
 		return printCallJSON(env, name, res, err)
 	}
+	// An MCP server's error message is in err, after toolsrv's words; a
+	// process tool's standard error is its own.
+	provided := tool.Provider != ""
 	if res != nil {
 		if err == nil {
 			env.stdout.Write(res.Stdout)
 		}
-		env.stderr.Write(res.Stderr)
+		switch {
+		case err == nil:
+			env.stderr.Write(res.Stderr)
+		case !provided:
+			// toolsrv's failure line follows: it starts a line.
+			writeLines(env.stderr, res.Stderr)
+		}
 		if res.Truncated {
 			fmt.Fprintln(env.stderr, truncationNote(res, *maxOut))
 		}
@@ -168,7 +178,7 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 		}
 	}
 	if err != nil {
-		if errors.Is(err, exec.ErrExit) && res != nil {
+		if errors.Is(err, exec.ErrExit) && res != nil && !provided {
 			// The tool's standard error is already printed in full above.
 			how := fmt.Sprintf("exit status %d", res.ExitCode)
 			if res.ExitCode < 0 {
@@ -186,6 +196,18 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// writeLines writes b, ending its last line if it does not: what toolsrv
+// says next starts on a line of its own.
+func writeLines(w io.Writer, b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	w.Write(b)
+	if b[len(b)-1] != '\n' {
+		io.WriteString(w, "\n")
+	}
 }
 
 // truncationNote is the one line that says a call's output was cut.

@@ -19,10 +19,15 @@ const mcpAbout = `Serves the catalog to MCP clients (Claude Code, Claude Desktop
 the MCP Inspector) over standard input and output, or over streamable HTTP with
 --listen HOST:PORT (loopback unless --allow-remote: MCP over HTTP has no
 authentication here). Its tools:
-  find_tools {query, context?, limit?}  the tools that fit a request (thresholds
-                                        applied), with schema and score, or "no tool fits"
+  find_tools {query, context?, limit?, explain?}
+                                        the tools that fit a request (thresholds applied),
+                                        with schema and score, or "no tool fits"; with
+                                        explain, why (signals, matched words, rules)
   call_tool {name, arguments}           runs one, sandboxed, as "toolsrv call" does
   and the hot tools of --agent's profile, listed directly.
+With --native, the tools find_tools finds are added to the tool list too, under
+their own names (SERVER__TOOL for an imported SERVER:TOOL), so that the model
+calls them directly; past --native-cap the least recently used leave it.
 With --mcp-config FILE, the tools of other MCP servers join the catalog as
 SERVER:TOOL. The catalog is live: clients get notifications/tools/list_changed
 when the listed tools change. Nothing but MCP messages goes to standard output;
@@ -31,10 +36,12 @@ JSON-RPC gets a JSON-RPC error and the session goes on; closing standard input
 ends the server within a second, calls still running included.`
 
 func runMCP(ctx context.Context, env *cliEnv, args []string) int {
-	fs, tools := newFlags(env, "mcp", "mcp [--tools DIR] [--mcp-config FILE] [--agent NAME] [--listen HOST:PORT [--allow-remote]] [--workdir DIR] [flags]", mcpAbout)
+	fs, tools := newFlags(env, "mcp", "mcp [--tools DIR] [--mcp-config FILE] [--agent NAME] [--native [--native-cap N]] [--listen HOST:PORT [--allow-remote]] [--workdir DIR] [flags]", mcpAbout)
 	listen := fs.String("listen", "", "serve streamable HTTP on HOST:PORT (at /mcp) instead of standard input and output")
 	allowRemote := fs.Bool("allow-remote", false, "allow a --listen address that is not loopback (anyone who reaches it can find and call tools)")
 	agent := fs.String("agent", "", "agent profile NAME (in --agents): its hot tools are listed directly, and only the tools it allows are found and called")
+	native := fs.Bool("native", false, "add the tools find_tools finds to tools/list under their own names (SERVER__TOOL for SERVER:TOOL), with their schemas, so that the model calls them directly")
+	nativeCap := fs.Int("native-cap", mcp.DefaultNativeCap, "with --native, the most found tools listed; past it the least recently found or called leave the list")
 	limit := fs.Int("limit", 0, "the most tools find_tools returns when the request does not say (0: the thresholds decide)")
 	sv := addServingFlags(fs)
 	if code, ok := parseFlags(fs, args); !ok {
@@ -45,6 +52,9 @@ func runMCP(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	if err := sv.check(); err != nil {
 		return usageError(fs, "%v", err)
+	}
+	if *nativeCap < 1 {
+		return usageError(fs, "--native-cap %d: want 1 or more", *nativeCap)
 	}
 	if *limit < 0 {
 		return usageError(fs, "--limit %d: want 0 or more", *limit)
@@ -83,7 +93,7 @@ func runMCP(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		profile = p
 	}
-	srv := mcp.NewServer(mcp.ServerOptions{Engine: eng, Profile: profile, DefaultLimit: *limit, Version: moduleVersion(), Logger: log,
+	srv := mcp.NewServer(mcp.ServerOptions{Engine: eng, Profile: profile, DefaultLimit: *limit, Native: *native, NativeCap: *nativeCap, Version: moduleVersion(), Logger: log,
 		Call: exec.CallContext{WorkDir: srvd.workdir, Agent: *agent, ToolsPath: joinDirs(srvd.dirs)}})
 
 	ctx, cancel := context.WithCancel(ctx)

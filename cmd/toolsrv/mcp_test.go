@@ -304,13 +304,14 @@ func TestMCPConfigCommands(t *testing.T) {
 		t.Errorf("rank: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 
-	// A broken entry and an unknown key: validate names them.
+	// A broken entry and an unknown key: validate names them (in its
+	// report, on standard output).
 	broken := filepath.Join(t.TempDir(), "broken.json")
 	os.WriteFile(broken, []byte(`{"mcpServers": {"pigeon": {"command": "true", "type": "carrier"}, "ok": {"command": "`+
 		filepath.Join(npm, "node_modules", ".bin", "mcp-server-memory")+`", "autoApprove": []}}}`), 0o644)
 	r = runToolsrv(t, bin, "", "validate", "--tools", tools, "--mcp-config", broken)
 	if r.code != 1 || !strings.Contains(r.stdout, `mcp server pigeon`) || !strings.Contains(r.stdout, `unknown transport "carrier"`) ||
-		!strings.Contains(r.stderr, `mcp server ok: unknown key "autoApprove"`) {
+		!strings.Contains(r.stdout, `warning: mcp server ok: unknown key "autoApprove"`) {
 		t.Errorf("validate with a broken entry: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	// A file that is not JSON.

@@ -18,6 +18,9 @@ import (
 // validate, serve, mcp).
 type mcpFlags struct {
 	config string
+	// ownWarnings: the command reports the configuration's warnings
+	// itself (validate), load does not print them.
+	ownWarnings bool
 
 	loaded bool // load ran: cfg and err are its answer
 	cfg    *mcp.Config
@@ -56,11 +59,26 @@ func (f *mcpFlags) load(env *cliEnv, cmd string) (*mcp.Config, error) {
 		return nil, err
 	}
 	for _, pr := range cfg.Problems {
-		if pr.Warning {
+		if pr.Warning && !f.ownWarnings {
 			fmt.Fprintf(env.stderr, "toolsrv %s: warning: %s (%s)\n", cmd, pr.Error(), cfg.File)
 		}
 	}
 	return cfg, nil
+}
+
+// warnings are the loaded configuration's warnings, each naming its
+// server and the file.
+func (f *mcpFlags) warnings() []string {
+	if f.cfg == nil {
+		return nil
+	}
+	var out []string
+	for _, pr := range f.cfg.Problems {
+		if pr.Warning {
+			out = append(out, fmt.Sprintf("%s (%s)", pr.Error(), f.cfg.File))
+		}
+	}
+	return out
 }
 
 // providers are the engine providers of the configuration's servers

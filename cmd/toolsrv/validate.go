@@ -20,6 +20,7 @@ func runValidate(ctx context.Context, env *cliEnv, args []string) int {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	agents := fs.String("agents", "", "agent profiles directory (default ~/.config/ollie/agents, as for serve)")
 	mf := addMCPFlags(fs)
+	mf.ownWarnings = true
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -57,8 +58,11 @@ func runValidate(ctx context.Context, env *cliEnv, args []string) int {
 		if rep.Problems == nil {
 			rep.Problems = []registry.ProfileProblem{}
 		}
-		_ = writeJSON(env.stdout, validateView{catalogJSON(cat), rep})
+		_ = writeJSON(env.stdout, validateView{catalogJSON(cat), rep, mf.warnings()})
 	} else {
+		for _, w := range mf.warnings() {
+			fmt.Fprintln(env.stdout, "warning:", w)
+		}
 		printReport(env, cat)
 		printProfiles(env, rep)
 	}
@@ -91,6 +95,9 @@ func (r profileReport) invalid() int {
 type validateView struct {
 	catalogView
 	Profiles profileReport `json:"profiles"`
+	// MCPWarnings are the --mcp-config file's warnings (an unknown key, a
+	// disabled server, a package runner without network).
+	MCPWarnings []string `json:"mcpWarnings,omitempty"`
 }
 
 func printReport(env *cliEnv, cat *registry.Catalog) {
