@@ -154,7 +154,17 @@ func (e *Engine) followUsage(ctx context.Context) {
 			changed = (old == nil && digest != emptyDigest) || (old != nil && *old != digest)
 		}
 		if changed {
+			// A reload reads the whole history and re-chooses its weight
+			// (a few hundred rankings): however often the history moves
+			// (a shared store wakes the view at each event of a busy
+			// fleet), the view spends at most half its time reloading.
+			start := time.Now()
 			e.loadUsage(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Since(start)):
+			}
 		}
 	}
 }
