@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 )
 
 // The documentation's examples are run, so none can drift from what
@@ -269,7 +268,7 @@ func runDoc(t *testing.T, bin string, steps []docStep) {
 		}
 		// A safety net only: a command that hangs fails here rather than
 		// holding the whole test binary until go test's own timeout.
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
 		cmd := osexec.CommandContext(ctx, "/bin/sh", "-c", s.cmd)
 		cmd.Dir, cmd.Env = dir, env
 		var out bytes.Buffer

@@ -50,7 +50,7 @@ func TestMCPInspector(t *testing.T) {
 	home := t.TempDir()
 	inspect := func(args ...string) string {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
 		defer cancel()
 		full := append([]string{"--cli", bin, "mcp", "--tools", tools, "--workdir", work}, args...)
 		cmd := osexec.CommandContext(ctx, filepath.Join(npm, "node_modules", ".bin", "mcp-inspector"), full...)
@@ -228,7 +228,7 @@ func TestMCPStdio(t *testing.T) {
 	}
 	select {
 	case <-changed:
-	case <-time.After(30 * time.Second):
+	case <-time.After(safetyNet):
 		t.Fatalf("no notifications/tools/list_changed after a hot tool's .meta was edited\n%s", stderr.String())
 	}
 	if d := listedNames()["file_read"]; d == nil || d.Description != "Read a file (edited)" {
@@ -244,7 +244,7 @@ func TestMCPHTTP(t *testing.T) {
 	if r := runToolsrv(t, bin, "", "mcp", "--tools", tools, "--listen", "0.0.0.0:1"); r.code != 2 || !strings.Contains(r.stderr, "--allow-remote") {
 		t.Errorf("a non-loopback address: exit %d, %s", r.code, r.stderr)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
 	defer cancel()
 	cmd := osexec.CommandContext(ctx, bin, "mcp", "--tools", tools, "--listen", "127.0.0.1:0", "--workdir", mcpProject(t), "--no-cache")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "LANG=C.UTF-8"}
