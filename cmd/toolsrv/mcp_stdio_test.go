@@ -161,7 +161,8 @@ func TestMCPStdioExitsWhenInputCloses(t *testing.T) {
 	}
 	cfg := filepath.Join(t.TempDir(), "mcp.json")
 	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"everything": map[string]any{"command": filepath.Join(npm, "node_modules", ".bin", "mcp-server-everything"), "args": []string{"stdio", "mark-" + mark}}}})
+		"everything": map[string]any{"command": filepath.Join(npm, "node_modules", ".bin", "mcp-server-everything"), "args": []string{"stdio", "mark-" + mark},
+			"startTimeout": safetyNet.String()}}})
 	if err := os.WriteFile(cfg, b, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -122,11 +122,14 @@ func contains(list []string, s string) bool {
 func memoryConfig(t *testing.T, npm string) string {
 	t.Helper()
 	mem := t.TempDir()
+	// startTimeout: how long toolsrv waits for a server to start (and the
+	// commands for its tools); on a loaded machine Node.js takes its time.
+	start := safetyNet.String()
 	cfg := map[string]any{"mcpServers": map[string]any{
 		"memory": map[string]any{"command": filepath.Join(npm, "node_modules", ".bin", "mcp-server-memory"),
 			"env":     map[string]string{"MEMORY_FILE_PATH": filepath.Join(mem, "memory.jsonl")},
-			"sandbox": map[string]any{"write": []string{mem}}},
-		"everything": map[string]any{"command": filepath.Join(npm, "node_modules", ".bin", "mcp-server-everything")},
+			"sandbox": map[string]any{"write": []string{mem}}, "startTimeout": start},
+		"everything": map[string]any{"command": filepath.Join(npm, "node_modules", ".bin", "mcp-server-everything"), "startTimeout": start},
 	}}
 	b, _ := json.Marshal(cfg)
 	p := filepath.Join(t.TempDir(), "mcp.json")
@@ -335,6 +338,11 @@ func TestMCPConfigServe(t *testing.T) {
 			t.Fatalf("9p %v: %s\n%s", step, errOut, stderr.String())
 		}
 	}
+	// The imported servers' tools join when those servers have started,
+	// which serve waits for only so long (10 s): wait for them.
+	await9P(t, addr, time.Now().Add(safetyNet), "the imported servers' tools", func(out string) bool {
+		return strings.Contains(out, "everything:echo\t") && strings.Contains(out, "memory:create_entities\t")
+	}, "cat", "tools")
 	if code, _, errOut := run9PCmd(t, addr, "tool_load everything:echo", "write", "session/s1/agent/a/ctl"); code != 0 {
 		t.Fatalf("tool_load everything:echo: %s", errOut)
 	}
