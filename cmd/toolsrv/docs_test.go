@@ -254,6 +254,9 @@ func TestDocsConventions(t *testing.T) {
 
 // TestDocs runs every example of README.md and docs/*.md.
 func TestDocs(t *testing.T) {
+	// Its commands mostly wait on the processes they start: alongside the
+	// package's other parallel tests, not after them.
+	t.Parallel()
 	files := docsFiles(t)
 	type parsed struct {
 		name string
