@@ -235,11 +235,11 @@ func withArg(arg string) []int {
 	return out
 }
 
-// goneOrKill waits a little for processes with arg to be reaped, then kills
-// and reports any left.
+// goneOrKill waits for processes with arg to be reaped (up to safetyNet),
+// then kills and reports any left.
 func goneOrKill(t *testing.T, arg, what string) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(safetyNet)
 	for len(withArg(arg)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}

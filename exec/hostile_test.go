@@ -60,7 +60,7 @@ func TestNoUDPWithoutNetwork(t *testing.T) {
 			f.mustOK(f.call(r, "online", args))
 			select {
 			case <-got:
-			case <-time.After(5 * time.Second):
+			case <-time.After(safetyNet):
 				t.Error("the network tool's datagram never arrived")
 			}
 		})
@@ -305,7 +305,7 @@ func TestIdentifyPeer(t *testing.T) {
 					return p
 				case err := <-errs:
 					t.Fatalf("Identify: %v", err)
-				case <-time.After(20 * time.Second):
+				case <-time.After(safetyNet):
 					t.Fatal("no connection")
 				}
 				return Peer{}

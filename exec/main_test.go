@@ -18,6 +18,12 @@ import (
 	"github.com/toolsrv/toolsrv/registry"
 )
 
+// safetyNet bounds a test's wait for an event (an answer, an exit, a
+// connection): the test waits for the event itself, and this only ends a
+// wait that would never end. Generous, because a loaded machine (load ~170
+// on 2 cores) is that much slower; nothing is asserted on speed.
+const safetyNet = 3 * time.Minute
+
 // The test binary plays two extra roles:
 //   - the sandbox helper (Options.SelfExe is the test binary itself), and
 //   - a "probe" tool written in Go (a symlink named after a tool points to

@@ -172,7 +172,7 @@ func TestNetwork(t *testing.T) {
 					t.Errorf("network tool %s: %v", args, err)
 				}
 			}
-			if n := l.count(2, 2*time.Second); n != 2 {
+			if n := l.count(2, safetyNet); n != 2 {
 				t.Errorf("listener got %d connections from the network tool, want 2", n)
 			}
 		})

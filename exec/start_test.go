@@ -93,7 +93,7 @@ func TestStartExit(t *testing.T) {
 	}
 	select {
 	case <-p.Done():
-	case <-time.After(30 * time.Second):
+	case <-time.After(safetyNet):
 		t.Fatal("did not end")
 	}
 	if p.Err() == nil || p.Err().Error() != "exit status 3" {

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -17,7 +16,7 @@ import (
 // Every bad line gets its JSON-RPC error and the session goes on; the
 // end of the input closes Closed and ends the session.
 func TestStdioBadLines(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
 	defer cancel()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()

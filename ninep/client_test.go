@@ -56,8 +56,8 @@ func waitErr(t *testing.T, done <-chan error) error {
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(30 * time.Second):
-		t.Fatal("still blocked 30s after the context ended")
+	case <-time.After(safetyNet):
+		t.Fatalf("still blocked %s after the context ended", safetyNet)
 		return nil
 	}
 }

@@ -136,7 +136,7 @@ func FuzzConn(f *testing.F) {
 		}()
 		select {
 		case <-done:
-		case <-time.After(20 * time.Second):
+		case <-time.After(safetyNet):
 			t.Fatal("the connection handler did not finish after its input ended")
 		}
 		mu.Lock()

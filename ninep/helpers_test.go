@@ -22,6 +22,12 @@ import (
 	"github.com/toolsrv/toolsrv/registry"
 )
 
+// safetyNet bounds a test's wait for an event (an answer, an exit, a
+// connection): the test waits for the event itself, and this only ends a
+// wait that would never end. Generous, because a loaded machine (load ~170
+// on 2 cores) is that much slower; nothing is asserted on speed.
+const safetyNet = 3 * time.Minute
+
 // wordRanker is a deterministic stand-in for the index: a tool scores the
 // share of the message's words found in its name, description and keywords.
 type wordRanker struct{ src Source }

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/toolsrv/toolsrv/internal/testdeps"
 )
@@ -28,9 +27,10 @@ func TestDiodInterop(t *testing.T) {
 
 	run := func(bin string, args ...string) string {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
 		defer cancel()
-		full := append([]string{"-s", tcp, "-a", "/", "-t", "20"}, args...)
+		// -t: the diod client's own timeout, in seconds.
+		full := append([]string{"-s", tcp, "-a", "/", "-t", strconv.Itoa(int(safetyNet.Seconds()))}, args...)
 		out, err := exec.CommandContext(ctx, bin, full...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(full, " "), err, out)

@@ -38,7 +38,7 @@ func cat(parts ...[]byte) []byte {
 
 func readFrame(t *testing.T, c net.Conn) (typ byte, tag uint16, body []byte) {
 	t.Helper()
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	c.SetReadDeadline(time.Now().Add(safetyNet))
 	var hdr [headerLen]byte
 	if _, err := io.ReadFull(c, hdr[:]); err != nil {
 		t.Fatal(err)
@@ -91,7 +91,7 @@ func TestGarbageClosesConnection(t *testing.T) {
 	}
 	defer c.Close()
 	c.Write([]byte{1, 0, 0, 0, 100, 0, 0, 9, 9, 9})
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	c.SetReadDeadline(time.Now().Add(safetyNet))
 	if n, err := c.Read(make([]byte, 1)); err == nil || os.IsTimeout(err) {
 		t.Fatalf("read after garbage = %d, %v; want the connection closed", n, err)
 	}
@@ -154,7 +154,7 @@ func TestMessageSizeCap(t *testing.T) {
 		conn, _ := rawSession(t, tool, 4<<20)
 		big := frame(118 /* Twrite */, 1, cat(u32(0), make([]byte, 8), u32(100<<10), make([]byte, 100<<10)))
 		go conn.Write(big) // blocks until the server closes its end
-		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		conn.SetReadDeadline(time.Now().Add(safetyNet))
 		buf := make([]byte, 64)
 		if n, err := conn.Read(buf); err == nil || os.IsTimeout(err) {
 			t.Fatalf("read after a %d-byte frame = %d %x, %v; want the connection closed", len(big), n, buf[:n], err)

@@ -42,7 +42,7 @@ func TestCachesArePrivate(t *testing.T) {
 	}
 	for _, name := range []string{"schemas.known", "catalog.snap"} {
 		fi, err := os.Stat(filepath.Join(cache, name))
-		for deadline := time.Now().Add(30 * time.Second); err != nil && time.Now().Before(deadline); {
+		for deadline := time.Now().Add(safetyNet); err != nil && time.Now().Before(deadline); {
 			time.Sleep(10 * time.Millisecond)
 			fi, err = os.Stat(filepath.Join(cache, name))
 		}

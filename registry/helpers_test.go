@@ -8,6 +8,12 @@ import (
 	"time"
 )
 
+// safetyNet bounds a test's wait for an event (a change applied, a file
+// written): the test waits for the event itself, and this only ends a
+// wait that would never end. Generous, because a loaded machine (load ~170
+// on 2 cores) is that much slower; nothing is asserted on speed.
+const safetyNet = 3 * time.Minute
+
 // compileSchemas compiles m's top-level and variant schemas synchronously,
 // as the registry's compile jobs do, and returns the first problem as a
 // *FieldError naming the field.

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 func catalogNames(c *Catalog) []string {
@@ -29,7 +28,7 @@ func TestProvide(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "fs.read.meta"), []byte(`{"description":"local read","cmd":"true"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
 	defer cancel()
 	r := New(Options{Dirs: []string{dir}})
 	changes := r.Subscribe(ctx)

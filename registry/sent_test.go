@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // A definition sent to a session resolves against the receiving host, as a
@@ -44,7 +43,7 @@ func TestResolveSent(t *testing.T) {
 		{name: "big", data: `{"description":"d","prompt":"` + strings.Repeat("x", MaxSentSize) + `"}`, problem: "at most 262144"},
 	}
 	r := New(Options{Dirs: []string{t.TempDir()}, Host: host})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
 	defer cancel()
 	for _, tc := range cases {
 		t.Run(strings.ReplaceAll(tc.name, "/", "_"), func(t *testing.T) {
@@ -108,7 +107,7 @@ func TestWithSent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
 	defer cancel()
 	r := New(Options{Dirs: []string{dir}})
 	if err := r.Load(ctx); err != nil {

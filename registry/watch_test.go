@@ -14,10 +14,10 @@ func timeAfter(t testing.TB, dir string) time.Time {
 	return time.Now().Add(2 * time.Second)
 }
 
-// waitFor polls the catalog until cond holds or 5 s pass.
+// waitFor polls the catalog until cond holds (or safetyNet passes).
 func waitFor(t *testing.T, r *Registry, what string, cond func(*Catalog) bool) *Catalog {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(safetyNet)
 	for {
 		c := r.Catalog()
 		if cond(c) {
@@ -131,7 +131,7 @@ func TestWatchLiveEdits(t *testing.T) {
 	}
 	// Subscribers saw the changes, merged but complete.
 	seen := map[string]bool{}
-	deadline := time.After(2 * time.Second)
+	deadline := time.After(safetyNet)
 drain:
 	for {
 		select {

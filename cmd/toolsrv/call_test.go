@@ -182,7 +182,7 @@ func TestBrokerCommand(t *testing.T) {
 	answer := func(line string, prompts int) {
 		// Runs in its own goroutine: no t.Fatal here; a missing prompt
 		// shows up as the call's failure.
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(safetyNet)
 		for strings.Count(screen.String(), "allow once?") < prompts && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -223,10 +223,10 @@ func TestBrokerCommand(t *testing.T) {
 
 func waitUntil(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(safetyNet)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
+			t.Fatalf("condition not met within %s", safetyNet)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -120,6 +120,7 @@ func TestRankAgentsFlag(t *testing.T) {
 // The user's thresholds file is looked for under $XDG_CONFIG_HOME: a file
 // there that offers nothing makes rank say "no tool fits".
 func TestRankThresholdsUnderXDGConfigHome(t *testing.T) {
+	t.Parallel()
 	bin := buildToolsrv(t)
 	dir, cfg := rankFixture(t), t.TempDir()
 	rank := func() string {

@@ -10,8 +10,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolsrv/toolsrv/internal/sshtest"
+	"github.com/toolsrv/toolsrv/internal/testdeps"
+	"github.com/toolsrv/toolsrv/remote"
 )
 
 // The documentation's examples are run, so none can drift from what
@@ -26,9 +31,17 @@ import (
 //     "[exit status N]".
 //   - a block (```json, ```meta, …) preceded by <!-- file: PATH --> is
 //     written to PATH in that directory before the commands after it run.
+//   - a command that ends in " &" runs in the background (a server) until
+//     the file's examples end; it shows no output. The command after it is
+//     run again until it succeeds (the server is then ready; a reader who
+//     types it right away may have to do the same), then compared.
+//   - <!-- ssh host: NAME --> anywhere in a file gives its examples a host
+//     NAME reachable over ssh (an sshd on loopback; "ssh NAME" logs in as
+//     the user running the test) with a toolsrv of its own: its tools,
+//     $PATH and directories are its own, as another machine's would be.
 //   - a ```sh block is never run, and says why: <!-- synopsis --> (a usage
-//     summary) or <!-- not run: REASON --> (needs Claude Code, a real ssh
-//     host, a background server, …) before it.
+//     summary) or <!-- not run: REASON --> (needs Claude Code, a real
+//     server elsewhere, …) before it.
 //
 // Each file's blocks run in order, in one directory.
 
@@ -48,24 +61,40 @@ type docStep struct {
 	line int // of the block or the command, for messages
 	// file, when set: write body there.
 	file, body string
-	// cmd, when set: run it; want is its expected output.
-	cmd  string
-	want []string
+	// cmd, when set: run it; want is its expected output. background: it
+	// runs until the file's examples end.
+	cmd        string
+	want       []string
+	background bool
+}
+
+// doc is what a documentation file runs.
+type doc struct {
+	steps []docStep
+	// sshHost, when set, is the name of the ssh host its examples reach.
+	sshHost string
 }
 
 var (
 	fenceRe  = regexp.MustCompile("^```([A-Za-z0-9_-]*)\\s*$")
 	markerRe = regexp.MustCompile(`^<!--\s*(file:|synopsis|not run:)\s*(.*?)\s*-->$`)
+	sshRe    = regexp.MustCompile(`^<!--\s*ssh host:\s*([A-Za-z0-9.-]+)\s*-->$`)
 )
 
 // parseDoc reads a documentation file's steps; problems are the blocks
 // that break the conventions above.
-func parseDoc(text string) (steps []docStep, problems []string) {
+func parseDoc(text string) (d doc, problems []string) {
+	var steps []docStep
+	defer func() { d.steps = steps }()
 	lines := strings.Split(text, "\n")
 	marker, markerArg := "", ""
 	for i := 0; i < len(lines); i++ {
 		line := lines[i]
 		m := fenceRe.FindStringSubmatch(line)
+		if mm := sshRe.FindStringSubmatch(strings.TrimSpace(line)); mm != nil {
+			d.sshHost = mm[1]
+			continue
+		}
 		if m == nil {
 			if mm := markerRe.FindStringSubmatch(strings.TrimSpace(line)); mm != nil {
 				marker, markerArg = mm[1], mm[2]
@@ -99,11 +128,19 @@ func parseDoc(text string) (steps []docStep, problems []string) {
 			}
 			for j, l := range body {
 				if cmd, ok := strings.CutPrefix(l, "$ "); ok {
-					steps = append(steps, docStep{line: start + 1 + j, cmd: cmd})
+					bg, background := strings.CutSuffix(strings.TrimSpace(cmd), " &")
+					if background {
+						cmd = bg
+					}
+					steps = append(steps, docStep{line: start + 1 + j, cmd: cmd, background: background})
 					continue
 				}
 				if len(steps) == 0 || steps[len(steps)-1].cmd == "" {
 					problems = append(problems, fmt.Sprintf("line %d: output before any \"$ \" command in a console block", start+1+j))
+					continue
+				}
+				if steps[len(steps)-1].background {
+					problems = append(problems, fmt.Sprintf("line %d: output after a command run in the background (\" &\"), which shows none", start+1+j))
 					continue
 				}
 				steps[len(steps)-1].want = append(steps[len(steps)-1].want, l)
@@ -114,7 +151,7 @@ func parseDoc(text string) (steps []docStep, problems []string) {
 			}
 		}
 	}
-	return steps, problems
+	return d, problems
 }
 
 // matchOutput says whether got (lines) is what want describes, "..." lines
@@ -184,10 +221,13 @@ func TestDocsConventions(t *testing.T) {
 		{"file", "<!-- file: tools/a.meta -->\n```json\n{}\n```\n", 0, 1},
 		{"file outside", "<!-- file: ../a.meta -->\n```json\n{}\n```\n", 1, 0},
 		{"unended", "```console\n$ true\n", 1, 0},
+		{"background", "```console\n$ toolsrv serve &\n$ toolsrv 9p ls /\ntools\n```\n", 0, 2},
+		{"output of a background command", "```console\n$ toolsrv serve &\nlistening\n```\n", 1, 1},
+		{"ssh host", "<!-- ssh host: build-server -->\n```console\n$ true\n```\n", 0, 1},
 	} {
-		steps, problems := parseDoc(c.doc)
-		if len(problems) != c.problems || len(steps) != c.steps {
-			t.Errorf("%s: %d steps, problems %q; want %d steps, %d problems", c.name, len(steps), problems, c.steps, c.problems)
+		d, problems := parseDoc(c.doc)
+		if len(problems) != c.problems || len(d.steps) != c.steps {
+			t.Errorf("%s: %d steps, problems %q; want %d steps, %d problems", c.name, len(d.steps), problems, c.steps, c.problems)
 		}
 	}
 	for _, c := range []struct {
@@ -214,10 +254,13 @@ func TestDocsConventions(t *testing.T) {
 
 // TestDocs runs every example of README.md and docs/*.md.
 func TestDocs(t *testing.T) {
+	// Its commands mostly wait on the processes they start: alongside the
+	// package's other parallel tests, not after them.
+	t.Parallel()
 	files := docsFiles(t)
 	type parsed struct {
-		name  string
-		steps []docStep
+		name string
+		doc
 	}
 	var docs []parsed
 	for _, f := range files {
@@ -225,11 +268,11 @@ func TestDocs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		steps, problems := parseDoc(string(b))
+		d, problems := parseDoc(string(b))
 		for _, p := range problems {
 			t.Errorf("%s: %s", f, p)
 		}
-		docs = append(docs, parsed{name: filepath.Base(f), steps: steps})
+		docs = append(docs, parsed{name: filepath.Base(f), doc: d})
 	}
 	if t.Failed() {
 		return
@@ -239,13 +282,13 @@ func TestDocs(t *testing.T) {
 	for _, d := range docs {
 		t.Run(d.name, func(t *testing.T) {
 			t.Parallel()
-			runDoc(t, bin, d.steps)
+			runDoc(t, bin, d.doc)
 		})
 	}
 }
 
 // runDoc runs one file's steps in a directory of its own.
-func runDoc(t *testing.T, bin string, steps []docStep) {
+func runDoc(t *testing.T, bin string, d doc) {
 	// The home directory is not inside the working directory: calls are
 	// refused in a directory that holds it.
 	dir, home := t.TempDir(), t.TempDir()
@@ -256,7 +299,11 @@ func runDoc(t *testing.T, bin string, steps []docStep) {
 		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
 		"XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
 	}
-	for _, s := range steps {
+	if d.sshHost != "" {
+		env = append(env, sshHostEnv(t, bin, d.sshHost)...)
+	}
+	retry := false
+	for _, s := range d.steps {
 		if s.file != "" {
 			p := filepath.Join(dir, s.file)
 			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -267,24 +314,97 @@ func runDoc(t *testing.T, bin string, steps []docStep) {
 			}
 			continue
 		}
-		// A safety net only: a command that hangs fails here rather than
-		// holding the whole test binary until go test's own timeout.
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		if s.background {
+			startBackground(t, s, dir, env)
+			retry = true
+			continue
+		}
+		got := runStep(t, s, dir, env, retry)
+		retry = false
+		if !matchOutput(outputLines(strings.Join(s.want, "\n")), got) {
+			t.Errorf("line %d: $ %s\n--- the docs show:\n%s\n--- it printed:\n%s", s.line, s.cmd, strings.Join(s.want, "\n"), strings.Join(got, "\n"))
+		}
+	}
+}
+
+// runStep runs one command and returns its output lines ("[exit status N]"
+// last when it failed). untilOK runs it again until it succeeds, as the
+// command after a server started in the background.
+func runStep(t *testing.T, s docStep, dir string, env []string, untilOK bool) []string {
+	t.Helper()
+	// A safety net only: a command that hangs fails here rather than
+	// holding the whole test binary until go test's own timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
+	defer cancel()
+	for {
 		cmd := osexec.CommandContext(ctx, "/bin/sh", "-c", s.cmd)
 		cmd.Dir, cmd.Env = dir, env
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()
-		cancel()
 		var ee *osexec.ExitError
 		switch {
+		case errors.As(err, &ee) && untilOK && ctx.Err() == nil:
+			time.Sleep(50 * time.Millisecond) // the pace of the retries, not what they wait for
+			continue
 		case errors.As(err, &ee):
 			fmt.Fprintf(&out, "[exit status %d]\n", ee.ExitCode())
 		case err != nil:
 			t.Fatalf("line %d: %s: %v", s.line, s.cmd, err)
 		}
-		if got := outputLines(out.String()); !matchOutput(outputLines(strings.Join(s.want, "\n")), got) {
-			t.Errorf("line %d: $ %s\n--- the docs show:\n%s\n--- it printed:\n%s", s.line, s.cmd, strings.Join(s.want, "\n"), strings.Join(got, "\n"))
-		}
+		return outputLines(out.String())
 	}
+}
+
+// startBackground starts a command that runs until the test ends (then it
+// is asked to stop, as Ctrl-C would, and killed if it does not).
+func startBackground(t *testing.T, s docStep, dir string, env []string) {
+	t.Helper()
+	cmd := osexec.Command("/bin/sh", "-c", "exec "+s.cmd)
+	cmd.Dir, cmd.Env = dir, env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("line %d: %s: %v", s.line, s.cmd, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+		select {
+		case <-exited:
+		case <-time.After(safetyNet):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+			t.Errorf("line %d: %s did not stop on SIGINT", s.line, s.cmd)
+		}
+		if t.Failed() {
+			t.Logf("line %d: $ %s &\n%s", s.line, s.cmd, out.String())
+		}
+	})
+}
+
+// sshHostEnv makes host reachable from the examples over ssh: an sshd on
+// loopback, an ssh configuration that names it host, and a toolsrv there
+// with a world of its own. It returns the environment that reaches it.
+func sshHostEnv(t *testing.T, bin, host string) []string {
+	t.Helper()
+	testdeps.Long(t, "real ssh logins")
+	s := sshtest.Start(t)
+	h := sshtest.NewHost(t, bin, nil)
+	ssh, cfg, ok := strings.Cut(s.SSHCommand, " -F ")
+	if !ok {
+		t.Fatalf("sshtest's ssh command %q has no -F FILE", s.SSHCommand)
+	}
+	base, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := filepath.Join(t.TempDir(), "ssh_config")
+	conf := fmt.Sprintf("Host %s\n  HostName 127.0.0.1\n  Port %d\n\n%s", host, s.Port, base)
+	if err := os.WriteFile(named, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{remote.SSHCommandEnv + "=" + ssh + " -F " + named, remote.RemoteCmdEnv + "=" + h.Cmd}
 }

@@ -455,7 +455,7 @@ func testToolLoadOver9P(t *testing.T, bin, examples string) {
 	}
 	sock := filepath.Join(dir, "9p.sock")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
 	defer cancel()
 	serve := osexec.Command(bin, "serve", "--tools", tools, "--agents", agents, "--listen", "unix:"+sock)
 	serve.Dir = work
@@ -725,7 +725,7 @@ func runToolsrv(t *testing.T, bin, stdin string, args ...string) toolRun {
 // environment.
 func runToolsrvEnv(t *testing.T, bin string, env []string, stdin string, args ...string) toolRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
 	defer cancel()
 	cmd := osexec.CommandContext(ctx, bin, args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "LANG=C.UTF-8"}, env...)

@@ -68,7 +68,7 @@ func startHostile(t *testing.T, bin, tools string, wrap func(*osexec.Cmd)) *host
 		}
 	})
 	// The client lives as long as the test (a context that ends closes it).
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(safetyNet)
 	for {
 		cl, err := ninep.Connect(context.Background(), "unix:"+h.sock)
 		if err == nil {
@@ -318,7 +318,7 @@ func TestForkBombIsContained(t *testing.T) {
 		select {
 		case a := <-done:
 			ended = append(ended, a)
-		case <-time.After(60 * time.Second):
+		case <-time.After(safetyNet):
 			t.Fatalf("the fork bomb calls did not end when their client hung up")
 		}
 	}
@@ -329,7 +329,7 @@ func TestForkBombIsContained(t *testing.T) {
 		t.Errorf("a call after the fork bombs: %q exit %d", out, code)
 	}
 	// Nothing of the bombs outlived their calls.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(safetyNet)
 	for time.Now().Before(deadline) && len(procsWith(mark)) > 0 {
 		time.Sleep(50 * time.Millisecond)
 	}

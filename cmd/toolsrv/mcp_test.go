@@ -50,7 +50,7 @@ func TestMCPInspector(t *testing.T) {
 	home := t.TempDir()
 	inspect := func(args ...string) string {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
 		defer cancel()
 		full := append([]string{"--cli", bin, "mcp", "--tools", tools, "--workdir", work}, args...)
 		cmd := osexec.CommandContext(ctx, filepath.Join(npm, "node_modules", ".bin", "mcp-inspector"), full...)
@@ -122,11 +122,14 @@ func contains(list []string, s string) bool {
 func memoryConfig(t *testing.T, npm string) string {
 	t.Helper()
 	mem := t.TempDir()
+	// startTimeout: how long toolsrv waits for a server to start (and the
+	// commands for its tools); on a loaded machine Node.js takes its time.
+	start := safetyNet.String()
 	cfg := map[string]any{"mcpServers": map[string]any{
 		"memory": map[string]any{"command": filepath.Join(npm, "node_modules", ".bin", "mcp-server-memory"),
 			"env":     map[string]string{"MEMORY_FILE_PATH": filepath.Join(mem, "memory.jsonl")},
-			"sandbox": map[string]any{"write": []string{mem}}},
-		"everything": map[string]any{"command": filepath.Join(npm, "node_modules", ".bin", "mcp-server-everything")},
+			"sandbox": map[string]any{"write": []string{mem}}, "startTimeout": start},
+		"everything": map[string]any{"command": filepath.Join(npm, "node_modules", ".bin", "mcp-server-everything"), "startTimeout": start},
 	}}
 	b, _ := json.Marshal(cfg)
 	p := filepath.Join(t.TempDir(), "mcp.json")
@@ -228,7 +231,7 @@ func TestMCPStdio(t *testing.T) {
 	}
 	select {
 	case <-changed:
-	case <-time.After(30 * time.Second):
+	case <-time.After(safetyNet):
 		t.Fatalf("no notifications/tools/list_changed after a hot tool's .meta was edited\n%s", stderr.String())
 	}
 	if d := listedNames()["file_read"]; d == nil || d.Description != "Read a file (edited)" {
@@ -244,7 +247,7 @@ func TestMCPHTTP(t *testing.T) {
 	if r := runToolsrv(t, bin, "", "mcp", "--tools", tools, "--listen", "0.0.0.0:1"); r.code != 2 || !strings.Contains(r.stderr, "--allow-remote") {
 		t.Errorf("a non-loopback address: exit %d, %s", r.code, r.stderr)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
 	defer cancel()
 	cmd := osexec.CommandContext(ctx, bin, "mcp", "--tools", tools, "--listen", "127.0.0.1:0", "--workdir", mcpProject(t), "--no-cache")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "LANG=C.UTF-8"}
@@ -336,6 +339,11 @@ func TestMCPConfigServe(t *testing.T) {
 			t.Fatalf("9p %v: %s\n%s", step, errOut, stderr.String())
 		}
 	}
+	// The imported servers' tools join when those servers have started,
+	// which serve waits for only so long (10 s): wait for them.
+	await9P(t, addr, time.Now().Add(safetyNet), "the imported servers' tools", func(out string) bool {
+		return strings.Contains(out, "everything:echo\t") && strings.Contains(out, "memory:create_entities\t")
+	}, "cat", "tools")
 	if code, _, errOut := run9PCmd(t, addr, "tool_load everything:echo", "write", "session/s1/agent/a/ctl"); code != 0 {
 		t.Fatalf("tool_load everything:echo: %s", errOut)
 	}

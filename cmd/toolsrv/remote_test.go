@@ -35,7 +35,7 @@ func TestRemoteCLI(t *testing.T) {
 		remote.SSHCommandEnv + "=" + s.SSHCommand, remote.RemoteCmdEnv + "=" + host.Cmd}
 	run := func(stdin string, args ...string) toolRun {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
 		defer cancel()
 		cmd := osexec.CommandContext(ctx, bin, args...)
 		cmd.Env = env
@@ -93,7 +93,7 @@ func TestRemoteCLI(t *testing.T) {
 		}
 	})
 	unix := "unix:" + sock
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(safetyNet)
 	for {
 		r := run("", "9p", "--addr", unix, "cat", "tools")
 		if strings.Contains(r.stdout, "srv:greet\twarm\tGreet someone by name") && strings.Contains(r.stdout, "srv:disk_usage") {

@@ -67,14 +67,14 @@ func startServeIn(t *testing.T, tools string, extra ...string) (addr string, std
 			if code != 0 {
 				t.Errorf("serve exited %d:\n%s", code, stderr)
 			}
-		case <-time.After(30 * time.Second):
-			t.Error("serve did not stop within 30s of its context ending")
+		case <-time.After(safetyNet):
+			t.Errorf("serve did not stop within %s of its context ending", safetyNet)
 		}
 		if _, err := os.Stat(sock); !os.IsNotExist(err) {
 			t.Errorf("socket left behind after shutdown: %v", err)
 		}
 	})
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(safetyNet)
 	for !strings.Contains(stderr.String(), "clients:") {
 		select {
 		case code := <-done:
@@ -223,7 +223,7 @@ func TestServeFollowsToolChanges(t *testing.T) {
 	if err := os.Remove(filepath.Join(tools, "git_push.meta")); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(safetyNet)
 	await9P(t, addr, deadline, "tools did not follow the directory", func(out string) bool {
 		return strings.Contains(out, "translate\twarm\tTranslate text") && !strings.Contains(out, "git_push")
 	}, "cat", "tools")
@@ -295,7 +295,7 @@ func TestServeVerbose(t *testing.T) {
 			}
 			// The change shows in the tree once the registry has it; the
 			// log record is written before the index follows.
-			deadline := time.Now().Add(20 * time.Second)
+			deadline := time.Now().Add(safetyNet)
 			for {
 				_, out, _ := run9PCmd(t, addr, "", "cat", "tools")
 				if strings.Contains(out, "translate") && (!verbose || strings.Contains(stderr.String(), `msg="catalog changed"`)) {
@@ -351,7 +351,7 @@ func Test9PClientInterrupted(t *testing.T) {
 		if code != 1 || !strings.Contains(errb.String(), "interrupted while waiting for the server at unix:"+sock) {
 			t.Fatalf("exit %d, stderr %q", code, errb.String())
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("toolsrv 9p still blocked 30s after its context ended")
+	case <-time.After(safetyNet):
+		t.Fatalf("toolsrv 9p still blocked %s after its context ended", safetyNet)
 	}
 }

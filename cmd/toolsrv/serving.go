@@ -31,7 +31,7 @@ func addServingFlags(fs *flag.FlagSet) *servingFlags {
 	f := &servingFlags{}
 	fs.StringVar(&f.agents, "agents", "", "agent profiles directory (default ~/.config/ollie/agents)")
 	fs.StringVar(&f.workdir, "workdir", "", "the working directory of calls (default: the current directory)")
-	fs.StringVar(&f.thrFile, "thresholds", "", "thresholds file (default $TOOLSRV_THRESHOLDS, the user's tuned file, then the shipped defaults)")
+	fs.StringVar(&f.thrFile, "thresholds", "", "thresholds file (default $TOOLSRV_THRESHOLDS, then $XDG_CONFIG_HOME/toolsrv/thresholds/EMBEDDER.json (else ~/.config/toolsrv/…), then the shipped defaults)")
 	fs.BoolVar(&f.noThr, "no-thresholds", false, "answer plain rankings without the thresholds cut")
 	fs.DurationVar(&f.rankTimeout, "rank-timeout", 2*time.Second, "deadline of one ranking; past it the ranking is lexical and says so")
 	fs.BoolVar(&f.allowUnsandboxed, "allow-unsandboxed", false, "on a kernel without Landlock, run tools unsandboxed instead of refusing calls")

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // Every path that ends in a call records one usage event: an MCP session's
@@ -30,12 +29,12 @@ func TestUsageCapturedOnEveryPath(t *testing.T) {
 	p := startMCPPeer(t, bin, "--tools", tools, "--workdir", mcpProject(t), "--no-cache", "--usage-db", db)
 	p.initialize()
 	p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"find_tools","arguments":{"query":"` + requests["mcp"] + `"}}}`)
-	found := p.await("find_tools' answer", time.Minute, hasID(2))
+	found := p.await("find_tools' answer", safetyNet, hasID(2))
 	if !strings.Contains(mustJSON(found), `\"id\"`) {
 		t.Fatalf("find_tools gave no answer id: %v", found)
 	}
 	p.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"call_tool","arguments":{"tool":"calc","arguments":{"expression":"6*7"}}}}`)
-	if m := p.await("call_tool's answer", time.Minute, hasID(3)); !strings.Contains(mustJSON(m), "42") {
+	if m := p.await("call_tool's answer", safetyNet, hasID(3)); !strings.Contains(mustJSON(m), "42") {
 		t.Fatalf("call_tool calc: %v", m)
 	}
 

@@ -49,8 +49,8 @@ func runCLIWithin(t *testing.T, env map[string]string, args ...string) (int, str
 	select {
 	case r := <-done:
 		return r.code, r.out, r.err
-	case <-time.After(30 * time.Second):
-		t.Fatalf("toolsrv %s: still running after 30 s", strings.Join(args, " "))
+	case <-time.After(safetyNet):
+		t.Fatalf("toolsrv %s: still running after %s", strings.Join(args, " "), safetyNet)
 		return 0, "", ""
 	}
 }

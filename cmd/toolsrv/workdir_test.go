@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -216,7 +215,7 @@ func TestToolCannotRewriteToolsInItsWorkDir(t *testing.T) {
 // to it over its standard input and output.
 func startMCP(t *testing.T, bin string, l pathLayout, args ...string) (*sdk.ClientSession, *syncBuffer) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
 	t.Cleanup(cancel)
 	cmd := osexec.Command(bin, append([]string{"mcp", "--no-cache"}, args...)...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"}, l.env()...)
@@ -243,7 +242,7 @@ func startMCP(t *testing.T, bin string, l pathLayout, args ...string) (*sdk.Clie
 // mcpCall calls tool through call_tool.
 func mcpCall(t *testing.T, cs *sdk.ClientSession, tool string) *sdk.CallToolResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
 	defer cancel()
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": tool, "arguments": map[string]any{}}})
 	if err != nil {
