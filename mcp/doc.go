@@ -80,8 +80,14 @@
 // lists its tools as hidden with the reason and starts it again after a
 // backoff (1 s doubling to 1 min; reset after a minute of health). Its
 // tools are listed again on notifications/tools/list_changed. A server
-// that never answers initialize within startTimeout is killed and
-// retried; one that writes non-JSON lines on standard output has them
+// that gives no tools says what it was doing: no reply to initialize (or
+// tools/list) within startTimeout (it is stopped and retried), or how it
+// ended before answering, with the end of its standard error; a package
+// runner (npx, uvx, pipx run, bunx, pnpm dlx, ...) in a sandbox without
+// network is a configuration warning, and its start failure says it
+// likely needs "network": true (ServerConfig.NetworkHint). A failed call
+// (isError, or a JSON-RPC error) is exec.ErrExit whose message puts the
+// server's text after toolsrv's words, on lines of its own. One that writes non-JSON lines on standard output has them
 // dropped and reported; a tool whose schema does not compile is left
 // out and reported; every problem names the server (validate, ls, the 9P
 // errors file), and the other servers and the .meta tools are served

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -122,27 +123,15 @@ func TestServerNativeCap(t *testing.T) {
 		t.Fatalf("calc not listed: %v", got)
 	}
 	want := map[string]string{"file_read": "file_read", "git_status": "git_status", "calc": "calc"}
-	if n := s.Native(); !mapsEqual(n, want) {
+	if n := s.Native(); !maps.Equal(n, want) {
 		t.Errorf("after file_read+file_grep, git_status, a call of file_read, calc (cap 3): %v, want %v", n, want)
 	}
 	// One answer with more tools than the cap keeps its best ones.
 	got = offer("shell", "file_list", "file_write", "file_stat")
 	want = map[string]string{"shell": "shell", "file_list": "file_list", "file_write": "file_write"}
-	if n := s.Native(); !mapsEqual(n, want) || !mapsEqual(got, want) {
+	if n := s.Native(); !maps.Equal(n, want) || !maps.Equal(got, want) {
 		t.Errorf("an answer of 4 under a cap of 3: listed %v, answered %v; want %v", n, got, want)
 	}
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 func mustExe(t *testing.T) string {

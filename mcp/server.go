@@ -222,7 +222,7 @@ func (s *Server) findTools(ctx context.Context, req *sdk.CallToolRequest) (*sdk.
 	}
 	if ex := f.Explain; ex != nil {
 		for i, te := range ex.Tools {
-			if !te.Offered && te.Rule == string(thresholds.RuleOffered) {
+			if limit > 0 && !te.Offered && te.Rule == string(thresholds.RuleOffered) {
 				// The thresholds offered it; the request's limit did not.
 				ex.Tools[i].Rule, ex.Tools[i].Detail = "limit", fmt.Sprintf("the thresholds offer it; the limit of %d tools left it out", limit)
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -92,7 +93,7 @@ func TestMCPNativeRawSession(t *testing.T) {
 
 	before := list()
 	if len(before) != 2 || before["find_tools"] == nil || before["call_tool"] == nil {
-		t.Fatalf("before find_tools, tools/list is %v", slices.Sorted(mapsKeysAny(before)))
+		t.Fatalf("before find_tools, tools/list is %v", slices.Sorted(maps.Keys(before)))
 	}
 	if d := fmt.Sprint(before["find_tools"]["description"]); !strings.Contains(d, "native") {
 		t.Errorf("find_tools' description does not say that found tools are listed: %s", d)
@@ -129,7 +130,7 @@ func TestMCPNativeRawSession(t *testing.T) {
 	listed = list()
 	if listed["file_grep"] == nil || listed[third] == nil || listed[second] != nil || len(listed) != 4 {
 		t.Errorf("with --native-cap 2, after %s, file_grep (called since), %s: tools/list is %v; want file_grep and %s besides find_tools and call_tool",
-			second, third, slices.Sorted(mapsKeysAny(listed)), third)
+			second, third, slices.Sorted(maps.Keys(listed)), third)
 	}
 
 	// The usage history links the direct calls of file_grep to the
@@ -160,15 +161,5 @@ func TestMCPNativeRawSession(t *testing.T) {
 	}
 	if !ok {
 		t.Errorf("usage ls: no two file_grep events for %q: %s", grepReq, r.stdout)
-	}
-}
-
-func mapsKeysAny[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
 	}
 }
