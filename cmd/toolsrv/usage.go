@@ -80,19 +80,35 @@ func runUsage(ctx context.Context, env *cliEnv, args []string) int {
 	return code
 }
 
-// usageDBFlag adds --usage-db to fs; its value is the store to open ("":
-// the default, see openUsage).
-func usageDBFlag(fs *flag.FlagSet) *string {
-	return fs.String("usage-db", "", "the usage history: a file path (default $XDG_STATE_HOME/toolsrv/usage.db, else ~/.local/state/toolsrv/usage.db)")
+// usageDBHelp is the help of --usage-db.
+const usageDBHelp = "the usage history: a file path (default $XDG_STATE_HOME/toolsrv/usage.db, else ~/.local/state/toolsrv/usage.db), or a postgres:// URL shared by a team's instances (see docs/postgres.md)"
+
+// usageNamespaceHelp is the help of --usage-namespace.
+const usageNamespaceHelp = "with a postgres:// --usage-db, the team's or project's namespace in it (default: the URL's user)"
+
+// usageTarget is the store the usage flags name: --usage-db ("": the
+// default, see openUsage) and --usage-namespace.
+type usageTarget struct {
+	db, ns string
 }
 
-// openUsage opens the usage store db ("": the default path), printing
-// Open's warnings on standard error.
-func openUsage(ctx context.Context, env *cliEnv, cmd, db string, opts usagedb.Options) (usagedb.Store, error) {
+// usageDBFlag adds --usage-db and --usage-namespace to fs.
+func usageDBFlag(fs *flag.FlagSet) *usageTarget {
+	t := &usageTarget{}
+	fs.StringVar(&t.db, "usage-db", "", usageDBHelp)
+	fs.StringVar(&t.ns, "usage-namespace", "", usageNamespaceHelp)
+	return t
+}
+
+// openUsage opens the usage store of t (its db "": the default path),
+// printing Open's warnings on standard error.
+func openUsage(ctx context.Context, env *cliEnv, cmd string, t *usageTarget, opts usagedb.Options) (usagedb.Store, error) {
+	db := t.db
 	if db == "" {
 		db = usagedb.DefaultPath(env.getenv)
 	}
 	opts.Logger = logger(env)
+	opts.Namespace = t.ns
 	s, warns, err := usagedb.Open(ctx, db, opts)
 	for _, w := range warns {
 		fmt.Fprintf(env.stderr, "toolsrv %s: warning: %s\n", cmd, w)
@@ -101,7 +117,7 @@ func openUsage(ctx context.Context, env *cliEnv, cmd, db string, opts usagedb.Op
 }
 
 // usageFlags makes the flag set of a usage subcommand.
-func usageFlags(env *cliEnv, sub, synopsis, about string) (*flag.FlagSet, *dirList, *string) {
+func usageFlags(env *cliEnv, sub, synopsis, about string) (*flag.FlagSet, *dirList, *usageTarget) {
 	fs, tools := newFlags(env, "usage "+sub, "usage "+sub+" [--usage-db PATH] "+synopsis, about+"\n\n"+usageAbout)
 	return fs, tools, usageDBFlag(fs)
 }
@@ -118,7 +134,7 @@ func runUsageLs(ctx context.Context, env *cliEnv, args []string) int {
 	if fs.NArg() != 0 {
 		return usageError(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	s, err := openUsage(ctx, env, "usage ls", *db, usagedb.Options{})
+	s, err := openUsage(ctx, env, "usage ls", db, usagedb.Options{})
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv usage ls:", err)
 		return 1
@@ -193,7 +209,7 @@ func runUsageStats(ctx context.Context, env *cliEnv, args []string) int {
 	if fs.NArg() != 0 {
 		return usageError(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	s, err := openUsage(ctx, env, "usage stats", *db, usagedb.Options{Check: true})
+	s, err := openUsage(ctx, env, "usage stats", db, usagedb.Options{Check: true})
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv usage stats:", err)
 		return 1
@@ -285,7 +301,7 @@ func runUsageExport(ctx context.Context, env *cliEnv, args []string) int {
 	if fs.NArg() != 0 {
 		return usageError(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	s, err := openUsage(ctx, env, "usage export", *db, usagedb.Options{})
+	s, err := openUsage(ctx, env, "usage export", db, usagedb.Options{})
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv usage export:", err)
 		return 1
@@ -357,7 +373,7 @@ func runUsageImport(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintf(env.stderr, "toolsrv usage import: %s: nothing imported: %v\n", name, err)
 		return 1
 	}
-	s, err := openUsage(ctx, env, "usage import", *db, usagedb.Options{})
+	s, err := openUsage(ctx, env, "usage import", db, usagedb.Options{})
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv usage import:", err)
 		return 1
@@ -601,7 +617,7 @@ func runUsageForget(ctx context.Context, env *cliEnv, args []string) int {
 	default:
 		return usageError(fs, "give a non-empty value (or --all)")
 	}
-	s, err := openUsage(ctx, env, "usage forget", *db, usagedb.Options{})
+	s, err := openUsage(ctx, env, "usage forget", db, usagedb.Options{})
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv usage forget:", err)
 		return 1
