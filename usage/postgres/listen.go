@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolsrv/toolsrv/usage"
 )
@@ -97,7 +98,7 @@ func (s *store) flush(ctx context.Context) {
 			}
 			preps = append(preps, p)
 		}
-		err = s.tx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error { return s.record(ctx, tx, preps, now) })
+		err = s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error { return s.record(ctx, c, preps, now) })
 		if err != nil {
 			if !isDown(err) {
 				s.opts.Logger.Warn("spooled usage calls refused by the shared store; kept to try again", "store", s.where, "err", err)

@@ -291,6 +291,12 @@ func (s *store) Close() error {
 // tx runs fn in a transaction on the server, after ensure, within
 // opTimeout. A failure for want of the server marks it down.
 func (s *store) tx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
+	return s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error { return pgx.BeginTxFunc(ctx, c, opts, fn) })
+}
+
+// withConn runs fn with a connection to the server, after ensure, within
+// opTimeout. A failure for want of the server marks it down.
+func (s *store) withConn(ctx context.Context, fn func(context.Context, *pgxpool.Conn) error) error {
 	if s.closed.Load() {
 		return errors.New("usage store: closed")
 	}
@@ -298,7 +304,11 @@ func (s *store) tx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) erro
 	defer cancel()
 	err := s.ensure(ctx)
 	if err == nil {
-		err = pgx.BeginTxFunc(ctx, s.pool, opts, fn)
+		var c *pgxpool.Conn
+		if c, err = s.pool.Acquire(ctx); err == nil {
+			err = fn(ctx, c)
+			c.Release()
+		}
 	}
 	if isDown(err) {
 		s.down.Store(true)

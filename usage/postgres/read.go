@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolsrv/toolsrv/usage"
 )
@@ -116,44 +117,73 @@ func (s *store) changes(ctx context.Context, after int64) ([]usage.Entry, []usag
 		removed []usage.Key
 		version int64
 	)
-	err := s.tx(ctx, readTx, func(tx pgx.Tx) error {
-		changed, removed, version = nil, nil, 0
-		var horizon int64
-		err := tx.QueryRow(ctx, `SELECT version, horizon FROM toolsrv_usage_ns WHERE namespace = $1`, s.ns).Scan(&version, &horizon)
-		if errors.Is(err, pgx.ErrNoRows) {
-			if after != 0 {
-				return usage.ErrResnapshot // made anew (or forgotten whole)
-			}
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if after < horizon || after > version {
-			return usage.ErrResnapshot
-		}
-		if after == version {
-			return nil
-		}
-		if changed, err = s.scanEntries(ctx, tx, nil, ` AND version > $2`, after); err != nil {
-			return err
-		}
+	// One round trip: a read-only transaction of one snapshot, whose
+	// answers are let go when the counters say the reader must take a
+	// snapshot instead.
+	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
+		var b pgx.Batch
+		b.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
+		b.Queue(`SELECT version, horizon FROM toolsrv_usage_ns WHERE namespace = $1`, s.ns)
+		b.Queue(`SELECT `+entryCols+` FROM toolsrv_usage_entries WHERE namespace = $1 AND version > $2`, s.ns, after)
 		// A key removed and then added again is a change, not a removal.
-		rows, err := tx.Query(ctx, `SELECT DISTINCT r.norm, r.tool, r.agent FROM toolsrv_usage_removed r
+		b.Queue(`SELECT DISTINCT r.norm, r.tool, r.agent FROM toolsrv_usage_removed r
 			WHERE r.namespace = $1 AND r.version > $2
 			AND NOT EXISTS (SELECT 1 FROM toolsrv_usage_entries e WHERE e.namespace = $1 AND e.hash = r.hash)`, s.ns, after)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var k usage.Key
-			if err := rows.Scan(&k.Request, &k.Tool, &k.Agent); err != nil {
+		b.Queue(`COMMIT`)
+		br := c.SendBatch(ctx, &b)
+		err := func() error {
+			if _, err := br.Exec(); err != nil {
 				return err
 			}
-			removed = append(removed, k)
+			var horizon int64
+			switch err := br.QueryRow().Scan(&version, &horizon); {
+			case errors.Is(err, pgx.ErrNoRows):
+				if after != 0 {
+					return usage.ErrResnapshot // made anew (or forgotten whole)
+				}
+				return nil
+			case err != nil:
+				return err
+			case after < horizon || after > version:
+				return usage.ErrResnapshot
+			}
+			rows, err := br.Query()
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var e usage.Entry
+				var failed int64
+				if err := scanEntry(rows, &e, &failed); err != nil {
+					rows.Close()
+					return err
+				}
+				changed = append(changed, e)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if rows, err = br.Query(); err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var k usage.Key
+				if err := rows.Scan(&k.Request, &k.Tool, &k.Agent); err != nil {
+					return err
+				}
+				removed = append(removed, k)
+			}
+			return rows.Err()
+		}()
+		if cerr := br.Close(); err == nil {
+			err = cerr
 		}
-		return rows.Err()
+		if err != nil && c.Conn().PgConn().TxStatus() != 'I' {
+			c.Exec(ctx, `ROLLBACK`)
+		}
+		return err
 	})
 	if errors.Is(err, usage.ErrResnapshot) {
 		return nil, nil, version, usage.ErrResnapshot
@@ -168,8 +198,8 @@ func (s *store) changes(ctx context.Context, after int64) ([]usage.Entry, []usag
 // server is down, an error (a reader keeps what it has).
 func (s *store) Version(ctx context.Context) (int64, error) {
 	var v int64
-	err := s.tx(ctx, readTx, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `SELECT version FROM toolsrv_usage_ns WHERE namespace = $1`, s.ns).Scan(&v)
+	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
+		err := c.QueryRow(ctx, `SELECT version FROM toolsrv_usage_ns WHERE namespace = $1`, s.ns).Scan(&v)
 		if errors.Is(err, pgx.ErrNoRows) {
 			v = 0
 			return nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolsrv/toolsrv/usage"
 )
@@ -32,7 +33,7 @@ func (s *store) Record(ctx context.Context, evs ...usage.Event) error {
 		preps[i] = p
 	}
 	if !s.spooling.Load() && !s.down.Load() {
-		err := s.tx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error { return s.record(ctx, tx, preps, now) })
+		err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error { return s.record(ctx, c, preps, now) })
 		if err == nil || !isDown(err) {
 			if err != nil {
 				return fmt.Errorf("usage store %s: record: %w", s.where, err)
@@ -61,48 +62,92 @@ type entryState struct {
 	dirty  bool
 }
 
-// record stores preps in tx, as the embedded store does: each event's ID
-// once, merged into its entry, then the caps.
-func (s *store) record(ctx context.Context, tx pgx.Tx, preps []usage.Prepared, now time.Time) error {
-	if _, err := tx.Exec(ctx, `INSERT INTO toolsrv_usage_ns (namespace, version, horizon) VALUES ($1, $2, $2) ON CONFLICT DO NOTHING`,
-		s.ns, now.UnixMicro()); err != nil {
-		return err
+// record stores preps on conn in one transaction, as the embedded store
+// does: each event's ID once, merged into its entry, then the caps. Two
+// round trips to the server (each a pipeline of statements): the reads,
+// then the writes and the commit.
+func (s *store) record(ctx context.Context, conn *pgxpool.Conn, preps []usage.Prepared, now time.Time) (err error) {
+	ids := make([]string, len(preps))
+	hashes := map[string]bool{}
+	var hashList [][]byte
+	for i, p := range preps {
+		ids[i] = p.ID
+		if h := keyHash(p.Key); !hashes[string(h)] {
+			hashes[string(h)] = true
+			hashList = append(hashList, h)
+		}
 	}
-	var version, pruned int64
+	defer func() {
+		if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
+			rctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			conn.Exec(rctx, `ROLLBACK`)
+			cancel()
+		}
+	}()
+	var reads pgx.Batch
+	reads.Queue(`BEGIN`)
+	reads.Queue(`INSERT INTO toolsrv_usage_ns (namespace, version, horizon) VALUES ($1, $2, $2) ON CONFLICT DO NOTHING`, s.ns, now.UnixMicro())
 	// The namespace's row is the lock its writers take turns on: versions
 	// are given in commit order, so that a reader that saw version v has
 	// seen every change up to v.
-	if err := tx.QueryRow(ctx, `SELECT version, pruned FROM toolsrv_usage_ns WHERE namespace = $1 FOR UPDATE`, s.ns).Scan(&version, &pruned); err != nil {
-		return err
-	}
-	v := version + 1
-	ids := make([]string, len(preps))
-	for i, p := range preps {
-		ids[i] = p.ID
-	}
-	rows, err := tx.Query(ctx, `INSERT INTO toolsrv_usage_events (namespace, id, at) SELECT $1, x, $3 FROM unnest($2::text[]) x
+	reads.Queue(`SELECT version, pruned FROM toolsrv_usage_ns WHERE namespace = $1 FOR UPDATE`, s.ns)
+	reads.Queue(`INSERT INTO toolsrv_usage_events (namespace, id, at) SELECT $1, x, $3 FROM unnest($2::text[]) x
 		ON CONFLICT DO NOTHING RETURNING id`, s.ns, ids, now.UnixNano())
+	reads.Queue(`SELECT `+entryCols+` FROM toolsrv_usage_entries WHERE namespace = $1 AND hash = ANY($2) FOR UPDATE`, s.ns, hashList)
+	br := conn.SendBatch(ctx, &reads)
+	var version, pruned int64
+	fresh := map[string]bool{}
+	states := map[string]*entryState{}
+	err = func() error {
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		if err := br.QueryRow().Scan(&version, &pruned); err != nil {
+			return err
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			fresh[id] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if rows, err = br.Query(); err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var st entryState
+			if err := scanEntry(rows, &st.e, &st.failed); err != nil {
+				return err
+			}
+			st.exists = true
+			states[string(keyHash(st.e.Key))] = &st
+		}
+		return rows.Err()
+	}()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return err
 	}
-	fresh := map[string]bool{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return err
-		}
-		fresh[id] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
+
+	v := version + 1
 	cutoff := s.opts.Cutoff(now)
 	sources := map[string]int64{}
-	var todo []usage.Prepared
-	hashes := map[string]bool{}
-	var hashList [][]byte
+	merged := 0
 	for _, p := range preps {
 		if !fresh[p.ID] {
 			continue // recorded before
@@ -112,35 +157,6 @@ func (s *store) record(ctx context.Context, tx pgx.Tx, preps []usage.Prepared, n
 		if !cutoff.IsZero() && p.Time.Before(cutoff) {
 			continue // expired already
 		}
-		todo = append(todo, p)
-		if h := keyHash(p.Key); !hashes[string(h)] {
-			hashes[string(h)] = true
-			hashList = append(hashList, h)
-		}
-	}
-	states := map[string]*entryState{}
-	if len(hashList) > 0 {
-		rows, err := tx.Query(ctx, `SELECT `+entryCols+` FROM toolsrv_usage_entries WHERE namespace = $1 AND hash = ANY($2) FOR UPDATE`, s.ns, hashList)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var st entryState
-			if err := scanEntry(rows, &st.e, &st.failed); err != nil {
-				rows.Close()
-				return err
-			}
-			st.exists = true
-			states[string(keyHash(st.e.Key))] = &st
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-	}
-	grown := map[usage.Key]bool{}
-	var added int64
-	for _, p := range todo {
 		h := string(keyHash(p.Key))
 		st := states[h]
 		if st == nil {
@@ -150,8 +166,11 @@ func (s *store) record(ctx context.Context, tx pgx.Tx, preps []usage.Prepared, n
 		usage.Merge(&st.e, &st.failed, p, s.opts.MaxCount)
 		st.e.Version = v
 		st.dirty = true
+		merged++
 	}
-	var b pgx.Batch
+	var w pgx.Batch
+	grown := map[usage.Key]bool{}
+	var added int64
 	for h, st := range states {
 		if !st.dirty {
 			continue
@@ -162,42 +181,35 @@ func (s *store) record(ctx context.Context, tx pgx.Tx, preps []usage.Prepared, n
 			offered = []string{}
 		}
 		if st.exists {
-			b.Queue(`UPDATE toolsrv_usage_entries SET text = $3, count = $4, failed = $5, first = $6, last = $7, offered = $8, version = $9
+			w.Queue(`UPDATE toolsrv_usage_entries SET text = $3, count = $4, failed = $5, first = $6, last = $7, offered = $8, version = $9
 				WHERE namespace = $1 AND hash = $2`,
 				s.ns, []byte(h), e.Text, e.Count, st.failed, e.First.UnixNano(), e.Last.UnixNano(), offered, v)
 			continue
 		}
-		b.Queue(`INSERT INTO toolsrv_usage_entries (namespace, hash, norm, text, tool, agent, count, failed, first, last, offered, version)
+		w.Queue(`INSERT INTO toolsrv_usage_entries (namespace, hash, norm, text, tool, agent, count, failed, first, last, offered, version)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 			s.ns, []byte(h), e.Key.Request, e.Text, e.Key.Tool, e.Key.Agent, e.Count, st.failed, e.First.UnixNano(), e.Last.UnixNano(), offered, v)
 		grown[usage.Key{Tool: e.Key.Tool, Agent: e.Key.Agent}] = true
 		added++
 	}
 	for src, n := range sources {
-		b.Queue(`INSERT INTO toolsrv_usage_sources (namespace, source, events) VALUES ($1, $2, $3)
+		w.Queue(`INSERT INTO toolsrv_usage_sources (namespace, source, events) VALUES ($1, $2, $3)
 			ON CONFLICT (namespace, source) DO UPDATE SET events = toolsrv_usage_sources.events + excluded.events`, s.ns, src, n)
 	}
-	if b.Len() > 0 {
-		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-			return err
-		}
-	}
 	if added > 0 {
-		if _, err := tx.Exec(ctx, `UPDATE toolsrv_usage_ns SET entries = entries + $2 WHERE namespace = $1`, s.ns, added); err != nil {
-			return err
-		}
+		w.Queue(`UPDATE toolsrv_usage_ns SET entries = entries + $2 WHERE namespace = $1`, s.ns, added)
 	}
-	removed, err := s.enforce(ctx, tx, v, now, grown)
-	if err != nil {
-		return err
+	s.enforce(&w, v, now, grown)
+	if now.UnixNano()-pruned >= int64(pruneEvery) {
+		s.prune(&w, now)
 	}
-	if err := s.pruneEvents(ctx, tx, now, pruned); err != nil {
-		return err
-	}
-	if len(todo) > 0 || removed > 0 {
-		return bump(ctx, tx, s.ns, s.channel, v)
-	}
-	return nil
+	// The version moves, and the listeners are told (at commit), when an
+	// entry changed or one was removed.
+	w.Queue(`UPDATE toolsrv_usage_ns SET version = $2 WHERE namespace = $1
+		AND ($3 OR EXISTS (SELECT 1 FROM toolsrv_usage_removed WHERE namespace = $1 AND version = $2))`, s.ns, v, merged > 0)
+	w.Queue(`SELECT pg_notify($1, $2) FROM toolsrv_usage_ns WHERE namespace = $3 AND version = $4`, s.channel, fmt.Sprint(v), s.ns, v)
+	w.Queue(`COMMIT`)
+	return conn.SendBatch(ctx, &w).Close()
 }
 
 // bump sets the namespace's version to v and tells the listeners (at
@@ -210,116 +222,72 @@ func bump(ctx context.Context, tx pgx.Tx, ns, channel string, v int64) error {
 	return err
 }
 
-// enforce applies the retention and the caps (grown: the (tool, agent)
-// pairs that got a new entry), evicting the oldest Last first, and
-// remembers the evicted keys as removed at version v.
-func (s *store) enforce(ctx context.Context, tx pgx.Tx, v int64, now time.Time, grown map[usage.Key]bool) (int64, error) {
+// enforce queues the retention and the caps (grown: the (tool, agent)
+// pairs that got a new entry), evicting the oldest Last first, each
+// evicted key remembered as removed at version v.
+func (s *store) enforce(w *pgx.Batch, v int64, now time.Time, grown map[usage.Key]bool) {
 	o := s.opts
-	var removed int64
-	evict := func(cond string, args ...any) error {
-		tag, err := tx.Exec(ctx, `WITH gone AS (DELETE FROM toolsrv_usage_entries WHERE namespace = $1 AND `+cond+`
-			RETURNING hash, norm, tool, agent)
-			INSERT INTO toolsrv_usage_removed (namespace, version, hash, norm, tool, agent)
-			SELECT $1, $2, hash, norm, tool, agent FROM gone`, append([]any{s.ns, v}, args...)...)
-		if err != nil {
-			return fmt.Errorf("evicting: %w", err)
-		}
-		removed += tag.RowsAffected()
-		return nil
+	evict := func(cond string, args ...any) {
+		w.Queue(`WITH gone AS (DELETE FROM toolsrv_usage_entries WHERE namespace = $1 AND `+cond+`
+				RETURNING hash, norm, tool, agent),
+			kept AS (INSERT INTO toolsrv_usage_removed (namespace, version, hash, norm, tool, agent)
+				SELECT $1, $2, hash, norm, tool, agent FROM gone)
+			UPDATE toolsrv_usage_ns SET entries = entries - (SELECT count(*) FROM gone)
+			WHERE namespace = $1 AND EXISTS (SELECT 1 FROM gone)`, append([]any{s.ns, v}, args...)...)
 	}
 	if c := o.Cutoff(now); !c.IsZero() {
-		if err := evict(`last < $3`, c.UnixNano()); err != nil {
-			return removed, err
+		evict(`last < $3`, c.UnixNano())
+	}
+	if len(grown) == 0 {
+		return
+	}
+	tools := map[string]bool{}
+	for k := range grown {
+		tools[k.Tool] = true
+		if o.PerAgentTool > 0 {
+			evict(`hash IN (SELECT hash FROM toolsrv_usage_entries WHERE namespace = $1 AND tool = $3 AND agent = $4
+				ORDER BY last DESC, id DESC OFFSET $5)`, k.Tool, k.Agent, o.PerAgentTool)
 		}
 	}
-	if len(grown) > 0 {
-		tools := map[string]bool{}
-		for k := range grown {
-			tools[k.Tool] = true
-			if o.PerAgentTool > 0 {
-				if err := evict(`hash IN (SELECT hash FROM toolsrv_usage_entries WHERE namespace = $1 AND tool = $3 AND agent = $4
-					ORDER BY last DESC, id DESC OFFSET $5)`, k.Tool, k.Agent, o.PerAgentTool); err != nil {
-					return removed, err
-				}
-			}
-		}
-		if o.PerTool > 0 {
-			for t := range tools {
-				if err := evict(`hash IN (SELECT hash FROM toolsrv_usage_entries WHERE namespace = $1 AND tool = $3
-					ORDER BY last DESC, id DESC OFFSET $4)`, t, o.PerTool); err != nil {
-					return removed, err
-				}
-			}
-		}
-		if o.Total > 0 {
-			var n int64
-			if err := tx.QueryRow(ctx, `SELECT entries - $2 FROM toolsrv_usage_ns WHERE namespace = $1`, s.ns, removed).Scan(&n); err != nil {
-				return removed, err
-			}
-			if n > int64(o.Total) {
-				if err := evict(`hash IN (SELECT hash FROM toolsrv_usage_entries WHERE namespace = $1 ORDER BY last, id LIMIT $3)`,
-					n-int64(o.Total)); err != nil {
-					return removed, err
-				}
-			}
+	if o.PerTool > 0 {
+		for t := range tools {
+			evict(`hash IN (SELECT hash FROM toolsrv_usage_entries WHERE namespace = $1 AND tool = $3
+				ORDER BY last DESC, id DESC OFFSET $4)`, t, o.PerTool)
 		}
 	}
-	if removed == 0 {
-		return 0, nil
+	if o.Total > 0 {
+		evict(`hash IN (SELECT hash FROM toolsrv_usage_entries WHERE namespace = $1 ORDER BY last, id
+			LIMIT greatest(0, (SELECT entries FROM toolsrv_usage_ns WHERE namespace = $1) - $3))`, o.Total)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE toolsrv_usage_ns SET entries = entries - $2 WHERE namespace = $1`, s.ns, removed); err != nil {
-		return removed, err
-	}
-	return removed, pruneTombstones(ctx, tx, s.ns)
 }
 
 // maxTombstones is how many removed keys a namespace remembers for
 // Changes (as the embedded store).
 const maxTombstones = 10_000
 
-// pruneTombstones keeps the latest maxTombstones removed keys, raising the
-// horizon past those it drops: Changes from before it is unknown.
-func pruneTombstones(ctx context.Context, tx pgx.Tx, ns string) error {
-	var seq, ver int64
-	err := tx.QueryRow(ctx, `SELECT seq, version FROM toolsrv_usage_removed WHERE namespace = $1 ORDER BY seq DESC OFFSET $2 LIMIT 1`,
-		ns, maxTombstones).Scan(&seq, &ver)
-	if err == pgx.ErrNoRows {
-		return nil
-	}
-	if err == nil {
-		_, err = tx.Exec(ctx, `DELETE FROM toolsrv_usage_removed WHERE namespace = $1 AND seq <= $2`, ns, seq)
-	}
-	if err == nil {
-		_, err = tx.Exec(ctx, `UPDATE toolsrv_usage_ns SET horizon = greatest(horizon, $2) WHERE namespace = $1`, ns, ver)
-	}
-	return err
-}
-
-// pruneEvery is how often the IDs of recorded events are pruned (the
-// window and the cap), rather than at every Record: counting back IDCap
-// IDs costs a scan of them.
+// pruneEvery is how often a namespace's event IDs and removed keys are
+// pruned, rather than at every Record: counting back IDCap IDs or
+// maxTombstones keys costs a scan of them.
 const pruneEvery = time.Minute
 
-// pruneEvents forgets the IDs recorded before the ID window, and the
-// oldest beyond IDCap, once a pruneEvery per namespace (pruned: when last).
-func (s *store) pruneEvents(ctx context.Context, tx pgx.Tx, now time.Time, pruned int64) error {
-	if now.UnixNano()-pruned < int64(pruneEvery) {
-		return nil
-	}
+// prune queues the pruning: the IDs recorded before the ID window and the
+// oldest beyond IDCap forgotten; the latest maxTombstones removed keys
+// kept, the horizon raised past those dropped (Changes from before it is
+// unknown).
+func (s *store) prune(w *pgx.Batch, now time.Time) {
 	if s.opts.IDWindow > 0 {
-		if _, err := tx.Exec(ctx, `DELETE FROM toolsrv_usage_events WHERE namespace = $1 AND at < $2`,
-			s.ns, now.Add(-s.opts.IDWindow).UnixNano()); err != nil {
-			return err
-		}
+		w.Queue(`DELETE FROM toolsrv_usage_events WHERE namespace = $1 AND at < $2`, s.ns, now.Add(-s.opts.IDWindow).UnixNano())
 	}
 	if s.opts.IDCap > 0 {
-		if _, err := tx.Exec(ctx, `DELETE FROM toolsrv_usage_events WHERE namespace = $1 AND seq <=
-			(SELECT seq FROM toolsrv_usage_events WHERE namespace = $1 ORDER BY seq DESC OFFSET $2 LIMIT 1)`, s.ns, s.opts.IDCap); err != nil {
-			return err
-		}
+		w.Queue(`DELETE FROM toolsrv_usage_events WHERE namespace = $1 AND seq <=
+			(SELECT seq FROM toolsrv_usage_events WHERE namespace = $1 ORDER BY seq DESC OFFSET $2 LIMIT 1)`, s.ns, s.opts.IDCap)
 	}
-	_, err := tx.Exec(ctx, `UPDATE toolsrv_usage_ns SET pruned = $2 WHERE namespace = $1`, s.ns, now.UnixNano())
-	return err
+	w.Queue(`UPDATE toolsrv_usage_ns SET horizon = greatest(horizon,
+			(SELECT version FROM toolsrv_usage_removed WHERE namespace = $1 ORDER BY seq DESC OFFSET $2 LIMIT 1))
+		WHERE namespace = $1`, s.ns, maxTombstones)
+	w.Queue(`DELETE FROM toolsrv_usage_removed WHERE namespace = $1 AND seq <=
+		(SELECT seq FROM toolsrv_usage_removed WHERE namespace = $1 ORDER BY seq DESC OFFSET $2 LIMIT 1)`, s.ns, maxTombstones)
+	w.Queue(`UPDATE toolsrv_usage_ns SET pruned = $2 WHERE namespace = $1`, s.ns, now.UnixNano())
 }
 
 // keyHash is the column entries are unique by (with the namespace): 16

@@ -12,15 +12,15 @@ import (
 )
 
 // syncRun is three instances on one server, each recording n events of
-// its own at once (one Record each, as the capture paths do) while
+// its own at once into namespace ns (one Record each, as the capture paths do) while
 // following the others as the engine does (woken by Notify, else every
 // 2 s, a Snapshot each time). It returns the instances and, for each
 // event and each other instance, the time from its Record's return to
 // the other seeing it (0 when seen before the return).
-func syncRun(t testing.TB, dsn string, n int, dirs func() string) ([]usage.Store, []time.Duration) {
+func syncRun(t testing.TB, dsn, ns string, n int, dirs func() string) ([]usage.Store, []time.Duration) {
 	ctx := context.Background()
 	const k = 3
-	opts := usage.Options{PerTool: -1, PerAgentTool: -1, Total: -1}
+	opts := usage.Options{PerTool: -1, PerAgentTool: -1, Total: -1, Namespace: ns}
 	stores := make([]usage.Store, k)
 	for i := range stores {
 		o := opts
@@ -131,7 +131,7 @@ func TestThreeInstances(t *testing.T) {
 	if testing.Short() {
 		n = 300
 	}
-	stores, lags := syncRun(t, dsn, n, t.TempDir)
+	stores, lags := syncRun(t, dsn, "", n, t.TempDir)
 	for _, s := range stores {
 		defer s.Close()
 	}
