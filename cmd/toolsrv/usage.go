@@ -36,6 +36,9 @@ logged.
 
 Where: --usage-db PATH, by default $XDG_STATE_HOME/toolsrv/usage.db (else
 ~/.local/state/toolsrv/usage.db). It is made at the first recorded call.
+A postgres:// URL instead shares one history between a team's instances
+(--usage-namespace, default the URL's user, keeps teams apart); see
+docs/postgres.md.
 
 For how long: 180 days after an entry's last use, and at most 256 entries
 per tool, 64 per agent and tool, 50,000 in all (the least recently used go
@@ -76,7 +79,7 @@ func runUsage(ctx context.Context, env *cliEnv, args []string) int {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-7s %s\n", n, usageSubcommands[n].summary)
 	}
-	fmt.Fprintln(w, "\nEvery subcommand takes --usage-db PATH; import also --tools DIR (the catalog it checks the tools against).")
+	fmt.Fprintln(w, "\nEvery subcommand takes --usage-db PATH|URL and --usage-namespace NAME; import also --tools DIR (the catalog it checks the tools against).")
 	return code
 }
 
@@ -230,9 +233,12 @@ func runUsageStats(ctx context.Context, env *cliEnv, args []string) int {
 	line := func(label, format string, a ...any) {
 		fmt.Fprintf(w, "%-9s %s\n", label+":", fmt.Sprintf(format, a...))
 	}
-	if st.Size > 0 {
+	switch {
+	case st.Size > 0:
 		line("store", "%s (%s)", st.Where, humanBytes(st.Size))
-	} else {
+	case strings.Contains(st.Where, "://"):
+		line("store", "%s", st.Where)
+	default:
 		line("store", "%s, not made yet (it is made at the first recorded call)", st.Where)
 	}
 	line("entries", "%d: %d calls, %d failed; %d tools, %d agents", st.Entries, st.Events, st.Failed, st.Tools, st.Agents)

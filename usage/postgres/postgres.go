@@ -65,7 +65,8 @@ type store struct {
 	flushNow chan struct{}
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
-	closed   atomic.Bool
+	closed   atomic.Bool // Close was called
+	shut     atomic.Bool // Close is done with the server
 }
 
 // Open is the driver of postgres:// and postgresql:// URLs (any libpq
@@ -284,6 +285,7 @@ func (s *store) Close() error {
 		s.flush(ctx)
 		cancel()
 	}
+	s.shut.Store(true)
 	s.pool.Close()
 	return s.local.Close()
 }
@@ -297,7 +299,7 @@ func (s *store) tx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) erro
 // withConn runs fn with a connection to the server, after ensure, within
 // opTimeout. A failure for want of the server marks it down.
 func (s *store) withConn(ctx context.Context, fn func(context.Context, *pgxpool.Conn) error) error {
-	if s.closed.Load() {
+	if s.shut.Load() {
 		return errors.New("usage store: closed")
 	}
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)

@@ -158,7 +158,11 @@ func ensureSchema(ctx context.Context, conn interface {
 // layoutVersion is the tables' layout version, 0 when there are none.
 func layoutVersion(ctx context.Context, tx pgx.Tx) (int, error) {
 	var exists bool
-	if err := tx.QueryRow(ctx, `SELECT to_regclass('toolsrv_usage_schema') IS NOT NULL`).Scan(&exists); err != nil || !exists {
+	// pg_class read in the statement's snapshot (not the session's
+	// catalog cache, which may not show a table another session just
+	// made).
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relname = 'toolsrv_usage_schema' AND n.nspname = current_schema())`).Scan(&exists); err != nil || !exists {
 		return 0, err
 	}
 	var v int
