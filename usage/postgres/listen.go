@@ -100,11 +100,12 @@ func (s *store) flush(ctx context.Context) {
 		}
 		err = s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error { return s.record(ctx, c, preps, now) })
 		if err != nil {
-			if !isDown(err) {
+			if !isDown(err) && !s.refused.Swap(true) { // said once
 				s.opts.Logger.Warn("spooled usage calls refused by the shared store; kept to try again", "store", s.where, "err", err)
 			}
 			return
 		}
+		s.refused.Store(false)
 		if err := s.local.unspool(ctx, ids); err != nil {
 			s.opts.Logger.Warn("sent usage calls not removed from the spool (they will be skipped when sent again)", "err", err)
 			return

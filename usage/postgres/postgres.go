@@ -65,6 +65,7 @@ type store struct {
 	flushNow chan struct{}
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
+	refused  atomic.Bool // the server refused the spool (said once)
 	closed   atomic.Bool // Close was called
 	shut     atomic.Bool // Close is done with the server
 }
