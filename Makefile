@@ -13,9 +13,11 @@ build:
 
 # The full suite, as CI runs it (.ci/run). The MCP tests talk to real MCP
 # servers and the MCP Inspector from npm (npm-deps, installed first where
-# npm is). Tests whose npm packages, OpenSSH or diod are
-# missing skip, unless TOOLSRV_TEST_REQUIRE names them (.ci/run requires
-# all three: npm,sshd,diod).
+# npm is). Tests whose npm packages, OpenSSH, diod or PostgreSQL (Debian's
+# postgresql package: the shared usage store's tests run a server of their
+# own in a temporary directory) are missing skip, unless
+# TOOLSRV_TEST_REQUIRE names them (.ci/run requires all four:
+# npm,sshd,diod,postgres).
 test: test-npm-deps
 	$(GO) vet ./...
 	$(GO) test -race ./...

@@ -138,11 +138,18 @@ func (e *Engine) followUsage(ctx context.Context) {
 	}
 	t := time.NewTicker(usagePoll)
 	defer t.Stop()
+	// A store shared by several hosts wakes its readers when another
+	// records (usage.Notifier): the view follows within moments, not polls.
+	var wake <-chan struct{}
+	if n, ok := e.opts.Usage.(usage.Notifier); ok {
+		wake = n.Notify()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-wake:
 		}
 		changed := false
 		if e.opts.Usage != nil {

@@ -122,6 +122,14 @@ type Options struct {
 	// (told to Logger), the call going on with a new store. Open always
 	// checks the file's header and layout.
 	Check bool `json:"-"`
+	// Namespace is a shared store's (a team's, a project's): an
+	// instance reads and writes its namespace only. "" is the database
+	// URL's user. The embedded store has none.
+	Namespace string `json:"namespace,omitempty"`
+	// LocalDir is where a shared store keeps its local copy of the
+	// entries and the events it could not send yet ("": the directory
+	// of DefaultPath). The embedded store ignores it.
+	LocalDir string `json:"-"`
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time `json:"-"`
 	// tombstones is how many removed keys the store remembers for
@@ -179,3 +187,47 @@ func (o Options) cutoff(now time.Time) time.Time {
 	}
 	return now.Add(-o.Retention)
 }
+
+// Notifier is what a store shared by several processes may also be: Notify
+// gives a channel that receives (a value dropped when one is waiting)
+// when the store may have changed, so that a reader polling Version can
+// look at once rather than at its next poll.
+type Notifier interface {
+	Notify() <-chan struct{}
+}
+
+// Prepared is an event as a store records it: checked, cut to the bounds,
+// its ID, time and source filled in, with its entry's key and the calls it
+// counts. For the stores of other packages (drivers); see Prepare.
+type Prepared struct {
+	Event
+	Key   Key
+	Count int64
+}
+
+// Prepare checks ev and fills it in as Record does (an ID when it has
+// none; the time, now when zero or in the future; the source), for a
+// driver's Record. It fails for an event that cannot be stored.
+func Prepare(ev Event, now time.Time) (Prepared, error) {
+	p, err := prepare(ev, now)
+	return Prepared{Event: p.Event, Key: p.key, Count: p.count}, err
+}
+
+// FailScale is the fixed point of an entry's failures as a store keeps
+// them (Merge's failed): 1/FailScale of a call.
+const FailScale = failScale
+
+// Merge adds the calls of p to e (an entry of p's key; a zero Entry for a
+// new one) as the embedded store does: at most maxCount calls counted,
+// the latest event's text and offered tools, failed the failures in
+// 1/FailScale (e.Failed is it rounded). For a driver's Record.
+func Merge(e *Entry, failed *int64, p Prepared, maxCount int) {
+	merge(e, failed, prepared{Event: p.Event, key: p.Key, count: p.Count}, maxCount)
+}
+
+// Cutoff is the oldest Last an entry may have at now to be kept (zero when
+// nothing expires).
+func (o Options) Cutoff(now time.Time) time.Time { return o.cutoff(now) }
+
+// Check says what is wrong with a Forget filter, or nil.
+func (f Filter) Check() error { return f.check() }

@@ -16,6 +16,8 @@ import (
 	"syscall"
 
 	"github.com/toolsrv/toolsrv/exec"
+
+	_ "github.com/toolsrv/toolsrv/usage/postgres" // the postgres:// usage stores (usage.Register)
 )
 
 // command is one subcommand. run returns the process exit status.

@@ -36,6 +36,9 @@ logged.
 
 Where: --usage-db PATH, by default $XDG_STATE_HOME/toolsrv/usage.db (else
 ~/.local/state/toolsrv/usage.db). It is made at the first recorded call.
+A postgres:// URL instead shares one history between a team's instances
+(--usage-namespace, default the URL's user, keeps teams apart); see
+docs/postgres.md.
 
 For how long: 180 days after an entry's last use, and at most 256 entries
 per tool, 64 per agent and tool, 50,000 in all (the least recently used go
@@ -76,23 +79,39 @@ func runUsage(ctx context.Context, env *cliEnv, args []string) int {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-7s %s\n", n, usageSubcommands[n].summary)
 	}
-	fmt.Fprintln(w, "\nEvery subcommand takes --usage-db PATH; import also --tools DIR (the catalog it checks the tools against).")
+	fmt.Fprintln(w, "\nEvery subcommand takes --usage-db PATH|URL and --usage-namespace NAME; import also --tools DIR (the catalog it checks the tools against).")
 	return code
 }
 
-// usageDBFlag adds --usage-db to fs; its value is the store to open ("":
-// the default, see openUsage).
-func usageDBFlag(fs *flag.FlagSet) *string {
-	return fs.String("usage-db", "", "the usage history: a file path (default $XDG_STATE_HOME/toolsrv/usage.db, else ~/.local/state/toolsrv/usage.db)")
+// usageDBHelp is the help of --usage-db.
+const usageDBHelp = "the usage history: a file path (default $XDG_STATE_HOME/toolsrv/usage.db, else ~/.local/state/toolsrv/usage.db), or a postgres:// URL shared by a team's instances (see docs/postgres.md)"
+
+// usageNamespaceHelp is the help of --usage-namespace.
+const usageNamespaceHelp = "with a postgres:// --usage-db, the team's or project's namespace in it (default: the URL's user)"
+
+// usageTarget is the store the usage flags name: --usage-db ("": the
+// default, see openUsage) and --usage-namespace.
+type usageTarget struct {
+	db, ns string
 }
 
-// openUsage opens the usage store db ("": the default path), printing
-// Open's warnings on standard error.
-func openUsage(ctx context.Context, env *cliEnv, cmd, db string, opts usagedb.Options) (usagedb.Store, error) {
+// usageDBFlag adds --usage-db and --usage-namespace to fs.
+func usageDBFlag(fs *flag.FlagSet) *usageTarget {
+	t := &usageTarget{}
+	fs.StringVar(&t.db, "usage-db", "", usageDBHelp)
+	fs.StringVar(&t.ns, "usage-namespace", "", usageNamespaceHelp)
+	return t
+}
+
+// openUsage opens the usage store of t (its db "": the default path),
+// printing Open's warnings on standard error.
+func openUsage(ctx context.Context, env *cliEnv, cmd string, t *usageTarget, opts usagedb.Options) (usagedb.Store, error) {
+	db := t.db
 	if db == "" {
 		db = usagedb.DefaultPath(env.getenv)
 	}
 	opts.Logger = logger(env)
+	opts.Namespace = t.ns
 	s, warns, err := usagedb.Open(ctx, db, opts)
 	for _, w := range warns {
 		fmt.Fprintf(env.stderr, "toolsrv %s: warning: %s\n", cmd, w)
@@ -101,7 +120,7 @@ func openUsage(ctx context.Context, env *cliEnv, cmd, db string, opts usagedb.Op
 }
 
 // usageFlags makes the flag set of a usage subcommand.
-func usageFlags(env *cliEnv, sub, synopsis, about string) (*flag.FlagSet, *dirList, *string) {
+func usageFlags(env *cliEnv, sub, synopsis, about string) (*flag.FlagSet, *dirList, *usageTarget) {
 	fs, tools := newFlags(env, "usage "+sub, "usage "+sub+" [--usage-db PATH] "+synopsis, about+"\n\n"+usageAbout)
 	return fs, tools, usageDBFlag(fs)
 }
@@ -118,7 +137,7 @@ func runUsageLs(ctx context.Context, env *cliEnv, args []string) int {
 	if fs.NArg() != 0 {
 		return usageError(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	s, err := openUsage(ctx, env, "usage ls", *db, usagedb.Options{})
+	s, err := openUsage(ctx, env, "usage ls", db, usagedb.Options{})
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv usage ls:", err)
 		return 1
@@ -193,7 +212,7 @@ func runUsageStats(ctx context.Context, env *cliEnv, args []string) int {
 	if fs.NArg() != 0 {
 		return usageError(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	s, err := openUsage(ctx, env, "usage stats", *db, usagedb.Options{Check: true})
+	s, err := openUsage(ctx, env, "usage stats", db, usagedb.Options{Check: true})
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv usage stats:", err)
 		return 1
@@ -214,9 +233,12 @@ func runUsageStats(ctx context.Context, env *cliEnv, args []string) int {
 	line := func(label, format string, a ...any) {
 		fmt.Fprintf(w, "%-9s %s\n", label+":", fmt.Sprintf(format, a...))
 	}
-	if st.Size > 0 {
+	switch {
+	case st.Size > 0:
 		line("store", "%s (%s)", st.Where, humanBytes(st.Size))
-	} else {
+	case strings.Contains(st.Where, "://"):
+		line("store", "%s", st.Where)
+	default:
 		line("store", "%s, not made yet (it is made at the first recorded call)", st.Where)
 	}
 	line("entries", "%d: %d calls, %d failed; %d tools, %d agents", st.Entries, st.Events, st.Failed, st.Tools, st.Agents)
@@ -285,7 +307,7 @@ func runUsageExport(ctx context.Context, env *cliEnv, args []string) int {
 	if fs.NArg() != 0 {
 		return usageError(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	s, err := openUsage(ctx, env, "usage export", *db, usagedb.Options{})
+	s, err := openUsage(ctx, env, "usage export", db, usagedb.Options{})
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv usage export:", err)
 		return 1
@@ -357,7 +379,7 @@ func runUsageImport(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintf(env.stderr, "toolsrv usage import: %s: nothing imported: %v\n", name, err)
 		return 1
 	}
-	s, err := openUsage(ctx, env, "usage import", *db, usagedb.Options{})
+	s, err := openUsage(ctx, env, "usage import", db, usagedb.Options{})
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv usage import:", err)
 		return 1
@@ -601,7 +623,7 @@ func runUsageForget(ctx context.Context, env *cliEnv, args []string) int {
 	default:
 		return usageError(fs, "give a non-empty value (or --all)")
 	}
-	s, err := openUsage(ctx, env, "usage forget", *db, usagedb.Options{})
+	s, err := openUsage(ctx, env, "usage forget", db, usagedb.Options{})
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv usage forget:", err)
 		return 1

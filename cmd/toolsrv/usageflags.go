@@ -14,13 +14,14 @@ const NoUsageEnv = "TOOLSRV_NO_USAGE"
 // historyFlags are the flags of the commands that rank with or record the
 // usage history (rank, serve, mcp, call).
 type historyFlags struct {
-	db      string
+	target  usageTarget
 	noUsage bool
 }
 
 func addHistoryFlags(fs *flag.FlagSet) *historyFlags {
 	f := &historyFlags{}
-	fs.StringVar(&f.db, "usage-db", "", "the usage history: a file path (default $XDG_STATE_HOME/toolsrv/usage.db, else ~/.local/state/toolsrv/usage.db)")
+	fs.StringVar(&f.target.db, "usage-db", "", usageDBHelp)
+	fs.StringVar(&f.target.ns, "usage-namespace", "", usageNamespaceHelp)
 	fs.BoolVar(&f.noUsage, "no-usage", false, "neither record nor use the usage history (also $"+NoUsageEnv+"=1)")
 	return f
 }
@@ -36,7 +37,7 @@ func (f *historyFlags) open(ctx context.Context, env *cliEnv, cmd string) usaged
 	if f == nil || f.off(env) {
 		return nil
 	}
-	s, err := openUsage(ctx, env, cmd, f.db, usagedb.Options{})
+	s, err := openUsage(ctx, env, cmd, &f.target, usagedb.Options{})
 	if err != nil {
 		fmt.Fprintf(env.stderr, "toolsrv %s: warning: the usage history is not used: %v\n", cmd, err)
 		return nil

@@ -1,10 +1,10 @@
 // Package testdeps is the one rule for tests that need something Go does
 // not bring: the npm MCP servers (make npm-deps), OpenSSH (an sshd to log
-// in to) and Debian's diod 9P client. Where it is missing, such a test
+// in to), Debian's diod 9P client and a PostgreSQL server (StartPostgres). Where it is missing, such a test
 // skips and says how to install it, so that "go test ./..." passes on a
 // fresh clone; where the environment variable TOOLSRV_TEST_REQUIRE names
 // it, a missing dependency fails the test instead. CI sets
-// TOOLSRV_TEST_REQUIRE=npm,sshd,diod (.ci/run), so it never skips them.
+// TOOLSRV_TEST_REQUIRE=npm,sshd,diod,postgres (.ci/run), so it never skips them.
 //
 // Long is the rule for long tests: go test -short skips them.
 package testdeps
@@ -68,6 +68,8 @@ func Install(dep string) string {
 		return "apt-get install -y openssh-server openssh-client"
 	case Diod:
 		return "apt-get install -y diod"
+	case Postgres:
+		return "apt-get install -y postgresql"
 	}
 	return "see the README's Development section"
 }

@@ -16,10 +16,11 @@ func TestRequired(t *testing.T) {
 		{"", map[string]bool{NPM: false, SSHD: false, Diod: false}},
 		{"npm", map[string]bool{NPM: true, SSHD: false, Diod: false}},
 		{"npm,sshd,diod", map[string]bool{NPM: true, SSHD: true, Diod: true}},
+		{"npm,sshd,diod,postgres", map[string]bool{NPM: true, SSHD: true, Diod: true, Postgres: true}},
 		{"sshd diod", map[string]bool{NPM: false, SSHD: true, Diod: true}},
 		{" diod, ", map[string]bool{NPM: false, SSHD: false, Diod: true}},
-		{"all", map[string]bool{NPM: true, SSHD: true, Diod: true}},
-		{"npmx,sshd2", map[string]bool{NPM: false, SSHD: false, Diod: false}},
+		{"all", map[string]bool{NPM: true, SSHD: true, Diod: true, Postgres: true}},
+		{"npmx,sshd2,postgresql", map[string]bool{NPM: false, SSHD: false, Diod: false, Postgres: false}},
 	} {
 		t.Setenv(RequireEnv, tc.env)
 		for dep, want := range tc.want {
@@ -117,5 +118,23 @@ func TestCIRequiresEverything(t *testing.T) {
 	}
 	if !strings.Contains(run, RequireEnv+"='$"+RequireEnv+"' make test") {
 		t.Errorf(".ci/run does not pass %s to the ordinary user's make test", RequireEnv)
+	}
+}
+
+// StartPostgres runs a server of the test's own, reached by its socket
+// alone, that keeps its data across Stop and Start.
+func TestStartPostgres(t *testing.T) {
+	pg := StartPostgres(t)
+	pg.SQL(t, `CREATE TABLE kept (v text)`, `INSERT INTO kept VALUES ('here')`)
+	if got := pg.SQL(t, `SHOW listen_addresses`); strings.TrimSpace(got) != "" {
+		t.Errorf("listen_addresses %q: the server listens on TCP", got)
+	}
+	pg.Stop(t)
+	pg.Start(t)
+	if got := strings.TrimSpace(pg.SQL(t, `SELECT v FROM kept`)); got != "here" {
+		t.Errorf("after a restart: %q", got)
+	}
+	if u := pg.URL("postgres", PostgresPassword, "postgres"); !strings.Contains(u, "host=%2F") {
+		t.Errorf("URL %s does not name the socket directory", u)
 	}
 }

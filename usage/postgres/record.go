@@ -1,0 +1,321 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolsrv/toolsrv/usage"
+)
+
+// Record stores evs on the server in one transaction. When the server is
+// down, or events wait in the spool, they go to the spool (a local file)
+// and are sent later, in the order recorded: an event is on the server
+// exactly once (its ID is recorded with it, in the same transaction, and
+// a repeat skipped).
+func (s *store) Record(ctx context.Context, evs ...usage.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	now := s.opts.Now()
+	preps := make([]usage.Prepared, len(evs))
+	for i, ev := range evs {
+		p, err := usage.Prepare(ev, now)
+		if err != nil {
+			return fmt.Errorf("usage: event %d: %w", i+1, err)
+		}
+		evs[i].ID = p.ID
+		preps[i] = p
+	}
+	if !s.spooling.Load() && !s.down.Load() {
+		err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error { return s.record(ctx, c, preps, now) })
+		if err == nil || !isDown(err) {
+			if err != nil {
+				return fmt.Errorf("usage store %s: record: %w", s.where, err)
+			}
+			return nil
+		}
+	}
+	if err := s.local.spool(ctx, preps, now, maxSpool); err != nil {
+		return fmt.Errorf("usage store %s is unreachable, and %w", s.where, err)
+	}
+	s.spooling.Store(true)
+	s.signal(s.flushNow)
+	return nil
+}
+
+// maxSpool is how many events the local spool holds; beyond, Record
+// fails (the caller warns). At a call a second, a day and more.
+const maxSpool = 100_000
+
+// entryState is an entry being merged: as read (or new) and its failures
+// in 1/usage.FailScale.
+type entryState struct {
+	e      usage.Entry
+	failed int64
+	exists bool
+	dirty  bool
+}
+
+// record stores preps on conn in one transaction, as the embedded store
+// does: each event's ID once, merged into its entry, then the caps. Two
+// round trips to the server (each a pipeline of statements): the reads,
+// then the writes and the commit.
+func (s *store) record(ctx context.Context, conn *pgxpool.Conn, preps []usage.Prepared, now time.Time) (err error) {
+	ids := make([]string, len(preps))
+	hashes := map[string]bool{}
+	var hashList [][]byte
+	for i, p := range preps {
+		ids[i] = p.ID
+		if h := keyHash(p.Key); !hashes[string(h)] {
+			hashes[string(h)] = true
+			hashList = append(hashList, h)
+		}
+	}
+	defer func() {
+		if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
+			rctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			conn.Exec(rctx, `ROLLBACK`)
+			cancel()
+		}
+	}()
+	var reads pgx.Batch
+	reads.Queue(`BEGIN`)
+	reads.Queue(`INSERT INTO toolsrv_usage_ns (namespace, version, horizon) VALUES ($1, $2, $2) ON CONFLICT DO NOTHING`, s.ns, now.UnixMicro())
+	// The namespace's row is the lock its writers take turns on: versions
+	// are given in commit order, so that a reader that saw version v has
+	// seen every change up to v.
+	reads.Queue(`SELECT version, pruned FROM toolsrv_usage_ns WHERE namespace = $1 FOR UPDATE`, s.ns)
+	reads.Queue(`INSERT INTO toolsrv_usage_events (namespace, id, at) SELECT $1, x, $3 FROM unnest($2::text[]) x
+		ON CONFLICT DO NOTHING RETURNING id`, s.ns, ids, now.UnixNano())
+	reads.Queue(`SELECT `+entryCols+` FROM toolsrv_usage_entries WHERE namespace = $1 AND hash = ANY($2) FOR UPDATE`, s.ns, hashList)
+	br := conn.SendBatch(ctx, &reads)
+	var version, pruned int64
+	fresh := map[string]bool{}
+	states := map[string]*entryState{}
+	err = func() error {
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		if err := br.QueryRow().Scan(&version, &pruned); err != nil {
+			return err
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			fresh[id] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if rows, err = br.Query(); err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var st entryState
+			if err := scanEntry(rows, &st.e, &st.failed); err != nil {
+				return err
+			}
+			st.exists = true
+			states[string(keyHash(st.e.Key))] = &st
+		}
+		return rows.Err()
+	}()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+
+	v := version + 1
+	cutoff := s.opts.Cutoff(now)
+	sources := map[string]int64{}
+	merged := 0
+	for _, p := range preps {
+		if !fresh[p.ID] {
+			continue // recorded before
+		}
+		delete(fresh, p.ID) // the same ID twice in evs counts once
+		sources[p.Source] += p.Count
+		if !cutoff.IsZero() && p.Time.Before(cutoff) {
+			continue // expired already
+		}
+		h := string(keyHash(p.Key))
+		st := states[h]
+		if st == nil {
+			st = &entryState{}
+			states[h] = st
+		}
+		usage.Merge(&st.e, &st.failed, p, s.opts.MaxCount)
+		st.e.Version = v
+		st.dirty = true
+		merged++
+	}
+	var w pgx.Batch
+	grown := map[usage.Key]bool{}
+	var added int64
+	for h, st := range states {
+		if !st.dirty {
+			continue
+		}
+		e := st.e
+		offered := e.Offered
+		if offered == nil {
+			offered = []string{}
+		}
+		if st.exists {
+			w.Queue(`UPDATE toolsrv_usage_entries SET text = $3, count = $4, failed = $5, first = $6, last = $7, offered = $8, version = $9
+				WHERE namespace = $1 AND hash = $2`,
+				s.ns, []byte(h), e.Text, e.Count, st.failed, e.First.UnixNano(), e.Last.UnixNano(), offered, v)
+			continue
+		}
+		w.Queue(`INSERT INTO toolsrv_usage_entries (namespace, hash, norm, text, tool, agent, count, failed, first, last, offered, version)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			s.ns, []byte(h), e.Key.Request, e.Text, e.Key.Tool, e.Key.Agent, e.Count, st.failed, e.First.UnixNano(), e.Last.UnixNano(), offered, v)
+		grown[usage.Key{Tool: e.Key.Tool, Agent: e.Key.Agent}] = true
+		added++
+	}
+	for src, n := range sources {
+		w.Queue(`INSERT INTO toolsrv_usage_sources (namespace, source, events) VALUES ($1, $2, $3)
+			ON CONFLICT (namespace, source) DO UPDATE SET events = toolsrv_usage_sources.events + excluded.events`, s.ns, src, n)
+	}
+	if added > 0 {
+		w.Queue(`UPDATE toolsrv_usage_ns SET entries = entries + $2 WHERE namespace = $1`, s.ns, added)
+	}
+	s.enforce(&w, v, now, grown)
+	if now.UnixNano()-pruned >= int64(pruneEvery) {
+		s.prune(&w, now)
+	}
+	// The version moves, and the listeners are told (at commit), when an
+	// entry changed or one was removed.
+	w.Queue(`UPDATE toolsrv_usage_ns SET version = $2 WHERE namespace = $1
+		AND ($3 OR EXISTS (SELECT 1 FROM toolsrv_usage_removed WHERE namespace = $1 AND version = $2))`, s.ns, v, merged > 0)
+	w.Queue(`SELECT pg_notify($1, $2) FROM toolsrv_usage_ns WHERE namespace = $3 AND version = $4`, s.channel, fmt.Sprint(v), s.ns, v)
+	w.Queue(`COMMIT`)
+	return conn.SendBatch(ctx, &w).Close()
+}
+
+// bump sets the namespace's version to v and tells the listeners (at
+// commit).
+func bump(ctx context.Context, tx pgx.Tx, ns, channel string, v int64) error {
+	if _, err := tx.Exec(ctx, `UPDATE toolsrv_usage_ns SET version = $2 WHERE namespace = $1`, ns, v); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, fmt.Sprint(v))
+	return err
+}
+
+// enforce queues the retention and the caps (grown: the (tool, agent)
+// pairs that got a new entry), evicting the oldest Last first, each
+// evicted key remembered as removed at version v.
+func (s *store) enforce(w *pgx.Batch, v int64, now time.Time, grown map[usage.Key]bool) {
+	o := s.opts
+	evict := func(cond string, args ...any) {
+		w.Queue(`WITH gone AS (DELETE FROM toolsrv_usage_entries WHERE namespace = $1 AND `+cond+`
+				RETURNING hash, norm, tool, agent),
+			kept AS (INSERT INTO toolsrv_usage_removed (namespace, version, hash, norm, tool, agent)
+				SELECT $1, $2, hash, norm, tool, agent FROM gone)
+			UPDATE toolsrv_usage_ns SET entries = entries - (SELECT count(*) FROM gone)
+			WHERE namespace = $1 AND EXISTS (SELECT 1 FROM gone)`, append([]any{s.ns, v}, args...)...)
+	}
+	if c := o.Cutoff(now); !c.IsZero() {
+		evict(`last < $3`, c.UnixNano())
+	}
+	if len(grown) == 0 {
+		return
+	}
+	tools := map[string]bool{}
+	for k := range grown {
+		tools[k.Tool] = true
+		if o.PerAgentTool > 0 {
+			evict(`hash IN (SELECT hash FROM toolsrv_usage_entries WHERE namespace = $1 AND tool = $3 AND agent = $4
+				ORDER BY last DESC, id DESC OFFSET $5)`, k.Tool, k.Agent, o.PerAgentTool)
+		}
+	}
+	if o.PerTool > 0 {
+		for t := range tools {
+			evict(`hash IN (SELECT hash FROM toolsrv_usage_entries WHERE namespace = $1 AND tool = $3
+				ORDER BY last DESC, id DESC OFFSET $4)`, t, o.PerTool)
+		}
+	}
+	if o.Total > 0 {
+		evict(`hash IN (SELECT hash FROM toolsrv_usage_entries WHERE namespace = $1 ORDER BY last, id
+			LIMIT greatest(0, (SELECT entries FROM toolsrv_usage_ns WHERE namespace = $1) - $3))`, o.Total)
+	}
+}
+
+// maxTombstones is how many removed keys a namespace remembers for
+// Changes (as the embedded store).
+const maxTombstones = 10_000
+
+// pruneEvery is how often a namespace's event IDs and removed keys are
+// pruned, rather than at every Record: counting back IDCap IDs or
+// maxTombstones keys costs a scan of them.
+const pruneEvery = time.Minute
+
+// prune queues the pruning: the IDs recorded before the ID window and the
+// oldest beyond IDCap forgotten; the latest maxTombstones removed keys
+// kept, the horizon raised past those dropped (Changes from before it is
+// unknown).
+func (s *store) prune(w *pgx.Batch, now time.Time) {
+	if s.opts.IDWindow > 0 {
+		w.Queue(`DELETE FROM toolsrv_usage_events WHERE namespace = $1 AND at < $2`, s.ns, now.Add(-s.opts.IDWindow).UnixNano())
+	}
+	if s.opts.IDCap > 0 {
+		w.Queue(`DELETE FROM toolsrv_usage_events WHERE namespace = $1 AND seq <=
+			(SELECT seq FROM toolsrv_usage_events WHERE namespace = $1 ORDER BY seq DESC OFFSET $2 LIMIT 1)`, s.ns, s.opts.IDCap)
+	}
+	w.Queue(`UPDATE toolsrv_usage_ns SET horizon = greatest(horizon,
+			(SELECT version FROM toolsrv_usage_removed WHERE namespace = $1 ORDER BY seq DESC OFFSET $2 LIMIT 1))
+		WHERE namespace = $1`, s.ns, maxTombstones)
+	w.Queue(`DELETE FROM toolsrv_usage_removed WHERE namespace = $1 AND seq <=
+		(SELECT seq FROM toolsrv_usage_removed WHERE namespace = $1 ORDER BY seq DESC OFFSET $2 LIMIT 1)`, s.ns, maxTombstones)
+	w.Queue(`UPDATE toolsrv_usage_ns SET pruned = $2 WHERE namespace = $1`, s.ns, now.UnixNano())
+}
+
+// keyHash is the column entries are unique by (with the namespace): 16
+// bytes of the SHA-256 of the key's fields, as the embedded store's.
+func keyHash(k usage.Key) []byte {
+	h := sha256.New()
+	for _, s := range []string{k.Request, k.Tool, k.Agent} {
+		var n [binary.MaxVarintLen64]byte
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
+		h.Write([]byte(s))
+	}
+	return h.Sum(nil)[:16]
+}
+
+// entryCols are the columns scanEntry reads.
+const entryCols = `norm, text, tool, agent, count, failed, first, last, offered, version`
+
+// scanEntry reads a row of entryCols into e (failed: its failures in
+// 1/usage.FailScale).
+func scanEntry(row pgx.Row, e *usage.Entry, failed *int64) error {
+	var first, last int64
+	if err := row.Scan(&e.Key.Request, &e.Text, &e.Key.Tool, &e.Key.Agent, &e.Count, failed, &first, &last, &e.Offered, &e.Version); err != nil {
+		return err
+	}
+	e.Failed = (*failed + usage.FailScale/2) / usage.FailScale
+	e.First, e.Last = time.Unix(0, first), time.Unix(0, last)
+	if len(e.Offered) == 0 {
+		e.Offered = nil
+	}
+	return nil
+}
