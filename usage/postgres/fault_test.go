@@ -209,3 +209,42 @@ func TestDamagedLocalCopy(t *testing.T) {
 		t.Errorf("the new local copy: %v %v", fi, err)
 	}
 }
+
+// The spool is bounded: events beyond it are refused, all of a Record or
+// none, and what it holds is kept.
+func TestSpoolBounded(t *testing.T) {
+	ctx := context.Background()
+	l, err := openLocal(ctx, filepath.Join(t.TempDir(), "local.db"), func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	now := time.Now()
+	prep := func(evs []usage.Event) []usage.Prepared {
+		var out []usage.Prepared
+		for _, ev := range evs {
+			p, err := usage.Prepare(ev, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, p)
+		}
+		return out
+	}
+	if err := l.spool(ctx, prep(events(4, now.Add(-time.Hour), "a")), now, 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.spool(ctx, prep(events(2, now.Add(-time.Hour), "b")), now, 5); err == nil || !strings.Contains(err.Error(), "full") {
+		t.Errorf("spooling past the bound: %v", err)
+	}
+	if n, since, err := l.pending(ctx); err != nil || n != 4 || !since.Equal(time.Unix(0, now.UnixNano())) {
+		t.Errorf("pending %d since %v (%v), want 4 since %v", n, since, err, now)
+	}
+	// A repeated ID is kept once.
+	if err := l.spool(ctx, prep(events(4, now.Add(-time.Hour), "a")[:1]), now, 5); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := l.pending(ctx); n != 4 {
+		t.Errorf("pending %d after a repeat, want 4", n)
+	}
+}
