@@ -140,16 +140,27 @@ func (e *Engine) followUsage(ctx context.Context) {
 	defer t.Stop()
 	// A store shared by several hosts wakes its readers when another
 	// records (usage.Notifier): the view follows within moments, not polls.
+	// Woken, it reloads no sooner than the last reload took (and
+	// usageWakeGap) after it ended, so that a busy fleet's stream of
+	// notifications keeps the engine reloading half the time at most.
 	var wake <-chan struct{}
 	if n, ok := e.opts.Usage.(usage.Notifier); ok {
 		wake = n.Notify()
 	}
+	var next time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-wake:
+			if d := time.Until(next); d > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(d):
+				}
+			}
 		}
 		changed := false
 		if e.opts.Usage != nil {
@@ -161,20 +172,16 @@ func (e *Engine) followUsage(ctx context.Context) {
 			changed = (old == nil && digest != emptyDigest) || (old != nil && *old != digest)
 		}
 		if changed {
-			// A reload reads the whole history and re-chooses its weight
-			// (a few hundred rankings): however often the history moves
-			// (a shared store wakes the view at each event of a busy
-			// fleet), the view spends at most half its time reloading.
 			start := time.Now()
 			e.loadUsage(ctx)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(time.Since(start)):
-			}
+			next = time.Now().Add(max(usageWakeGap, time.Since(start)))
 		}
 	}
 }
+
+// usageWakeGap is the least time between reloads a Notifier's wakes
+// bring.
+const usageWakeGap = 250 * time.Millisecond
 
 // emptyDigest is the digest of no examples.
 var emptyDigest = func() string { _, d := examples(&registry.Catalog{}); return d }()

@@ -585,7 +585,9 @@ func runUsageForget(ctx context.Context, env *cliEnv, args []string) int {
 	fs, _, db := usageFlags(env, "forget", "(--tool NAME | --agent NAME | --before DATE | --all)",
 		"Removes entries from the usage history: those of a tool, of an agent, last used before a date\n"+
 			"(YYYY-MM-DD, local midnight, or RFC3339), or all. What it removes is gone from the disk too:\n"+
-			"the store is rewritten and its log emptied; --all also removes damaged copies set aside.")
+			"the store is rewritten and its log emptied; --all also removes damaged copies set aside.\n"+
+			"On a shared PostgreSQL store it forgets in the namespace alone, and needs the server: the rows are\n"+
+			"deleted at once, and PostgreSQL frees their space at its next vacuum (see docs/postgres.md).")
 	tool := fs.String("tool", "", "forget the entries of this tool")
 	agent := fs.String("agent", "", "forget the entries of this agent")
 	before := fs.String("before", "", "forget the entries last used before DATE (YYYY-MM-DD or RFC3339)")

@@ -117,7 +117,9 @@ func StartPostgres(t testing.TB) *PG {
 func (p *PG) command(name string, args ...string) *exec.Cmd {
 	cmd := exec.Command(name, args...)
 	cmd.Env = []string{"HOME=" + p.base, "PATH=/usr/bin:/bin", "LC_ALL=C"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred, Setpgid: true}
+	// A test killed before its cleanup takes its server with it
+	// (SIGQUIT: PostgreSQL's immediate shutdown).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred, Setpgid: true, Pdeathsig: syscall.SIGQUIT}
 	return cmd
 }
 

@@ -81,6 +81,10 @@
 //     back); Close tries once more. Stats.Pending and PendingSince say how
 //     many wait and since when (toolsrv usage stats).
 //
+// A local file SQLite cannot read is set aside (PATH.damaged-TIME) and
+// made anew, with a warning: it is a copy of the server's and a queue,
+// and must not keep toolsrv from starting.
+//
 // An error for want of the server (connection refused or lost, a timeout,
 // SQLSTATE classes 08, 53, 57P) means "down"; any other error (a policy
 // violation, a layout error) is returned, not spooled. Forget needs the

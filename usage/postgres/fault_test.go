@@ -1,10 +1,14 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -169,5 +173,78 @@ func TestSpoolSentTwiceCountsOnce(t *testing.T) {
 	stats, err := s.Stats(ctx)
 	if err != nil || stats.Pending != 0 || stats.Sources["mcp"] != 50 {
 		t.Fatalf("%+v %v: want 50 events, none pending", stats, err)
+	}
+}
+
+// A local file SQLite cannot read is set aside, with a warning, and a new
+// one made: the store opens.
+func TestDamagedLocalCopy(t *testing.T) {
+	_, dsn := server(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := open(t, dsn, usage.Options{LocalDir: dir})
+	if err := s.Record(ctx, events(10, time.Now().Add(-time.Hour), "x")...); err != nil {
+		t.Fatal(err)
+	}
+	s.Snapshot(ctx)
+	s.Close()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.db"))
+	if len(files) != 1 {
+		t.Fatalf("local files %v", files)
+	}
+	if err := os.WriteFile(files[0], bytes.Repeat([]byte("not a database "), 1000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(files[0] + "-wal")
+	os.Remove(files[0] + "-shm")
+	s2, warns, err := usage.Open(ctx, dsn, usage.Options{LocalDir: dir})
+	if err != nil || len(warns) != 1 || !strings.Contains(warns[0], "set aside") {
+		t.Fatalf("Open with a damaged local copy: %v, warnings %q", err, warns)
+	}
+	defer s2.Close()
+	if es, _, err := s2.Snapshot(ctx); err != nil || len(es) == 0 {
+		t.Errorf("Snapshot: %d entries, %v", len(es), err)
+	}
+	if fi, err := os.Stat(files[0]); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the new local copy: %v %v", fi, err)
+	}
+}
+
+// The spool is bounded: events beyond it are refused, all of a Record or
+// none, and what it holds is kept.
+func TestSpoolBounded(t *testing.T) {
+	ctx := context.Background()
+	l, err := openLocal(ctx, filepath.Join(t.TempDir(), "local.db"), func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	now := time.Now()
+	prep := func(evs []usage.Event) []usage.Prepared {
+		var out []usage.Prepared
+		for _, ev := range evs {
+			p, err := usage.Prepare(ev, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, p)
+		}
+		return out
+	}
+	if err := l.spool(ctx, prep(events(4, now.Add(-time.Hour), "a")), now, 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.spool(ctx, prep(events(2, now.Add(-time.Hour), "b")), now, 5); err == nil || !strings.Contains(err.Error(), "full") {
+		t.Errorf("spooling past the bound: %v", err)
+	}
+	if n, since, err := l.pending(ctx); err != nil || n != 4 || !since.Equal(time.Unix(0, now.UnixNano())) {
+		t.Errorf("pending %d since %v (%v), want 4 since %v", n, since, err, now)
+	}
+	// A repeated ID is kept once.
+	if err := l.spool(ctx, prep(events(4, now.Add(-time.Hour), "a")[:1]), now, 5); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := l.pending(ctx); n != 4 {
+		t.Errorf("pending %d after a repeat, want 4", n)
 	}
 }

@@ -37,6 +37,9 @@ var localSchema = []string{
 	`CREATE TABLE IF NOT EXISTS spool (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, at INTEGER NOT NULL, event BLOB NOT NULL)`,
 }
 
+// errLocalDamaged is a local file SQLite cannot read.
+var errLocalDamaged = errors.New("damaged")
+
 // openLocal opens (making) the local file at path. warn gets what the
 // user should be told (a directory made private).
 func openLocal(ctx context.Context, path string, warn func(string)) (*local, error) {
@@ -64,7 +67,7 @@ func openLocal(ctx context.Context, path string, warn func(string)) (*local, err
 	for _, stmt := range localSchema {
 		if _, err := db.ExecContext(ctx, stmt); err != nil {
 			db.Close()
-			return nil, fmt.Errorf("usage store: the local copy %s (remove it to start afresh; it is a cache and a queue of unsent calls): %w", path, err)
+			return nil, fmt.Errorf("usage store: the local copy %s: %w: %w", path, errLocalDamaged, err)
 		}
 	}
 	return &local{db: db, path: path}, nil
@@ -86,18 +89,18 @@ func (l *local) loadView(ctx context.Context) (map[usage.Key]usage.Entry, int64,
 		return view, 0, nil
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("usage store: the local copy %s: %w", l.path, err)
+		return nil, 0, fmt.Errorf("usage store: the local copy %s: %w: %w", l.path, errLocalDamaged, err)
 	}
 	rows, err := l.db.QueryContext(ctx, `SELECT entry FROM view`)
 	if err != nil {
-		return nil, 0, fmt.Errorf("usage store: the local copy %s: %w", l.path, err)
+		return nil, 0, fmt.Errorf("usage store: the local copy %s: %w: %w", l.path, errLocalDamaged, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var b []byte
 		var e storedEntry
 		if err := rows.Scan(&b); err != nil {
-			return nil, 0, err
+			return nil, 0, fmt.Errorf("usage store: the local copy %s: %w: %w", l.path, errLocalDamaged, err)
 		}
 		if err := json.Unmarshal(b, &e); err != nil {
 			// A damaged cache: start from nothing (the server has it all).
@@ -105,7 +108,10 @@ func (l *local) loadView(ctx context.Context) (map[usage.Key]usage.Entry, int64,
 		}
 		view[e.Key] = e.Entry
 	}
-	return view, version, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("usage store: the local copy %s: %w: %w", l.path, errLocalDamaged, err)
+	}
+	return view, version, nil
 }
 
 // saveView writes what changed in the view (everything when full).

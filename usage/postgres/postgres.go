@@ -109,13 +109,27 @@ func Open(ctx context.Context, dsn string, opts usage.Options) (usage.Store, []s
 	}
 	key := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%s\x00%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database, ns)))
 	var warnings []string
-	s.local, err = openLocal(ctx, filepath.Join(dir, hex.EncodeToString(key[:8])+".db"), func(msg string) { warnings = append(warnings, msg) })
-	if err != nil {
-		return nil, warnings, err
-	}
-	if s.view, s.viewVersion, err = s.local.loadView(ctx); err != nil {
-		s.local.Close()
-		return nil, warnings, err
+	warn := func(msg string) { warnings = append(warnings, msg) }
+	path := filepath.Join(dir, hex.EncodeToString(key[:8])+".db")
+	for try := 0; ; try++ {
+		if s.local, err = openLocal(ctx, path, warn); err == nil {
+			if s.view, s.viewVersion, err = s.local.loadView(ctx); err != nil {
+				s.local.Close()
+			}
+		}
+		if err == nil {
+			break
+		}
+		// The local file is a copy and a queue: damaged, it is set aside
+		// (its unsent calls with it, for whoever wants them) and made anew.
+		aside := fmt.Sprintf("%s.damaged-%s", path, opts.Now().UTC().Format("20060102T150405Z"))
+		if try > 0 || !errors.Is(err, errLocalDamaged) || os.Rename(path, aside) != nil {
+			return nil, warnings, err
+		}
+		for _, ext := range []string{"-wal", "-shm"} {
+			os.Rename(path+ext, aside+ext)
+		}
+		warn(fmt.Sprintf("the local copy of the shared usage history was unreadable (%v): set aside as %s; starting a new one", err, aside))
 	}
 	if n, _, err := s.local.pending(ctx); err == nil && n > 0 {
 		s.spooling.Store(true)
