@@ -13,9 +13,10 @@
 //	changed, removed, version, err := store.Changes(ctx, version) // ErrResnapshot: Snapshot again
 //
 // Open takes a file path (the embedded store below) or a URL whose scheme a
-// driver registered (Register): a PostgreSQL store shared by several hosts
-// is meant to register "postgres" and "postgresql" behind the same
-// interface. Until one does, such URLs are refused with a clear error.
+// driver registered (Register), as database/sql drivers do: package
+// usage/postgres registers "postgres" and "postgresql", a store shared by
+// a team's hosts behind the same interface (imported by cmd/toolsrv; a
+// program without that import refuses such URLs with a clear error).
 //
 // Requests are user text: a store keeps them for this user alone, never
 // sends them anywhere and never puts them in a log or an error message.

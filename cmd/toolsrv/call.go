@@ -23,7 +23,7 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 	// and with TOOLSRV_PRESTART=0); it goes unless the call takes it.
 	pre := early.Helper()
 	defer pre.Discard()
-	fs, tools := newFlags(env, "call", "call [--tools DIR] [--mcp-config FILE] [--cwd DIR] [--timeout D] [--allow-unsandboxed] [--for REQUEST] [--usage-db PATH] [--no-usage] [--json] [-v] NAME [JSON|-]",
+	fs, tools := newFlags(env, "call", "call [--tools DIR] [--mcp-config FILE] [--cwd DIR] [--timeout D] [--allow-unsandboxed] [--for REQUEST] [--usage-db PATH|URL] [--no-usage] [--json] [-v] NAME [JSON|-]",
 		"Calls tool NAME with the JSON object JSON (\"-\": read it from standard input; absent: {}) on its\n"+
 			"standard input, sandboxed with Landlock, and prints its standard output. The tool's standard\n"+
 			"error goes to standard error. A failed call (invalid arguments, non-zero exit, timeout,\n"+

@@ -70,7 +70,7 @@ func runUsage(ctx context.Context, env *cliEnv, args []string) int {
 	case len(args) > 0:
 		fmt.Fprintf(w, "toolsrv usage: unknown subcommand %q (the subcommand comes first)\n", args[0])
 	}
-	fmt.Fprintf(w, "Usage: toolsrv usage SUBCOMMAND [--usage-db PATH] [flags]\n\n%s\n\nSubcommands (each gives its flags with -h):\n", usageAbout)
+	fmt.Fprintf(w, "Usage: toolsrv usage SUBCOMMAND [--usage-db PATH|URL] [flags]\n\n%s\n\nSubcommands (each gives its flags with -h):\n", usageAbout)
 	names := make([]string, 0, len(usageSubcommands))
 	for n := range usageSubcommands {
 		names = append(names, n)
@@ -121,7 +121,7 @@ func openUsage(ctx context.Context, env *cliEnv, cmd string, t *usageTarget, opt
 
 // usageFlags makes the flag set of a usage subcommand.
 func usageFlags(env *cliEnv, sub, synopsis, about string) (*flag.FlagSet, *dirList, *usageTarget) {
-	fs, tools := newFlags(env, "usage "+sub, "usage "+sub+" [--usage-db PATH] "+synopsis, about+"\n\n"+usageAbout)
+	fs, tools := newFlags(env, "usage "+sub, "usage "+sub+" [--usage-db PATH|URL] "+synopsis, about+"\n\n"+usageAbout)
 	return fs, tools, usageDBFlag(fs)
 }
 
