@@ -156,7 +156,7 @@ func TestMCPStdio(t *testing.T) {
 		t.Fatal(err)
 	}
 	work := mcpProject(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*safetyNet)
 	defer cancel()
 	cmd := osexec.Command(bin, "mcp", "--tools", tools, "--mcp-config", memoryConfig(t, npm), "--agent", "explorer", "--agents", agents,
 		"--workdir", work, "--no-cache")
@@ -208,8 +208,26 @@ func TestMCPStdio(t *testing.T) {
 	if r := call("find_tools", map[string]any{"query": "search the files for TODO"}); !strings.Contains(text(r), `"name":"file_grep"`) {
 		t.Errorf("find_tools: %s", text(r))
 	}
-	if r := call("find_tools", map[string]any{"query": "store facts about people in the knowledge graph memory", "limit": 5}); !strings.Contains(text(r), `"name":"memory:`) {
-		t.Errorf("find_tools does not find the memory server's tools: %s", text(r))
+	// The imported servers' tools join the catalog, then the index, once
+	// those servers have started: toolsrv mcp waits 10 s for them, less than
+	// Node.js may take on a loaded machine. Wait until find_tools has them.
+	for deadline := time.Now().Add(safetyNet); ; time.Sleep(100 * time.Millisecond) {
+		r := call("find_tools", map[string]any{"query": "store facts about people in the knowledge graph memory", "limit": 5})
+		if strings.Contains(text(r), `"name":"memory:`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("find_tools does not find the memory server's tools: %s", text(r))
+		}
+	}
+	for deadline := time.Now().Add(safetyNet); ; time.Sleep(100 * time.Millisecond) {
+		r := call("call_tool", map[string]any{"name": "everything:echo", "arguments": map[string]any{"message": "ready?"}})
+		if !strings.Contains(text(r), "unknown tool") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the everything server's tools never came: %s", text(r))
+		}
 	}
 	r := call("call_tool", map[string]any{"name": "memory:create_entities",
 		"arguments": map[string]any{"entities": []any{map[string]any{"name": "alice", "entityType": "person", "observations": []string{"works on toolsrv"}}}}})
