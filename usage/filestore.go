@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/toolsrv/toolsrv/internal/fileio"
 
@@ -221,7 +222,7 @@ func (s *fileStore) write(ctx context.Context, op string, create bool, fn func(*
 		if err != nil || db == nil {
 			return err
 		}
-		err = inTx(ctx, db, nil, fn)
+		err = retryBusy(ctx, func() error { return inTx(ctx, db, nil, fn) })
 		if err == nil {
 			return nil
 		}
@@ -245,7 +246,7 @@ func (s *fileStore) read(ctx context.Context, op string, fn func(*sql.Tx) error)
 		if db == nil {
 			return fn(nil)
 		}
-		err = inTx(ctx, db, &sql.TxOptions{ReadOnly: true}, fn)
+		err = retryBusy(ctx, func() error { return inTx(ctx, db, &sql.TxOptions{ReadOnly: true}, fn) })
 		if err == nil || err == ErrResnapshot {
 			return err
 		}
@@ -269,6 +270,27 @@ func (s *fileStore) setAsideDamaged(err error) {
 		s.opts.Logger.Error("usage store damaged, and could not be set aside", "path", s.path, "damage", err, "err", serr)
 	case aside != "":
 		s.opts.Logger.Warn(fmt.Sprintf("usage store %s was damaged (%v): set aside as %s; starting a new one", s.path, err, aside))
+	}
+}
+
+// retryBusy runs tx (a whole transaction, rolled back when it fails) again
+// while SQLite answers BUSY, for up to busyTimeout in all: the waits
+// SQLite's own busy handler does not cover (see isBusy) are waited here,
+// so that several processes recording at once lose nothing.
+func retryBusy(ctx context.Context, tx func() error) error {
+	deadline := time.Now().Add(busyTimeout)
+	pause := 5 * time.Millisecond
+	for {
+		err := tx()
+		if err == nil || !isBusy(err) || time.Now().Add(pause).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 200*time.Millisecond)
 	}
 }
 

@@ -71,7 +71,7 @@ func Install(dep string) string {
 	case Postgres:
 		return "apt-get install -y postgresql"
 	}
-	return "see the README's Development section"
+	return "see docs/development.md"
 }
 
 // Program finds the program name of dep: on $PATH, or in the sbin and bin
