@@ -58,7 +58,11 @@ func TestHoldThreads(t *testing.T) {
 			if _, err := fmt.Sscan(string(out), &before, &during); err != nil || before <= 0 {
 				t.Fatalf("probe printed %q: %v", out, err)
 			}
-			if started := during > before; started != tc.starts {
+			// Without held threads the locked goroutines need new ones (all but
+			// one, which takes an idle thread);
+			// with them, none does, though a loaded machine's scheduler
+			// may start one of its own meanwhile (seen at load ~160).
+			if started := during - before; tc.starts && started < 2 || !tc.starts && started > 1 {
 				t.Errorf("holding %d threads: %d threads before %d goroutines locked one each, %d while they did; want new threads: %v",
 					tc.hold, before, need, during, tc.starts)
 			}
