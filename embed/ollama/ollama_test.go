@@ -261,22 +261,24 @@ func TestOllamaContractErrorsSayWhatToDo(t *testing.T) {
 
 func TestOllamaContractTimeout(t *testing.T) {
 	f := newFakeOllama(t)
-	f.hang = 5 * time.Second
+	// Generous against the load of a busy machine: each request must reach
+	// the fake server before its timeout for the attempts to be counted.
+	f.hang = 30 * time.Second
 
 	// The HTTP timeout bounds each request (the default client would wait forever).
-	e := f.embedder(t, Options{Timeout: 100 * time.Millisecond, Retries: -1})
+	e := f.embedder(t, Options{Timeout: 500 * time.Millisecond, Retries: -1})
 	start := time.Now()
 	_, err := e.EmbedQuery(context.Background(), "x")
-	if err == nil || !strings.Contains(err.Error(), "did not answer within 100ms") {
+	if err == nil || !strings.Contains(err.Error(), "did not answer within 500ms") {
 		t.Fatalf("timeout: %v", err)
 	}
-	if time.Since(start) > 4*time.Second {
+	if time.Since(start) > 20*time.Second {
 		t.Fatal("the request outlived the server's hang: no timeout applied")
 	}
 
 	// Timeouts are retried once, not Retries times (each try costs the timeout).
 	n0 := len(f.reqs())
-	e = f.embedder(t, Options{Timeout: 100 * time.Millisecond, Retries: 5})
+	e = f.embedder(t, Options{Timeout: 500 * time.Millisecond, Retries: 5})
 	if _, err := e.EmbedQuery(context.Background(), "x"); err == nil {
 		t.Fatal("no error from a hanging server")
 	}
@@ -286,7 +288,7 @@ func TestOllamaContractTimeout(t *testing.T) {
 
 	// A caller's deadline wins over a longer HTTP timeout, and is not retried.
 	e = f.embedder(t, Options{Timeout: time.Minute})
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	n := len(f.reqs())
 	_, err = e.EmbedQuery(ctx, "x")
