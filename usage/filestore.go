@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -63,7 +62,7 @@ func openFile(ctx context.Context, dsn string, opts Options) (Store, []string, e
 	warn := func(msg string) { warnings = append(warnings, msg) }
 	if _, err := os.Stat(path); err == nil {
 		// The directory of an existing store must be private too.
-		if err := fileio.PrivateDir(filepath.Dir(path), s.me, slog.New(warnHandler(warn))); err != nil {
+		if err := fileio.PrivateDir(filepath.Dir(path), s.me, fileio.WarnLogger(warn)); err != nil {
 			return nil, warnings, fmt.Errorf("usage store: %w", err)
 		}
 	}
@@ -173,7 +172,7 @@ func (s *fileStore) openLocked(ctx context.Context, fi fs.FileInfo, warn func(st
 // directory of another user, or a shared one, is refused), the file mode
 // 0600 (the log and index SQLite adds beside it take its mode), laid out.
 func (s *fileStore) createLocked(ctx context.Context, warn func(string)) error {
-	if err := fileio.PrivateDir(filepath.Dir(s.path), s.me, slog.New(warnHandler(warn))); err != nil {
+	if err := fileio.PrivateDir(filepath.Dir(s.path), s.me, fileio.WarnLogger(warn)); err != nil {
 		return fmt.Errorf("usage store: %w", err)
 	}
 	f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
@@ -306,15 +305,3 @@ func inTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx)
 	}
 	return tx.Commit()
 }
-
-// warnHandler is a slog handler that passes each message to warn (for
-// fileio.PrivateDir's notes, which Open returns as warnings).
-type warnHandler func(string)
-
-func (h warnHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h warnHandler) Handle(_ context.Context, r slog.Record) error {
-	h(r.Message)
-	return nil
-}
-func (h warnHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h warnHandler) WithGroup(string) slog.Handler      { return h }

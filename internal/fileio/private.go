@@ -1,6 +1,7 @@
 package fileio
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -130,3 +131,17 @@ func Owner(fi fs.FileInfo) (int, bool) {
 	}
 	return int(st.Uid), true
 }
+
+// WarnLogger is a logger that passes each message to warn: for callers of
+// PrivateDir that return its notes as warnings rather than log them.
+func WarnLogger(warn func(string)) *slog.Logger { return slog.New(warnHandler(warn)) }
+
+type warnHandler func(string)
+
+func (h warnHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h warnHandler) Handle(_ context.Context, r slog.Record) error {
+	h(r.Message)
+	return nil
+}
+func (h warnHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h warnHandler) WithGroup(string) slog.Handler      { return h }

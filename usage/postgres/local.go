@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -44,7 +43,7 @@ var errLocalDamaged = errors.New("damaged")
 // user should be told (a directory made private).
 func openLocal(ctx context.Context, path string, warn func(string)) (*local, error) {
 	dir := filepath.Dir(path)
-	if err := fileio.PrivateDir(dir, os.Geteuid(), slog.New(warnHandler(warn))); err != nil {
+	if err := fileio.PrivateDir(dir, os.Geteuid(), fileio.WarnLogger(warn)); err != nil {
 		return nil, fmt.Errorf("usage store: the local copy: %w", err)
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
@@ -256,14 +255,3 @@ func (l *local) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 	return tx.Commit()
 }
-
-// warnHandler is a slog handler that passes each message to warn.
-type warnHandler func(string)
-
-func (h warnHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h warnHandler) Handle(_ context.Context, r slog.Record) error {
-	h(r.Message)
-	return nil
-}
-func (h warnHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h warnHandler) WithGroup(string) slog.Handler      { return h }
