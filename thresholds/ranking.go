@@ -21,16 +21,20 @@ func FromRanking(r index.Ranking) []Candidate {
 // evidence: no lexical score (no word of the message in a weighted field),
 // not named, nothing from the usage history (Context.Unmatched).
 func UnmatchedIn(r index.Ranking) func(string) bool {
+	// Built at the first question: Select asks only with a noise cut in
+	// force, and every ranking makes a Context.
 	var set map[string]bool
-	for _, h := range r.Hits {
-		if h.Lexical == 0 && !h.Named && h.Usage == 0 {
-			if set == nil {
-				set = make(map[string]bool)
+	return func(name string) bool {
+		if set == nil {
+			set = make(map[string]bool)
+			for _, h := range r.Hits {
+				if h.Lexical == 0 && !h.Named && h.Usage == 0 {
+					set[h.Name] = true
+				}
 			}
-			set[h.Name] = true
 		}
+		return set[name]
 	}
-	return func(name string) bool { return set[name] }
 }
 
 // Apply is Select over an index ranking: the call the prompt assembler, the
