@@ -25,7 +25,7 @@ package index
 // that ended with no tool called. w is chosen from the installation's own
 // history: leave-one-out over a sample of its past requests (each ranked
 // as a new one, without its own entry), the w of a small grid with the
-// best Recall@5 whose gain passes a sign test (usagefit.go);
+// best Recall@5 whose gain is clear (clearGain, usagefit.go);
 // with little or misleading history it comes out 0. With no usage the
 // ranking is untouched.
 //
@@ -79,6 +79,9 @@ const (
 	usageKeep    = 64
 	// usageLOO is the sample of past requests the weight is chosen on.
 	usageLOO = 150
+	// usageMinNet is the fewest sampled requests a weight must help more
+	// than it hurts to be used (clearGain).
+	usageMinNet = 3
 )
 
 // usageGrid are the weights the leave-one-out choice considers.

@@ -184,3 +184,28 @@ func TestTopByScore(t *testing.T) {
 		}
 	}
 }
+
+// TestClearGain: a weight is used only when the requests it helped
+// outnumber those it hurt by one standard deviation of a coin's toss and
+// by at least usageMinNet.
+func TestClearGain(t *testing.T) {
+	for _, tc := range []struct {
+		helped, hurt float64
+		want         bool
+	}{
+		{0, 0, false},
+		{1, 0, false}, // one or two requests are not evidence
+		{2, 0, false},
+		{3, 0, true},
+		{4, 1, true},   // 3 ≥ √5
+		{6, 2, true},   // 4 ≥ √8
+		{10, 6, true},  // 4 ≥ √16
+		{10, 7, false}, // 3 < √17
+		{20, 20, false},
+		{3, 5, false},
+	} {
+		if got := clearGain(tc.helped, tc.hurt); got != tc.want {
+			t.Errorf("clearGain(%v, %v) = %v, want %v", tc.helped, tc.hurt, got, tc.want)
+		}
+	}
+}
