@@ -36,15 +36,6 @@ func isDamage(err error) bool {
 	return false
 }
 
-// isBusy reports whether err is SQLite's "database is locked" (BUSY): most
-// waits for another connection's lock happen in SQLite's busy handler
-// (busyTimeout), but some are answered BUSY at once (a connection opened
-// while another checkpoints the log or recovers it, under heavy load).
-func isBusy(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
-}
-
 // sqliteMagic begins every SQLite database file.
 var sqliteMagic = []byte("SQLite format 3\x00")
 

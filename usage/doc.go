@@ -36,7 +36,7 @@
 // while a read-write handle is open, so a long-running server would lock
 // every call out, or every process would have to open and close the file
 // around each write. SQLite in WAL mode is built for this: one writer at a
-// time (the others wait, up to busyTimeout), readers never blocked, and a
+// time (the others wait, up to ten seconds), readers never blocked, and a
 // commit survives the process being killed at any point (see pragmas). An
 // append log would have to rebuild merging, eviction, a crash-safe
 // compaction and forgetting (rewriting the log without a request, and

@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/toolsrv/toolsrv/internal/fileio"
+	"github.com/toolsrv/toolsrv/internal/sqlitefile"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
@@ -152,7 +152,7 @@ func (s *fileStore) openLocked(ctx context.Context, fi fs.FileInfo, warn func(st
 		}
 		warn(fmt.Sprintf("made usage store %s private: mode 0600, was %04o (other users could read the requests in it)", s.path, perm))
 	}
-	db, err := sql.Open("sqlite", dsn(s.path))
+	db, err := sql.Open("sqlite", sqlitefile.DSN(s.path, pragmas...))
 	if err != nil {
 		return fmt.Errorf("usage store: %w", err)
 	}
@@ -221,7 +221,7 @@ func (s *fileStore) write(ctx context.Context, op string, create bool, fn func(*
 		if err != nil || db == nil {
 			return err
 		}
-		err = retryBusy(ctx, func() error { return inTx(ctx, db, nil, fn) })
+		err = sqlitefile.InTx(ctx, db, nil, fn)
 		if err == nil {
 			return nil
 		}
@@ -245,7 +245,7 @@ func (s *fileStore) read(ctx context.Context, op string, fn func(*sql.Tx) error)
 		if db == nil {
 			return fn(nil)
 		}
-		err = retryBusy(ctx, func() error { return inTx(ctx, db, &sql.TxOptions{ReadOnly: true}, fn) })
+		err = sqlitefile.InTx(ctx, db, &sql.TxOptions{ReadOnly: true}, fn)
 		if err == nil || err == ErrResnapshot {
 			return err
 		}
@@ -270,38 +270,4 @@ func (s *fileStore) setAsideDamaged(err error) {
 	case aside != "":
 		s.opts.Logger.Warn(fmt.Sprintf("usage store %s was damaged (%v): set aside as %s; starting a new one", s.path, err, aside))
 	}
-}
-
-// retryBusy runs tx (a whole transaction, rolled back when it fails) again
-// while SQLite answers BUSY, for up to busyTimeout in all: the waits
-// SQLite's own busy handler does not cover (see isBusy) are waited here,
-// so that several processes recording at once lose nothing.
-func retryBusy(ctx context.Context, tx func() error) error {
-	deadline := time.Now().Add(busyTimeout)
-	pause := 5 * time.Millisecond
-	for {
-		err := tx()
-		if err == nil || !isBusy(err) || time.Now().Add(pause).After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(pause):
-		}
-		pause = min(2*pause, 200*time.Millisecond)
-	}
-}
-
-// inTx runs fn in a transaction of db and commits it.
-func inTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
-	tx, err := db.BeginTx(ctx, opts)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
 }

@@ -1,22 +1,8 @@
 package usage
 
-import (
-	"net/url"
-	"strconv"
-	"strings"
-	"time"
-)
-
-// busyTimeout is how long a connection waits for another one's write (in
-// this process or another) before it gives up with SQLITE_BUSY. A write
-// transaction here takes well under a millisecond, so only a machine
-// stalled for seconds reaches it; the context of the call ends the wait
-// sooner.
-const busyTimeout = 10 * time.Second
-
-// pragmas are set on every connection, in this order (busy_timeout first,
-// so that switching the journal mode waits for a writer rather than
-// failing). Every setting of the embedded store is here:
+// pragmas are set on every connection, in this order, after busy_timeout
+// (sqlitefile.DSN: a connection waits up to sqlitefile.BusyTimeout for
+// another one's write). Every other setting of the embedded store is here:
 //
 //   - journal_mode=WAL: readers never block the writer nor the writer them,
 //     and several processes share one store (one writer at a time). A
@@ -40,26 +26,10 @@ const busyTimeout = 10 * time.Second
 //     default caps keep a store near 25 MB) rather than a read system
 //     call each: a snapshot takes a fifth less time.
 var pragmas = []string{
-	"busy_timeout(" + strconv.Itoa(int(busyTimeout/time.Millisecond)) + ")",
 	"journal_mode(WAL)",
 	"synchronous(NORMAL)",
 	"secure_delete(ON)",
 	"temp_store(MEMORY)",
 	"journal_size_limit(4194304)",
 	"mmap_size(268435456)",
-}
-
-// dsn is the modernc.org/sqlite data source name of the store at path (an
-// absolute path): a file: URI, so that mode=rw opens an existing file
-// without ever creating it (the store makes the file itself, mode 0600);
-// write transactions begin IMMEDIATE (they take the write lock at BEGIN,
-// so two of them never deadlock upgrading a read lock); read-only ones
-// (sql.TxOptions.ReadOnly) begin DEFERRED.
-func dsn(path string) string {
-	q := []string{"mode=rw", "_txlock=immediate"}
-	for _, p := range pragmas {
-		q = append(q, "_pragma="+url.QueryEscape(p))
-	}
-	u := url.URL{Scheme: "file", Path: path}
-	return u.String() + "?" + strings.Join(q, "&")
 }

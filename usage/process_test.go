@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolsrv/toolsrv/internal/sqlitefile"
 )
 
 // childCmd is this test binary run as a recording child (see TestMain).
@@ -139,7 +141,7 @@ func TestKilledWriterLosesNothingCommitted(t *testing.T) {
 		}
 	}
 	// SQLite's own check of every page and index.
-	db, err := sql.Open("sqlite", dsn(path))
+	db, err := sql.Open("sqlite", sqlitefile.DSN(path, pragmas...))
 	if err != nil {
 		t.Fatal(err)
 	}

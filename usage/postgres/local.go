@@ -6,14 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/toolsrv/toolsrv/internal/fileio"
+	"github.com/toolsrv/toolsrv/internal/sqlitefile"
 	"github.com/toolsrv/toolsrv/usage"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
@@ -54,12 +53,9 @@ func openLocal(ctx context.Context, path string, warn func(string)) (*local, err
 	if err := os.Chmod(path, 0o600); err != nil {
 		return nil, fmt.Errorf("usage store: the local copy: %w", err)
 	}
-	q := []string{"mode=rw", "_txlock=immediate"}
-	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "synchronous(FULL)", "secure_delete(ON)", "temp_store(MEMORY)"} {
-		q = append(q, "_pragma="+url.QueryEscape(p))
-	}
-	u := url.URL{Scheme: "file", Path: path}
-	db, err := sql.Open("sqlite", u.String()+"?"+strings.Join(q, "&"))
+	// FULL: a commit here may be the only copy of an event (the spool),
+	// so it is synced to the disk before Record returns.
+	db, err := sql.Open("sqlite", sqlitefile.DSN(path, "journal_mode(WAL)", "synchronous(FULL)", "secure_delete(ON)", "temp_store(MEMORY)"))
 	if err != nil {
 		return nil, fmt.Errorf("usage store: the local copy %s: %w", path, err)
 	}
@@ -244,14 +240,8 @@ func (l *local) forget(ctx context.Context, f usage.Filter, view map[usage.Key]u
 	return err
 }
 
+// inTx runs fn in a write transaction of the local file, again while
+// another process holds its lock (sqlitefile.InTx).
 func (l *local) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := l.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
+	return sqlitefile.InTx(ctx, l.db, nil, fn)
 }
