@@ -141,7 +141,7 @@ type UsageFit struct {
 type usageVectors struct {
 	mu   sync.Mutex
 	byID string // the embedder the vectors are of
-	m    map[string][]float32
+	m    map[string]usageRow
 }
 
 // SetUsage replaces the usage history the index ranks with (nil or empty:
@@ -180,9 +180,11 @@ func (ix *Index) buildUsage(ctx context.Context, uses []Use) (*usageView, error)
 	u := &usageView{dict: map[string]int32{}, byTool: map[string][]int32{}}
 	agents := map[string]int32{}
 	toolIDs := map[string]int32{}
-	var texts []string
+	texts := make([]string, 0, len(uses))
 	df := map[string]int{}
-	var entryTerms [][]string
+	entryTerms := make([][]string, 0, len(uses))
+	u.toolID = make([]int32, 0, len(uses))
+	u.agent = make([]int32, 0, len(uses))
 	for _, e := range uses {
 		if e.Tool != "" && e.Count > 0 && e.Failed >= e.Count {
 			continue // failed calls never raise a tool
@@ -232,6 +234,14 @@ func (ix *Index) buildUsage(ctx context.Context, uses []Use) (*usageView, error)
 		u.idf[id] = math.Log(1 + float64(u.n)/float64(df[t]))
 	}
 	u.wordsAt = make([]int32, 0, u.n+1)
+	total := 0
+	for _, ts := range entryTerms {
+		total += len(ts)
+	}
+	u.words = make([]termWeight, 0, total)
+	for id, t := range keys {
+		u.post[id] = make([]termWeight, 0, df[t])
+	}
 	for i, ts := range entryTerms {
 		u.wordsAt = append(u.wordsAt, int32(len(u.words)))
 		var norm float64
@@ -241,7 +251,7 @@ func (ix *Index) buildUsage(ctx context.Context, uses []Use) (*usageView, error)
 		}
 		norm = math.Sqrt(norm)
 		at := len(u.words)
-		u.words = append(u.words, make([]termWeight, len(ts))...)
+		u.words = u.words[:at+len(ts)]
 		row := u.words[at:]
 		for k, t := range ts {
 			id := u.dict[t]
@@ -251,17 +261,12 @@ func (ix *Index) buildUsage(ctx context.Context, uses []Use) (*usageView, error)
 		slices.SortFunc(row, func(a, b termWeight) int { return cmp.Compare(a.id, b.id) })
 	}
 	u.wordsAt = append(u.wordsAt, int32(len(u.words)))
-	vecs, dim, err := ix.usageEmbed(ctx, texts)
+	qvecs, qscale, dim, err := ix.usageEmbed(ctx, texts)
 	if err != nil {
 		return nil, err
 	}
-	if vecs != nil {
-		u.dim = dim
-		u.qvecs = make([]int8, len(vecs))
-		u.qscale = make([]float32, u.n)
-		for i := range u.n {
-			u.qscale[i] = quantizeRow(u.qvecs[i*dim:(i+1)*dim], vecs[i*dim:(i+1)*dim])
-		}
+	if qvecs != nil {
+		u.dim, u.qvecs, u.qscale = dim, qvecs, qscale
 	}
 	return u, nil
 }
@@ -279,12 +284,14 @@ func uniq(ts []string) []string {
 	return out
 }
 
-// usageEmbed returns the unit vectors of texts (n × dim), embedding those
-// not cached; nil without a usage embedder.
-func (ix *Index) usageEmbed(ctx context.Context, texts []string) ([]float32, int, error) {
+// usageEmbed returns the quantised unit vectors of texts (n × dim int8
+// components, n scales), embedding those not cached; nil without a usage
+// embedder. A text the embedder fails on gets a zero row: it votes by its
+// words only.
+func (ix *Index) usageEmbed(ctx context.Context, texts []string) ([]int8, []float32, int, error) {
 	e := ix.opts.UsageEmbedder
 	if e == nil {
-		return nil, 0, nil
+		return nil, nil, 0, nil
 	}
 	c := &ix.usageVecs
 	c.mu.Lock()
@@ -293,32 +300,33 @@ func (ix *Index) usageEmbed(ctx context.Context, texts []string) ([]float32, int
 		c.byID, c.m = e.ID(), ix.loadUsageVectors(e.ID())
 	}
 	dim := e.Dim()
-	out := make([]float32, len(texts)*dim)
+	q := make([]int8, len(texts)*dim)
+	scale := make([]float32, len(texts))
 	added := 0
 	for i, t := range texts {
 		k := usageKey(t)
-		v, ok := c.m[string(k[:])]
-		if !ok {
+		r, ok := c.m[string(k[:])]
+		if !ok || len(r.q) != dim {
 			if i%64 == 0 {
 				if err := ctx.Err(); err != nil {
-					return nil, 0, err
+					return nil, nil, 0, err
 				}
 			}
+			r = usageRow{q: make([]int8, dim)}
 			raw, err := e.EmbedQuery(ctx, t)
-			if err != nil || len(raw) != dim || checkVector(raw, dim) != nil {
-				v = make([]float32, dim) // no vector: the entry votes by its words only
-			} else {
-				v = normalized(raw)
+			if err == nil && len(raw) == dim && checkVector(raw, dim) == nil {
+				r.scale = quantizeRow(r.q, normalized(raw))
 			}
-			c.m[string(k[:])] = v
+			c.m[string(k[:])] = r
 			added++
 		}
-		copy(out[i*dim:], v)
+		copy(q[i*dim:], r.q)
+		scale[i] = r.scale
 	}
 	if added > 0 {
-		ix.saveUsageVectors(e.ID(), c.m)
+		ix.saveUsageVectors(e.ID(), c.m, dim)
 	}
-	return out, dim, nil
+	return q, scale, dim, nil
 }
 
 // usageQuery is a message's side of the usage signal.

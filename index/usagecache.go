@@ -36,9 +36,17 @@ func usageKey(text string) [16]byte {
 	return k
 }
 
+// usageRow is a request's vector as the usage signal keeps it: dim int8
+// components and their scale (the vector ≈ q·scale; scale 0: no vector).
+type usageRow struct {
+	q     []int8
+	scale float32
+}
+
 // loadUsageVectors reads the cache of embedder id into a map by text key.
-func (ix *Index) loadUsageVectors(id string) map[string][]float32 {
-	m := map[string][]float32{}
+// The rows are the file's, as they are: no component is converted.
+func (ix *Index) loadUsageVectors(id string) map[string]usageRow {
+	m := map[string]usageRow{}
 	path := ix.usageVecPath(id)
 	if path == "" {
 		return m
@@ -57,49 +65,37 @@ func (ix *Index) loadUsageVectors(id string) map[string][]float32 {
 	if dim <= 0 || dim > 1<<16 || len(b)%rec != 0 {
 		return m
 	}
+	all := make([]int8, len(b)/rec*dim) // one allocation for every row
 	for ; len(b) > 0; b = b[rec:] {
-		scale := math.Float32frombits(binary.LittleEndian.Uint32(b[16:]))
-		v := make([]float32, dim)
-		for i := range v {
-			v[i] = float32(int8(b[20+i])) * scale
+		row := all[:dim:dim]
+		all = all[dim:]
+		for i := range row {
+			row[i] = int8(b[20+i])
 		}
-		m[string(b[:16])] = v
+		m[string(b[:16])] = usageRow{row, math.Float32frombits(binary.LittleEndian.Uint32(b[16:]))}
 	}
 	return m
 }
 
 // saveUsageVectors writes m (by text key) as the cache of embedder id.
-func (ix *Index) saveUsageVectors(id string, m map[string][]float32) {
+func (ix *Index) saveUsageVectors(id string, m map[string]usageRow, dim int) {
 	path := ix.usageVecPath(id)
 	if path == "" || ix.opts.ReadOnlyCache || len(m) == 0 {
 		return
 	}
-	var dim int
-	for _, v := range m {
-		dim = len(v)
-		break
-	}
 	var buf bytes.Buffer
+	buf.Grow(len(usageVecMagic) + 4 + len(m)*(16+4+dim))
 	buf.WriteString(usageVecMagic)
 	binary.Write(&buf, binary.LittleEndian, uint32(dim))
 	rec := make([]byte, 16+4+dim)
-	for k, v := range m {
-		if len(v) != dim || len(k) != 16 {
+	for k, r := range m {
+		if len(r.q) != dim || len(k) != 16 {
 			continue
 		}
 		copy(rec, k)
-		var mx float32
-		for _, x := range v {
-			mx = max(mx, float32(math.Abs(float64(x))))
-		}
-		scale := mx / 127
-		binary.LittleEndian.PutUint32(rec[16:], math.Float32bits(scale))
-		for i, x := range v {
-			q := 0.0
-			if scale > 0 {
-				q = math.Round(float64(x / scale))
-			}
-			rec[20+i] = byte(int8(q))
+		binary.LittleEndian.PutUint32(rec[16:], math.Float32bits(r.scale))
+		for i, x := range r.q {
+			rec[20+i] = byte(x)
 		}
 		buf.Write(rec)
 	}

@@ -31,7 +31,11 @@ func (ix *Index) fitUsage(ctx context.Context, u *usageView) error {
 		}
 		return h.Sum32()
 	}
-	sort.Slice(sample, func(a, b int) bool { return key(sample[a]) < key(sample[b]) })
+	keys := make(map[int32]uint32, len(sample)) // each hashed once, not at every comparison
+	for _, i := range sample {
+		keys[i] = key(i)
+	}
+	sort.Slice(sample, func(a, b int) bool { return keys[sample[a]] < keys[sample[b]] })
 	sample = roundRobin(sample, u.agent)
 	if len(sample) > usageLOO {
 		sample = sample[:usageLOO]
