@@ -136,6 +136,16 @@ func (ix *Index) Rank(ctx context.Context, q Query) (Ranking, error) {
 	lex, norm := v.lexScores(lexQ, sc)
 	ix.mu.RUnlock()
 
+	// The usage signal's side of the message, while the query embedding
+	// is computed.
+	var uq usageQuery
+	u := ix.usage.Load()
+	if q.NoUsage || q.poolOnly || u == nil || empty {
+		u = nil
+	} else {
+		uq = ix.usageQueryOf(ctx, u, q.Text)
+	}
+
 	var qvec []float32
 	if emb != nil {
 		wait := waitBudget(ctx)
@@ -160,13 +170,6 @@ func (ix *Index) Rank(ctx context.Context, q Query) (Ranking, error) {
 		}
 	}
 
-	var uq usageQuery
-	u := ix.usage.Load()
-	if q.NoUsage || q.poolOnly || u == nil || empty {
-		u = nil
-	} else {
-		uq = ix.usageQueryOf(ctx, u, q.Text)
-	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if cur := ix.v; cur != v { // a rebuild swapped the view while we waited

@@ -467,15 +467,24 @@ func (u *usageView) candidates(q usageQuery, pool []Hit, exclude int32, sc *usag
 			lex[e.id] += tw.w * e.w
 		}
 	}
-	seen := make([]uint64, (u.n+63)/64)
-	var cand []int32
+	// seen marks the candidates (cleared of them before returning: the
+	// scratch bitmap is all zero between rankings).
+	seen := sc.seen
+	cand := sc.cand[:0]
+	defer func() {
+		for _, i := range cand {
+			seen[i/64] &^= 1 << (i % 64)
+		}
+		sc.cand = cand
+	}()
 	add := func(i int32) {
 		if i != exclude && seen[i/64]&(1<<(i%64)) == 0 {
 			seen[i/64] |= 1 << (i % 64)
 			cand = append(cand, i)
 		}
 	}
-	for _, i := range topByScore(slices.Clone(touched), lex, usageLexical) {
+	// touched is a set: reordering it in place loses nothing.
+	for _, i := range topByScore(touched, lex, usageLexical) {
 		add(i)
 	}
 	for k, h := range pool {
@@ -484,13 +493,14 @@ func (u *usageView) candidates(q usageQuery, pool []Hit, exclude int32, sc *usag
 		}
 		own := u.byTool[h.Name]
 		if len(own) > usagePerTool {
-			own = topByScore(slices.Clone(own), lex, usagePerTool)
+			sc.own = append(sc.own[:0], own...)
+			own = topByScore(sc.own, lex, usagePerTool)
 		}
 		for _, i := range own {
 			add(i)
 		}
 	}
-	return cand
+	return cand // sc's: valid until sc is put back
 }
 
 // usageScratch is the per-ranking memory of evidence, zero between
@@ -504,6 +514,9 @@ type usageScratch struct {
 	agents   []int32      // agents with agentSum set
 	toolP    []float64    // by tool id: its evidence
 	tools    []int32      // tools with toolP set
+	seen     []uint64     // by entry: a candidate already (bitmap)
+	cand     []int32      // the candidates being gathered
+	own      []int32      // a tool's entries being selected
 }
 
 func (u *usageView) getScratch() *usageScratch {
@@ -511,7 +524,8 @@ func (u *usageView) getScratch() *usageScratch {
 		return sc
 	}
 	return &usageScratch{lex: make([]float32, u.n), qw: make([]float32, len(u.idf)),
-		agentSum: make([]float64, u.agents), toolP: make([]float64, len(u.tools))}
+		agentSum: make([]float64, u.agents), toolP: make([]float64, len(u.tools)),
+		seen: make([]uint64, (u.n+63)/64)}
 }
 
 // putScratch zeroes what sc's use set and keeps it for the next.
