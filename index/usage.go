@@ -612,12 +612,9 @@ func applyUsage(r *Ranking, p map[string]float64, none, w float64, known func(st
 		name string
 		p    float64
 	}
-	var extra []cand
+	extra := make([]cand, 0, len(p))
 	for t, pt := range p {
-		if in[t] {
-			continue
-		}
-		if ok, allowed := known(t); ok && allowed {
+		if !in[t] {
 			extra = append(extra, cand{t, pt})
 		}
 	}
@@ -627,9 +624,19 @@ func applyUsage(r *Ranking, p map[string]float64, none, w float64, known func(st
 		}
 		return strings.Compare(a.name, b.name)
 	})
-	if len(extra) > usageInject {
-		extra = extra[:usageInject]
+	// The best usageInject of them the catalog has (and allows): asked in
+	// order, so that the rest are never looked up.
+	n := 0
+	for _, c := range extra {
+		if n == usageInject {
+			break
+		}
+		if ok, allowed := known(c.name); ok && allowed {
+			extra[n] = c
+			n++
+		}
 	}
+	extra = extra[:n]
 	for _, c := range extra {
 		r.Hits = append(r.Hits, Hit{Name: c.name})
 	}
