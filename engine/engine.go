@@ -110,6 +110,11 @@ type Engine struct {
 	answers *answers // recent answers by ID (answers.go)
 	// usageVersion is the usage history's version the index has.
 	usageVersion atomic.Int64
+	// usageMu serialises loading the history; usageHeld is the store's
+	// entries as last read (nil: none yet), brought up to date with
+	// Changes rather than read whole at every change (usageview.go).
+	usageMu   sync.Mutex
+	usageHeld map[usage.Key]usage.Entry
 	// examples is the digest of the tools' examples the index has.
 	examples   atomic.Pointer[string]
 	closeUsage sync.Once

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/toolsrv/toolsrv/usage"
 )
 
 // A tool's examples (requests from its author) teach the ranking words
@@ -56,4 +58,106 @@ func TestExamplesTeachTheRanking(t *testing.T) {
 	if len(after) == 0 || after[0] != "price_lookup" {
 		t.Errorf("%q with examples: %v (without: %v)", q, after, before)
 	}
+}
+
+// countingStore counts how the engine reads the history.
+type countingStore struct {
+	usage.Store
+	snapshots, changes int
+}
+
+func (c *countingStore) Snapshot(ctx context.Context) ([]usage.Entry, int64, error) {
+	c.snapshots++
+	return c.Store.Snapshot(ctx)
+}
+
+func (c *countingStore) Changes(ctx context.Context, after int64) ([]usage.Entry, []usage.Key, int64, error) {
+	c.changes++
+	return c.Store.Changes(ctx, after)
+}
+
+// The engine reads the history whole once, then only what changed (and
+// whole again when the store cannot tell, after a Forget); what it holds
+// is the store's entries each time, in a fixed order.
+func TestUsageFollowsChanges(t *testing.T) {
+	ctx := context.Background()
+	st, _, err := usage.Open(ctx, filepath.Join(t.TempDir(), "usage.db"), usage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := &countingStore{Store: st}
+	eng, err := New(ctx, Options{Dirs: []string{"testdata/tools"}, NoCache: true, NoThresholds: true,
+		Logger: slog.New(slog.DiscardHandler), Usage: cs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	record := func(req, tool string) {
+		t.Helper()
+		if err := st.Record(ctx, usage.Event{Request: req, Tool: tool, OK: true, Agent: "a", Source: usage.SourceAPI}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same := func(step string) {
+		t.Helper()
+		eng.usageMu.Lock()
+		got, _, err := eng.usageEntries(ctx)
+		eng.usageMu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _, err := st.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: the engine holds %d entries, the store %d", step, len(got), len(want))
+		}
+		byKey := map[usage.Key]usage.Entry{}
+		for _, e := range want {
+			byKey[e.Key] = e
+		}
+		for i, e := range got {
+			if w, ok := byKey[e.Key]; !ok || w.Count != e.Count || w.Version != e.Version {
+				t.Errorf("%s: entry %+v, the store has %+v", step, e, w)
+			}
+			if i > 0 && got[i-1].Key.Request > e.Key.Request && got[i-1].Key.Tool == e.Key.Tool {
+				t.Errorf("%s: entries out of order at %d", step, i)
+			}
+		}
+	}
+	record("show the git status", "git_status")
+	record("how full is the disk", "disk_usage")
+	eng.loadUsage(ctx) // New read the empty store; this may read it whole again
+	snaps := cs.snapshots
+	if snaps == 0 {
+		t.Fatal("the history was never read whole")
+	}
+	if f := eng.UsageFit(); f.Entries != 2 {
+		t.Errorf("after two events the index has %d entries", f.Entries)
+	}
+	record("find the TODO comments", "find_todos")
+	record("show the git status", "git_status") // merged: a count of 2
+	eng.loadUsage(ctx)
+	changes := cs.changes
+	if cs.snapshots != snaps || changes == 0 {
+		t.Errorf("a change read %d more snapshots and %d changes, want only changes", cs.snapshots-snaps, changes)
+	}
+	if f := eng.UsageFit(); f.Entries != 3 {
+		t.Errorf("after three requests the index has %d entries", f.Entries)
+	}
+	same("after changes")
+	if _, err := st.Forget(ctx, usage.Filter{Tool: "disk_usage"}); err != nil {
+		t.Fatal(err)
+	}
+	snaps, changes = cs.snapshots, cs.changes
+	eng.loadUsage(ctx)
+	if cs.snapshots != snaps+1 || cs.changes != changes+1 {
+		t.Errorf("after a Forget: %d more snapshots and %d changes, want one of each (changes unknown, so read whole)",
+			cs.snapshots-snaps, cs.changes-changes)
+	}
+	if f := eng.UsageFit(); f.Entries != 2 {
+		t.Errorf("after forgetting a tool the index has %d entries", f.Entries)
+	}
+	same("after a Forget")
 }

@@ -1,10 +1,14 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -101,6 +105,8 @@ func (e *Engine) loadUsage(ctx context.Context) {
 	if e.ix == nil {
 		return
 	}
+	e.usageMu.Lock()
+	defer e.usageMu.Unlock()
 	ex, digest := examples(e.reg.Catalog())
 	if e.opts.Usage == nil {
 		if len(ex) > 0 || e.examples.Load() != nil {
@@ -112,7 +118,7 @@ func (e *Engine) loadUsage(ctx context.Context) {
 		}
 		return
 	}
-	entries, version, err := e.opts.Usage.Snapshot(ctx)
+	entries, version, err := e.usageEntries(ctx)
 	if err != nil {
 		e.log.Warn("usage history unreadable; ranking without it", "err", err)
 		entries = nil
@@ -128,6 +134,53 @@ func (e *Engine) loadUsage(ctx context.Context) {
 		e.log.Debug("usage history in effect", "entries", fit.Entries, "weight", fit.Weight,
 			"sample", fit.Sample, "recall5", fit.Recall, "recall5Without", fit.Base)
 	}
+}
+
+// usageEntries returns the store's entries now and their version, in a
+// fixed order (by agent, tool and request: the same history always gives
+// the same weight). Once read whole, the engine keeps them and asks the
+// store only what changed since (a few rows, not the whole history); when
+// the store cannot tell (a Forget, a new store), it reads them whole
+// again. Caller holds usageMu.
+func (e *Engine) usageEntries(ctx context.Context) ([]usage.Entry, int64, error) {
+	var version int64
+	err := usage.ErrResnapshot
+	if e.usageHeld != nil {
+		var changed []usage.Entry
+		var removed []usage.Key
+		changed, removed, version, err = e.opts.Usage.Changes(ctx, e.usageVersion.Load())
+		if err == nil {
+			for _, k := range removed {
+				delete(e.usageHeld, k)
+			}
+			for _, en := range changed {
+				e.usageHeld[en.Key] = en
+			}
+		}
+	}
+	if errors.Is(err, usage.ErrResnapshot) {
+		var entries []usage.Entry
+		entries, version, err = e.opts.Usage.Snapshot(ctx)
+		if err == nil {
+			e.usageHeld = make(map[usage.Key]usage.Entry, len(entries))
+			for _, en := range entries {
+				e.usageHeld[en.Key] = en
+			}
+		}
+	}
+	if err != nil {
+		e.usageHeld = nil
+		return nil, 0, err
+	}
+	out := make([]usage.Entry, 0, len(e.usageHeld))
+	for _, en := range e.usageHeld {
+		out = append(out, en)
+	}
+	slices.SortFunc(out, func(a, b usage.Entry) int {
+		return cmp.Or(strings.Compare(a.Key.Agent, b.Key.Agent), strings.Compare(a.Key.Tool, b.Key.Tool),
+			strings.Compare(a.Key.Request, b.Key.Request))
+	})
+	return out, version, nil
 }
 
 // followUsage reloads the usage history whenever its version moves or
