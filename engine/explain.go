@@ -27,6 +27,10 @@ type Explanation struct {
 	Reason string `json:"reason,omitempty"`
 	// Tools are the ranking's best tools, best first.
 	Tools []ToolExplanation `json:"tools"`
+	// Usage says how the usage history (with the tools' examples) is
+	// weighed: the weight leave-one-out over the installation's own past
+	// requests chose, and what it saw (nil: no history in effect).
+	Usage *index.UsageFit `json:"usage,omitempty"`
 }
 
 // ToolExplanation is one ranked tool's part of an Explanation.

@@ -49,6 +49,7 @@ func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalo
 		}
 		if q.Explain {
 			a.Explain = explain(&a, q, cat, nil, thresholds.Context{})
+			a.Explain.Usage = usageFit(ix.UsageFit())
 		}
 		return a, nil
 	}
@@ -68,8 +69,17 @@ func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalo
 		c := thresholds.Context{Tier: thresholds.TierOf(cat), Hot: thresholds.ProfileHot(cat, q.Profile, allow),
 			Degraded: r.Degraded || q.Mode == index.Lexical, Answerable: r.Answerable, Unmatched: thresholds.UnmatchedIn(r)}
 		a.Explain = explain(&a, q, cat, e.pol, c)
+		a.Explain.Usage = usageFit(ix.UsageFit())
 	}
 	return a, nil
+}
+
+// usageFit is f for an explanation: nil when no history is in effect.
+func usageFit(f index.UsageFit) *index.UsageFit {
+	if f.Entries == 0 {
+		return nil
+	}
+	return &f
 }
 
 // Decide applies the thresholds to a ranking already made for q (a full
@@ -85,6 +95,7 @@ func (e *Engine) Decide(r index.Ranking, q Request) (Answer, error) {
 	a := e.answer(e.pol.Select(thresholds.FromRanking(r), c), r)
 	if q.Explain {
 		a.Explain = explain(&a, q, cat, e.pol, c)
+		a.Explain.Usage = usageFit(e.UsageFit())
 	}
 	return a, nil
 }

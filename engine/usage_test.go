@@ -44,6 +44,21 @@ func TestExamplesTeachTheRanking(t *testing.T) {
 		write(n, `{"description":"`+d+`","cmd":"cat"}`)
 	}
 	before := rank()
+	explained := func() *Explanation {
+		eng, err := New(ctx, Options{Dirs: []string{dir}, NoCache: true, NoThresholds: true, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer eng.Close()
+		a, err := eng.Rank(ctx, Request{Query: q, Limit: 3, All: true, Explain: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.Explain
+	}
+	if ex := explained(); ex.Usage != nil {
+		t.Errorf("no examples, no history, yet the explanation says %+v", *ex.Usage)
+	}
 	exs := map[string]string{
 		"price_lookup": `["what is btc at", "btc now", "my btc stash", "how much is btc", "btc today", "check btc", "btc value", "is btc up"]`,
 		"send_mail":    `["mail bob the report", "write to alice", "email the team", "drop a note to carol", "message my boss", "send the invoice to dave"]`,
@@ -55,6 +70,9 @@ func TestExamplesTeachTheRanking(t *testing.T) {
 		write(n, `{"description":"`+d+`","cmd":"cat","examples":`+exs[n]+`}`)
 	}
 	after := rank()
+	if ex := explained(); ex.Usage == nil || ex.Usage.Entries != 32 || ex.Usage.Sample == 0 {
+		t.Errorf("32 examples: the explanation's usage %+v, want 32 entries and the sample the weight was chosen on", ex.Usage)
+	}
 	if len(after) == 0 || after[0] != "price_lookup" {
 		t.Errorf("%q with examples: %v (without: %v)", q, after, before)
 	}

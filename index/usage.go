@@ -132,10 +132,13 @@ type termWeight struct {
 type UsageFit struct {
 	// Entries are the usage entries in effect; Sample the past requests
 	// the weight was chosen on.
-	Entries, Sample int
+	Entries int `json:"entries"`
+	Sample  int `json:"sample"`
 	// Weight is the chosen w; Recall the sample's Recall@5 with it, and
 	// Base without usage.
-	Weight, Recall, Base float64
+	Weight float64 `json:"weight"`
+	Recall float64 `json:"recall5"`
+	Base   float64 `json:"recall5Without"`
 }
 
 // usageVectors caches the usage requests' vectors by text, for the life

@@ -224,6 +224,14 @@ func printExplanation(w io.Writer, ex *engine.Explanation) {
 	if ex.Reason != "" {
 		fmt.Fprintln(w, "  decision:", ex.Reason)
 	}
+	if u := ex.Usage; u != nil {
+		how := fmt.Sprintf("weight %g", u.Weight)
+		if u.Weight == 0 {
+			how = "not used (weight 0: no clear gain)"
+		}
+		fmt.Fprintf(w, "  usage history: %d past requests, %s; chosen on %d of them, each ranked as new: Recall@5 %.3f with it, %.3f without\n",
+			u.Entries, how, u.Sample, u.Recall, u.Base)
+	}
 	for _, t := range ex.Tools {
 		verdict := "ranked"
 		switch {
