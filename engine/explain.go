@@ -55,10 +55,14 @@ type ToolExplanation struct {
 }
 
 // explain builds a's explanation for q, whose ranking a holds; pol is nil
-// when no thresholds applied.
-func explain(a *Answer, q Request, cat *registry.Catalog, pol *thresholds.Policy, c thresholds.Context) *Explanation {
+// when no thresholds applied; fit is how the ranking's index weighs the
+// usage history.
+func explain(a *Answer, q Request, cat *registry.Catalog, pol *thresholds.Policy, c thresholds.Context, fit index.UsageFit) *Explanation {
 	r := a.Ranking
 	ex := &Explanation{Learned: r.Answerable != nil, Answerable: r.Answerable, Tools: []ToolExplanation{}}
+	if fit.Entries > 0 {
+		ex.Usage = &fit
+	}
 	offered := map[string]bool{}
 	for _, o := range a.Tools {
 		offered[o.Name] = true

@@ -48,8 +48,7 @@ func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalo
 			a.Tools = append(a.Tools, Offer{Hit: h})
 		}
 		if q.Explain {
-			a.Explain = explain(&a, q, cat, nil, thresholds.Context{})
-			a.Explain.Usage = usageFit(ix.UsageFit())
+			a.Explain = explain(&a, q, cat, nil, thresholds.Context{}, ix.UsageFit())
 		}
 		return a, nil
 	}
@@ -68,18 +67,9 @@ func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalo
 		}
 		c := thresholds.Context{Tier: thresholds.TierOf(cat), Hot: thresholds.ProfileHot(cat, q.Profile, allow),
 			Degraded: r.Degraded || q.Mode == index.Lexical, Answerable: r.Answerable, Unmatched: thresholds.UnmatchedIn(r)}
-		a.Explain = explain(&a, q, cat, e.pol, c)
-		a.Explain.Usage = usageFit(ix.UsageFit())
+		a.Explain = explain(&a, q, cat, e.pol, c, ix.UsageFit())
 	}
 	return a, nil
-}
-
-// usageFit is f for an explanation: nil when no history is in effect.
-func usageFit(f index.UsageFit) *index.UsageFit {
-	if f.Entries == 0 {
-		return nil
-	}
-	return &f
 }
 
 // Decide applies the thresholds to a ranking already made for q (a full
@@ -94,8 +84,7 @@ func (e *Engine) Decide(r index.Ranking, q Request) (Answer, error) {
 		Degraded: r.Degraded || q.Mode == index.Lexical, Answerable: r.Answerable, Unmatched: thresholds.UnmatchedIn(r)}
 	a := e.answer(e.pol.Select(thresholds.FromRanking(r), c), r)
 	if q.Explain {
-		a.Explain = explain(&a, q, cat, e.pol, c)
-		a.Explain.Usage = usageFit(e.UsageFit())
+		a.Explain = explain(&a, q, cat, e.pol, c, e.UsageFit())
 	}
 	return a, nil
 }

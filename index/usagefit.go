@@ -1,10 +1,11 @@
 package index
 
 import (
+	"cmp"
 	"context"
 	"hash/fnv"
 	"math"
-	"sort"
+	"slices"
 )
 
 // fitUsage chooses u.w by leave-one-out over a sample of u's past
@@ -31,11 +32,18 @@ func (ix *Index) fitUsage(ctx context.Context, u *usageView) error {
 		}
 		return h.Sum32()
 	}
-	keys := make(map[int32]uint32, len(sample)) // each hashed once, not at every comparison
-	for _, i := range sample {
-		keys[i] = key(i)
+	type keyed struct {
+		i int32
+		k uint32
 	}
-	sort.Slice(sample, func(a, b int) bool { return keys[sample[a]] < keys[sample[b]] })
+	ks := make([]keyed, len(sample)) // each hashed once, not at every comparison
+	for j, i := range sample {
+		ks[j] = keyed{i, key(i)}
+	}
+	slices.SortStableFunc(ks, func(a, b keyed) int { return cmp.Compare(a.k, b.k) })
+	for j := range ks {
+		sample[j] = ks[j].i
+	}
 	sample = roundRobin(sample, u.agent)
 	if len(sample) > usageLOO {
 		sample = sample[:usageLOO]
