@@ -226,6 +226,12 @@ func (e *Engine) prepareIndex(ctx context.Context, dirs []string) preparedIndex 
 	}
 	io := e.indexOptionsIn(dir)
 	io.Progress = e.opts.Progress
+	// The built usage view is kept in the store's own private place, which
+	// the store removes when it forgets (a session's index shares the
+	// engine's view and saves none).
+	if d, ok := e.opts.Usage.(usage.Derived); ok && !e.opts.NoCache {
+		io.UsageViewPath = d.DerivedPath()
+	}
 	ix := index.New(emb, io)
 	ix.Preload(ctx, dirs)
 	return preparedIndex{emb: emb, dir: dir, ix: ix}

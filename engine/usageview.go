@@ -1,14 +1,11 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -136,9 +133,8 @@ func (e *Engine) loadUsage(ctx context.Context) {
 	}
 }
 
-// usageEntries returns the store's entries now and their version, in a
-// fixed order (by agent, tool and request: the same history always gives
-// the same weight). Once read whole, the engine keeps them and asks the
+// usageEntries returns the store's entries now and their version (in no
+// order: the index orders them when it builds its view). Once read whole, the engine keeps them and asks the
 // store only what changed since (a few rows, not the whole history); when
 // the store cannot tell (a Forget, a new store), it reads them whole
 // again. Caller holds usageMu.
@@ -176,10 +172,6 @@ func (e *Engine) usageEntries(ctx context.Context) ([]usage.Entry, int64, error)
 	for _, en := range e.usageHeld {
 		out = append(out, en)
 	}
-	slices.SortFunc(out, func(a, b usage.Entry) int {
-		return cmp.Or(strings.Compare(a.Key.Agent, b.Key.Agent), strings.Compare(a.Key.Tool, b.Key.Tool),
-			strings.Compare(a.Key.Request, b.Key.Request))
-	})
 	return out, version, nil
 }
 

@@ -59,6 +59,10 @@ type Options struct {
 	// message for the usage signal (usage.go): the built-in embedder in
 	// toolsrv. nil: the usage signal is lexical only.
 	UsageEmbedder embed.Embedder
+	// UsageViewPath, if set, is the file the built usage view and its
+	// weight are saved in between runs (usagesaved.go): a private place
+	// of the usage store's (usage.Derived). "": built at every start.
+	UsageViewPath string
 }
 
 // Index ranks the tools of a catalog. It is safe for concurrent use: Rank
@@ -67,6 +71,11 @@ type Index struct {
 	usage atomic.Pointer[usageView] // the usage history (usage.go); nil: none
 	// usageVecs caches the usage requests' vectors by text.
 	usageVecs usageVectors
+	// usageSaved is when this index last saved its usage view.
+	usageSaved struct {
+		sync.Mutex
+		at time.Time
+	}
 	base      embed.Embedder
 	aware     embed.CatalogAware // base, if it adapts to the catalog
 	opts      Options

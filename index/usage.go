@@ -150,14 +150,29 @@ type usageVectors struct {
 }
 
 // SetUsage replaces the usage history the index ranks with (nil or empty:
-// none). It embeds the requests it has no vector for (a few tens of
+// none), in any order. It embeds the requests it has no vector for (a few tens of
 // microseconds each with the built-in embedder; cached by text, in memory
 // and in the cache directory) and chooses the usage weight by
 // leave-one-out over a sample of the history (a ranking each). Rankings
 // go on meanwhile with the history before.
+//
+// With Options.UsageViewPath, the view and its weight are saved, and a
+// later SetUsage of the same entries on the same catalog (another
+// process's: toolsrv rank) takes them from the file instead.
 func (ix *Index) SetUsage(ctx context.Context, uses []Use) (UsageFit, error) {
-	u, err := ix.buildUsage(ctx, uses)
+	var key [32]byte
+	if ix.opts.UsageViewPath != "" {
+		key = ix.usageViewKey(uses)
+		if u := ix.loadUsageView(key); u != nil {
+			ix.usage.Store(u)
+			return u.loo, nil
+		}
+	}
+	u, err := ix.buildUsage(ctx, orderedUses(uses))
 	if err != nil || u == nil {
+		if err == nil {
+			ix.saveUsageView(key, nil)
+		}
 		ix.usage.Store(u)
 		return UsageFit{}, err
 	}
@@ -165,7 +180,26 @@ func (ix *Index) SetUsage(ctx context.Context, uses []Use) (UsageFit, error) {
 		return UsageFit{}, err
 	}
 	ix.usage.Store(u)
+	ix.saveUsageView(key, u)
 	return u.loo, nil
+}
+
+// orderedUses is uses by agent, tool and request (a new slice): the same
+// entries, in whatever order they come, make the same view and weight.
+func orderedUses(uses []Use) []Use {
+	perm := make([]int32, len(uses))
+	for i := range perm {
+		perm[i] = int32(i)
+	}
+	slices.SortStableFunc(perm, func(a, b int32) int {
+		x, y := &uses[a], &uses[b]
+		return cmp.Or(strings.Compare(x.Agent, y.Agent), strings.Compare(x.Tool, y.Tool), strings.Compare(x.Request, y.Request))
+	})
+	out := make([]Use, len(uses))
+	for i, p := range perm {
+		out[i] = uses[p]
+	}
+	return out
 }
 
 // ShareUsage makes the index rank with the usage history from has (a

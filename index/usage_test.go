@@ -16,16 +16,22 @@ func usageIndex(t *testing.T) *Index {
 	t.Helper()
 	emb := newHashEmbedder(64)
 	ix := New(emb, Options{NoCache: true, Logger: quiet(), UsageEmbedder: emb})
-	dir := copyTools(t)
-	// More tools, so that five of them are a small share of the catalog
-	// (Recall@5, which the weight is chosen by, means something).
-	for i := 0; i < 60; i++ {
-		writeMeta(t, dir, fmt.Sprintf("filler_%02d", i), fmt.Sprintf(`{"description":"Filler tool %d: handles widgets of kind %d and gadgets of class %d.","cmd":"cat"}`, i, i%7, i%11))
-	}
-	if err := ix.Sync(context.Background(), loadReg(t, dir).Catalog()); err != nil {
+	if err := ix.Sync(context.Background(), loadReg(t, usageCatalog(t)).Catalog()); err != nil {
 		t.Fatal(err)
 	}
 	return ix
+}
+
+// usageCatalog is testdata/tools and 60 fillers, in a new directory: more
+// tools, so that five of them are a small share of the catalog (Recall@5,
+// which the weight is chosen by, means something).
+func usageCatalog(t *testing.T) string {
+	t.Helper()
+	dir := copyTools(t)
+	for i := 0; i < 60; i++ {
+		writeMeta(t, dir, fmt.Sprintf("filler_%02d", i), fmt.Sprintf(`{"description":"Filler tool %d: handles widgets of kind %d and gadgets of class %d.","cmd":"cat"}`, i, i%7, i%11))
+	}
+	return dir
 }
 
 // bitcoinUses are past requests about bitcoin (a word no tool has) that an

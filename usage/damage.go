@@ -107,6 +107,9 @@ func setAside(path string, id fileID, now time.Time) (string, error) {
 	if err := os.Remove(path + "-shm"); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return aside, fmt.Errorf("removing the damaged usage store's index: %w", err)
 	}
+	if err := removeDerived(path); err != nil {
+		return aside, fmt.Errorf("removing what was derived from the damaged usage store: %w", err)
+	}
 	return aside, nil
 }
 

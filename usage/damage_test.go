@@ -47,6 +47,10 @@ func TestDamagedStoreSetAside(t *testing.T) {
 			record(t, s, evs...)
 			s.Close()
 			tc.damage(t, path)
+			derived := path + derivedSuffix // what a reader derived: set aside with it, removed
+			if err := os.WriteFile(derived, []byte("request number 3"), 0o600); err != nil {
+				t.Fatal(err)
+			}
 
 			var logged bytes.Buffer
 			s2, warns, err := Open(ctx, path, Options{Check: tc.check, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
@@ -73,6 +77,9 @@ func TestDamagedStoreSetAside(t *testing.T) {
 			}
 			if _, err := os.Stat(path); !os.IsNotExist(err) {
 				t.Fatalf("the damaged store is still in place: %v", err)
+			}
+			if _, err := os.Stat(derived); !os.IsNotExist(err) {
+				t.Errorf("what was derived from the damaged store is still there: %v", err)
 			}
 			// A new store is used.
 			if got := snapshot(t, s2); len(got) != 0 {

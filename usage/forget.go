@@ -80,6 +80,9 @@ func (s *fileStore) Forget(ctx context.Context, f Filter) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := removeDerived(s.path); err != nil {
+		return n, fmt.Errorf("usage store: forgot %d entries, but could not remove what was derived from them: %w", n, err)
+	}
 	if err := s.scrub(ctx); err != nil {
 		return n, fmt.Errorf("usage store: forgot %d entries, but %w", n, err)
 	}

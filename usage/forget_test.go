@@ -33,6 +33,11 @@ func TestForget(t *testing.T) {
 					Agent: []string{"bob", "alice"}[i%2], Time: c.t.Add(-time.Duration(i) * 3 * time.Hour), OK: true})
 			}
 			record(t, s, evs...)
+			// What a reader derived from the entries goes with them.
+			derived := s.(Derived).DerivedPath()
+			if err := os.WriteFile(derived, []byte("request 3"), 0o600); err != nil {
+				t.Fatal(err)
+			}
 			want := map[Key]bool{}
 			for _, e := range evs {
 				if !tc.gone(e) {
@@ -42,6 +47,9 @@ func TestForget(t *testing.T) {
 			n, err := s.Forget(ctx, tc.f)
 			if err != nil || n != len(evs)-len(want) {
 				t.Fatalf("forgot %d (want %d): %v", n, len(evs)-len(want), err)
+			}
+			if _, err := os.Stat(derived); !os.IsNotExist(err) {
+				t.Errorf("the derived file is still there after Forget: %v", err)
 			}
 			got := snapshot(t, s)
 			if len(got) != len(want) {

@@ -1,0 +1,352 @@
+package index
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"strconv"
+	"time"
+	"unsafe"
+
+	"github.com/toolsrv/toolsrv/internal/fileio"
+)
+
+// The built usage view is saved between runs (Options.UsageViewPath), so
+// that a process that ranks once (toolsrv rank) need not build it from
+// every entry and choose its weight again: at 50,000 entries that is
+// most of what the history adds to its start. The file holds the view as
+// it is ranked with and the weight chosen, keyed by a digest of all they
+// were made from: the history's entries (as a set), the catalog and its
+// embedder, the last step, the options that change a ranking, and the
+// program. Any difference, a damaged or foreign file: the view is built
+// again (and saved). The file is in the usage store's own private place
+// (usage.Derived), which the store removes when it forgets.
+//
+// Layout (little-endian): usageViewMagic, the key (32 bytes), then
+// uint32 n, agents, dim, tools; the tool names (uint32 length, bytes);
+// n tool ids, n agent ids (int32); when dim > 0, n scales (float32) and
+// n×dim components (int8); n+1 word offsets (int32), the words' term ids
+// (int32) and weights (float32); uint32 terms, their strings and IDFs
+// (float64); the weight and the fit (uint32 entries, sample, then
+// float64 weight, recall, base).
+
+const usageViewMagic = "toolsrv-usage-view 1\n"
+
+// usageViewEvery is the least time between two saves of the view by one
+// index (a server reloading a busy history would otherwise write the
+// whole view every few seconds); the first is saved at once.
+const usageViewEvery = time.Minute
+
+// usageViewKey is the digest the saved view must carry to be used for
+// uses on this index as it is now.
+func (ix *Index) usageViewKey(uses []Use) [32]byte {
+	// The entries as a set: each entry's digest, added up (two lanes).
+	var lo, hi uint64
+	var buf []byte
+	for _, e := range uses {
+		buf = buf[:0]
+		for _, s := range []string{e.Request, e.Tool, e.Agent} {
+			buf = binary.LittleEndian.AppendUint32(buf, uint32(len(s)))
+			buf = append(buf, s...)
+		}
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(e.Count))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(e.Failed))
+		d := sha256.Sum256(buf)
+		lo += binary.LittleEndian.Uint64(d[:8])
+		hi += binary.LittleEndian.Uint64(d[8:16])
+	}
+	h := sha256.New()
+	put := func(s string) {
+		h.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(s))))
+		h.Write([]byte(s))
+	}
+	put(usageViewMagic)
+	put(fileio.ExecutableID())
+	ix.mu.RLock()
+	if ix.v != nil {
+		put(strconv.FormatUint(ix.v.catalogDigest(), 16))
+	}
+	ix.mu.RUnlock()
+	put(ix.LearnedID())
+	put(strconv.FormatFloat(ix.opts.LexicalWeight, 'g', -1, 64))
+	put(strconv.FormatFloat(ix.opts.ContextWeight, 'g', -1, 64))
+	if e := ix.opts.UsageEmbedder; e != nil {
+		put(e.ID())
+	}
+	put(strconv.Itoa(len(uses)))
+	put(strconv.FormatUint(lo, 16) + "." + strconv.FormatUint(hi, 16))
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}
+
+// loadUsageView returns the saved view if it carries key (nil: none).
+func (ix *Index) loadUsageView(key [32]byte) *usageView {
+	path := ix.opts.UsageViewPath
+	if path == "" {
+		return nil
+	}
+	b, err := fileio.ReadRegular(path, 1<<31)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			ix.log.Debug("saved usage view not read", "err", err)
+		}
+		return nil
+	}
+	u, err := decodeUsageView(b, key)
+	if err != nil {
+		ix.log.Debug("saved usage view not used", "err", err)
+		return nil
+	}
+	return u
+}
+
+// saveUsageView saves u, at most once per usageViewEvery. Otherwise (and
+// for nil: no history) it removes the saved view, which no longer matches
+// the history: nothing stale of a history (entries since forgotten among
+// them) outlives a reload.
+func (ix *Index) saveUsageView(key [32]byte, u *usageView) {
+	path := ix.opts.UsageViewPath
+	if path == "" {
+		return
+	}
+	ix.usageSaved.Lock()
+	defer ix.usageSaved.Unlock()
+	if u == nil || !ix.usageSaved.at.IsZero() && time.Since(ix.usageSaved.at) < usageViewEvery {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			ix.log.Debug("saved usage view not removed", "err", err)
+		}
+		return
+	}
+	ix.usageSaved.at = time.Now()
+	err := fileio.WriteAtomic(path, 0o600, func(w io.Writer) error { return encodeUsageView(w, key, u) })
+	if err != nil {
+		ix.log.Debug("usage view not saved", "err", err)
+	}
+}
+
+// encodeUsageView writes u in the layout above.
+func encodeUsageView(w io.Writer, key [32]byte, u *usageView) error {
+	b := make([]byte, 0, len(usageViewMagic)+64+len(u.qvecs)+u.n*20+len(u.words)*8)
+	b = append(b, usageViewMagic...)
+	b = append(b, key[:]...)
+	u32 := func(x int) { b = binary.LittleEndian.AppendUint32(b, uint32(x)) }
+	str := func(s string) { u32(len(s)); b = append(b, s...) }
+	f32 := func(x float32) { b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x)) }
+	f64 := func(x float64) { b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x)) }
+	u32(u.n)
+	u32(u.agents)
+	u32(u.dim)
+	u32(len(u.tools))
+	for _, t := range u.tools {
+		str(t)
+	}
+	for _, x := range u.toolID {
+		u32(int(x))
+	}
+	for _, x := range u.agent {
+		u32(int(x))
+	}
+	if u.dim > 0 {
+		for _, x := range u.qscale {
+			f32(x)
+		}
+		b = append(b, int8Bytes(u.qvecs)...)
+	}
+	for _, x := range u.wordsAt {
+		u32(int(x))
+	}
+	for _, tw := range u.words {
+		u32(int(tw.id))
+	}
+	for _, tw := range u.words {
+		f32(tw.w)
+	}
+	terms := make([]string, len(u.idf))
+	for t, id := range u.dict {
+		terms[id] = t
+	}
+	u32(len(terms))
+	for _, t := range terms {
+		str(t)
+	}
+	for _, x := range u.idf {
+		f64(x)
+	}
+	f64(u.w)
+	u32(u.loo.Entries)
+	u32(u.loo.Sample)
+	f64(u.loo.Weight)
+	f64(u.loo.Recall)
+	f64(u.loo.Base)
+	_, err := w.Write(b)
+	return err
+}
+
+// int8Bytes is q's memory as bytes (the same bits).
+func int8Bytes(q []int8) []byte {
+	if len(q) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&q[0])), len(q))
+}
+
+// errUsageView is a saved view that does not match or does not parse.
+var errUsageView = errors.New("saved usage view: not this history's, or damaged")
+
+// viewReader reads the layout, failing once for good.
+type viewReader struct {
+	b   []byte
+	bad bool
+}
+
+func (r *viewReader) take(n int) []byte {
+	if r.bad || n < 0 || n > len(r.b) {
+		r.bad = true
+		return nil
+	}
+	out := r.b[:n]
+	r.b = r.b[n:]
+	return out
+}
+
+func (r *viewReader) u32() int {
+	if p := r.take(4); p != nil {
+		return int(binary.LittleEndian.Uint32(p))
+	}
+	return 0
+}
+
+func (r *viewReader) f64() float64 {
+	if p := r.take(8); p != nil {
+		return math.Float64frombits(binary.LittleEndian.Uint64(p))
+	}
+	return 0
+}
+
+// ids reads n int32s, each below limit.
+func (r *viewReader) ids(n, limit int) []int32 {
+	p := r.take(4 * n)
+	if p == nil {
+		return nil
+	}
+	out := make([]int32, n)
+	for i := range out {
+		x := binary.LittleEndian.Uint32(p[4*i:])
+		if int64(x) >= int64(limit) {
+			r.bad = true
+			return nil
+		}
+		out[i] = int32(x)
+	}
+	return out
+}
+
+func (r *viewReader) f32s(n int) []float32 {
+	p := r.take(4 * n)
+	if p == nil {
+		return nil
+	}
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(p[4*i:]))
+	}
+	return out
+}
+
+func (r *viewReader) strs(n int) []string {
+	if n > len(r.b)/4 {
+		r.bad = true
+		return nil
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = string(r.take(r.u32()))
+	}
+	return out
+}
+
+// decodeUsageView parses b, which must carry key, into a view ready to
+// rank with (its postings and tool lists rebuilt). It never trusts b:
+// every count and id is checked against what it indexes.
+func decodeUsageView(b []byte, key [32]byte) (*usageView, error) {
+	if !bytes.HasPrefix(b, []byte(usageViewMagic)) {
+		return nil, errUsageView
+	}
+	r := &viewReader{b: b[len(usageViewMagic):]}
+	if k := r.take(32); k == nil || !bytes.Equal(k, key[:]) {
+		return nil, errUsageView
+	}
+	u := &usageView{n: r.u32(), agents: r.u32(), dim: r.u32()}
+	const most = 1 << 26
+	if u.n <= 0 || u.n > most || u.agents > u.n || u.dim > 1<<16 {
+		return nil, errUsageView
+	}
+	u.tools = r.strs(r.u32())
+	u.toolID = r.ids(u.n, len(u.tools))
+	u.agent = r.ids(u.n, u.agents)
+	if u.dim > 0 {
+		u.qscale = r.f32s(u.n)
+		if p := r.take(u.n * u.dim); p != nil {
+			u.qvecs = make([]int8, len(p))
+			copy(int8Bytes(u.qvecs), p)
+		}
+	}
+	u.wordsAt = r.ids(u.n+1, most)
+	if r.bad {
+		return nil, errUsageView
+	}
+	nw := int(u.wordsAt[u.n])
+	wid := r.ids(nw, most)
+	ww := r.f32s(nw)
+	terms := r.strs(r.u32())
+	if r.bad {
+		return nil, errUsageView
+	}
+	idf := r.take(8 * len(terms))
+	u.w = r.f64()
+	u.loo.Entries, u.loo.Sample = r.u32(), r.u32()
+	u.loo.Weight, u.loo.Recall, u.loo.Base = r.f64(), r.f64(), r.f64()
+	if r.bad || len(r.b) != 0 || u.wordsAt[0] != 0 {
+		return nil, errUsageView
+	}
+	for i := 1; i <= u.n; i++ {
+		if u.wordsAt[i] < u.wordsAt[i-1] {
+			return nil, errUsageView
+		}
+	}
+	u.idf = make([]float64, len(terms))
+	u.dict = make(map[string]int32, len(terms))
+	for i, t := range terms {
+		u.idf[i] = math.Float64frombits(binary.LittleEndian.Uint64(idf[8*i:]))
+		u.dict[t] = int32(i)
+	}
+	df := make([]int32, len(terms))
+	u.words = make([]termWeight, nw)
+	for i := range u.words {
+		if int(wid[i]) >= len(terms) {
+			return nil, errUsageView
+		}
+		u.words[i] = termWeight{wid[i], ww[i]}
+		df[wid[i]]++
+	}
+	u.post = make([][]termWeight, len(terms))
+	for id, n := range df {
+		u.post[id] = make([]termWeight, 0, n)
+	}
+	for i := 0; i < u.n; i++ {
+		for _, tw := range u.row(int32(i)) {
+			u.post[tw.id] = append(u.post[tw.id], termWeight{int32(i), tw.w})
+		}
+	}
+	u.byTool = make(map[string][]int32, len(u.tools))
+	for i, t := range u.toolID {
+		u.byTool[u.tools[t]] = append(u.byTool[u.tools[t]], int32(i))
+	}
+	return u, nil
+}
