@@ -76,10 +76,10 @@ type Index struct {
 		sync.Mutex
 		at time.Time
 	}
-	base      embed.Embedder
-	aware     embed.CatalogAware // base, if it adapts to the catalog
-	opts      Options
-	log       *slog.Logger
+	base  embed.Embedder
+	aware embed.CatalogAware // base, if it adapts to the catalog
+	opts  Options
+	log   *slog.Logger
 
 	upd    sync.Mutex // serialises updates and saves; guards the fields below
 	loaded bool       // the cache was looked at
