@@ -33,10 +33,14 @@ type UsageResult struct {
 	// Start is a warm engine start with an empty store, StartUsage with
 	// the history, as serve and mcp start (the history applied in the
 	// background, UsageLater); Apply is a start that waits for the
-	// history to be applied (as rank does), over Start.
+	// history to be applied (as rank does), over Start, with the view
+	// the previous start saved beside the store (the history unchanged
+	// since); ApplyBuilt the same with no saved view (the first start
+	// after the history changed builds it and chooses its weight).
 	Start      time.Duration `json:"start"`
 	StartUsage time.Duration `json:"startUsage"`
 	Apply      time.Duration `json:"apply"`
+	ApplyBuilt time.Duration `json:"applyBuilt"`
 }
 
 // runUsage measures the usage history at cfg.UsageSize tools and
@@ -80,7 +84,7 @@ func runUsage(ctx context.Context, cfg Config, pool *textPool, queries []string,
 
 	// One engine builds the cache; then the starts are timed, each best of
 	// three, the store opened as the commands open it.
-	start := func(path string, later bool) (*engine.Engine, time.Duration, error) {
+	start := func(path string, later, fresh bool) (*engine.Engine, time.Duration, error) {
 		emb, err := cfg.NewEmbedder()
 		if err != nil {
 			return nil, 0, err
@@ -91,6 +95,9 @@ func runUsage(ctx context.Context, cfg Config, pool *textPool, queries []string,
 		if err != nil {
 			return nil, 0, err
 		}
+		if d, ok := s.(usage.Derived); ok && fresh {
+			os.Remove(d.DerivedPath()) // no view saved: it is built
+		}
 		eng, err := engine.New(ctx, engine.Options{Dirs: []string{dir}, Embedder: emb, CacheDir: cache,
 			Logger: cfg.Logger, Usage: s, UsageLater: later})
 		if err != nil {
@@ -99,10 +106,10 @@ func runUsage(ctx context.Context, cfg Config, pool *textPool, queries []string,
 		}
 		return eng, time.Since(t0), nil
 	}
-	best := func(path string, later bool) (time.Duration, error) {
+	best := func(path string, later, fresh bool) (time.Duration, error) {
 		var b time.Duration
 		for i := 0; i < 3; i++ {
-			eng, d, err := start(path, later)
+			eng, d, err := start(path, later, fresh)
 			if err != nil {
 				return 0, err
 			}
@@ -114,35 +121,39 @@ func runUsage(ctx context.Context, cfg Config, pool *textPool, queries []string,
 		return b, nil
 	}
 	progress(fmt.Sprintf("usage at %d tools: engine starts", n))
-	if eng, _, err := start(empty, false); err != nil { // builds the index cache
+	if eng, _, err := start(empty, false, false); err != nil { // builds the index cache
 		return nil, err
 	} else {
 		eng.Close()
 	}
-	if eng, _, err := start(db, false); err != nil { // caches the requests' vectors
+	if eng, _, err := start(db, false, false); err != nil { // caches the requests' vectors
 		return nil, err
 	} else {
 		eng.Close()
 	}
-	if ur.Start, err = best(empty, true); err != nil {
+	if ur.Start, err = best(empty, true, false); err != nil {
 		return nil, err
 	}
-	if ur.StartUsage, err = best(db, true); err != nil {
+	if ur.StartUsage, err = best(db, true, false); err != nil {
 		return nil, err
 	}
-	applied, err := best(db, false)
+	built, err := best(db, false, true)
 	if err != nil {
 		return nil, err
 	}
-	ur.Apply = applied - ur.Start
+	applied, err := best(db, false, false)
+	if err != nil {
+		return nil, err
+	}
+	ur.Apply, ur.ApplyBuilt = applied-ur.Start, built-ur.Start
 
 	progress(fmt.Sprintf("usage at %d tools: rank latency without and with the history", n))
-	plain, _, err := start(empty, false)
+	plain, _, err := start(empty, false, false)
 	if err != nil {
 		return nil, err
 	}
 	defer plain.Close()
-	used, _, err := start(db, false)
+	used, _, err := start(db, false, false)
 	if err != nil {
 		return nil, err
 	}

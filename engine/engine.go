@@ -371,6 +371,9 @@ func (e *Engine) Close() {
 	e.cancel()
 	e.provWG.Wait()
 	e.answers.close()
+	if e.ix != nil {
+		e.ix.WaitSaves()
+	}
 	if e.opts.Usage != nil {
 		e.closeUsage.Do(func() { e.opts.Usage.Close() })
 	}

@@ -2,11 +2,14 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
+	"github.com/toolsrv/toolsrv/index"
 	"github.com/toolsrv/toolsrv/usage"
 )
 
@@ -96,7 +99,7 @@ func (c *countingStore) Changes(ctx context.Context, after int64) ([]usage.Entry
 
 // The engine reads the history whole once, then only what changed (and
 // whole again when the store cannot tell, after a Forget); what it holds
-// is the store's entries each time, in a fixed order.
+// is the store's entries each time (in no order: the index orders them).
 func TestUsageFollowsChanges(t *testing.T) {
 	ctx := context.Background()
 	st, _, err := usage.Open(ctx, filepath.Join(t.TempDir(), "usage.db"), usage.Options{})
@@ -135,12 +138,9 @@ func TestUsageFollowsChanges(t *testing.T) {
 		for _, e := range want {
 			byKey[e.Key] = e
 		}
-		for i, e := range got {
+		for _, e := range got {
 			if w, ok := byKey[e.Key]; !ok || w.Count != e.Count || w.Version != e.Version {
 				t.Errorf("%s: entry %+v, the store has %+v", step, e, w)
-			}
-			if i > 0 && got[i-1].Key.Request > e.Key.Request && got[i-1].Key.Tool == e.Key.Tool {
-				t.Errorf("%s: entries out of order at %d", step, i)
 			}
 		}
 	}
@@ -178,4 +178,81 @@ func TestUsageFollowsChanges(t *testing.T) {
 		t.Errorf("after forgetting a tool the index has %d entries", f.Entries)
 	}
 	same("after a Forget")
+}
+
+// derivedCounting is a countingStore that names its history
+// (usage.Derived), as the embedded store does.
+type derivedCounting struct {
+	*countingStore
+	d usage.Derived
+}
+
+func (c derivedCounting) DerivedPath() string { return c.d.DerivedPath() }
+
+func (c derivedCounting) DerivedTag(ctx context.Context) (string, int64, error) {
+	return c.d.DerivedTag(ctx)
+}
+
+// A start with the history unchanged since the last takes the view that
+// one saved beside the store, without reading the entries, and ranks as
+// it did; a change of the history reads and builds it again (a change of
+// the catalog too: index.TestUsageViewSaved).
+func TestUsageViewAcrossStarts(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, _, err := usage.Open(ctx, filepath.Join(dir, "usage.db"), usage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for i := 0; i < 12; i++ {
+		for _, ev := range []usage.Event{{Request: fmt.Sprintf("how is my bitcoin doing %d", i), Tool: "git_status"},
+			{Request: fmt.Sprintf("is the disk full yet %d", i), Tool: "disk_usage"}} {
+			ev.OK, ev.Agent, ev.Source = true, fmt.Sprint("agent", i%3), usage.SourceAPI
+			if err := st.Record(ctx, ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cache := filepath.Join(dir, "cache")
+	start := func(step string, entries int) (*countingStore, index.UsageFit, index.Ranking) {
+		t.Helper()
+		own, _, err := usage.Open(ctx, filepath.Join(dir, "usage.db"), usage.Options{}) // the engine closes it
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs := &countingStore{Store: own}
+		eng, err := New(ctx, Options{Dirs: []string{"testdata/tools"}, CacheDir: cache, NoThresholds: true,
+			Logger: slog.New(slog.DiscardHandler), Usage: derivedCounting{cs, own.(usage.Derived)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := eng.Index().Rank(ctx, index.Query{Text: "what is bitcoin worth", K: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fit := eng.UsageFit()
+		eng.Close() // waits for the view to be saved
+		if fit.Entries != entries {
+			t.Fatalf("%s: %d entries in effect, want %d", step, fit.Entries, entries)
+		}
+		return cs, fit, r
+	}
+	first, fit, r := start("first start", 24)
+	if first.snapshots != 1 {
+		t.Fatalf("the first start read the history %d times", first.snapshots)
+	}
+	if _, err := os.Stat(st.(usage.Derived).DerivedPath()); err != nil {
+		t.Fatalf("no view saved: %v", err)
+	}
+	again, fit2, r2 := start("second start", 24)
+	if again.snapshots != 0 || fit2 != fit || !reflect.DeepEqual(r, r2) {
+		t.Errorf("second start: %d reads of the history, fit %+v (was %+v), ranking %+v (was %+v)", again.snapshots, fit2, fit, r2, r)
+	}
+	if err := st.Record(ctx, usage.Event{Request: "bitcoin price", Tool: "git_status", OK: true, Agent: "agent9", Source: usage.SourceAPI}); err != nil {
+		t.Fatal(err)
+	}
+	if changed, _, _ := start("after a record", 25); changed.snapshots != 1 {
+		t.Errorf("after a record: %d reads of the history, want 1", changed.snapshots)
+	}
 }

@@ -115,12 +115,7 @@ func (e *Engine) loadUsage(ctx context.Context) {
 		}
 		return
 	}
-	entries, version, err := e.usageEntries(ctx)
-	if err != nil {
-		e.log.Warn("usage history unreadable; ranking without it", "err", err)
-		entries = nil
-	}
-	fit, err := e.ix.SetUsage(ctx, append(uses(entries), ex...))
+	fit, version, err := e.setUsage(ctx, ex, digest)
 	if err != nil {
 		e.log.Warn("usage history not applied; ranking without it", "err", err)
 		return
@@ -131,6 +126,53 @@ func (e *Engine) loadUsage(ctx context.Context) {
 		e.log.Debug("usage history in effect", "entries", fit.Entries, "weight", fit.Weight,
 			"sample", fit.Sample, "recall5", fit.Recall, "recall5Without", fit.Base)
 	}
+}
+
+// setUsage gives the index the store's entries and the examples ex
+// (whose digest is digest), and returns the history's version. A store
+// that names its history (usage.Derived) lets the index take the view
+// saved for it instead of reading the entries (rank's start). A store
+// that fails to read leaves the ranking with the examples only, with a
+// warning.
+func (e *Engine) setUsage(ctx context.Context, ex []index.Use, digest string) (index.UsageFit, int64, error) {
+	if d, ok := e.opts.Usage.(usage.Derived); ok {
+		tag, version, err := d.DerivedTag(ctx)
+		if err == nil && tag != "" {
+			read := false
+			var readErr error
+			fit, err := e.ix.SetUsageSaved(ctx, tag+"; examples "+digest, func(ctx context.Context) ([]index.Use, error) {
+				read = true
+				entries, v, err := e.usageEntries(ctx)
+				if err != nil {
+					readErr = err
+					return nil, err
+				}
+				version = v
+				return append(uses(entries), ex...), nil
+			})
+			if err == nil {
+				if !read {
+					// The entries held no longer follow the store's
+					// changes: the next reload reads it whole.
+					e.usageHeld = nil
+				}
+				return fit, version, nil
+			}
+			if readErr == nil {
+				return index.UsageFit{}, 0, err
+			}
+			e.log.Warn("usage history unreadable; ranking without it", "err", readErr)
+			fit, err = e.ix.SetUsage(ctx, ex)
+			return fit, 0, err
+		}
+	}
+	entries, version, err := e.usageEntries(ctx)
+	if err != nil {
+		e.log.Warn("usage history unreadable; ranking without it", "err", err)
+		entries = nil
+	}
+	fit, err := e.ix.SetUsage(ctx, append(uses(entries), ex...))
+	return fit, version, err
 }
 
 // usageEntries returns the store's entries now and their version (in no

@@ -71,10 +71,13 @@ type Index struct {
 	usage atomic.Pointer[usageView] // the usage history (usage.go); nil: none
 	// usageVecs caches the usage requests' vectors by text.
 	usageVecs usageVectors
-	// usageSaved is when this index last saved its usage view.
+	// usageSaved is when this index last saved its usage view; wg the
+	// saves under way (WaitSaves).
 	usageSaved struct {
 		sync.Mutex
-		at time.Time
+		at  time.Time
+		gen uint64 // SetUsage's latest; an older save gives way
+		wg  sync.WaitGroup
 	}
 	base  embed.Embedder
 	aware embed.CatalogAware // base, if it adapts to the catalog

@@ -150,28 +150,47 @@ type usageVectors struct {
 }
 
 // SetUsage replaces the usage history the index ranks with (nil or empty:
-// none), in any order. It embeds the requests it has no vector for (a few tens of
-// microseconds each with the built-in embedder; cached by text, in memory
-// and in the cache directory) and chooses the usage weight by
+// none), in any order. It embeds the requests it has no vector for (a few
+// tens of microseconds each with the built-in embedder; cached by text,
+// in memory and in the cache directory) and chooses the usage weight by
 // leave-one-out over a sample of the history (a ranking each). Rankings
 // go on meanwhile with the history before.
-//
-// With Options.UsageViewPath, the view and its weight are saved, and a
-// later SetUsage of the same entries on the same catalog (another
-// process's: toolsrv rank) takes them from the file instead.
 func (ix *Index) SetUsage(ctx context.Context, uses []Use) (UsageFit, error) {
-	var key [32]byte
+	return ix.setUsage(ctx, uses, nil)
+}
+
+// SetUsageSaved is SetUsage of the history tag names (a tag that changes
+// whenever the history does: usage.Derived), whose entries load gives.
+// With Options.UsageViewPath, the view and its weight saved for the same
+// tag on the same catalog (by another process: toolsrv rank) are taken
+// from the file, and load is not called; otherwise the view built is
+// saved, in the background (WaitSaves). An error of load is returned as
+// it is, and the history in effect stays.
+func (ix *Index) SetUsageSaved(ctx context.Context, tag string, load func(context.Context) ([]Use, error)) (UsageFit, error) {
+	var key *[32]byte
 	if ix.opts.UsageViewPath != "" {
-		key = ix.usageViewKey(uses)
-		if u := ix.loadUsageView(key); u != nil {
+		k := ix.usageViewKey(tag)
+		if u := ix.loadUsageView(k); u != nil {
+			ix.usageSaveGen() // a save under way is of an older history
 			ix.usage.Store(u)
 			return u.loo, nil
 		}
+		key = &k
 	}
+	uses, err := load(ctx)
+	if err != nil {
+		return UsageFit{}, err
+	}
+	return ix.setUsage(ctx, uses, key)
+}
+
+// setUsage builds, fits and puts in effect the view of uses, and saves
+// it under key (nil: not saved).
+func (ix *Index) setUsage(ctx context.Context, uses []Use, key *[32]byte) (UsageFit, error) {
 	u, err := ix.buildUsage(ctx, orderedUses(uses))
 	if err != nil || u == nil {
-		if err == nil {
-			ix.saveUsageView(key, nil)
+		if err == nil && key != nil {
+			ix.saveUsageView(ix.usageSaveGen(), *key, nil)
 		}
 		ix.usage.Store(u)
 		return UsageFit{}, err
@@ -180,7 +199,12 @@ func (ix *Index) SetUsage(ctx context.Context, uses []Use) (UsageFit, error) {
 		return UsageFit{}, err
 	}
 	ix.usage.Store(u)
-	ix.saveUsageView(key, u)
+	if key != nil {
+		// Saved in the background: a ranking waiting for the history
+		// (rank's first) does not wait for the file too (WaitSaves).
+		gen, k := ix.usageSaveGen(), *key
+		ix.usageSaved.wg.Go(func() { ix.saveUsageView(gen, k, u) })
+	}
 	return u.loo, nil
 }
 

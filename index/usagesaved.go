@@ -17,15 +17,17 @@ import (
 )
 
 // The built usage view is saved between runs (Options.UsageViewPath), so
-// that a process that ranks once (toolsrv rank) need not build it from
-// every entry and choose its weight again: at 50,000 entries that is
-// most of what the history adds to its start. The file holds the view as
-// it is ranked with and the weight chosen, keyed by a digest of all they
-// were made from: the history's entries (as a set), the catalog and its
+// that a process that ranks once (toolsrv rank) need not read every entry
+// of the history, build the view and choose its weight again: at 50,000
+// entries that is most of what the history adds to its start. The file
+// holds the view as it is ranked with and the weight chosen, keyed by a
+// digest of all they were made from: the history, as the store names it
+// (usage.Derived: a tag that changes with every change of the history
+// and with the store's file; SetUsageSaved), the catalog and its
 // embedder, the last step, the options that change a ranking, and the
 // program. Any difference, a damaged or foreign file: the view is built
-// again (and saved). The file is in the usage store's own private place
-// (usage.Derived), which the store removes when it forgets.
+// again (and saved). The file is in the usage store's own private place,
+// which the store removes when it forgets and when it starts a new file.
 //
 // Layout (little-endian): usageViewMagic, the key (32 bytes), then
 // uint32 n, agents, dim, tools; the tool names (uint32 length, bytes);
@@ -43,29 +45,15 @@ const usageViewMagic = "toolsrv-usage-view 1\n"
 const usageViewEvery = time.Minute
 
 // usageViewKey is the digest the saved view must carry to be used for
-// uses on this index as it is now.
-func (ix *Index) usageViewKey(uses []Use) [32]byte {
-	// The entries as a set: each entry's digest, added up (two lanes).
-	var lo, hi uint64
-	var buf []byte
-	for _, e := range uses {
-		buf = buf[:0]
-		for _, s := range []string{e.Request, e.Tool, e.Agent} {
-			buf = binary.LittleEndian.AppendUint32(buf, uint32(len(s)))
-			buf = append(buf, s...)
-		}
-		buf = binary.LittleEndian.AppendUint64(buf, uint64(e.Count))
-		buf = binary.LittleEndian.AppendUint64(buf, uint64(e.Failed))
-		d := sha256.Sum256(buf)
-		lo += binary.LittleEndian.Uint64(d[:8])
-		hi += binary.LittleEndian.Uint64(d[8:16])
-	}
+// the history tag names on this index as it is now.
+func (ix *Index) usageViewKey(tag string) [32]byte {
 	h := sha256.New()
 	put := func(s string) {
 		h.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(s))))
 		h.Write([]byte(s))
 	}
 	put(usageViewMagic)
+	put(tag)
 	put(fileio.ExecutableID())
 	ix.mu.RLock()
 	if ix.v != nil {
@@ -78,8 +66,6 @@ func (ix *Index) usageViewKey(uses []Use) [32]byte {
 	if e := ix.opts.UsageEmbedder; e != nil {
 		put(e.ID())
 	}
-	put(strconv.Itoa(len(uses)))
-	put(strconv.FormatUint(lo, 16) + "." + strconv.FormatUint(hi, 16))
 	var k [32]byte
 	h.Sum(k[:0])
 	return k
@@ -110,13 +96,18 @@ func (ix *Index) loadUsageView(key [32]byte) *usageView {
 // for nil: no history) it removes the saved view, which no longer matches
 // the history: nothing stale of a history (entries since forgotten among
 // them) outlives a reload.
-func (ix *Index) saveUsageView(key [32]byte, u *usageView) {
+// gen is the save's usageSaveGen: a save that a newer SetUsage's
+// follows does nothing.
+func (ix *Index) saveUsageView(gen uint64, key [32]byte, u *usageView) {
 	path := ix.opts.UsageViewPath
 	if path == "" {
 		return
 	}
 	ix.usageSaved.Lock()
 	defer ix.usageSaved.Unlock()
+	if gen != ix.usageSaved.gen {
+		return
+	}
 	if u == nil || !ix.usageSaved.at.IsZero() && time.Since(ix.usageSaved.at) < usageViewEvery {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			ix.log.Debug("saved usage view not removed", "err", err)
@@ -129,6 +120,18 @@ func (ix *Index) saveUsageView(key [32]byte, u *usageView) {
 		ix.log.Debug("usage view not saved", "err", err)
 	}
 }
+
+// usageSaveGen numbers a SetUsage's save.
+func (ix *Index) usageSaveGen() uint64 {
+	ix.usageSaved.Lock()
+	defer ix.usageSaved.Unlock()
+	ix.usageSaved.gen++
+	return ix.usageSaved.gen
+}
+
+// WaitSaves waits until the files the index writes in the background
+// (the usage view) are written: call it before the process ends.
+func (ix *Index) WaitSaves() { ix.usageSaved.wg.Wait() }
 
 // encodeUsageView writes u in the layout above.
 func encodeUsageView(w io.Writer, key [32]byte, u *usageView) error {

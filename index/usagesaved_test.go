@@ -3,6 +3,7 @@ package index
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -32,10 +33,21 @@ func savedHistory() []Use {
 	return uses
 }
 
-// A later index of the same catalog takes the saved view of the same
-// entries (in any order) instead of building it, and ranks exactly as the
-// index that built it; other entries, a damaged or foreign file, are
-// built again; no entries remove the file.
+// loads gives uses, in a random order, counting the calls.
+func loads(uses []Use, calls *int) func(context.Context) ([]Use, error) {
+	return func(context.Context) ([]Use, error) {
+		*calls++
+		out := append([]Use(nil), uses...)
+		rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+		return out, nil
+	}
+}
+
+// A later index of the same catalog takes the view saved for the same
+// history (tag) instead of reading and building it, and ranks exactly as
+// the index that built it; another tag, a damaged or foreign file, are
+// built again; no entries remove the file; a failed read changes
+// nothing.
 func TestUsageViewSaved(t *testing.T) {
 	ctx := context.Background()
 	dir := usageCatalog(t)
@@ -43,10 +55,12 @@ func TestUsageViewSaved(t *testing.T) {
 	uses := savedHistory()
 
 	built := savedUsageIndex(t, dir, path)
-	fit, err := built.SetUsage(ctx, uses)
+	calls := 0
+	fit, err := built.SetUsageSaved(ctx, "v1", loads(uses, &calls))
 	if err != nil {
 		t.Fatal(err)
 	}
+	built.WaitSaves()
 	if fit.Weight == 0 || built.usage.Load().text == nil {
 		t.Fatalf("the first index should build a view with a weight: %+v", fit)
 	}
@@ -54,15 +68,13 @@ func TestUsageViewSaved(t *testing.T) {
 		t.Fatalf("saved view: %v, %v", fi, err)
 	}
 
-	shuffled := append([]Use(nil), uses...)
-	rand.New(rand.NewPCG(1, 2)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 	loaded := savedUsageIndex(t, dir, path)
-	fit2, err := loaded.SetUsage(ctx, shuffled)
+	fit2, err := loaded.SetUsageSaved(ctx, "v1", loads(uses, &calls))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if loaded.usage.Load().text != nil {
-		t.Fatal("the second index built the view again instead of taking the saved one")
+	if loaded.usage.Load().text != nil || calls != 1 {
+		t.Fatalf("the second index read the history (%d reads) and built the view again instead of taking the saved one", calls)
 	}
 	if fit2 != fit {
 		t.Errorf("saved fit %+v, built %+v", fit2, fit)
@@ -75,11 +87,24 @@ func TestUsageViewSaved(t *testing.T) {
 		}
 	}
 
-	// Other entries: built again, and saved (the first save of an index).
-	other := savedUsageIndex(t, dir, path)
-	if _, err := other.SetUsage(ctx, uses[1:]); err != nil {
+	// The same history on another catalog (a tool more): built again.
+	dir2 := usageCatalog(t)
+	writeMeta(t, dir2, "extra_tool", `{"description":"Looks up the price of a coin.","cmd":"cat"}`)
+	grown := savedUsageIndex(t, dir2, path)
+	if _, err := grown.SetUsageSaved(ctx, "v1", loads(uses, &calls)); err != nil {
 		t.Fatal(err)
 	}
+	grown.WaitSaves()
+	if grown.usage.Load().text == nil {
+		t.Error("a view saved for another catalog was used")
+	}
+
+	// Another history: built again, and saved (the first save of an index).
+	other := savedUsageIndex(t, dir, path)
+	if _, err := other.SetUsageSaved(ctx, "v2", loads(uses[1:], &calls)); err != nil {
+		t.Fatal(err)
+	}
+	other.WaitSaves()
 	if other.usage.Load().text == nil {
 		t.Error("a view saved for other entries was used")
 	}
@@ -89,7 +114,7 @@ func TestUsageViewSaved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := other.usageViewKey(uses[1:])
+	key := other.usageViewKey("v2")
 	if _, err := decodeUsageView(good, key); err != nil {
 		t.Fatalf("the saved view does not decode: %v", err)
 	}
@@ -116,25 +141,47 @@ func TestUsageViewSaved(t *testing.T) {
 
 	// Saved again within a minute by the same index: not saved, and the
 	// file, which no longer matches, goes.
-	if _, err := other.SetUsage(ctx, uses[2:]); err != nil {
+	if _, err := other.SetUsageSaved(ctx, "v3", loads(uses[2:], &calls)); err != nil {
 		t.Fatal(err)
 	}
+	other.WaitSaves()
 	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a saved view of entries no longer in effect is still there: %v", err)
 	}
 
 	// No entries: nothing to save, and the old file goes.
 	empty := savedUsageIndex(t, dir, path)
-	if _, err := empty.SetUsage(ctx, uses); err != nil {
+	if _, err := empty.SetUsageSaved(ctx, "v4", loads(uses, &calls)); err != nil {
 		t.Fatal(err)
 	}
+	empty.WaitSaves()
 	if _, err := os.Stat(path); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := empty.SetUsage(ctx, nil); err != nil {
+	failed := func(context.Context) ([]Use, error) { return nil, errors.New("store unreadable") }
+	if _, err := empty.SetUsageSaved(ctx, "v5", failed); err == nil || empty.UsageFit() == (UsageFit{}) {
+		t.Errorf("a failed read: %v, and the history in effect is now %+v", err, empty.UsageFit())
+	}
+	if _, err := empty.SetUsageSaved(ctx, "v6", loads(nil, &calls)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("after an empty history the saved view is still there: %v", err)
+	}
+
+	// A save still under way gives way to the history that followed: a
+	// history forgotten at once leaves no file, whichever runs first.
+	for i := 0; i < 20; i++ {
+		racer := savedUsageIndex(t, dir, path)
+		if _, err := racer.SetUsageSaved(ctx, fmt.Sprint("r", i), loads(uses, &calls)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := racer.SetUsageSaved(ctx, fmt.Sprint("r", i, " forgotten"), loads(nil, &calls)); err != nil {
+			t.Fatal(err)
+		}
+		racer.WaitSaves()
+		if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("a history forgotten while its view was being saved left the file: %v", err)
+		}
 	}
 }

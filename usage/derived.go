@@ -1,7 +1,10 @@
 package usage
 
 import (
+	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 )
@@ -14,7 +17,13 @@ import (
 // outlives what it was derived from. Readers treat the file as a cache
 // (checked, rebuilt when it does not match).
 type Derived interface {
+	// DerivedPath is the file.
 	DerivedPath() string
+	// DerivedTag names the history as it is now, and gives its Version:
+	// two equal tags are the same history (a tag changes with every change
+	// of the history and with the store's file). "" when there is no
+	// history yet.
+	DerivedTag(ctx context.Context) (string, int64, error)
 }
 
 // derivedSuffix names the derived file: the store's path and this.
@@ -29,4 +38,40 @@ func removeDerived(path string) error {
 		return err
 	}
 	return nil
+}
+
+// DerivedTag is the store file's device and inode and its version. A
+// new file starts its versions again, and may get the inode of one
+// removed: the store removes the derived file when it makes a new one
+// (createLocked), so that no tag of an old file can match.
+func (s *fileStore) DerivedTag(ctx context.Context) (string, int64, error) {
+	var (
+		tag     string
+		version int64
+	)
+	err := s.read(ctx, "version", func(tx *sql.Tx) error {
+		tag, version = "", 0 // a second try starts afresh
+		if tx == nil {
+			return nil
+		}
+		v, err := metaValue(ctx, tx, "version")
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		id := s.id
+		s.mu.Unlock()
+		tag, version = fmt.Sprintf("file %d:%d version %d", id.dev, id.ino, v), v
+		return nil
+	})
+	if err != nil {
+		return "", 0, err
+	}
+	s.mu.Lock()
+	moved := tag != "" && fmt.Sprintf("file %d:%d version %d", s.id.dev, s.id.ino, version) != tag
+	s.mu.Unlock()
+	if moved { // set aside meanwhile: no tag names what was read
+		return "", version, nil
+	}
+	return tag, version, nil
 }

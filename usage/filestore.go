@@ -181,6 +181,11 @@ func (s *fileStore) createLocked(ctx context.Context, warn func(string)) error {
 	}
 	if f != nil {
 		f.Close()
+		// What was derived from a store once at this path is not of this
+		// one (usage.Derived).
+		if err := removeDerived(s.path); err != nil {
+			return fmt.Errorf("usage store: %w", err)
+		}
 	}
 	fi, err := os.Stat(s.path)
 	if err != nil {

@@ -1,0 +1,62 @@
+package usage
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// The derived tag names the history: the same until it changes, another
+// after a Record, a Forget, or a new file at the path; a new file removes
+// what was derived from the old one.
+func TestDerivedTag(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "usage.db")
+	s := open(t, path, Options{})
+	d := s.(Derived)
+	if tag, _, err := d.DerivedTag(ctx); err != nil || tag != "" {
+		t.Fatalf("no store yet: tag %q, %v", tag, err)
+	}
+	seen := map[string]string{}
+	tagged := func(step string) string {
+		t.Helper()
+		tag, v, err := d.DerivedTag(ctx)
+		if err != nil || tag == "" {
+			t.Fatalf("%s: tag %q, %v", step, tag, err)
+		}
+		if cur, _ := s.Version(ctx); cur != v {
+			t.Errorf("%s: tag's version %d, store's %d", step, v, cur)
+		}
+		if again, _, _ := d.DerivedTag(ctx); again != tag {
+			t.Errorf("%s: tag %q, then %q with no change", step, tag, again)
+		}
+		if prev, ok := seen[tag]; ok {
+			t.Errorf("%s: tag %q as after %s", step, tag, prev)
+		}
+		seen[tag] = step
+		return tag
+	}
+	record(t, s, Event{Request: "show git status", Tool: "git", OK: true})
+	tagged("record")
+	record(t, s, Event{Request: "list files", Tool: "ls", OK: true})
+	tagged("another record")
+	if _, err := s.Forget(ctx, Filter{Tool: "ls"}); err != nil {
+		t.Fatal(err)
+	}
+	tagged("forget")
+
+	// Removed by hand, and made again: a new file, which is not what the
+	// derived file was made from.
+	if err := os.WriteFile(d.DerivedPath(), []byte("show git status"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		os.Remove(p)
+	}
+	record(t, s, Event{Request: "show git status", Tool: "git", OK: true})
+	tagged("new file")
+	if _, err := os.Stat(d.DerivedPath()); !os.IsNotExist(err) {
+		t.Errorf("a new store kept the old store's derived file: %v", err)
+	}
+}
