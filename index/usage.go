@@ -217,7 +217,14 @@ func orderedUses(uses []Use) []Use {
 	}
 	slices.SortStableFunc(perm, func(a, b int32) int {
 		x, y := &uses[a], &uses[b]
-		return cmp.Or(strings.Compare(x.Agent, y.Agent), strings.Compare(x.Tool, y.Tool), strings.Compare(x.Request, y.Request))
+		// (not cmp.Or, which compares all three every time)
+		if x.Agent != y.Agent {
+			return strings.Compare(x.Agent, y.Agent)
+		}
+		if x.Tool != y.Tool {
+			return strings.Compare(x.Tool, y.Tool)
+		}
+		return strings.Compare(x.Request, y.Request)
 	})
 	out := make([]Use, len(uses))
 	for i, p := range perm {

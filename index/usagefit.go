@@ -3,9 +3,12 @@ package index
 import (
 	"cmp"
 	"context"
+	"errors"
 	"hash/fnv"
 	"math"
 	"slices"
+
+	"github.com/toolsrv/toolsrv/internal/parallel"
 )
 
 // fitUsage chooses u.w by leave-one-out over a sample of u's past
@@ -58,21 +61,25 @@ func (ix *Index) fitUsage(ctx context.Context, u *usageView) error {
 	ix.mu.RLock()
 	cut := min(5, max(1, len(ix.v.byName)/10))
 	ix.mu.RUnlock()
-	var sums [len(usageGrid)]float64
-	var helped, hurt [len(usageGrid)]float64
-	for _, i := range sample {
-		if err := ctx.Err(); err != nil {
-			return err
+	// Each sampled request's Recall@5 at each weight, the requests
+	// ranked on all cores (the counts are the same in any order).
+	hits := make([][len(usageGrid)]bool, len(sample))
+	errs := make([]error, len(sample))
+	parallel.Each(len(sample), func(j int) {
+		i := sample[j]
+		if errs[j] = ctx.Err(); errs[j] != nil {
+			return
 		}
 		r, err := ix.Rank(ctx, Query{Text: u.text[i], K: 50, NoUsage: true})
 		if err != nil {
-			return err
+			errs[j] = err
+			return
 		}
 		p, none := u.evidence(ix.usageQueryOf(ctx, u, u.text[i]), r.Hits, i)
 		ix.mu.RLock()
+		defer ix.mu.RUnlock()
 		v := ix.v
 		known := func(t string) (bool, bool) { _, ok := v.byName[t]; return ok, true }
-		rr0 := 0.0
 		for g, w := range usageGrid {
 			rr := r
 			rr.Hits = append([]Hit(nil), r.Hits...)
@@ -81,25 +88,31 @@ func (ix *Index) fitUsage(ctx context.Context, u *usageView) error {
 				rr.Answerable = &a
 			}
 			applyUsage(&rr, p, none, w, known)
-			rank := 0.0
-			for j := 0; j < len(rr.Hits) && j < cut; j++ {
-				if rr.Hits[j].Name == u.toolOf(i) {
-					rank = 1
+			for k := 0; k < len(rr.Hits) && k < cut; k++ {
+				if rr.Hits[k].Name == u.toolOf(i) {
+					hits[j][g] = true
 					break
 				}
 			}
-			if g == 0 {
-				rr0 = rank
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	var sums [len(usageGrid)]float64
+	var helped, hurt [len(usageGrid)]float64
+	for _, h := range hits {
+		for g := range usageGrid {
+			if h[g] {
+				sums[g]++
 			}
-			sums[g] += rank
 			switch {
-			case rank > rr0:
+			case h[g] && !h[0]:
 				helped[g]++
-			case rank < rr0:
+			case !h[g] && h[0]:
 				hurt[g]++
 			}
 		}
-		ix.mu.RUnlock()
 	}
 	// The best weight whose gain is clear (clearGain). A small or
 	// misleading history gains nothing clear, and keeps the ranking as it

@@ -135,58 +135,62 @@ func (ix *Index) WaitSaves() { ix.usageSaved.wg.Wait() }
 
 // encodeUsageView writes u in the layout above.
 func encodeUsageView(w io.Writer, key [32]byte, u *usageView) error {
-	b := make([]byte, 0, len(usageViewMagic)+64+len(u.qvecs)+u.n*20+len(u.words)*8)
+	terms := make([]string, len(u.idf))
+	size := len(usageViewMagic) + 32 + 16 + len(u.qvecs) + 4*(3*u.n+1) + 8*len(u.words) + 12*len(terms) + 48
+	for t, id := range u.dict {
+		terms[id] = t
+		size += len(t)
+	}
+	for _, t := range u.tools {
+		size += 4 + len(t)
+	}
+	b := make([]byte, 0, size)
 	b = append(b, usageViewMagic...)
 	b = append(b, key[:]...)
-	u32 := func(x int) { b = binary.LittleEndian.AppendUint32(b, uint32(x)) }
-	str := func(s string) { u32(len(s)); b = append(b, s...) }
-	f32 := func(x float32) { b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x)) }
-	f64 := func(x float64) { b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x)) }
-	u32(u.n)
-	u32(u.agents)
-	u32(u.dim)
-	u32(len(u.tools))
+	le := binary.LittleEndian
+	b = le.AppendUint32(b, uint32(u.n))
+	b = le.AppendUint32(b, uint32(u.agents))
+	b = le.AppendUint32(b, uint32(u.dim))
+	b = le.AppendUint32(b, uint32(len(u.tools)))
 	for _, t := range u.tools {
-		str(t)
+		b = le.AppendUint32(b, uint32(len(t)))
+		b = append(b, t...)
 	}
 	for _, x := range u.toolID {
-		u32(int(x))
+		b = le.AppendUint32(b, uint32(x))
 	}
 	for _, x := range u.agent {
-		u32(int(x))
+		b = le.AppendUint32(b, uint32(x))
 	}
 	if u.dim > 0 {
 		for _, x := range u.qscale {
-			f32(x)
+			b = le.AppendUint32(b, math.Float32bits(x))
 		}
 		b = append(b, int8Bytes(u.qvecs)...)
 	}
 	for _, x := range u.wordsAt {
-		u32(int(x))
+		b = le.AppendUint32(b, uint32(x))
 	}
 	for _, tw := range u.words {
-		u32(int(tw.id))
+		b = le.AppendUint32(b, uint32(tw.id))
 	}
 	for _, tw := range u.words {
-		f32(tw.w)
+		b = le.AppendUint32(b, math.Float32bits(tw.w))
 	}
-	terms := make([]string, len(u.idf))
-	for t, id := range u.dict {
-		terms[id] = t
-	}
-	u32(len(terms))
+	b = le.AppendUint32(b, uint32(len(terms)))
 	for _, t := range terms {
-		str(t)
+		b = le.AppendUint32(b, uint32(len(t)))
+		b = append(b, t...)
 	}
 	for _, x := range u.idf {
-		f64(x)
+		b = le.AppendUint64(b, math.Float64bits(x))
 	}
-	f64(u.w)
-	u32(u.loo.Entries)
-	u32(u.loo.Sample)
-	f64(u.loo.Weight)
-	f64(u.loo.Recall)
-	f64(u.loo.Base)
+	b = le.AppendUint64(b, math.Float64bits(u.w))
+	b = le.AppendUint32(b, uint32(u.loo.Entries))
+	b = le.AppendUint32(b, uint32(u.loo.Sample))
+	for _, x := range []float64{u.loo.Weight, u.loo.Recall, u.loo.Base} {
+		b = le.AppendUint64(b, math.Float64bits(x))
+	}
 	_, err := w.Write(b)
 	return err
 }
