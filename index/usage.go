@@ -44,6 +44,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/toolsrv/toolsrv/internal/parallel"
 )
 
 // Use is one entry of the usage history as the index uses it: identical
@@ -255,11 +257,18 @@ func (ix *Index) buildUsage(ctx context.Context, uses []Use) (*usageView, error)
 	entryTerms := make([][]string, 0, len(uses))
 	u.toolID = make([]int32, 0, len(uses))
 	u.agent = make([]int32, 0, len(uses))
-	for _, e := range uses {
+	// The requests' words, tokenized on all cores.
+	toks := make([][]string, len(uses))
+	parallel.Each(len(uses), func(i int) {
+		if e := &uses[i]; e.Tool == "" || e.Count <= 0 || e.Failed < e.Count {
+			toks[i] = uniq(terms(e.Request))
+		}
+	})
+	for k, e := range uses {
 		if e.Tool != "" && e.Count > 0 && e.Failed >= e.Count {
 			continue // failed calls never raise a tool
 		}
-		ts := uniq(terms(e.Request))
+		ts := toks[k]
 		if len(ts) == 0 {
 			continue
 		}
@@ -369,12 +378,14 @@ func (ix *Index) usageEmbed(ctx context.Context, texts []string) ([]int8, []floa
 	if c.byID != e.ID() || c.m == nil {
 		c.byID, c.m = e.ID(), ix.loadUsageVectors(e.ID())
 	}
+	keys := make([][16]byte, len(texts)) // on all cores
+	parallel.Each(len(texts), func(i int) { keys[i] = usageKey(texts[i]) })
 	dim := e.Dim()
 	q := make([]int8, len(texts)*dim)
 	scale := make([]float32, len(texts))
 	added := 0
 	for i, t := range texts {
-		k := usageKey(t)
+		k := keys[i]
 		r, ok := c.m[string(k[:])]
 		if !ok || len(r.q) != dim {
 			if i%64 == 0 {

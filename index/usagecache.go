@@ -69,9 +69,7 @@ func (ix *Index) loadUsageVectors(id string) map[string]usageRow {
 	for ; len(b) > 0; b = b[rec:] {
 		row := all[:dim:dim]
 		all = all[dim:]
-		for i := range row {
-			row[i] = int8(b[20+i])
-		}
+		copy(int8Bytes(row), b[20:rec])
 		m[string(b[:16])] = usageRow{row, math.Float32frombits(binary.LittleEndian.Uint32(b[16:]))}
 	}
 	return m
