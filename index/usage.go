@@ -212,21 +212,51 @@ func (ix *Index) setUsage(ctx context.Context, uses []Use, key *[32]byte) (Usage
 
 // orderedUses is uses by agent, tool and request (a new slice): the same
 // entries, in whatever order they come, make the same view and weight.
+// Agents and tools are ranked first (a few names each, many entries), so
+// that most comparisons are of two numbers.
 func orderedUses(uses []Use) []Use {
+	rank := func(name func(*Use) string) []int32 {
+		ids := map[string]int32{}
+		var names []string
+		of := make([]int32, len(uses))
+		for i := range uses {
+			n := name(&uses[i])
+			id, ok := ids[n]
+			if !ok {
+				id = int32(len(names))
+				ids[n] = id
+				names = append(names, n)
+			}
+			of[i] = id
+		}
+		order := make([]int32, len(names))
+		for i := range order {
+			order[i] = int32(i)
+		}
+		slices.SortFunc(order, func(a, b int32) int { return strings.Compare(names[a], names[b]) })
+		pos := make([]int32, len(names))
+		for p, id := range order {
+			pos[id] = int32(p)
+		}
+		for i, id := range of {
+			of[i] = pos[id]
+		}
+		return of
+	}
+	agent := rank(func(u *Use) string { return u.Agent })
+	tool := rank(func(u *Use) string { return u.Tool })
 	perm := make([]int32, len(uses))
 	for i := range perm {
 		perm[i] = int32(i)
 	}
 	slices.SortStableFunc(perm, func(a, b int32) int {
-		x, y := &uses[a], &uses[b]
-		// (not cmp.Or, which compares all three every time)
-		if x.Agent != y.Agent {
-			return strings.Compare(x.Agent, y.Agent)
+		if c := cmp.Compare(agent[a], agent[b]); c != 0 {
+			return c
 		}
-		if x.Tool != y.Tool {
-			return strings.Compare(x.Tool, y.Tool)
+		if c := cmp.Compare(tool[a], tool[b]); c != 0 {
+			return c
 		}
-		return strings.Compare(x.Request, y.Request)
+		return strings.Compare(uses[a].Request, uses[b].Request)
 	})
 	out := make([]Use, len(uses))
 	for i, p := range perm {

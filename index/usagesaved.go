@@ -136,15 +136,10 @@ func (ix *Index) WaitSaves() { ix.usageSaved.wg.Wait() }
 // encodeUsageView writes u in the layout above.
 func encodeUsageView(w io.Writer, key [32]byte, u *usageView) error {
 	terms := make([]string, len(u.idf))
-	size := len(usageViewMagic) + 32 + 16 + len(u.qvecs) + 4*(3*u.n+1) + 8*len(u.words) + 12*len(terms) + 48
 	for t, id := range u.dict {
 		terms[id] = t
-		size += len(t)
 	}
-	for _, t := range u.tools {
-		size += 4 + len(t)
-	}
-	b := make([]byte, 0, size)
+	b := make([]byte, 0, u.savedSize()) // one allocation: no copy of megabytes as it grows
 	b = append(b, usageViewMagic...)
 	b = append(b, key[:]...)
 	le := binary.LittleEndian
@@ -193,6 +188,19 @@ func encodeUsageView(w io.Writer, key [32]byte, u *usageView) error {
 	}
 	_, err := w.Write(b)
 	return err
+}
+
+// savedSize is the size of u's saved view (encodeUsageView).
+func (u *usageView) savedSize() int {
+	size := len(usageViewMagic) + 32 + 4*4 + len(u.qvecs) + 4*len(u.qscale) + 4*(2*u.n+len(u.wordsAt)) +
+		8*len(u.words) + 4 + 12*len(u.idf) + 8 + 8 + 3*8
+	for t := range u.dict {
+		size += len(t)
+	}
+	for _, t := range u.tools {
+		size += 4 + len(t)
+	}
+	return size
 }
 
 // int8Bytes is q's memory as bytes (the same bits).

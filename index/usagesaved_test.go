@@ -1,6 +1,7 @@
 package index
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -64,8 +67,8 @@ func TestUsageViewSaved(t *testing.T) {
 	if fit.Weight == 0 || built.usage.Load().text == nil {
 		t.Fatalf("the first index should build a view with a weight: %+v", fit)
 	}
-	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("saved view: %v, %v", fi, err)
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 || fi.Size() != int64(built.usage.Load().savedSize()) {
+		t.Fatalf("saved view: %v, %v (size %d expected)", fi, err, built.usage.Load().savedSize())
 	}
 
 	loaded := savedUsageIndex(t, dir, path)
@@ -183,5 +186,22 @@ func TestUsageViewSaved(t *testing.T) {
 		if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
 			t.Fatalf("a history forgotten while its view was being saved left the file: %v", err)
 		}
+	}
+}
+
+// orderedUses orders by agent, tool and request, whatever the order given.
+func TestOrderedUses(t *testing.T) {
+	var uses []Use
+	for i := 0; i < 300; i++ {
+		uses = append(uses, Use{Agent: fmt.Sprint("agent", i%3), Tool: fmt.Sprint("tool", i%17), Request: fmt.Sprint("request ", i%41, " ", i)})
+	}
+	rand.Shuffle(len(uses), func(i, j int) { uses[i], uses[j] = uses[j], uses[i] })
+	got := orderedUses(uses)
+	want := append([]Use(nil), uses...)
+	slices.SortFunc(want, func(a, b Use) int {
+		return cmp.Or(strings.Compare(a.Agent, b.Agent), strings.Compare(a.Tool, b.Tool), strings.Compare(a.Request, b.Request))
+	})
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("orderedUses: %v\nwant %v", got[:5], want[:5])
 	}
 }
