@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""usage-check.py BIN EVAL WORK [--seed N] [--per-tool K|all] [--wrong F] [--curve OUT.json]
+"""usage-check.py BIN EVAL WORK [--seed N] [--per-tool K|all] [--wrong F] [--max-past N] [--curve OUT.json]
 
 What the usage history is worth on labelled corpora (EVAL/C/tools/*.meta, EVAL/C/queries.jsonl),
 through the commands a user runs: each corpus's answerable requests are split in two halves
 (by a hash of the seed and the request's id); the "past" half's labels are imported with
 `BIN usage import` into a fresh --usage-db (at most K per tool; a share F of them credited to a
-random tool instead), then the "new" half is ranked with `BIN rank --batch --limit 5`, once with
---no-usage and once with the history (shipped defaults otherwise). Prints Recall@5 per corpus
-and the macro average.
+random tool instead; with --max-past, only N of the past half's requests, drawn by the seed and
+the corpus, as a small installation's history would be), then the "new" half is ranked with
+`BIN rank --batch --limit 5`, once with --no-usage and once with the history (shipped defaults
+otherwise). Prints Recall@5 per corpus and the macro average.
 
 With --curve, it runs the protocol for K = 1, 2, 5, 10 and all past requests per tool, with
 correct calls and with 30% credited to a wrong tool, and writes the points for
@@ -18,7 +19,7 @@ The corpora's requests serve here only as simulated usage to measure: nothing is
 import argparse, hashlib, json, os, random, statistics, subprocess, sys
 
 
-def run(bin_, ev, work, seed, per_tool, wrong, quiet=False):
+def run(bin_, ev, work, seed, per_tool, wrong, quiet=False, max_past=0):
     os.makedirs(work, exist_ok=True)
     env = dict(os.environ, XDG_CACHE_HOME=work + "/cache", XDG_STATE_HOME=work + "/state", HOME=work)
 
@@ -40,6 +41,8 @@ def run(bin_, ev, work, seed, per_tool, wrong, quiet=False):
         for f in [db, db + "-wal", db + "-shm"]:
             if os.path.exists(f):
                 os.remove(f)
+        if max_past and len(old) > max_past:
+            old = random.Random(f"{seed}:{c}").sample(old, max_past)
         cnt = {}
         with open(f"{work}/{c}-usage.jsonl", "w") as f:
             for q in old:
@@ -82,10 +85,11 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--per-tool", default="all")
     ap.add_argument("--wrong", type=float, default=0.0)
+    ap.add_argument("--max-past", type=int, default=0)
     ap.add_argument("--curve")
     a = ap.parse_args()
     if not a.curve:
-        run(a.bin, a.eval, a.work, a.seed, None if a.per_tool == "all" else int(a.per_tool), a.wrong)
+        run(a.bin, a.eval, a.work, a.seed, None if a.per_tool == "all" else int(a.per_tool), a.wrong, max_past=a.max_past)
         return
     ks = [1, 2, 5, 10, None]
     curve = {"title": "Recall@5 with the usage history (macro over the corpora; new half of the requests)",
