@@ -114,7 +114,7 @@ type Engine struct {
 	// entries as last read (nil: none yet), brought up to date with
 	// Changes rather than read whole at every change (usageview.go).
 	usageMu   sync.Mutex
-	usageHeld map[usage.Key]usage.Entry
+	usageHeld *heldEntries
 	// examples is the digest of the tools' examples the index has.
 	examples   atomic.Pointer[string]
 	closeUsage sync.Once

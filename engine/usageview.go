@@ -175,24 +175,38 @@ func (e *Engine) setUsage(ctx context.Context, ex []index.Use, digest string) (i
 	return fit, version, err
 }
 
+// heldEntries are the store's entries as last read: the snapshot's list
+// as it came, until the first change makes them a map by key.
+type heldEntries struct {
+	list  []usage.Entry
+	byKey map[usage.Key]usage.Entry
+}
+
 // usageEntries returns the store's entries now and their version (in no
-// order: the index orders them when it builds its view). Once read whole, the engine keeps them and asks the
-// store only what changed since (a few rows, not the whole history); when
-// the store cannot tell (a Forget, a new store), it reads them whole
-// again. Caller holds usageMu.
+// order: the index orders them when it builds its view). Once read whole,
+// the engine keeps them and asks the store only what changed since (a few
+// rows, not the whole history); when the store cannot tell (a Forget, a
+// new store), it reads them whole again. Caller holds usageMu.
 func (e *Engine) usageEntries(ctx context.Context) ([]usage.Entry, int64, error) {
 	var version int64
 	err := usage.ErrResnapshot
-	if e.usageHeld != nil {
+	if h := e.usageHeld; h != nil {
 		var changed []usage.Entry
 		var removed []usage.Key
 		changed, removed, version, err = e.opts.Usage.Changes(ctx, e.usageVersion.Load())
 		if err == nil {
+			if h.byKey == nil { // the first change: by key from now on
+				h.byKey = make(map[usage.Key]usage.Entry, len(h.list))
+				for _, en := range h.list {
+					h.byKey[en.Key] = en
+				}
+				h.list = nil
+			}
 			for _, k := range removed {
-				delete(e.usageHeld, k)
+				delete(h.byKey, k)
 			}
 			for _, en := range changed {
-				e.usageHeld[en.Key] = en
+				h.byKey[en.Key] = en
 			}
 		}
 	}
@@ -200,18 +214,19 @@ func (e *Engine) usageEntries(ctx context.Context) ([]usage.Entry, int64, error)
 		var entries []usage.Entry
 		entries, version, err = e.opts.Usage.Snapshot(ctx)
 		if err == nil {
-			e.usageHeld = make(map[usage.Key]usage.Entry, len(entries))
-			for _, en := range entries {
-				e.usageHeld[en.Key] = en
-			}
+			e.usageHeld = &heldEntries{list: entries}
 		}
 	}
 	if err != nil {
 		e.usageHeld = nil
 		return nil, 0, err
 	}
-	out := make([]usage.Entry, 0, len(e.usageHeld))
-	for _, en := range e.usageHeld {
+	h := e.usageHeld
+	if h.byKey == nil {
+		return h.list, version, nil // (read only, by uses)
+	}
+	out := make([]usage.Entry, 0, len(h.byKey))
+	for _, en := range h.byKey {
 		out = append(out, en)
 	}
 	return out, version, nil

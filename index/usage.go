@@ -148,7 +148,26 @@ type UsageFit struct {
 type usageVectors struct {
 	mu   sync.Mutex
 	byID string // the embedder the vectors are of
-	m    map[string]usageRow
+	vecs *usageVecs
+}
+
+// usageVecs are request vectors by text key: each text's row in q (dim
+// int8 components) and scale (the vector ≈ q·scale; 0: no vector). No
+// pointer in it: a start that loads 50,000 of them gives the collector
+// nothing to scan.
+type usageVecs struct {
+	dim   int
+	row   map[[16]byte]int32
+	q     []int8
+	scale []float32
+}
+
+// add appends a row for k and returns its components, to be filled.
+func (v *usageVecs) add(k [16]byte, scale float32) []int8 {
+	v.row[k] = int32(len(v.scale))
+	v.scale = append(v.scale, scale)
+	v.q = append(v.q, make([]int8, v.dim)...)
+	return v.q[len(v.q)-v.dim:]
 }
 
 // SetUsage replaces the usage history the index ranks with (nil or empty:
@@ -245,19 +264,38 @@ func orderedUses(uses []Use) []Use {
 	}
 	agent := rank(func(u *Use) string { return u.Agent })
 	tool := rank(func(u *Use) string { return u.Tool })
-	perm := make([]int32, len(uses))
-	for i := range perm {
-		perm[i] = int32(i)
+	// A counting sort by (agent, tool), then each group by request.
+	tools := int64(0)
+	for _, t := range tool {
+		tools = max(tools, int64(t)+1)
 	}
-	slices.SortStableFunc(perm, func(a, b int32) int {
-		if c := cmp.Compare(agent[a], agent[b]); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(tool[a], tool[b]); c != 0 {
-			return c
-		}
-		return strings.Compare(uses[a].Request, uses[b].Request)
-	})
+	group := make([]int64, len(uses))
+	count := map[int64]int{}
+	for i := range uses {
+		group[i] = int64(agent[i])*tools + int64(tool[i])
+		count[group[i]]++
+	}
+	keys := make([]int64, 0, len(count))
+	for g := range count {
+		keys = append(keys, g)
+	}
+	slices.Sort(keys)
+	at := make(map[int64]int, len(keys))
+	n := 0
+	for _, g := range keys {
+		at[g] = n
+		n += count[g]
+	}
+	perm := make([]int32, len(uses))
+	for i, g := range group {
+		perm[at[g]] = int32(i)
+		at[g]++
+	}
+	for lo := 0; lo < len(perm); {
+		hi := lo + count[group[perm[lo]]]
+		slices.SortStableFunc(perm[lo:hi], func(a, b int32) int { return strings.Compare(uses[a].Request, uses[b].Request) })
+		lo = hi
+	}
 	out := make([]Use, len(uses))
 	for i, p := range perm {
 		out[i] = uses[p]
@@ -402,40 +440,40 @@ func (ix *Index) usageEmbed(ctx context.Context, texts []string) ([]int8, []floa
 	if e == nil {
 		return nil, nil, 0, nil
 	}
+	keys := make([][16]byte, len(texts)) // on all cores
+	parallel.Each(len(texts), func(i int) { keys[i] = usageKey(texts[i]) })
 	c := &ix.usageVecs
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.byID != e.ID() || c.m == nil {
-		c.byID, c.m = e.ID(), ix.loadUsageVectors(e.ID())
-	}
-	keys := make([][16]byte, len(texts)) // on all cores
-	parallel.Each(len(texts), func(i int) { keys[i] = usageKey(texts[i]) })
 	dim := e.Dim()
+	if c.byID != e.ID() || c.vecs == nil || c.vecs.dim != dim {
+		c.byID, c.vecs = e.ID(), ix.loadUsageVectors(e.ID(), dim)
+	}
+	v := c.vecs
 	q := make([]int8, len(texts)*dim)
 	scale := make([]float32, len(texts))
 	added := 0
 	for i, t := range texts {
-		k := keys[i]
-		r, ok := c.m[string(k[:])]
-		if !ok || len(r.q) != dim {
+		r, ok := v.row[keys[i]]
+		if !ok {
 			if i%64 == 0 {
 				if err := ctx.Err(); err != nil {
 					return nil, nil, 0, err
 				}
 			}
-			r = usageRow{q: make([]int8, dim)}
+			row := v.add(keys[i], 0)
 			raw, err := e.EmbedQuery(ctx, t)
 			if err == nil && len(raw) == dim && checkVector(raw, dim) == nil {
-				r.scale = quantizeRow(r.q, normalized(raw))
+				v.scale[len(v.scale)-1] = quantizeRow(row, normalized(raw))
 			}
-			c.m[string(k[:])] = r
+			r = int32(len(v.scale) - 1)
 			added++
 		}
-		copy(q[i*dim:], r.q)
-		scale[i] = r.scale
+		copy(q[i*dim:(i+1)*dim], v.q[int(r)*dim:])
+		scale[i] = v.scale[r]
 	}
 	if added > 0 {
-		ix.saveUsageVectors(e.ID(), c.m, dim)
+		ix.saveUsageVectors(e.ID(), v)
 	}
 	return q, scale, dim, nil
 }

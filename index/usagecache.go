@@ -36,65 +36,56 @@ func usageKey(text string) [16]byte {
 	return k
 }
 
-// usageRow is a request's vector as the usage signal keeps it: dim int8
-// components and their scale (the vector ≈ q·scale; scale 0: no vector).
-type usageRow struct {
-	q     []int8
-	scale float32
-}
-
-// loadUsageVectors reads the cache of embedder id into a map by text key.
-// The rows are the file's, as they are: no component is converted.
-func (ix *Index) loadUsageVectors(id string) map[string]usageRow {
-	m := map[string]usageRow{}
+// loadUsageVectors reads the cache of embedder id (vectors of dim
+// components; a file of another dim is no cache). The rows are the
+// file's, as they are: no component is converted.
+func (ix *Index) loadUsageVectors(id string, dim int) *usageVecs {
+	v := &usageVecs{dim: dim, row: map[[16]byte]int32{}}
 	path := ix.usageVecPath(id)
-	if path == "" {
-		return m
+	if path == "" || dim <= 0 {
+		return v
 	}
 	b, err := fileio.ReadRegular(path, 1<<30)
 	if err != nil || !bytes.HasPrefix(b, []byte(usageVecMagic)) {
-		return m
+		return v
 	}
 	b = b[len(usageVecMagic):]
-	if len(b) < 4 {
-		return m
+	if len(b) < 4 || int(binary.LittleEndian.Uint32(b)) != dim {
+		return v
 	}
-	dim := int(binary.LittleEndian.Uint32(b))
 	b = b[4:]
 	rec := 16 + 4 + dim
-	if dim <= 0 || dim > 1<<16 || len(b)%rec != 0 {
-		return m
+	if len(b)%rec != 0 {
+		return v
 	}
-	all := make([]int8, len(b)/rec*dim) // one allocation for every row
-	for ; len(b) > 0; b = b[rec:] {
-		row := all[:dim:dim]
-		all = all[dim:]
-		copy(int8Bytes(row), b[20:rec])
-		m[string(b[:16])] = usageRow{row, math.Float32frombits(binary.LittleEndian.Uint32(b[16:]))}
+	n := len(b) / rec
+	v.row = make(map[[16]byte]int32, n)
+	v.q = make([]int8, n*dim, n*dim+64*dim) // room for a few new ones
+	v.scale = make([]float32, n)
+	for i := 0; i < n; i, b = i+1, b[rec:] {
+		v.row[[16]byte(b[:16])] = int32(i)
+		v.scale[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[16:]))
+		copy(int8Bytes(v.q[i*dim:(i+1)*dim]), b[20:rec])
 	}
-	return m
+	return v
 }
 
-// saveUsageVectors writes m (by text key) as the cache of embedder id.
-func (ix *Index) saveUsageVectors(id string, m map[string]usageRow, dim int) {
+// saveUsageVectors writes v as the cache of embedder id.
+func (ix *Index) saveUsageVectors(id string, v *usageVecs) {
 	path := ix.usageVecPath(id)
-	if path == "" || ix.opts.ReadOnlyCache || len(m) == 0 {
+	if path == "" || ix.opts.ReadOnlyCache || len(v.row) == 0 {
 		return
 	}
+	dim := v.dim
 	var buf bytes.Buffer
-	buf.Grow(len(usageVecMagic) + 4 + len(m)*(16+4+dim))
+	buf.Grow(len(usageVecMagic) + 4 + len(v.row)*(16+4+dim))
 	buf.WriteString(usageVecMagic)
 	binary.Write(&buf, binary.LittleEndian, uint32(dim))
 	rec := make([]byte, 16+4+dim)
-	for k, r := range m {
-		if len(r.q) != dim || len(k) != 16 {
-			continue
-		}
-		copy(rec, k)
-		binary.LittleEndian.PutUint32(rec[16:], math.Float32bits(r.scale))
-		for i, x := range r.q {
-			rec[20+i] = byte(x)
-		}
+	for k, r := range v.row {
+		copy(rec, k[:])
+		binary.LittleEndian.PutUint32(rec[16:], math.Float32bits(v.scale[r]))
+		copy(rec[20:], int8Bytes(v.q[int(r)*dim:(int(r)+1)*dim]))
 		buf.Write(rec)
 	}
 	if err := fileio.WriteAtomic(path, 0o600, func(w io.Writer) error { _, err := w.Write(buf.Bytes()); return err }); err != nil {
