@@ -205,3 +205,58 @@ func TestOrderedUses(t *testing.T) {
 		t.Errorf("orderedUses: %v\nwant %v", got[:5], want[:5])
 	}
 }
+
+// The requests' vectors are cached beside the index: a later index of the
+// same cache embeds none of them again, and gets the same vectors; a
+// damaged cache file is only a cache miss.
+func TestUsageVectorsCached(t *testing.T) {
+	ctx := context.Background()
+	dir := usageCatalog(t)
+	cache := t.TempDir()
+	uses := savedHistory()
+	start := func() (*Index, *hashEmbedder) {
+		t.Helper()
+		uemb := newHashEmbedder(64)
+		ix := New(newHashEmbedder(64), Options{CacheDir: cache, Logger: quiet(), UsageEmbedder: uemb})
+		if err := ix.Sync(ctx, loadReg(t, dir).Catalog()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ix.SetUsage(ctx, uses); err != nil {
+			t.Fatal(err)
+		}
+		return ix, uemb
+	}
+	// (Each also embeds the requests its leave-one-out ranks as messages.)
+	distinct := map[string]bool{}
+	for _, u := range uses {
+		distinct[u.Request] = true
+	}
+	first, e1 := start()
+	all := e1.st.queryCalls.Load()
+	if all < int64(len(distinct)) {
+		t.Fatalf("the first index embedded %d texts, fewer than its %d requests", all, len(distinct))
+	}
+	second, e2 := start()
+	if n := e2.st.queryCalls.Load(); n != all-int64(len(distinct)) {
+		t.Errorf("a later index embedded %d texts, want %d (the history's all cached)", n, all-int64(len(distinct)))
+	}
+	a, b := first.usage.Load(), second.usage.Load()
+	if !reflect.DeepEqual(a.qvecs, b.qvecs) || !reflect.DeepEqual(a.qscale, b.qscale) {
+		t.Error("cached vectors differ from the ones embedded")
+	}
+	path := first.usageVecPath(e1.ID())
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, fi.Size()-7); err != nil {
+		t.Fatal(err)
+	}
+	third, e3 := start()
+	if n := e3.st.queryCalls.Load(); n != all {
+		t.Errorf("with a damaged cache, %d texts embedded, want %d", n, all)
+	}
+	if c := third.usage.Load(); !reflect.DeepEqual(a.qvecs, c.qvecs) {
+		t.Error("vectors embedded again differ")
+	}
+}
