@@ -195,8 +195,9 @@ func (c derivedCounting) DerivedTag(ctx context.Context) (string, int64, error) 
 
 // A start with the history unchanged since the last takes the view that
 // one saved beside the store, without reading the entries, and ranks as
-// it did; a change of the history reads and builds it again (a change of
-// the catalog too: index.TestUsageViewSaved).
+// it did; after a small change it reads only the change (the store's
+// Changes); after a larger one it reads and builds the history whole (a
+// change of the catalog too: index.TestUsageViewSaved).
 func TestUsageViewAcrossStarts(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -252,7 +253,22 @@ func TestUsageViewAcrossStarts(t *testing.T) {
 	if err := st.Record(ctx, usage.Event{Request: "bitcoin price", Tool: "git_status", OK: true, Agent: "agent9", Source: usage.SourceAPI}); err != nil {
 		t.Fatal(err)
 	}
-	if changed, _, _ := start("after a record", 25); changed.snapshots != 1 {
-		t.Errorf("after a record: %d reads of the history, want 1", changed.snapshots)
+	// One entry more: the saved view brought up to date with what changed
+	// (no whole read); the weight as chosen.
+	changed, fit3, r3 := start("after a record", 25)
+	if changed.snapshots != 0 || changed.changes != 1 || fit3.Weight != fit.Weight {
+		t.Errorf("after a record: %d whole reads and %d of changes (want 0 and 1), fit %+v", changed.snapshots, changed.changes, fit3)
+	}
+	if reflect.DeepEqual(r3, r) && fit.Weight > 0 {
+		t.Error("the new entry changed nothing")
+	}
+	// More than a twentieth since the full build: read whole again.
+	for i := 0; i < 3; i++ {
+		if err := st.Record(ctx, usage.Event{Request: fmt.Sprint("disk space left ", i), Tool: "disk_usage", OK: true, Agent: "agent9", Source: usage.SourceAPI}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if whole, _, _ := start("after more records", 28); whole.snapshots != 1 {
+		t.Errorf("after a twentieth more: %d whole reads, want 1", whole.snapshots)
 	}
 }

@@ -72,10 +72,13 @@ func uses(entries []usage.Entry) []index.Use {
 	out := make([]index.Use, 0, len(entries))
 	for _, e := range entries {
 		out = append(out, index.Use{Request: e.Text, Tool: e.Key.Tool, Agent: e.Key.Agent,
-			Count: int(e.Count), Failed: int(e.Failed), Last: e.Last})
+			Count: int(e.Count), Failed: int(e.Failed), Last: e.Last, ID: useID(e.Key)})
 	}
 	return out
 }
+
+// useID is the index's identity of a store entry (index.Use.ID).
+func useID(k usage.Key) string { return k.Agent + "\x00" + k.Tool + "\x00" + k.Request }
 
 // examplesAgent is the agent the tools' examples are recorded as: their
 // authors, one voice among the agents.
@@ -140,15 +143,30 @@ func (e *Engine) setUsage(ctx context.Context, ex []index.Use, digest string) (i
 		if err == nil && tag != "" {
 			read := false
 			var readErr error
-			fit, err := e.ix.SetUsageSaved(ctx, tag+"; examples "+digest, func(ctx context.Context) ([]index.Use, error) {
-				read = true
-				entries, v, err := e.usageEntries(ctx)
-				if err != nil {
-					readErr = err
-					return nil, err
-				}
-				version = v
-				return append(uses(entries), ex...), nil
+			fit, err := e.ix.SetUsageSaved(ctx, index.History{
+				Source:  tag + "; examples " + digest,
+				Version: version,
+				Load: func(ctx context.Context) ([]index.Use, error) {
+					read = true
+					entries, v, err := e.usageEntries(ctx)
+					if err != nil {
+						readErr = err
+						return nil, err
+					}
+					version = v
+					return append(uses(entries), ex...), nil
+				},
+				Since: func(ctx context.Context, v int64) ([]index.Use, []string, error) {
+					changed, removed, _, err := e.opts.Usage.Changes(ctx, v)
+					if err != nil {
+						return nil, nil, err
+					}
+					ids := make([]string, len(removed))
+					for i, k := range removed {
+						ids[i] = useID(k)
+					}
+					return uses(changed), ids, nil
+				},
 			})
 			if err == nil {
 				if !read {

@@ -59,6 +59,9 @@ type Use struct {
 	// Count calls, of which Failed failed.
 	Count, Failed int
 	Last          time.Time
+	// ID identifies the entry from one version of the history to the next
+	// (History.Since); "": none.
+	ID string
 }
 
 // The usage signal's constants (see the file comment).
@@ -100,7 +103,14 @@ type usageView struct {
 	tools  []string // the tools named, "" among them if any
 	agent  []int32  // per entry
 	agents int
-	dim    int
+	// agentNames are the agents by id; ids the entries' Use.ID digests
+	// (zero: none): what a delta (usagedelta.go) needs.
+	agentNames []string
+	ids        [][16]byte
+	// fullN is the entries of the last full build, drift the entries
+	// added and removed by deltas since.
+	fullN, drift int
+	dim          int
 	// qvecs: n × dim unit vectors quantised to int8, one scale per row
 	// (qscale; nil: no dense part): the candidates are compared in the
 	// vectorised int8 kernel of the dense scan (quant.go).
@@ -180,38 +190,65 @@ func (ix *Index) SetUsage(ctx context.Context, uses []Use) (UsageFit, error) {
 	return ix.setUsage(ctx, uses, nil)
 }
 
-// SetUsageSaved is SetUsage of the history tag names (a tag that changes
-// whenever the history does: usage.Derived), whose entries load gives.
-// With Options.UsageViewPath, the view and its weight saved for the same
-// tag on the same catalog (by another process: toolsrv rank) are taken
-// from the file, and load is not called; otherwise the view built is
-// saved, in the background (WaitSaves). An error of load is returned as
+// History names a usage history and how to read it, for SetUsageSaved.
+type History struct {
+	// Source names where the history is kept (and whatever else goes
+	// into it, such as the tools' examples): views of different sources
+	// never mix. Version grows with every change of the history.
+	Source  string
+	Version int64
+	// Load gives all its entries.
+	Load func(context.Context) ([]Use, error)
+	// Since, if set, gives the entries added or changed after version v
+	// and the IDs (Use.ID) of those removed; an error when it cannot tell.
+	Since func(ctx context.Context, v int64) (changed []Use, removed []string, err error)
+}
+
+// SetUsageSaved is SetUsage of the history h names. With
+// Options.UsageViewPath, the view and its weight saved for the same
+// version of the same history on the same catalog (by another process:
+// toolsrv rank) are taken from the file, and nothing is read; a view
+// saved for an older version is brought up to date with what changed
+// since (h.Since; the weight as it was chosen, until the entries added
+// and removed since the last full build reach a twentieth: usagedelta.go);
+// otherwise the history is read and built whole. The view in effect is
+// saved, in the background (WaitSaves). An error of h.Load is returned as
 // it is, and the history in effect stays.
-func (ix *Index) SetUsageSaved(ctx context.Context, tag string, load func(context.Context) ([]Use, error)) (UsageFit, error) {
-	var key *[32]byte
+func (ix *Index) SetUsageSaved(ctx context.Context, h History) (UsageFit, error) {
+	var hdr *viewHeader
 	if ix.opts.UsageViewPath != "" {
-		k := ix.usageViewKey(tag)
-		if u := ix.loadUsageView(k); u != nil {
-			ix.usageSaveGen() // a save under way is of an older history
-			ix.usage.Store(u)
-			return u.loo, nil
+		want := headerOf(ix.usageViewBase(h.Source), h.Version)
+		hdr = &want
+		if u, saved := ix.loadUsageView(); u != nil {
+			switch {
+			case saved.key == want.key:
+				ix.usageSaveGen() // a save under way is of an older history
+				ix.usage.Store(u)
+				return u.loo, nil
+			case saved.base == want.base && saved.version < h.Version && h.Since != nil:
+				if changed, removed, err := h.Since(ctx, saved.version); err == nil && ix.applyDelta(ctx, u, changed, removed) {
+					ix.usage.Store(u)
+					gen := ix.usageSaveGen()
+					ix.usageSaved.wg.Go(func() { ix.saveUsageView(gen, want, u) })
+					return u.loo, nil
+				}
+			}
 		}
-		key = &k
 	}
-	uses, err := load(ctx)
+	uses, err := h.Load(ctx)
 	if err != nil {
 		return UsageFit{}, err
 	}
-	return ix.setUsage(ctx, uses, key)
+	return ix.setUsage(ctx, uses, hdr)
 }
 
 // setUsage builds, fits and puts in effect the view of uses, and saves
-// it under key (nil: not saved).
-func (ix *Index) setUsage(ctx context.Context, uses []Use, key *[32]byte) (UsageFit, error) {
+// it as hdr says (nil: not saved).
+func (ix *Index) setUsage(ctx context.Context, uses []Use, hdr *viewHeader) (UsageFit, error) {
 	u, err := ix.buildUsage(ctx, orderedUses(uses))
 	if err != nil || u == nil {
-		if err == nil && key != nil {
-			ix.saveUsageView(ix.usageSaveGen(), *key, nil)
+		if err == nil && hdr != nil {
+			ix.saveUsageView(ix.usageSaveGen(), *hdr, nil)
 		}
 		ix.usage.Store(u)
 		return UsageFit{}, err
@@ -220,11 +257,11 @@ func (ix *Index) setUsage(ctx context.Context, uses []Use, key *[32]byte) (Usage
 		return UsageFit{}, err
 	}
 	ix.usage.Store(u)
-	if key != nil {
+	if hdr != nil {
 		// Saved in the background: a ranking waiting for the history
 		// (rank's first) does not wait for the file too (WaitSaves).
-		gen, k := ix.usageSaveGen(), *key
-		ix.usageSaved.wg.Go(func() { ix.saveUsageView(gen, k, u) })
+		gen, h := ix.usageSaveGen(), *hdr
+		ix.usageSaved.wg.Go(func() { ix.saveUsageView(gen, h, u) })
 	}
 	return u.loo, nil
 }
@@ -344,7 +381,9 @@ func (ix *Index) buildUsage(ctx context.Context, uses []Use) (*usageView, error)
 		if !ok {
 			a = int32(len(agents))
 			agents[e.Agent] = a
+			u.agentNames = append(u.agentNames, e.Agent)
 		}
+		u.ids = append(u.ids, useID(e.ID))
 		i := int32(u.n)
 		u.n++
 		tid, ok := toolIDs[e.Tool]
@@ -366,6 +405,7 @@ func (ix *Index) buildUsage(ctx context.Context, uses []Use) (*usageView, error)
 		return nil, nil
 	}
 	u.agents = len(agents)
+	u.fullN = u.n
 	u.text = texts
 	// Terms, their IDF over the past requests, each entry's unit
 	// IDF-weighted word vector and the inverted index.

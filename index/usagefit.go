@@ -25,7 +25,8 @@ func (ix *Index) fitUsage(ctx context.Context, u *usageView) error {
 			sample = append(sample, int32(i))
 		}
 	}
-	// A fixed sample: the same history always gives the same weight.
+	// A fixed sample: the same history built whole always gives the same
+	// weight (a delta keeps the weight it had: usagedelta.go).
 	key := func(i int32) uint32 {
 		h := fnv.New32a()
 		h.Write([]byte(u.toolOf(i)))

@@ -37,23 +37,26 @@ import (
 // (float64); the weight and the fit (uint32 entries, sample, then
 // float64 weight, recall, base).
 
-const usageViewMagic = "toolsrv-usage-view 1\n"
+const usageViewMagic = "toolsrv-usage-view 2\n"
 
 // usageViewEvery is the least time between two saves of the view by one
 // index (a server reloading a busy history would otherwise write the
 // whole view every few seconds); the first is saved at once.
 const usageViewEvery = time.Minute
 
-// usageViewKey is the digest the saved view must carry to be used for
-// the history tag names on this index as it is now.
-func (ix *Index) usageViewKey(tag string) [32]byte {
+// usageViewBase is the digest of all a view of the history source names
+// is made from but the history's version: the catalog, the last step,
+// the options, the usage embedder and the program. A saved view of the
+// same base and an older version can be brought up to date (a delta,
+// usagedelta.go).
+func (ix *Index) usageViewBase(source string) [32]byte {
 	h := sha256.New()
 	put := func(s string) {
 		h.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(s))))
 		h.Write([]byte(s))
 	}
 	put(usageViewMagic)
-	put(tag)
+	put(source)
 	put(fileio.ExecutableID())
 	ix.mu.RLock()
 	if ix.v != nil {
@@ -71,25 +74,42 @@ func (ix *Index) usageViewKey(tag string) [32]byte {
 	return k
 }
 
-// loadUsageView returns the saved view if it carries key (nil: none).
-func (ix *Index) loadUsageView(key [32]byte) *usageView {
+// viewHeader is what a saved view is of: its key (the base and the
+// version), base and version.
+type viewHeader struct {
+	key, base [32]byte
+	version   int64
+}
+
+// headerOf is the header of the view of base at version.
+func headerOf(base [32]byte, version int64) viewHeader {
+	h := sha256.New()
+	h.Write(base[:])
+	h.Write(binary.LittleEndian.AppendUint64(nil, uint64(version)))
+	v := viewHeader{base: base, version: version}
+	h.Sum(v.key[:0])
+	return v
+}
+
+// loadUsageView returns the saved view and what it is of (nil: none).
+func (ix *Index) loadUsageView() (*usageView, viewHeader) {
 	path := ix.opts.UsageViewPath
 	if path == "" {
-		return nil
+		return nil, viewHeader{}
 	}
 	b, err := fileio.ReadRegular(path, 1<<31)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			ix.log.Debug("saved usage view not read", "err", err)
 		}
-		return nil
+		return nil, viewHeader{}
 	}
-	u, err := decodeUsageView(b, key)
+	u, h, err := decodeView(b)
 	if err != nil {
 		ix.log.Debug("saved usage view not used", "err", err)
-		return nil
+		return nil, viewHeader{}
 	}
-	return u
+	return u, h
 }
 
 // saveUsageView saves u, at most once per usageViewEvery. Otherwise (and
@@ -98,7 +118,7 @@ func (ix *Index) loadUsageView(key [32]byte) *usageView {
 // them) outlives a reload.
 // gen is the save's usageSaveGen: a save that a newer SetUsage's
 // follows does nothing.
-func (ix *Index) saveUsageView(gen uint64, key [32]byte, u *usageView) {
+func (ix *Index) saveUsageView(gen uint64, h viewHeader, u *usageView) {
 	path := ix.opts.UsageViewPath
 	if path == "" {
 		return
@@ -115,7 +135,7 @@ func (ix *Index) saveUsageView(gen uint64, key [32]byte, u *usageView) {
 		return
 	}
 	ix.usageSaved.at = time.Now()
-	err := fileio.WriteAtomic(path, 0o600, func(w io.Writer) error { return encodeUsageView(w, key, u) })
+	err := fileio.WriteAtomic(path, 0o600, func(w io.Writer) error { return encodeUsageView(w, h, u) })
 	if err != nil {
 		ix.log.Debug("usage view not saved", "err", err)
 	}
@@ -134,15 +154,19 @@ func (ix *Index) usageSaveGen() uint64 {
 func (ix *Index) WaitSaves() { ix.usageSaved.wg.Wait() }
 
 // encodeUsageView writes u in the layout above.
-func encodeUsageView(w io.Writer, key [32]byte, u *usageView) error {
+func encodeUsageView(w io.Writer, h viewHeader, u *usageView) error {
 	terms := make([]string, len(u.idf))
 	for t, id := range u.dict {
 		terms[id] = t
 	}
 	b := make([]byte, 0, u.savedSize()) // one allocation: no copy of megabytes as it grows
 	b = append(b, usageViewMagic...)
-	b = append(b, key[:]...)
+	b = append(b, h.key[:]...)
+	b = append(b, h.base[:]...)
 	le := binary.LittleEndian
+	b = le.AppendUint64(b, uint64(h.version))
+	b = le.AppendUint32(b, uint32(u.fullN))
+	b = le.AppendUint32(b, uint32(u.drift))
 	b = le.AppendUint32(b, uint32(u.n))
 	b = le.AppendUint32(b, uint32(u.agents))
 	b = le.AppendUint32(b, uint32(u.dim))
@@ -151,11 +175,18 @@ func encodeUsageView(w io.Writer, key [32]byte, u *usageView) error {
 		b = le.AppendUint32(b, uint32(len(t)))
 		b = append(b, t...)
 	}
+	for _, a := range u.agentNames {
+		b = le.AppendUint32(b, uint32(len(a)))
+		b = append(b, a...)
+	}
 	for _, x := range u.toolID {
 		b = le.AppendUint32(b, uint32(x))
 	}
 	for _, x := range u.agent {
 		b = le.AppendUint32(b, uint32(x))
+	}
+	for _, id := range u.ids {
+		b = append(b, id[:]...)
 	}
 	if u.dim > 0 {
 		for _, x := range u.qscale {
@@ -192,13 +223,16 @@ func encodeUsageView(w io.Writer, key [32]byte, u *usageView) error {
 
 // savedSize is the size of u's saved view (encodeUsageView).
 func (u *usageView) savedSize() int {
-	size := len(usageViewMagic) + 32 + 4*4 + len(u.qvecs) + 4*len(u.qscale) + 4*(2*u.n+len(u.wordsAt)) +
+	size := len(usageViewMagic) + 32 + 32 + 8 + 4*2 + 4*4 + 16*len(u.ids) + len(u.qvecs) + 4*len(u.qscale) + 4*(2*u.n+len(u.wordsAt)) +
 		8*len(u.words) + 4 + 12*len(u.idf) + 8 + 8 + 3*8
 	for t := range u.dict {
 		size += len(t)
 	}
 	for _, t := range u.tools {
 		size += 4 + len(t)
+	}
+	for _, a := range u.agentNames {
+		size += 4 + len(a)
 	}
 	return size
 }
@@ -286,25 +320,56 @@ func (r *viewReader) strs(n int) []string {
 	return out
 }
 
-// decodeUsageView parses b, which must carry key, into a view ready to
-// rank with (its postings and tool lists rebuilt). It never trusts b:
-// every count and id is checked against what it indexes.
+// decodeUsageView parses b, which must carry key (decodeView).
 func decodeUsageView(b []byte, key [32]byte) (*usageView, error) {
+	u, h, err := decodeView(b)
+	if err != nil {
+		return nil, err
+	}
+	if h.key != key {
+		return nil, errUsageView
+	}
+	return u, nil
+}
+
+// decodeView parses b into a view ready to rank with (its postings and
+// tool lists rebuilt) and what it is of. It never trusts b: every count
+// and id is checked against what it indexes.
+func decodeView(b []byte) (*usageView, viewHeader, error) {
+	var h viewHeader
+	u, err := decodeViewInto(b, &h)
+	return u, h, err
+}
+
+func decodeViewInto(b []byte, h *viewHeader) (*usageView, error) {
 	if !bytes.HasPrefix(b, []byte(usageViewMagic)) {
 		return nil, errUsageView
 	}
 	r := &viewReader{b: b[len(usageViewMagic):]}
-	if k := r.take(32); k == nil || !bytes.Equal(k, key[:]) {
+	k, base := r.take(32), r.take(32)
+	if r.bad {
 		return nil, errUsageView
 	}
-	u := &usageView{n: r.u32(), agents: r.u32(), dim: r.u32()}
+	h.key, h.base = [32]byte(k), [32]byte(base)
+	if p := r.take(8); p != nil {
+		h.version = int64(binary.LittleEndian.Uint64(p))
+	}
+	fullN, drift := r.u32(), r.u32()
+	u := &usageView{n: r.u32(), agents: r.u32(), dim: r.u32(), fullN: fullN, drift: drift}
 	const most = 1 << 26
 	if u.n <= 0 || u.n > most || u.agents > u.n || u.dim > 1<<16 {
 		return nil, errUsageView
 	}
 	u.tools = r.strs(r.u32())
+	u.agentNames = r.strs(u.agents)
 	u.toolID = r.ids(u.n, len(u.tools))
 	u.agent = r.ids(u.n, u.agents)
+	if p := r.take(16 * u.n); p != nil {
+		u.ids = make([][16]byte, u.n)
+		for i := range u.ids {
+			u.ids[i] = [16]byte(p[16*i:])
+		}
+	}
 	if u.dim > 0 {
 		u.qscale = r.f32s(u.n)
 		if p := r.take(u.n * u.dim); p != nil {
@@ -341,16 +406,24 @@ func decodeUsageView(b []byte, key [32]byte) (*usageView, error) {
 		u.idf[i] = math.Float64frombits(binary.LittleEndian.Uint64(idf[8*i:]))
 		u.dict[t] = int32(i)
 	}
-	df := make([]int32, len(terms))
 	u.words = make([]termWeight, nw)
 	for i := range u.words {
 		if int(wid[i]) >= len(terms) {
 			return nil, errUsageView
 		}
 		u.words[i] = termWeight{wid[i], ww[i]}
-		df[wid[i]]++
 	}
-	u.post = make([][]termWeight, len(terms))
+	u.reindex()
+	return u, nil
+}
+
+// reindex rebuilds u's postings (from its words) and its entries by tool.
+func (u *usageView) reindex() {
+	df := make([]int32, len(u.idf))
+	for _, tw := range u.words {
+		df[tw.id]++
+	}
+	u.post = make([][]termWeight, len(u.idf))
 	for id, n := range df {
 		u.post[id] = make([]termWeight, 0, n)
 	}
@@ -363,5 +436,4 @@ func decodeUsageView(b []byte, key [32]byte) (*usageView, error) {
 	for i, t := range u.toolID {
 		u.byTool[u.tools[t]] = append(u.byTool[u.tools[t]], int32(i))
 	}
-	return u, nil
 }

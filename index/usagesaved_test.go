@@ -59,7 +59,7 @@ func TestUsageViewSaved(t *testing.T) {
 
 	built := savedUsageIndex(t, dir, path)
 	calls := 0
-	fit, err := built.SetUsageSaved(ctx, "v1", loads(uses, &calls))
+	fit, err := built.SetUsageSaved(ctx, History{Source: "test", Version: 1, Load: loads(uses, &calls)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestUsageViewSaved(t *testing.T) {
 	}
 
 	loaded := savedUsageIndex(t, dir, path)
-	fit2, err := loaded.SetUsageSaved(ctx, "v1", loads(uses, &calls))
+	fit2, err := loaded.SetUsageSaved(ctx, History{Source: "test", Version: 1, Load: loads(uses, &calls)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestUsageViewSaved(t *testing.T) {
 	dir2 := usageCatalog(t)
 	writeMeta(t, dir2, "extra_tool", `{"description":"Looks up the price of a coin.","cmd":"cat"}`)
 	grown := savedUsageIndex(t, dir2, path)
-	if _, err := grown.SetUsageSaved(ctx, "v1", loads(uses, &calls)); err != nil {
+	if _, err := grown.SetUsageSaved(ctx, History{Source: "test", Version: 1, Load: loads(uses, &calls)}); err != nil {
 		t.Fatal(err)
 	}
 	grown.WaitSaves()
@@ -104,7 +104,7 @@ func TestUsageViewSaved(t *testing.T) {
 
 	// Another history: built again, and saved (the first save of an index).
 	other := savedUsageIndex(t, dir, path)
-	if _, err := other.SetUsageSaved(ctx, "v2", loads(uses[1:], &calls)); err != nil {
+	if _, err := other.SetUsageSaved(ctx, History{Source: "test", Version: 2, Load: loads(uses[1:], &calls)}); err != nil {
 		t.Fatal(err)
 	}
 	other.WaitSaves()
@@ -117,7 +117,7 @@ func TestUsageViewSaved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := other.usageViewKey("v2")
+	key := headerOf(other.usageViewBase("test"), 2).key
 	if _, err := decodeUsageView(good, key); err != nil {
 		t.Fatalf("the saved view does not decode: %v", err)
 	}
@@ -128,7 +128,7 @@ func TestUsageViewSaved(t *testing.T) {
 		case 0:
 			b = b[:rng.IntN(len(b))]
 		case 1:
-			b[len(usageViewMagic)+32+rng.IntN(len(b)-len(usageViewMagic)-32)] ^= byte(1 + rng.IntN(255))
+			b[len(usageViewMagic)+64+rng.IntN(len(b)-len(usageViewMagic)-64)] ^= byte(1 + rng.IntN(255))
 		case 2:
 			b = append(b, 0)
 		}
@@ -144,7 +144,7 @@ func TestUsageViewSaved(t *testing.T) {
 
 	// Saved again within a minute by the same index: not saved, and the
 	// file, which no longer matches, goes.
-	if _, err := other.SetUsageSaved(ctx, "v3", loads(uses[2:], &calls)); err != nil {
+	if _, err := other.SetUsageSaved(ctx, History{Source: "test", Version: 3, Load: loads(uses[2:], &calls)}); err != nil {
 		t.Fatal(err)
 	}
 	other.WaitSaves()
@@ -154,7 +154,7 @@ func TestUsageViewSaved(t *testing.T) {
 
 	// No entries: nothing to save, and the old file goes.
 	empty := savedUsageIndex(t, dir, path)
-	if _, err := empty.SetUsageSaved(ctx, "v4", loads(uses, &calls)); err != nil {
+	if _, err := empty.SetUsageSaved(ctx, History{Source: "test", Version: 4, Load: loads(uses, &calls)}); err != nil {
 		t.Fatal(err)
 	}
 	empty.WaitSaves()
@@ -162,10 +162,10 @@ func TestUsageViewSaved(t *testing.T) {
 		t.Fatal(err)
 	}
 	failed := func(context.Context) ([]Use, error) { return nil, errors.New("store unreadable") }
-	if _, err := empty.SetUsageSaved(ctx, "v5", failed); err == nil || empty.UsageFit() == (UsageFit{}) {
+	if _, err := empty.SetUsageSaved(ctx, History{Source: "test", Version: 5, Load: failed}); err == nil || empty.UsageFit() == (UsageFit{}) {
 		t.Errorf("a failed read: %v, and the history in effect is now %+v", err, empty.UsageFit())
 	}
-	if _, err := empty.SetUsageSaved(ctx, "v6", loads(nil, &calls)); err != nil {
+	if _, err := empty.SetUsageSaved(ctx, History{Source: "test", Version: 6, Load: loads(nil, &calls)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
@@ -176,10 +176,10 @@ func TestUsageViewSaved(t *testing.T) {
 	// history forgotten at once leaves no file, whichever runs first.
 	for i := 0; i < 20; i++ {
 		racer := savedUsageIndex(t, dir, path)
-		if _, err := racer.SetUsageSaved(ctx, fmt.Sprint("r", i), loads(uses, &calls)); err != nil {
+		if _, err := racer.SetUsageSaved(ctx, History{Source: fmt.Sprint("r", i), Version: 1, Load: loads(uses, &calls)}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := racer.SetUsageSaved(ctx, fmt.Sprint("r", i, " forgotten"), loads(nil, &calls)); err != nil {
+		if _, err := racer.SetUsageSaved(ctx, History{Source: fmt.Sprint("r", i), Version: 2, Load: loads(nil, &calls)}); err != nil {
 			t.Fatal(err)
 		}
 		racer.WaitSaves()
@@ -258,5 +258,123 @@ func TestUsageVectorsCached(t *testing.T) {
 	}
 	if c := third.usage.Load(); !reflect.DeepEqual(a.qvecs, c.qvecs) {
 		t.Error("vectors embedded again differ")
+	}
+}
+
+// checkView fails t unless u's parts agree with each other (what a delta
+// must keep true).
+func checkView(t *testing.T, u *usageView) {
+	t.Helper()
+	if len(u.toolID) != u.n || len(u.agent) != u.n || len(u.ids) != u.n || len(u.wordsAt) != u.n+1 ||
+		(u.dim > 0 && (len(u.qscale) != u.n || len(u.qvecs) != u.n*u.dim)) || u.agents != len(u.agentNames) {
+		t.Fatalf("view of %d entries: %d tools, %d agents, %d ids, %d offsets, %d scales", u.n, len(u.toolID), len(u.agent), len(u.ids), len(u.wordsAt), len(u.qscale))
+	}
+	pairs := 0
+	for i := 0; i < u.n; i++ {
+		row := u.row(int32(i))
+		for k, tw := range row {
+			if int(tw.id) >= len(u.idf) || (k > 0 && row[k-1].id >= tw.id) {
+				t.Fatalf("entry %d's words: %v", i, row)
+			}
+		}
+		pairs += len(row)
+		if int(u.toolID[i]) >= len(u.tools) || int(u.agent[i]) >= u.agents {
+			t.Fatalf("entry %d: tool %d, agent %d", i, u.toolID[i], u.agent[i])
+		}
+	}
+	posted, byTool := 0, 0
+	for id, post := range u.post {
+		for _, e := range post {
+			found := false
+			for _, tw := range u.row(e.id) {
+				found = found || (int(tw.id) == id && tw.w == e.w)
+			}
+			if !found {
+				t.Fatalf("term %d's postings name entry %d, which lacks it", id, e.id)
+			}
+		}
+		posted += len(post)
+	}
+	for _, rows := range u.byTool {
+		byTool += len(rows)
+	}
+	if posted != pairs || byTool != u.n {
+		t.Fatalf("%d postings for %d words; %d entries by tool of %d", posted, pairs, byTool, u.n)
+	}
+}
+
+// A saved view of an older version is brought up to date with what
+// changed since (no full read): a removed entry goes, an added one
+// votes; a change too large for a delta, or a source that cannot tell,
+// reads the history whole.
+func TestUsageViewDelta(t *testing.T) {
+	ctx := context.Background()
+	dir := usageCatalog(t)
+	path := filepath.Join(t.TempDir(), "usage.db.view")
+	uses := savedHistory()
+	for i := range uses {
+		uses[i].ID = uses[i].Agent + "/" + uses[i].Tool + "/" + uses[i].Request
+	}
+	calls := 0
+	first := savedUsageIndex(t, dir, path)
+	fit, err := first.SetUsageSaved(ctx, History{Source: "s", Version: 1, Load: loads(uses, &calls)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.WaitSaves()
+	checkView(t, first.usage.Load())
+
+	added := Use{Request: "what is ethereum trading at", Tool: "calculator", Agent: "gemini", Count: 1, ID: "gemini/calculator/ethereum"}
+	gone := uses[0]
+	since := func(changed []Use, removed []string, err error) func(context.Context, int64) ([]Use, []string, error) {
+		return func(_ context.Context, v int64) ([]Use, []string, error) {
+			if v != 1 {
+				t.Errorf("changes asked since version %d, the saved view is of 1", v)
+			}
+			return changed, removed, err
+		}
+	}
+	later := savedUsageIndex(t, dir, path)
+	fit2, err := later.SetUsageSaved(ctx, History{Source: "s", Version: 2, Load: loads(uses, &calls),
+		Since: since([]Use{added}, []string{gone.ID}, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later.WaitSaves()
+	u := later.usage.Load()
+	checkView(t, u)
+	if calls != 1 || fit2.Entries != fit.Entries || fit2.Weight != fit.Weight {
+		t.Errorf("delta: %d full reads (want 1, the first), fit %+v (before %+v)", calls, fit2, fit)
+	}
+	p, _ := u.evidence(later.usageQueryOf(ctx, u, added.Request), nil, -1)
+	if p["calculator"] == 0 || len(u.byTool[gone.Tool]) != len(first.usage.Load().byTool[gone.Tool])-1 {
+		t.Errorf("after the delta: evidence %v; %d entries of %s (were %d)", p, len(u.byTool[gone.Tool]), gone.Tool, len(first.usage.Load().byTool[gone.Tool]))
+	}
+	// The delta was saved: a third start of version 2 takes it as it is.
+	third := savedUsageIndex(t, dir, path)
+	if _, err := third.SetUsageSaved(ctx, History{Source: "s", Version: 2, Load: loads(uses, &calls)}); err != nil || calls != 1 {
+		t.Errorf("the view brought up to date was not saved: %d full reads, %v", calls, err)
+	}
+
+	// Too much changed (more than a twentieth since the full build), or
+	// the source cannot tell: read whole.
+	var many []Use
+	for i := 0; i < 5; i++ {
+		many = append(many, Use{Request: fmt.Sprint("convert unit number ", i), Tool: "calculator", Agent: "a", Count: 1, ID: fmt.Sprint("many", i)})
+	}
+	for k, s := range []func(context.Context, int64) ([]Use, []string, error){
+		func(context.Context, int64) ([]Use, []string, error) { return many, nil, nil },
+		func(context.Context, int64) ([]Use, []string, error) { return nil, nil, errors.New("cannot tell") },
+	} {
+		before := calls
+		ix := savedUsageIndex(t, dir, path)
+		if _, err := ix.SetUsageSaved(ctx, History{Source: "s", Version: int64(3 + k), Load: loads(uses, &calls), Since: s}); err != nil {
+			t.Fatal(err)
+		}
+		ix.WaitSaves()
+		if calls != before+1 {
+			t.Errorf("case %d: %d full reads, want 1", k, calls-before)
+		}
+		checkView(t, ix.usage.Load())
 	}
 }

