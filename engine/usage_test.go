@@ -272,3 +272,47 @@ func TestUsageViewAcrossStarts(t *testing.T) {
 		t.Errorf("after a twentieth more: %d whole reads, want 1", whole.snapshots)
 	}
 }
+
+// A running engine's reloads (serve, mcp) go through the saved view too:
+// whatever path each takes (taken, brought up to date, built whole), the
+// entries in effect are the store's.
+func TestUsageReloadsWithSavedView(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, _, err := usage.Open(ctx, filepath.Join(dir, "usage.db"), usage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := New(ctx, Options{Dirs: []string{"testdata/tools"}, CacheDir: filepath.Join(dir, "cache"), NoThresholds: true,
+		Logger: slog.New(slog.DiscardHandler), Usage: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	record := func(req, tool string) {
+		t.Helper()
+		if err := st.Record(ctx, usage.Event{Request: req, Tool: tool, OK: true, Agent: "a", Source: usage.SourceAPI}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := 0
+	for i := 0; i < 30; i++ {
+		record(fmt.Sprintf("how full is disk number %d", i), "disk_usage")
+		want++
+		if i%7 == 0 {
+			record(fmt.Sprintf("show the git status of repo %d", i), "git_status")
+			want++
+		}
+		eng.loadUsage(ctx)
+		if got := eng.UsageFit().Entries; got != want {
+			t.Fatalf("after %d entries recorded, %d in effect", want, got)
+		}
+	}
+	if n, err := st.Forget(ctx, usage.Filter{Tool: "git_status"}); err != nil || n == 0 {
+		t.Fatal(n, err)
+	}
+	eng.loadUsage(ctx)
+	if got, w := eng.UsageFit().Entries, want-5; got != w {
+		t.Errorf("after forgetting a tool: %d in effect, want %d", got, w)
+	}
+}
