@@ -113,12 +113,7 @@ func TestUsageFollowsChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	record := func(req, tool string) {
-		t.Helper()
-		if err := st.Record(ctx, usage.Event{Request: req, Tool: tool, OK: true, Agent: "a", Source: usage.SourceAPI}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	record := func(req, tool string) { t.Helper(); recordCall(t, st, req, tool) }
 	same := func(step string) {
 		t.Helper()
 		eng.usageMu.Lock()
@@ -289,12 +284,7 @@ func TestUsageReloadsWithSavedView(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	record := func(req, tool string) {
-		t.Helper()
-		if err := st.Record(ctx, usage.Event{Request: req, Tool: tool, OK: true, Agent: "a", Source: usage.SourceAPI}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	record := func(req, tool string) { t.Helper(); recordCall(t, st, req, tool) }
 	want := 0
 	for i := 0; i < 30; i++ {
 		record(fmt.Sprintf("how full is disk number %d", i), "disk_usage")
@@ -314,5 +304,13 @@ func TestUsageReloadsWithSavedView(t *testing.T) {
 	eng.loadUsage(ctx)
 	if got, w := eng.UsageFit().Entries, want-5; got != w {
 		t.Errorf("after forgetting a tool: %d in effect, want %d", got, w)
+	}
+}
+
+// recordCall records a successful call of tool for req by agent "a".
+func recordCall(t *testing.T, st usage.Store, req, tool string) {
+	t.Helper()
+	if err := st.Record(context.Background(), usage.Event{Request: req, Tool: tool, OK: true, Agent: "a", Source: usage.SourceAPI}); err != nil {
+		t.Fatal(err)
 	}
 }
