@@ -21,6 +21,10 @@ import (
 // probes are ranked again after a twentieth of the catalog changed). So a
 // view is that of its history up to these small drifts.
 
+// usageDeltaRoom is the rows of vectors a saved view is read with room
+// for, so that a delta adding as many appends them in place.
+const usageDeltaRoom = 64
+
 // useID is the digest of a Use.ID (zero for none).
 func useID(id string) [16]byte {
 	if id == "" {
@@ -90,28 +94,45 @@ func (ix *Index) applyDelta(ctx context.Context, u *usageView, changed []Use, re
 		}
 	}
 
-	// The rows that stay, then the new ones.
-	n := u.n - drop + len(adds)
-	toolID, agent := make([]int32, 0, n), make([]int32, 0, n)
-	ids := make([][16]byte, 0, n)
-	wordsAt := make([]int32, 0, n+1)
-	words := make([]termWeight, 0, len(u.words)+8*len(adds))
-	var qscale []float32
-	var qvecs []int8
-	if u.dim > 0 {
-		qscale, qvecs = make([]float32, 0, n), make([]int8, 0, n*u.dim)
+	// The rows that stay, in place: each dead row's slot takes the last
+	// row (no copy of the megabytes of vectors, no new memory for them).
+	// src[p] is the row now at p; every row moved comes from the tail,
+	// which no move writes.
+	src := make([]int32, u.n)
+	for i := range src {
+		src[i] = int32(i)
 	}
-	for i := 0; i < u.n; i++ {
-		if dead[i] {
+	end := u.n
+	for d := 0; d < end; d++ {
+		for d < end && dead[src[d]] {
+			end--
+			src[d] = src[end]
+		}
+	}
+	src = src[:end]
+	dim := u.dim
+	for p, i := range src {
+		if int(i) == p {
 			continue
 		}
-		toolID, agent, ids = append(toolID, u.toolID[i]), append(agent, u.agent[i]), append(ids, u.ids[i])
-		wordsAt = append(wordsAt, int32(len(words)))
-		words = append(words, u.row(int32(i))...)
-		if u.dim > 0 {
-			qscale = append(qscale, u.qscale[i])
-			qvecs = append(qvecs, u.qvecs[i*u.dim:(i+1)*u.dim]...)
+		u.toolID[p], u.agent[p], u.ids[p] = u.toolID[i], u.agent[i], u.ids[i]
+		if dim > 0 {
+			u.qscale[p] = u.qscale[i]
+			copy(u.qvecs[p*dim:(p+1)*dim], u.qvecs[int(i)*dim:(int(i)+1)*dim])
 		}
+	}
+	n := end + len(adds)
+	toolID, agent, ids := u.toolID[:end], u.agent[:end], u.ids[:end]
+	var qscale []float32
+	var qvecs []int8
+	if dim > 0 {
+		qscale, qvecs = u.qscale[:end], u.qvecs[:end*dim]
+	}
+	wordsAt := make([]int32, 0, n+1)
+	words := make([]termWeight, 0, len(u.words)+8*len(adds))
+	for _, i := range src {
+		wordsAt = append(wordsAt, int32(len(words)))
+		words = append(words, u.row(i)...)
 	}
 	toolOf := make(map[string]int32, len(u.tools))
 	for i, t := range u.tools {

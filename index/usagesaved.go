@@ -373,7 +373,8 @@ func decodeViewInto(b []byte, h *viewHeader) (*usageView, error) {
 	if u.dim > 0 {
 		u.qscale = r.f32s(u.n)
 		if p := r.take(u.n * u.dim); p != nil {
-			u.qvecs = make([]int8, len(p))
+			// (room for the rows a delta adds: usagedelta.go)
+			u.qvecs = make([]int8, len(p), len(p)+usageDeltaRoom*u.dim)
 			copy(int8Bytes(u.qvecs), p)
 		}
 	}

@@ -346,6 +346,23 @@ func TestUsageViewDelta(t *testing.T) {
 	if calls != 1 || fit2.Entries != fit.Entries || fit2.Weight != fit.Weight {
 		t.Errorf("delta: %d full reads (want 1, the first), fit %+v (before %+v)", calls, fit2, fit)
 	}
+	// Every row kept has its own vector, words, tool and agent still.
+	was := first.usage.Load()
+	rowOf := map[[16]byte]int{}
+	for i, id := range was.ids {
+		rowOf[id] = i
+	}
+	for i, id := range u.ids {
+		j, ok := rowOf[id]
+		if !ok {
+			continue
+		}
+		if !reflect.DeepEqual(u.qvecs[i*u.dim:(i+1)*u.dim], was.qvecs[j*was.dim:(j+1)*was.dim]) || u.qscale[i] != was.qscale[j] ||
+			!reflect.DeepEqual(u.row(int32(i)), was.row(int32(j))) || u.toolOf(int32(i)) != was.toolOf(int32(j)) ||
+			u.agentNames[u.agent[i]] != was.agentNames[was.agent[j]] {
+			t.Errorf("entry %d (was %d) changed in the delta", i, j)
+		}
+	}
 	p, _ := u.evidence(later.usageQueryOf(ctx, u, added.Request), nil, -1)
 	if p["calculator"] == 0 || len(u.byTool[gone.Tool]) != len(first.usage.Load().byTool[gone.Tool])-1 {
 		t.Errorf("after the delta: evidence %v; %d entries of %s (were %d)", p, len(u.byTool[gone.Tool]), gone.Tool, len(first.usage.Load().byTool[gone.Tool]))
