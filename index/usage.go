@@ -172,12 +172,13 @@ type usageVecs struct {
 	scale []float32
 }
 
-// add appends a row for k and returns its components, to be filled.
-func (v *usageVecs) add(k [16]byte, scale float32) []int8 {
-	v.row[k] = int32(len(v.scale))
-	v.scale = append(v.scale, scale)
+// add appends a zero row for k and returns its index.
+func (v *usageVecs) add(k [16]byte) int32 {
+	r := int32(len(v.scale))
+	v.row[k] = r
+	v.scale = append(v.scale, 0)
 	v.q = append(v.q, make([]int8, v.dim)...)
-	return v.q[len(v.q)-v.dim:]
+	return r
 }
 
 // SetUsage replaces the usage history the index ranks with (nil or empty:
@@ -217,16 +218,16 @@ type History struct {
 func (ix *Index) SetUsageSaved(ctx context.Context, h History) (UsageFit, error) {
 	var hdr *viewHeader
 	if ix.opts.UsageViewPath != "" {
-		want := headerOf(ix.usageViewBase(h.Source), h.Version)
+		want := viewHeader{base: ix.usageViewBase(h.Source), version: h.Version}
 		hdr = &want
-		if u, saved := ix.loadUsageView(); u != nil {
+		if u, version := ix.loadUsageView(want.base); u != nil {
 			switch {
-			case saved.key == want.key:
+			case version == want.version:
 				ix.usageSaveGen() // a save under way is of an older history
 				ix.usage.Store(u)
 				return u.loo, nil
-			case saved.base == want.base && saved.version < h.Version && h.Since != nil:
-				if changed, removed, err := h.Since(ctx, saved.version); err == nil && ix.applyDelta(ctx, u, changed, removed) {
+			case version < want.version && h.Since != nil:
+				if changed, removed, err := h.Since(ctx, version); err == nil && ix.applyDelta(ctx, u, changed, removed) {
 					ix.usage.Store(u)
 					gen := ix.usageSaveGen()
 					ix.usageSaved.wg.Go(func() { ix.saveUsageView(gen, want, u) })
@@ -301,38 +302,19 @@ func orderedUses(uses []Use) []Use {
 	}
 	agent := rank(func(u *Use) string { return u.Agent })
 	tool := rank(func(u *Use) string { return u.Tool })
-	// A counting sort by (agent, tool), then each group by request.
-	tools := int64(0)
-	for _, t := range tool {
-		tools = max(tools, int64(t)+1)
-	}
-	group := make([]int64, len(uses))
-	count := map[int64]int{}
-	for i := range uses {
-		group[i] = int64(agent[i])*tools + int64(tool[i])
-		count[group[i]]++
-	}
-	keys := make([]int64, 0, len(count))
-	for g := range count {
-		keys = append(keys, g)
-	}
-	slices.Sort(keys)
-	at := make(map[int64]int, len(keys))
-	n := 0
-	for _, g := range keys {
-		at[g] = n
-		n += count[g]
-	}
 	perm := make([]int32, len(uses))
-	for i, g := range group {
-		perm[at[g]] = int32(i)
-		at[g]++
+	for i := range perm {
+		perm[i] = int32(i)
 	}
-	for lo := 0; lo < len(perm); {
-		hi := lo + count[group[perm[lo]]]
-		slices.SortStableFunc(perm[lo:hi], func(a, b int32) int { return strings.Compare(uses[a].Request, uses[b].Request) })
-		lo = hi
-	}
+	slices.SortFunc(perm, func(a, b int32) int {
+		if c := cmp.Compare(agent[a], agent[b]); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(tool[a], tool[b]); c != 0 {
+			return c
+		}
+		return strings.Compare(uses[a].Request, uses[b].Request)
+	})
 	out := make([]Use, len(uses))
 	for i, p := range perm {
 		out[i] = uses[p]
@@ -501,12 +483,11 @@ func (ix *Index) usageEmbed(ctx context.Context, texts []string) ([]int8, []floa
 					return nil, nil, 0, err
 				}
 			}
-			row := v.add(keys[i], 0)
+			r = v.add(keys[i])
 			raw, err := e.EmbedQuery(ctx, t)
 			if err == nil && len(raw) == dim && checkVector(raw, dim) == nil {
-				v.scale[len(v.scale)-1] = quantizeRow(row, normalized(raw))
+				v.scale[r] = quantizeRow(v.q[int(r)*dim:(int(r)+1)*dim], normalized(raw))
 			}
-			r = int32(len(v.scale) - 1)
 			added++
 		}
 		copy(q[i*dim:(i+1)*dim], v.q[int(r)*dim:])

@@ -29,11 +29,11 @@ func (ix *Index) usageVecPath(id string) string {
 	return filepath.Join(filepath.Dir(*p), "usage-"+safeName(id)+".vec")
 }
 
+// usageKey is the first 16 bytes of text's SHA-256: a request's key in
+// the vector cache, an entry's ID digest in the saved view.
 func usageKey(text string) [16]byte {
 	s := sha256.Sum256([]byte(text))
-	var k [16]byte
-	copy(k[:], s[:16])
-	return k
+	return [16]byte(s[:16])
 }
 
 // loadUsageVectors reads the cache of embedder id (vectors of dim
@@ -60,7 +60,7 @@ func (ix *Index) loadUsageVectors(id string, dim int) *usageVecs {
 	}
 	n := len(b) / rec
 	v.row = make(map[[16]byte]int32, n)
-	v.q = make([]int8, n*dim, n*dim+64*dim) // room for a few new ones
+	v.q = make([]int8, n*dim, (n+usageDeltaRoom)*dim) // room for a few new ones
 	v.scale = make([]float32, n)
 	for i := 0; i < n; i, b = i+1, b[rec:] {
 		v.row[[16]byte(b[:16])] = int32(i)

@@ -3,7 +3,6 @@ package index
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
 	"math"
 	"slices"
 )
@@ -30,8 +29,7 @@ func useID(id string) [16]byte {
 	if id == "" {
 		return [16]byte{}
 	}
-	s := sha256.Sum256([]byte(id))
-	return [16]byte(s[:16])
+	return usageKey(id)
 }
 
 // applyDelta applies to u (a view no ranking uses yet) the entries

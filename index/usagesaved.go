@@ -20,24 +20,26 @@ import (
 // that a process that ranks once (toolsrv rank) need not read every entry
 // of the history, build the view and choose its weight again: at 50,000
 // entries that is most of what the history adds to its start. The file
-// holds the view as it is ranked with and the weight chosen, keyed by a
-// digest of all they were made from: the history, as the store names it
-// (usage.Derived: a tag that changes with every change of the history
-// and with the store's file; SetUsageSaved), the catalog and its
-// embedder, the last step, the options that change a ranking, and the
-// program. Any difference, a damaged or foreign file: the view is built
-// again (and saved). The file is in the usage store's own private place,
-// which the store removes when it forgets and when it starts a new file.
+// holds the view as it is ranked with and the weight chosen, with what it
+// was made from: a base digest (the history's source as the store names
+// it, usage.Derived; the catalog and its embedder, the last step, the
+// options that change a ranking, the program) and the history's version.
+// Same base and version: the view is taken as it is; same base, older
+// version: it is brought up to date (usagedelta.go); otherwise, or from a
+// damaged or foreign file, it is built again (and saved). The file is in
+// the usage store's own private place, which the store removes when it
+// forgets and when it starts a new file.
 //
-// Layout (little-endian): usageViewMagic, the key (32 bytes), then
-// uint32 n, agents, dim, tools; the tool names (uint32 length, bytes);
-// n tool ids, n agent ids (int32); when dim > 0, n scales (float32) and
-// n×dim components (int8); n+1 word offsets (int32), the words' term ids
-// (int32) and weights (float32); uint32 terms, their strings and IDFs
-// (float64); the weight and the fit (uint32 entries, sample, then
-// float64 weight, recall, base).
+// Layout (little-endian): usageViewMagic, the base (32 bytes), the version
+// (int64); uint32 fullN, drift, n, agents, dim, tools; the tool names and
+// the agent names (each uint32 length, bytes); n tool ids, n agent ids
+// (int32); n entry ID digests (16 bytes each); when dim > 0, n scales
+// (float32) and n×dim components (int8); n+1 word offsets (int32), the
+// words' term ids (int32) and weights (float32); uint32 terms, their
+// strings and IDFs (float64); the weight and the fit (uint32 entries,
+// sample, then float64 weight, recall, base).
 
-const usageViewMagic = "toolsrv-usage-view 2\n"
+const usageViewMagic = "toolsrv-usage-view 3\n"
 
 // usageViewEvery is the least time between two saves of the view by one
 // index (a server reloading a busy history would otherwise write the
@@ -74,42 +76,47 @@ func (ix *Index) usageViewBase(source string) [32]byte {
 	return k
 }
 
-// viewHeader is what a saved view is of: its key (the base and the
-// version), base and version.
+// viewHeader is what a saved view is of.
 type viewHeader struct {
-	key, base [32]byte
-	version   int64
+	base    [32]byte
+	version int64
 }
 
-// headerOf is the header of the view of base at version.
-func headerOf(base [32]byte, version int64) viewHeader {
-	h := sha256.New()
-	h.Write(base[:])
-	h.Write(binary.LittleEndian.AppendUint64(nil, uint64(version)))
-	v := viewHeader{base: base, version: version}
-	h.Sum(v.key[:0])
-	return v
+// viewHeaderSize is the bytes of the header after the magic.
+const viewHeaderSize = 32 + 8
+
+// readViewHeader parses the header at the start of b.
+func readViewHeader(b []byte) (viewHeader, bool) {
+	if !bytes.HasPrefix(b, []byte(usageViewMagic)) || len(b) < len(usageViewMagic)+viewHeaderSize {
+		return viewHeader{}, false
+	}
+	b = b[len(usageViewMagic):]
+	return viewHeader{base: [32]byte(b), version: int64(binary.LittleEndian.Uint64(b[32:]))}, true
 }
 
-// loadUsageView returns the saved view and what it is of (nil: none).
-func (ix *Index) loadUsageView() (*usageView, viewHeader) {
+// loadUsageView returns the saved view if it is of base, and its version
+// (nil: none). A view of another base is not decoded.
+func (ix *Index) loadUsageView(base [32]byte) (*usageView, int64) {
 	path := ix.opts.UsageViewPath
 	if path == "" {
-		return nil, viewHeader{}
+		return nil, 0
 	}
 	b, err := fileio.ReadRegular(path, 1<<31)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			ix.log.Debug("saved usage view not read", "err", err)
 		}
-		return nil, viewHeader{}
+		return nil, 0
+	}
+	if h, ok := readViewHeader(b); !ok || h.base != base {
+		return nil, 0
 	}
 	u, h, err := decodeView(b)
 	if err != nil {
 		ix.log.Debug("saved usage view not used", "err", err)
-		return nil, viewHeader{}
+		return nil, 0
 	}
-	return u, h
+	return u, h.version
 }
 
 // saveUsageView saves u, at most once per usageViewEvery. Otherwise (and
@@ -161,7 +168,6 @@ func encodeUsageView(w io.Writer, h viewHeader, u *usageView) error {
 	}
 	b := make([]byte, 0, u.savedSize()) // one allocation: no copy of megabytes as it grows
 	b = append(b, usageViewMagic...)
-	b = append(b, h.key[:]...)
 	b = append(b, h.base[:]...)
 	le := binary.LittleEndian
 	b = le.AppendUint64(b, uint64(h.version))
@@ -223,7 +229,7 @@ func encodeUsageView(w io.Writer, h viewHeader, u *usageView) error {
 
 // savedSize is the size of u's saved view (encodeUsageView).
 func (u *usageView) savedSize() int {
-	size := len(usageViewMagic) + 32 + 32 + 8 + 4*2 + 4*4 + 16*len(u.ids) + len(u.qvecs) + 4*len(u.qscale) + 4*(2*u.n+len(u.wordsAt)) +
+	size := len(usageViewMagic) + viewHeaderSize + 4*2 + 4*4 + 16*len(u.ids) + len(u.qvecs) + 4*len(u.qscale) + 4*(2*u.n+len(u.wordsAt)) +
 		8*len(u.words) + 4 + 12*len(u.idf) + 8 + 8 + 3*8
 	for t := range u.dict {
 		size += len(t)
@@ -320,45 +326,20 @@ func (r *viewReader) strs(n int) []string {
 	return out
 }
 
-// decodeUsageView parses b, which must carry key (decodeView).
-func decodeUsageView(b []byte, key [32]byte) (*usageView, error) {
-	u, h, err := decodeView(b)
-	if err != nil {
-		return nil, err
-	}
-	if h.key != key {
-		return nil, errUsageView
-	}
-	return u, nil
-}
-
 // decodeView parses b into a view ready to rank with (its postings and
 // tool lists rebuilt) and what it is of. It never trusts b: every count
 // and id is checked against what it indexes.
 func decodeView(b []byte) (*usageView, viewHeader, error) {
-	var h viewHeader
-	u, err := decodeViewInto(b, &h)
-	return u, h, err
-}
-
-func decodeViewInto(b []byte, h *viewHeader) (*usageView, error) {
-	if !bytes.HasPrefix(b, []byte(usageViewMagic)) {
-		return nil, errUsageView
+	h, ok := readViewHeader(b)
+	if !ok {
+		return nil, h, errUsageView
 	}
-	r := &viewReader{b: b[len(usageViewMagic):]}
-	k, base := r.take(32), r.take(32)
-	if r.bad {
-		return nil, errUsageView
-	}
-	h.key, h.base = [32]byte(k), [32]byte(base)
-	if p := r.take(8); p != nil {
-		h.version = int64(binary.LittleEndian.Uint64(p))
-	}
+	r := &viewReader{b: b[len(usageViewMagic)+viewHeaderSize:]}
 	fullN, drift := r.u32(), r.u32()
 	u := &usageView{n: r.u32(), agents: r.u32(), dim: r.u32(), fullN: fullN, drift: drift}
 	const most = 1 << 26
 	if u.n <= 0 || u.n > most || u.agents > u.n || u.dim > 1<<16 {
-		return nil, errUsageView
+		return nil, h, errUsageView
 	}
 	u.tools = r.strs(r.u32())
 	u.agentNames = r.strs(u.agents)
@@ -380,25 +361,25 @@ func decodeViewInto(b []byte, h *viewHeader) (*usageView, error) {
 	}
 	u.wordsAt = r.ids(u.n+1, most)
 	if r.bad {
-		return nil, errUsageView
+		return nil, h, errUsageView
 	}
 	nw := int(u.wordsAt[u.n])
 	wid := r.ids(nw, most)
 	ww := r.f32s(nw)
 	terms := r.strs(r.u32())
 	if r.bad {
-		return nil, errUsageView
+		return nil, h, errUsageView
 	}
 	idf := r.take(8 * len(terms))
 	u.w = r.f64()
 	u.loo.Entries, u.loo.Sample = r.u32(), r.u32()
 	u.loo.Weight, u.loo.Recall, u.loo.Base = r.f64(), r.f64(), r.f64()
 	if r.bad || len(r.b) != 0 || u.wordsAt[0] != 0 {
-		return nil, errUsageView
+		return nil, h, errUsageView
 	}
 	for i := 1; i <= u.n; i++ {
 		if u.wordsAt[i] < u.wordsAt[i-1] {
-			return nil, errUsageView
+			return nil, h, errUsageView
 		}
 	}
 	u.idf = make([]float64, len(terms))
@@ -410,12 +391,12 @@ func decodeViewInto(b []byte, h *viewHeader) (*usageView, error) {
 	u.words = make([]termWeight, nw)
 	for i := range u.words {
 		if int(wid[i]) >= len(terms) {
-			return nil, errUsageView
+			return nil, h, errUsageView
 		}
 		u.words[i] = termWeight{wid[i], ww[i]}
 	}
 	u.reindex()
-	return u, nil
+	return u, h, nil
 }
 
 // reindex rebuilds u's postings (from its words) and its entries by tool.

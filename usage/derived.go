@@ -61,17 +61,20 @@ func (s *fileStore) DerivedTag(ctx context.Context) (string, int64, error) {
 		s.mu.Lock()
 		id := s.id
 		s.mu.Unlock()
-		tag, version = fmt.Sprintf("file %d:%d", id.dev, id.ino), v
+		tag, version = id.tag(), v
 		return nil
 	})
 	if err != nil {
 		return "", 0, err
 	}
 	s.mu.Lock()
-	moved := tag != "" && fmt.Sprintf("file %d:%d", s.id.dev, s.id.ino) != tag
+	moved := tag != "" && s.id.tag() != tag
 	s.mu.Unlock()
 	if moved { // set aside meanwhile: no tag names what was read
 		return "", version, nil
 	}
 	return tag, version, nil
 }
+
+// tag names the file id is of (DerivedTag).
+func (id fileID) tag() string { return fmt.Sprintf("file %d:%d", id.dev, id.ino) }
