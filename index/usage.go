@@ -126,6 +126,8 @@ type usageView struct {
 	dict    map[string]int32
 	idf     []float64
 	byTool  map[string][]int32
+	// trust is each entry's vote's weight (usagetrust.go; nil: all 1).
+	trust []float32
 	// scratch holds *usageScratch for evidence.
 	scratch sync.Pool
 	// w is the weight chosen by leave-one-out; loo what it saw.
@@ -252,6 +254,9 @@ func (ix *Index) setUsage(ctx context.Context, uses []Use, hdr *viewHeader) (Usa
 			ix.saveUsageView(ix.usageSaveGen(), *hdr, nil)
 		}
 		ix.usage.Store(u)
+		return UsageFit{}, err
+	}
+	if err := u.setTrust(ctx, 0); err != nil {
 		return UsageFit{}, err
 	}
 	if err := ix.fitUsage(ctx, u); err != nil {
@@ -534,6 +539,12 @@ func (ix *Index) usageQueryOf(ctx context.Context, u *usageView, text string) us
 // evidence is P(t) for the tools the past requests near q point to, and
 // P(none); exclude is an entry left out (-1: none).
 func (u *usageView) evidence(q usageQuery, pool []Hit, exclude int32) (map[string]float64, float64) {
+	return u.votesFor(q, pool, exclude, true)
+}
+
+// votesFor is evidence, each entry's vote weighed by its trust
+// (usagetrust.go) when trusted, in full otherwise.
+func (u *usageView) votesFor(q usageQuery, pool []Hit, exclude int32, trusted bool) (map[string]float64, float64) {
 	sc := u.getScratch()
 	defer u.putScratch(sc)
 	sc.qwords = q.words
@@ -560,6 +571,9 @@ func (u *usageView) evidence(q usageQuery, pool []Hit, exclude int32) (map[strin
 			s = usageDense*d + (1-usageDense)*s
 		}
 		votes[c] = math.Exp(usageBeta * (s - 1))
+		if trusted && u.trust != nil {
+			votes[c] *= float64(u.trust[i])
+		}
 		a := u.agent[i]
 		if sc.agentSum[a] == 0 {
 			active++

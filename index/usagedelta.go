@@ -68,7 +68,7 @@ func (ix *Index) applyDelta(ctx context.Context, u *usageView, changed []Use, re
 			addTerms = append(addTerms, ts)
 		}
 	}
-	if u.drift+drop+len(adds) > u.fullN/20 || u.n-drop+len(adds) == 0 {
+	if u.drift+drop+len(adds) > u.fullN/20 || u.n-drop+len(adds) == 0 || len(u.trust) != u.n {
 		return false
 	}
 	// The new requests' vectors: a few, embedded here.
@@ -113,7 +113,7 @@ func (ix *Index) applyDelta(ctx context.Context, u *usageView, changed []Use, re
 		if int(i) == p {
 			continue
 		}
-		u.toolID[p], u.agent[p], u.ids[p] = u.toolID[i], u.agent[i], u.ids[i]
+		u.toolID[p], u.agent[p], u.ids[p], u.trust[p] = u.toolID[i], u.agent[i], u.ids[i], u.trust[i]
 		if dim > 0 {
 			u.qscale[p] = u.qscale[i]
 			copy(u.qvecs[p*dim:(p+1)*dim], u.qvecs[int(i)*dim:(int(i)+1)*dim])
@@ -184,6 +184,9 @@ func (ix *Index) applyDelta(ctx context.Context, u *usageView, changed []Use, re
 	u.agents = len(u.agentNames)
 	u.drift += drop + len(adds)
 	u.loo.Entries = n
+	u.trust = u.trust[:end]
 	u.reindex()
-	return true
+	// The added entries' trust, against the history as it is now (the
+	// others' stays as it was, until the next whole build).
+	return u.setTrust(ctx, end) == nil
 }

@@ -33,13 +33,14 @@ import (
 // Layout (little-endian): usageViewMagic, the base (32 bytes), the version
 // (int64); uint32 fullN, drift, n, agents, dim, tools; the tool names and
 // the agent names (each uint32 length, bytes); n tool ids, n agent ids
-// (int32); n entry ID digests (16 bytes each); when dim > 0, n scales
-// (float32) and n×dim components (int8); n+1 word offsets (int32), the
+// (int32); n entry ID digests (16 bytes each); n trusts (float32, each
+// in (0, 1]); when dim > 0, n scales (float32) and n×dim components
+// (int8); n+1 word offsets (int32), the
 // words' term ids (int32) and weights (float32); uint32 terms, their
 // strings and IDFs (float64); the weight and the fit (uint32 entries,
 // sample, then float64 weight, recall, base).
 
-const usageViewMagic = "toolsrv-usage-view 3\n"
+const usageViewMagic = "toolsrv-usage-view 4\n"
 
 // usageViewEvery is the least time between two saves of the view by one
 // index (a server reloading a busy history would otherwise write the
@@ -194,6 +195,9 @@ func encodeUsageView(w io.Writer, h viewHeader, u *usageView) error {
 	for _, id := range u.ids {
 		b = append(b, id[:]...)
 	}
+	for _, x := range u.trust {
+		b = le.AppendUint32(b, math.Float32bits(x))
+	}
 	if u.dim > 0 {
 		for _, x := range u.qscale {
 			b = le.AppendUint32(b, math.Float32bits(x))
@@ -229,7 +233,7 @@ func encodeUsageView(w io.Writer, h viewHeader, u *usageView) error {
 
 // savedSize is the size of u's saved view (encodeUsageView).
 func (u *usageView) savedSize() int {
-	size := len(usageViewMagic) + viewHeaderSize + 4*2 + 4*4 + 16*len(u.ids) + len(u.qvecs) + 4*len(u.qscale) + 4*(2*u.n+len(u.wordsAt)) +
+	size := len(usageViewMagic) + viewHeaderSize + 4*2 + 4*4 + 16*len(u.ids) + 4*len(u.trust) + len(u.qvecs) + 4*len(u.qscale) + 4*(2*u.n+len(u.wordsAt)) +
 		8*len(u.words) + 4 + 12*len(u.idf) + 8 + 8 + 3*8
 	for t := range u.dict {
 		size += len(t)
@@ -349,6 +353,12 @@ func decodeView(b []byte) (*usageView, viewHeader, error) {
 		u.ids = make([][16]byte, u.n)
 		for i := range u.ids {
 			u.ids[i] = [16]byte(p[16*i:])
+		}
+	}
+	u.trust = r.f32s(u.n)
+	for _, x := range u.trust {
+		if !(x > 0 && x <= 1) {
+			return nil, h, errUsageView
 		}
 	}
 	if u.dim > 0 {

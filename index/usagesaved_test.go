@@ -265,7 +265,7 @@ func TestUsageVectorsCached(t *testing.T) {
 // must keep true).
 func checkView(t *testing.T, u *usageView) {
 	t.Helper()
-	if len(u.toolID) != u.n || len(u.agent) != u.n || len(u.ids) != u.n || len(u.wordsAt) != u.n+1 ||
+	if len(u.toolID) != u.n || len(u.agent) != u.n || len(u.ids) != u.n || len(u.trust) != u.n || len(u.wordsAt) != u.n+1 ||
 		(u.dim > 0 && (len(u.qscale) != u.n || len(u.qvecs) != u.n*u.dim)) || u.agents != len(u.agentNames) {
 		t.Fatalf("view of %d entries: %d tools, %d agents, %d ids, %d offsets, %d scales", u.n, len(u.toolID), len(u.agent), len(u.ids), len(u.wordsAt), len(u.qscale))
 	}
@@ -278,8 +278,8 @@ func checkView(t *testing.T, u *usageView) {
 			}
 		}
 		pairs += len(row)
-		if int(u.toolID[i]) >= len(u.tools) || int(u.agent[i]) >= u.agents {
-			t.Fatalf("entry %d: tool %d, agent %d", i, u.toolID[i], u.agent[i])
+		if int(u.toolID[i]) >= len(u.tools) || int(u.agent[i]) >= u.agents || !(u.trust[i] > 0 && u.trust[i] <= 1) {
+			t.Fatalf("entry %d: tool %d, agent %d, trust %v", i, u.toolID[i], u.agent[i], u.trust[i])
 		}
 	}
 	posted, byTool := 0, 0
@@ -359,7 +359,7 @@ func TestUsageViewDelta(t *testing.T) {
 		}
 		if !reflect.DeepEqual(u.qvecs[i*u.dim:(i+1)*u.dim], was.qvecs[j*was.dim:(j+1)*was.dim]) || u.qscale[i] != was.qscale[j] ||
 			!reflect.DeepEqual(u.row(int32(i)), was.row(int32(j))) || u.toolOf(int32(i)) != was.toolOf(int32(j)) ||
-			u.agentNames[u.agent[i]] != was.agentNames[was.agent[j]] {
+			u.agentNames[u.agent[i]] != was.agentNames[was.agent[j]] || u.trust[i] != was.trust[j] {
 			t.Errorf("entry %d (was %d) changed in the delta", i, j)
 		}
 	}
