@@ -17,7 +17,9 @@ package index
 // and the agents' shares are averaged, so one agent's flood of records
 // moves a tool at most by its share among the agents; a request whose
 // calls all failed does not vote; one merged entry (identical requests of
-// an agent for a tool) is one vote however often it was made.
+// an agent for a tool) is one vote however often it was made; and each
+// vote is weighed by its entry's trust, how far the rest of the history
+// agrees with its label (usagetrust.go).
 //
 // A candidate's score becomes min(1, score + w·P(t)), tools the usage
 // points to join the ranking, and the answerability moves toward 1 by
