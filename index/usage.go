@@ -541,54 +541,10 @@ func (ix *Index) usageQueryOf(ctx context.Context, u *usageView, text string) us
 // evidence is P(t) for the tools the past requests near q point to, and
 // P(none); exclude is an entry left out (-1: none).
 func (u *usageView) evidence(q usageQuery, pool []Hit, exclude int32) (map[string]float64, float64) {
-	return u.votesFor(q, pool, exclude, true)
-}
-
-// votesFor is evidence, each entry's vote weighed by its trust
-// (usagetrust.go) when trusted, in full otherwise.
-func (u *usageView) votesFor(q usageQuery, pool []Hit, exclude int32, trusted bool) (map[string]float64, float64) {
 	sc := u.getScratch()
 	defer u.putScratch(sc)
-	sc.qwords = q.words
-	for _, tw := range q.words {
-		sc.qw[tw.id] = tw.w
-	}
-	cand := u.candidates(q, pool, exclude, sc)
-	if len(cand) == 0 {
+	if !u.vote(q, pool, exclude, true, usageCommon, sc) {
 		return nil, 0
-	}
-	// The candidates' votes, each agent's sum, and the tools' shares
-	// (dense arrays: a vote costs no map lookup).
-	votes := make([]float64, len(cand))
-	active := 0
-	for c, i := range cand {
-		var s float64
-		for _, tw := range u.row(i) {
-			s += float64(sc.qw[tw.id] * tw.w)
-		}
-		if q.vec.q != nil {
-			var ip [1]int32
-			dotsI8(q.vec.q, u.qvecs[int(i)*u.dim:int(i+1)*u.dim], ip[:])
-			d := float64(ip[0]) * q.vec.scale * float64(u.qscale[i])
-			s = usageDense*d + (1-usageDense)*s
-		}
-		votes[c] = math.Exp(usageBeta * (s - 1))
-		if trusted && u.trust != nil {
-			votes[c] *= float64(u.trust[i])
-		}
-		a := u.agent[i]
-		if sc.agentSum[a] == 0 {
-			active++
-			sc.agents = append(sc.agents, a)
-		}
-		sc.agentSum[a] += votes[c]
-	}
-	for c, i := range cand {
-		t := u.toolID[i]
-		if sc.toolP[t] == 0 {
-			sc.tools = append(sc.tools, t)
-		}
-		sc.toolP[t] += votes[c] / (sc.agentSum[u.agent[i]] + usageK0) / float64(active)
 	}
 	type tp struct {
 		t int32
@@ -625,17 +581,67 @@ func (u *usageView) votesFor(q usageQuery, pool []Hit, exclude int32, trusted bo
 	return p, none
 }
 
+// vote sets sc.toolP of sc.tools to the tools' shares of the votes of the
+// past requests near q (false: none is near); each vote weighed by its
+// entry's trust (usagetrust.go) when trusted, in full otherwise; words
+// more than common past requests share are passed over but for the
+// rarest (candidates).
+func (u *usageView) vote(q usageQuery, pool []Hit, exclude int32, trusted bool, common int, sc *usageScratch) bool {
+	sc.qwords = q.words
+	for _, tw := range q.words {
+		sc.qw[tw.id] = tw.w
+	}
+	cand := u.candidates(q, pool, exclude, sc, common)
+	if len(cand) == 0 {
+		return false
+	}
+	// The candidates' votes, each agent's sum, and the tools' shares
+	// (dense arrays: a vote costs no map lookup).
+	votes := make([]float64, len(cand))
+	active := 0
+	for c, i := range cand {
+		var s float64
+		for _, tw := range u.row(i) {
+			s += float64(sc.qw[tw.id] * tw.w)
+		}
+		if q.vec.q != nil {
+			var ip [1]int32
+			dotsI8(q.vec.q, u.qvecs[int(i)*u.dim:int(i+1)*u.dim], ip[:])
+			d := float64(ip[0]) * q.vec.scale * float64(u.qscale[i])
+			s = usageDense*d + (1-usageDense)*s
+		}
+		votes[c] = math.Exp(usageBeta * (s - 1))
+		if trusted && u.trust != nil {
+			votes[c] *= float64(u.trust[i])
+		}
+		a := u.agent[i]
+		if sc.agentSum[a] == 0 {
+			active++
+			sc.agents = append(sc.agents, a)
+		}
+		sc.agentSum[a] += votes[c]
+	}
+	for c, i := range cand {
+		t := u.toolID[i]
+		if sc.toolP[t] == 0 {
+			sc.tools = append(sc.tools, t)
+		}
+		sc.toolP[t] += votes[c] / (sc.agentSum[u.agent[i]] + usageK0) / float64(active)
+	}
+	return true
+}
+
 // candidates are the entries evidence compares q with; its cost is
 // bounded whatever the size of the history. They are the usageLexical
 // entries sharing the most rare words with the message (IDF-weighted; a
-// word more than usageCommon past requests share says little of which is
+// word more than common (usageCommon) past requests share says little of which is
 // near, but the rarest word of the message is used in any case), and for
 // each of the best usagePool tools of the ranking, its usagePerTool
 // entries sharing the most rare words with it (the entries a message with
 // no word in common can still be near by meaning). Entries beyond those
 // would share fewer words than the candidates, and their votes,
 // exp(β·(s−1)), are small against the best ones'.
-func (u *usageView) candidates(q usageQuery, pool []Hit, exclude int32, sc *usageScratch) []int32 {
+func (u *usageView) candidates(q usageQuery, pool []Hit, exclude int32, sc *usageScratch, common int) []int32 {
 	lex := sc.lex
 	touched := sc.touched[:0]
 	defer func() { sc.touched = touched }()
@@ -643,7 +649,7 @@ func (u *usageView) candidates(q usageQuery, pool []Hit, exclude int32, sc *usag
 	slices.SortFunc(words, func(a, b termWeight) int { return cmp.Compare(len(u.post[a.id]), len(u.post[b.id])) })
 	for k, tw := range words {
 		post := u.post[tw.id]
-		if k > 0 && len(post) > usageCommon {
+		if k > 0 && len(post) > common {
 			break
 		}
 		for _, e := range post {

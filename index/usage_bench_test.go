@@ -101,3 +101,28 @@ func BenchmarkRankUsage(b *testing.B) {
 	}
 	b.Logf("SetUsage of %d entries (vectors cached): %v; %+v", len(uses), time.Since(start), fit)
 }
+
+// BenchmarkUsageTrust measures the trust of every entry of a history of
+// 100k synthetic events at 10k tools (usagetrust.go), what a whole build
+// adds for it.
+//
+//	go test -run '^$' -bench BenchmarkUsageTrust -benchtime 3x ./index/
+func BenchmarkUsageTrust(b *testing.B) {
+	ctx := context.Background()
+	emb, err := builtin.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	docs := synthDocs(10000)
+	ix := New(emb, Options{NoCache: true, Logger: quiet(), BatchSize: 4096, UsageEmbedder: emb})
+	u, err := ix.buildUsage(ctx, orderedUses(synthUses(docs, 100000)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(u.n), "entries")
+	for b.Loop() {
+		if err := u.setTrust(ctx, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"math"
 
 	"github.com/toolsrv/toolsrv/internal/parallel"
 )
@@ -33,6 +34,15 @@ import (
 // better.
 const usageTrustK = 0.3
 
+// usageTrustCommon: an entry's near requests are gathered by its rarest
+// word and those no more than usageTrustCommon past requests share (a
+// ranking's, by words no more than usageCommon share); an entry whose
+// rarest word more than usageCommon share is not judged. At 50,000 entries
+// of real requests (the training sources' 55,000 pairs, the first 50,000)
+// the trust of all takes 0.2 s on two cores, against 0.46 s with
+// usageCommon for both.
+const usageTrustCommon = 128
+
 // setTrust sets the trust of u's entries from start on (on all cores).
 func (u *usageView) setTrust(ctx context.Context, start int) error {
 	trust := make([]float32, u.n)
@@ -53,29 +63,48 @@ func (u *usageView) setTrust(ctx context.Context, start int) error {
 
 // trustOf is entry i's trust (see the file comment).
 func (u *usageView) trustOf(i int32) float32 {
-	own := u.toolOf(i)
-	if own == "" {
+	own := u.toolID[i]
+	if u.tools[own] == "" {
 		return 1
 	}
-	p, _ := u.votesFor(u.entryQuery(i), nil, i, false)
-	best := 0.0
-	for _, v := range p {
-		best = max(best, v)
+	// An entry all of whose words more than usageCommon past requests
+	// share is not judged: its near requests are too many to gather (a
+	// ranking passes such words over too, but for the rarest).
+	rarest := math.MaxInt
+	for _, tw := range u.row(i) {
+		rarest = min(rarest, len(u.post[tw.id]))
 	}
-	return float32((p[own] + usageTrustK) / (best + usageTrustK))
+	if rarest > usageCommon {
+		return 1
+	}
+	sc := u.getScratch()
+	defer u.putScratch(sc)
+	if !u.vote(u.entryQuery(i), nil, i, false, usageTrustCommon, sc) {
+		return 1
+	}
+	best := 0.0
+	for _, t := range sc.tools {
+		if u.tools[t] != "" {
+			best = max(best, sc.toolP[t])
+		}
+	}
+	return float32((sc.toolP[own] + usageTrustK) / (best + usageTrustK))
 }
 
 // entryQuery is entry i's request as a message: its words and, when it
-// has one, its vector.
+// has one, its vector (its quantised row as it is: int8 components fit
+// the query's int16 ones).
 func (u *usageView) entryQuery(i int32) usageQuery {
 	q := usageQuery{words: u.row(i)}
 	if u.qvecs != nil && u.qscale[i] != 0 {
 		row := u.qvecs[int(i)*u.dim : int(i+1)*u.dim]
-		v := make([]float32, u.dim)
+		v := quantQuery{q: make([]int16, u.dim), scale: float64(u.qscale[i])}
 		for k, x := range row {
-			v[k] = float32(x) * u.qscale[i]
+			v.q[k] = int16(x)
+			v.l1 += math.Abs(float64(x))
 		}
-		q.vec = quantizeQuery(v)
+		v.l1 *= v.scale
+		q.vec = v
 	}
 	return q
 }
