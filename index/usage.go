@@ -130,6 +130,8 @@ type usageView struct {
 	byTool  map[string][]int32
 	// trust is each entry's vote's weight (usagetrust.go; nil: all 1).
 	trust []float32
+	// made is the history the view is of (SetUsageSaved; zero: SetUsage).
+	made viewHeader
 	// scratch holds *usageScratch for evidence.
 	scratch sync.Pool
 	// w is the weight chosen by leave-one-out; loo what it saw.
@@ -224,17 +226,28 @@ func (ix *Index) SetUsageSaved(ctx context.Context, h History) (UsageFit, error)
 	if ix.opts.UsageViewPath != "" {
 		want := viewHeader{base: ix.usageViewBase(h.Source), version: h.Version}
 		hdr = &want
+		// The view in effect, if it is of an older version of this
+		// history (a server's reload): a copy of it brought up to date,
+		// neither the file nor the history read.
+		if cur := ix.usage.Load(); cur != nil && cur.made.base == want.base && cur.made.version <= want.version {
+			if cur.made.version == want.version {
+				return cur.loo, nil
+			}
+			if h.Since != nil {
+				if u, ok := ix.deltaOf(ctx, cur.clone(), cur.made.version, want, h); ok {
+					return u.loo, nil
+				}
+			}
+		}
 		if u, version := ix.loadUsageView(want.base); u != nil {
 			switch {
 			case version == want.version:
 				ix.usageSaveGen() // a save under way is of an older history
+				u.made = want
 				ix.usage.Store(u)
 				return u.loo, nil
 			case version < want.version && h.Since != nil:
-				if changed, removed, err := h.Since(ctx, version); err == nil && ix.applyDelta(ctx, u, changed, removed) {
-					ix.usage.Store(u)
-					gen := ix.usageSaveGen()
-					ix.usageSaved.wg.Go(func() { ix.saveUsageView(gen, want, u) })
+				if u, ok := ix.deltaOf(ctx, u, version, want, h); ok {
 					return u.loo, nil
 				}
 			}
@@ -266,6 +279,7 @@ func (ix *Index) setUsage(ctx context.Context, uses []Use, hdr *viewHeader) (Usa
 	}
 	ix.usage.Store(u)
 	if hdr != nil {
+		u.made = *hdr
 		// Saved in the background: a ranking waiting for the history
 		// (rank's first) does not wait for the file too (WaitSaves).
 		gen, h := ix.usageSaveGen(), *hdr

@@ -3,6 +3,7 @@ package index
 import (
 	"cmp"
 	"context"
+	"maps"
 	"math"
 	"slices"
 )
@@ -30,6 +31,32 @@ func useID(id string) [16]byte {
 		return [16]byte{}
 	}
 	return usageKey(id)
+}
+
+// deltaOf brings u, a view of version of the history h, up to the
+// version want with what changed since (h.Since) and puts it in effect,
+// saving it in the background; false when it cannot.
+func (ix *Index) deltaOf(ctx context.Context, u *usageView, version int64, want viewHeader, h History) (*usageView, bool) {
+	changed, removed, err := h.Since(ctx, version)
+	if err != nil || !ix.applyDelta(ctx, u, changed, removed) {
+		return nil, false
+	}
+	u.made = want
+	ix.usage.Store(u)
+	gen := ix.usageSaveGen()
+	ix.usageSaved.wg.Go(func() { ix.saveUsageView(gen, want, u) })
+	return u, true
+}
+
+// clone is a copy of u that a delta may change while rankings read u (the
+// words are rebuilt by the delta, the postings and tools' entries by its
+// reindex; the requests' texts, which only a whole build uses, are left).
+func (u *usageView) clone() *usageView {
+	return &usageView{n: u.n, agents: u.agents, fullN: u.fullN, drift: u.drift, dim: u.dim,
+		toolID: slices.Clone(u.toolID), tools: slices.Clone(u.tools), agent: slices.Clone(u.agent),
+		agentNames: slices.Clone(u.agentNames), ids: slices.Clone(u.ids), trust: slices.Clone(u.trust),
+		qvecs: slices.Clone(u.qvecs), qscale: slices.Clone(u.qscale), words: u.words, wordsAt: u.wordsAt,
+		idf: slices.Clone(u.idf), dict: maps.Clone(u.dict), w: u.w, loo: u.loo, made: u.made}
 }
 
 // applyDelta applies to u (a view no ranking uses yet) the entries

@@ -395,3 +395,58 @@ func TestUsageViewDelta(t *testing.T) {
 		checkView(t, ix.usage.Load())
 	}
 }
+
+// An index whose view in effect is of an older version of the same
+// history (a server reloading) brings a copy of it up to date: neither the
+// history nor the saved file is read, and the view that rankings were
+// reading is left as it was. The same version again changes nothing.
+func TestUsageViewDeltaInMemory(t *testing.T) {
+	ctx := context.Background()
+	dir := usageCatalog(t)
+	path := filepath.Join(t.TempDir(), "usage.db.view")
+	uses := savedHistory()
+	for i := range uses {
+		uses[i].ID = uses[i].Agent + "/" + uses[i].Tool + "/" + uses[i].Request
+	}
+	calls := 0
+	ix := savedUsageIndex(t, dir, path)
+	if _, err := ix.SetUsageSaved(ctx, History{Source: "s", Version: 1, Load: loads(uses, &calls)}); err != nil {
+		t.Fatal(err)
+	}
+	ix.WaitSaves()
+	old := ix.usage.Load()
+	before := old.clone()
+	if err := os.Remove(path); err != nil { // only the view in memory is left to start from
+		t.Fatal(err)
+	}
+	added := Use{Request: "what is ethereum trading at", Tool: "calculator", Agent: "gemini", Count: 1, ID: "gemini/calculator/ethereum"}
+	asked := int64(-1)
+	fit, err := ix.SetUsageSaved(ctx, History{Source: "s", Version: 2, Load: loads(uses, &calls),
+		Since: func(_ context.Context, v int64) ([]Use, []string, error) {
+			asked = v
+			return []Use{added}, []string{uses[0].ID}, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.WaitSaves()
+	u := ix.usage.Load()
+	checkView(t, u)
+	if calls != 1 || asked != 1 || u == old || u.n != old.n || fit.Weight != old.w {
+		t.Fatalf("reload: %d full reads (want 1), changes since %d (want 1), %d entries (were %d), weight %v (was %v)",
+			calls, asked, u.n, old.n, fit.Weight, old.w)
+	}
+	if p, _ := u.evidence(ix.usageQueryOf(ctx, u, added.Request), nil, -1); p["calculator"] == 0 {
+		t.Errorf("the added entry does not vote: %v", p)
+	}
+	if !reflect.DeepEqual(old.qvecs, before.qvecs) || !reflect.DeepEqual(old.toolID, before.toolID) ||
+		!reflect.DeepEqual(old.tools, before.tools) || !reflect.DeepEqual(old.dict, before.dict) ||
+		!reflect.DeepEqual(old.idf, before.idf) || !reflect.DeepEqual(old.trust, before.trust) ||
+		!reflect.DeepEqual(old.agentNames, before.agentNames) || !reflect.DeepEqual(old.ids, before.ids) {
+		t.Error("the delta changed the view rankings were reading")
+	}
+	// The same version again: nothing read, the same view.
+	if _, err := ix.SetUsageSaved(ctx, History{Source: "s", Version: 2, Load: loads(uses, &calls)}); err != nil || calls != 1 || ix.usage.Load() != u {
+		t.Errorf("the same version again: %d full reads, view replaced %v, %v", calls, ix.usage.Load() != u, err)
+	}
+}
