@@ -55,14 +55,9 @@ func synthUses(docs []document, n int) []Use {
 //	go test -run '^$' -bench BenchmarkRankUsage -benchtime 2000x ./index/
 func BenchmarkRankUsage(b *testing.B) {
 	ctx := context.Background()
-	emb, err := builtin.New()
-	if err != nil {
-		b.Fatal(err)
-	}
-	docs := synthDocs(10000)
-	ix := New(emb, Options{NoCache: true, Logger: quiet(), BatchSize: 4096, UsageEmbedder: emb})
+	ix, docs := synthUsageIndex(b)
 	ix.upd.Lock()
-	err = ix.updateLocked(ctx, synthSource(docs), nil, nil, true)
+	err := ix.updateLocked(ctx, synthSource(docs), nil, nil, true)
 	ix.upd.Unlock()
 	if err != nil {
 		b.Fatal(err)
@@ -109,12 +104,7 @@ func BenchmarkRankUsage(b *testing.B) {
 //	go test -run '^$' -bench BenchmarkUsageTrust -benchtime 3x ./index/
 func BenchmarkUsageTrust(b *testing.B) {
 	ctx := context.Background()
-	emb, err := builtin.New()
-	if err != nil {
-		b.Fatal(err)
-	}
-	docs := synthDocs(10000)
-	ix := New(emb, Options{NoCache: true, Logger: quiet(), BatchSize: 4096, UsageEmbedder: emb})
+	ix, docs := synthUsageIndex(b)
 	u, err := ix.buildUsage(ctx, orderedUses(synthUses(docs, 100000)))
 	if err != nil {
 		b.Fatal(err)
@@ -125,4 +115,14 @@ func BenchmarkUsageTrust(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// synthUsageIndex is an empty index of the built-in embedder, which the
+// usage signal embeds with too, and 10,000 synthetic tools for it.
+func synthUsageIndex(b *testing.B) (*Index, []document) {
+	emb, err := builtin.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return New(emb, Options{NoCache: true, Logger: quiet(), BatchSize: 4096, UsageEmbedder: emb}), synthDocs(10000)
 }

@@ -311,10 +311,7 @@ func TestUsageViewDelta(t *testing.T) {
 	ctx := context.Background()
 	dir := usageCatalog(t)
 	path := filepath.Join(t.TempDir(), "usage.db.view")
-	uses := savedHistory()
-	for i := range uses {
-		uses[i].ID = uses[i].Agent + "/" + uses[i].Tool + "/" + uses[i].Request
-	}
+	uses := savedHistoryIDs()
 	calls := 0
 	first := savedUsageIndex(t, dir, path)
 	fit, err := first.SetUsageSaved(ctx, History{Source: "s", Version: 1, Load: loads(uses, &calls)})
@@ -404,10 +401,7 @@ func TestUsageViewDeltaInMemory(t *testing.T) {
 	ctx := context.Background()
 	dir := usageCatalog(t)
 	path := filepath.Join(t.TempDir(), "usage.db.view")
-	uses := savedHistory()
-	for i := range uses {
-		uses[i].ID = uses[i].Agent + "/" + uses[i].Tool + "/" + uses[i].Request
-	}
+	uses := savedHistoryIDs()
 	calls := 0
 	ix := savedUsageIndex(t, dir, path)
 	if _, err := ix.SetUsageSaved(ctx, History{Source: "s", Version: 1, Load: loads(uses, &calls)}); err != nil {
@@ -449,4 +443,14 @@ func TestUsageViewDeltaInMemory(t *testing.T) {
 	if _, err := ix.SetUsageSaved(ctx, History{Source: "s", Version: 2, Load: loads(uses, &calls)}); err != nil || calls != 1 || ix.usage.Load() != u {
 		t.Errorf("the same version again: %d full reads, view replaced %v, %v", calls, ix.usage.Load() != u, err)
 	}
+}
+
+// savedHistoryIDs is savedHistory with an ID for each entry (what a delta
+// needs).
+func savedHistoryIDs() []Use {
+	uses := savedHistory()
+	for i := range uses {
+		uses[i].ID = uses[i].Agent + "/" + uses[i].Tool + "/" + uses[i].Request
+	}
+	return uses
 }
