@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -125,4 +126,49 @@ func synthUsageIndex(b *testing.B) (*Index, []document) {
 		b.Fatal(err)
 	}
 	return New(emb, Options{NoCache: true, Logger: quiet(), BatchSize: 4096, UsageEmbedder: emb}), synthDocs(10000)
+}
+
+// BenchmarkUsageReload measures what a server's reload after one recorded
+// call costs with 100k synthetic events at 10k tools: the view in effect
+// brought up to date in memory (delta), against the history built whole
+// (whole), as it was before.
+//
+//	go test -run '^$' -bench BenchmarkUsageReload -benchtime 20x ./index/
+func BenchmarkUsageReload(b *testing.B) {
+	ctx := context.Background()
+	ix, docs := synthUsageIndex(b)
+	ix.opts.UsageViewPath = filepath.Join(b.TempDir(), "usage.db.view")
+	ix.upd.Lock()
+	err := ix.updateLocked(ctx, synthSource(docs), nil, nil, true)
+	ix.upd.Unlock()
+	if err != nil {
+		b.Fatal(err)
+	}
+	uses := synthUses(docs, 100000)
+	for i := range uses {
+		uses[i].ID = fmt.Sprint(i)
+	}
+	load := func(context.Context) ([]Use, error) { return uses, nil }
+	version := int64(1)
+	if _, err := ix.SetUsageSaved(ctx, History{Source: "s", Version: version, Load: load}); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("delta", func(b *testing.B) {
+		for b.Loop() {
+			version++
+			added := Use{Request: fmt.Sprint("show the weather forecast ", version), Tool: docs[0].name, Agent: "agent0", Count: 1, ID: fmt.Sprint("new", version)}
+			since := func(context.Context, int64) ([]Use, []string, error) { return []Use{added}, nil, nil }
+			if _, err := ix.SetUsageSaved(ctx, History{Source: "s", Version: version, Load: load, Since: since}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ix.WaitSaves()
+	})
+	b.Run("whole", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := ix.SetUsage(ctx, uses); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
