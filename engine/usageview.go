@@ -132,65 +132,73 @@ func (e *Engine) loadUsage(ctx context.Context) {
 }
 
 // setUsage gives the index the store's entries and the examples ex
-// (whose digest is digest), and returns the history's version. A store
-// that names its history (usage.Derived) lets the index take the view
-// saved for it instead of reading the entries (rank's start). A store
-// that fails to read leaves the ranking with the examples only, with a
-// warning.
+// (whose digest is digest), and returns the history's version. The index
+// brings the view it ranks with up to date with what changed since (a
+// server's reload), and a store that names its history (usage.Derived)
+// lets it take the view saved for it instead of reading the entries
+// (rank's start). A store that fails to read leaves the ranking with the
+// examples only, with a warning.
 func (e *Engine) setUsage(ctx context.Context, ex []index.Use, digest string) (index.UsageFit, int64, error) {
-	if d, ok := e.opts.Usage.(usage.Derived); ok {
-		tag, version, err := d.DerivedTag(ctx)
-		if err == nil && tag != "" {
-			read := false
-			var readErr error
-			fit, err := e.ix.SetUsageSaved(ctx, index.History{
-				Source:  tag + "; examples " + digest,
-				Version: version,
-				Load: func(ctx context.Context) ([]index.Use, error) {
-					read = true
-					entries, v, err := e.usageEntries(ctx)
-					if err != nil {
-						readErr = err
-						return nil, err
-					}
-					version = v
-					return append(uses(entries), ex...), nil
-				},
-				Since: func(ctx context.Context, v int64) ([]index.Use, []string, error) {
-					changed, removed, _, err := e.opts.Usage.Changes(ctx, v)
-					if err != nil {
-						return nil, nil, err
-					}
-					ids := make([]string, len(removed))
-					for i, k := range removed {
-						ids[i] = useID(k)
-					}
-					return uses(changed), ids, nil
-				},
-			})
-			if err == nil {
-				if !read {
-					// The entries held no longer follow the store's
-					// changes: the next reload reads it whole.
-					e.usageHeld = nil
-				}
-				return fit, version, nil
-			}
-			if readErr == nil {
-				return index.UsageFit{}, 0, err
-			}
-			e.log.Warn("usage history unreadable; ranking without it", "err", readErr)
-			fit, err = e.ix.SetUsage(ctx, ex)
-			return fit, 0, err
-		}
-	}
-	entries, version, err := e.usageEntries(ctx)
+	source, version, err := e.usageSource(ctx)
 	if err != nil {
 		e.log.Warn("usage history unreadable; ranking without it", "err", err)
-		entries = nil
+		fit, err := e.ix.SetUsage(ctx, ex)
+		return fit, 0, err
 	}
-	fit, err := e.ix.SetUsage(ctx, append(uses(entries), ex...))
-	return fit, version, err
+	read := false
+	var readErr error
+	fit, err := e.ix.SetUsageSaved(ctx, index.History{
+		Source:  source + "; examples " + digest,
+		Version: version,
+		Load: func(ctx context.Context) ([]index.Use, error) {
+			read = true
+			entries, v, err := e.usageEntries(ctx)
+			if err != nil {
+				readErr = err
+				return nil, err
+			}
+			version = v
+			return append(uses(entries), ex...), nil
+		},
+		Since: func(ctx context.Context, v int64) ([]index.Use, []string, error) {
+			changed, removed, _, err := e.opts.Usage.Changes(ctx, v)
+			if err != nil {
+				return nil, nil, err
+			}
+			ids := make([]string, len(removed))
+			for i, k := range removed {
+				ids[i] = useID(k)
+			}
+			return uses(changed), ids, nil
+		},
+	})
+	if err == nil {
+		if !read {
+			// The entries held no longer follow the store's
+			// changes: the next reload reads it whole.
+			e.usageHeld = nil
+		}
+		return fit, version, nil
+	}
+	if readErr == nil {
+		return index.UsageFit{}, 0, err
+	}
+	e.log.Warn("usage history unreadable; ranking without it", "err", readErr)
+	fit, err = e.ix.SetUsage(ctx, ex)
+	return fit, 0, err
+}
+
+// usageSource names the store's history and gives its version: the
+// store's own name of it (usage.Derived, which changes when the store is
+// made anew), else "store" (the engine keeps one store).
+func (e *Engine) usageSource(ctx context.Context) (string, int64, error) {
+	if d, ok := e.opts.Usage.(usage.Derived); ok {
+		if tag, version, err := d.DerivedTag(ctx); err == nil && tag != "" {
+			return tag, version, nil
+		}
+	}
+	version, err := e.opts.Usage.Version(ctx)
+	return "store", version, err
 }
 
 // heldEntries are the store's entries as last read: the snapshot's list

@@ -211,7 +211,10 @@ type History struct {
 	Since func(ctx context.Context, v int64) (changed []Use, removed []string, err error)
 }
 
-// SetUsageSaved is SetUsage of the history h names. With
+// SetUsageSaved is SetUsage of the history h names. When the view in
+// effect is of an older version of the same history (a server's reload),
+// a copy of it is brought up to date with what changed since (h.Since),
+// and the same version again changes nothing. With
 // Options.UsageViewPath, the view and its weight saved for the same
 // version of the same history on the same catalog (by another process:
 // toolsrv rank) are taken from the file, and nothing is read; a view
@@ -222,34 +225,30 @@ type History struct {
 // saved, in the background (WaitSaves). An error of h.Load is returned as
 // it is, and the history in effect stays.
 func (ix *Index) SetUsageSaved(ctx context.Context, h History) (UsageFit, error) {
-	var hdr *viewHeader
-	if ix.opts.UsageViewPath != "" {
-		want := viewHeader{base: ix.usageViewBase(h.Source), version: h.Version}
-		hdr = &want
-		// The view in effect, if it is of an older version of this
-		// history (a server's reload): a copy of it brought up to date,
-		// neither the file nor the history read.
-		if cur := ix.usage.Load(); cur != nil && cur.made.base == want.base && cur.made.version <= want.version {
-			if cur.made.version == want.version {
-				return cur.loo, nil
-			}
-			if h.Since != nil {
-				if u, ok := ix.deltaOf(ctx, cur.clone(), cur.made.version, want, h); ok {
-					return u.loo, nil
-				}
+	want := viewHeader{base: ix.usageViewBase(h.Source), version: h.Version}
+	// The view in effect, if it is of an older version of this history (a
+	// server's reload): a copy of it brought up to date, neither the file
+	// nor the history read.
+	if cur := ix.usage.Load(); cur != nil && cur.made.base == want.base && cur.made.version <= want.version {
+		if cur.made.version == want.version {
+			return cur.loo, nil
+		}
+		if h.Since != nil {
+			if u, ok := ix.deltaOf(ctx, cur.clone(), cur.made.version, want, h); ok {
+				return u.loo, nil
 			}
 		}
-		if u, version := ix.loadUsageView(want.base); u != nil {
-			switch {
-			case version == want.version:
-				ix.usageSaveGen() // a save under way is of an older history
-				u.made = want
-				ix.usage.Store(u)
+	}
+	if u, version := ix.loadUsageView(want.base); u != nil {
+		switch {
+		case version == want.version:
+			ix.usageSaveGen() // a save under way is of an older history
+			u.made = want
+			ix.usage.Store(u)
+			return u.loo, nil
+		case version < want.version && h.Since != nil:
+			if u, ok := ix.deltaOf(ctx, u, version, want, h); ok {
 				return u.loo, nil
-			case version < want.version && h.Since != nil:
-				if u, ok := ix.deltaOf(ctx, u, version, want, h); ok {
-					return u.loo, nil
-				}
 			}
 		}
 	}
@@ -257,11 +256,12 @@ func (ix *Index) SetUsageSaved(ctx context.Context, h History) (UsageFit, error)
 	if err != nil {
 		return UsageFit{}, err
 	}
-	return ix.setUsage(ctx, uses, hdr)
+	return ix.setUsage(ctx, uses, &want)
 }
 
-// setUsage builds, fits and puts in effect the view of uses, and saves
-// it as hdr says (nil: not saved).
+// setUsage builds, fits and puts in effect the view of uses, of the
+// history hdr names (nil: none), and saves it (with
+// Options.UsageViewPath).
 func (ix *Index) setUsage(ctx context.Context, uses []Use, hdr *viewHeader) (UsageFit, error) {
 	u, err := ix.buildUsage(ctx, orderedUses(uses))
 	if err != nil || u == nil {
@@ -277,9 +277,11 @@ func (ix *Index) setUsage(ctx context.Context, uses []Use, hdr *viewHeader) (Usa
 	if err := ix.fitUsage(ctx, u); err != nil {
 		return UsageFit{}, err
 	}
-	ix.usage.Store(u)
 	if hdr != nil {
 		u.made = *hdr
+	}
+	ix.usage.Store(u)
+	if hdr != nil && ix.opts.UsageViewPath != "" {
 		// Saved in the background: a ranking waiting for the history
 		// (rank's first) does not wait for the file too (WaitSaves).
 		gen, h := ix.usageSaveGen(), *hdr

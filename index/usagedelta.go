@@ -43,8 +43,10 @@ func (ix *Index) deltaOf(ctx context.Context, u *usageView, version int64, want 
 	}
 	u.made = want
 	ix.usage.Store(u)
-	gen := ix.usageSaveGen()
-	ix.usageSaved.wg.Go(func() { ix.saveUsageView(gen, want, u) })
+	if ix.opts.UsageViewPath != "" {
+		gen := ix.usageSaveGen()
+		ix.usageSaved.wg.Go(func() { ix.saveUsageView(gen, want, u) })
+	}
 	return u, true
 }
 
