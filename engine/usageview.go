@@ -162,6 +162,11 @@ func (e *Engine) setUsage(ctx context.Context, ex []index.Use, digest string) (i
 		},
 		Since: func(ctx context.Context, v int64) ([]index.Use, []string, error) {
 			changed, removed, _, err := e.opts.Usage.Changes(ctx, v)
+			if errors.Is(err, usage.ErrResnapshot) {
+				// Nor can the entries held follow (a Forget, a new
+				// store): Load reads the store whole without asking.
+				e.usageHeld = nil
+			}
 			if err != nil {
 				return nil, nil, err
 			}

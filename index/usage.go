@@ -613,7 +613,8 @@ func (u *usageView) vote(q usageQuery, pool []Hit, exclude int32, trusted bool, 
 	}
 	// The candidates' votes, each agent's sum, and the tools' shares
 	// (dense arrays: a vote costs no map lookup).
-	votes := make([]float64, len(cand))
+	votes := slices.Grow(sc.votes[:0], len(cand))[:len(cand)]
+	sc.votes = votes
 	active := 0
 	for c, i := range cand {
 		var s float64
@@ -724,6 +725,7 @@ type usageScratch struct {
 	tools    []int32      // tools with toolP set
 	seen     []uint64     // by entry: a candidate already (bitmap)
 	cand     []int32      // the candidates being gathered
+	votes    []float64    // by candidate: its vote
 	own      []int32      // a tool's entries being selected
 }
 

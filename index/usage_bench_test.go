@@ -57,12 +57,7 @@ func synthUses(docs []document, n int) []Use {
 func BenchmarkRankUsage(b *testing.B) {
 	ctx := context.Background()
 	ix, docs := synthUsageIndex(b)
-	ix.upd.Lock()
-	err := ix.updateLocked(ctx, synthSource(docs), nil, nil, true)
-	ix.upd.Unlock()
-	if err != nil {
-		b.Fatal(err)
-	}
+	syncSynth(b, ix, docs)
 	uses := synthUses(docs, 100000)
 	queries := []string{"what's the weather forecast for my city", "convert this pdf document to an image",
 		"send an email about the meeting schedule", "show git status of the repository",
@@ -138,12 +133,7 @@ func BenchmarkUsageReload(b *testing.B) {
 	ctx := context.Background()
 	ix, docs := synthUsageIndex(b)
 	ix.opts.UsageViewPath = filepath.Join(b.TempDir(), "usage.db.view")
-	ix.upd.Lock()
-	err := ix.updateLocked(ctx, synthSource(docs), nil, nil, true)
-	ix.upd.Unlock()
-	if err != nil {
-		b.Fatal(err)
-	}
+	syncSynth(b, ix, docs)
 	uses := synthUses(docs, 100000)
 	for i := range uses {
 		uses[i].ID = fmt.Sprint(i)
@@ -171,4 +161,14 @@ func BenchmarkUsageReload(b *testing.B) {
 			}
 		}
 	})
+}
+
+// syncSynth gives ix the catalog of docs (embedded in batches).
+func syncSynth(b *testing.B, ix *Index, docs []document) {
+	ix.upd.Lock()
+	err := ix.updateLocked(context.Background(), synthSource(docs), nil, nil, true)
+	ix.upd.Unlock()
+	if err != nil {
+		b.Fatal(err)
+	}
 }
