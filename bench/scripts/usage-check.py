@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""usage-check.py BIN EVAL WORK [--seed N] [--per-tool K|all] [--wrong F] [--max-past N] [--curve OUT.json]
+"""usage-check.py BIN EVAL WORK [--seed N] [--splits N] [--per-tool K|all] [--wrong F] [--max-past N] [--unseen F] [--curve OUT.json]
 
 What the usage history is worth on labelled corpora (EVAL/C/tools/*.meta, EVAL/C/queries.jsonl),
 through the commands a user runs: each corpus's answerable requests are split in two halves
@@ -8,7 +8,11 @@ through the commands a user runs: each corpus's answerable requests are split in
 random tool instead; with --max-past, only N of the past half's requests, drawn by the seed and
 the corpus, as a small installation's history would be), then the "new" half is ranked with
 `BIN rank --batch --limit 5`, once with --no-usage and once with the history (shipped defaults
-otherwise). Prints Recall@5 per corpus and the macro average.
+otherwise). Prints Recall@5 per corpus and the macro average, and over the requests whose
+tools the history never credits (nothing to learn from: usage can only cost them). With
+--unseen F, a share F of each catalog's tools (drawn by the seed) has no past request, as
+tools added after the history was recorded. With --splits N, the protocol runs for N seeds
+from --seed and the mean and range of the gain are printed: one split's figure can be luck.
 
 With --curve, it runs the protocol for K = 1, 2, 5, 10 and all past requests per tool, with
 correct calls and with 30% credited to a wrong tool, and writes the points for
@@ -19,7 +23,7 @@ The corpora's requests serve here only as simulated usage to measure: nothing is
 import argparse, hashlib, json, os, random, statistics, subprocess, sys
 
 
-def run(bin_, ev, work, seed, per_tool, wrong, quiet=False, max_past=0):
+def run(bin_, ev, work, seed, per_tool, wrong, quiet=False, max_past=0, unseen=0.0):
     os.makedirs(work, exist_ok=True)
     env = dict(os.environ, XDG_CACHE_HOME=work + "/cache", XDG_STATE_HOME=work + "/state", HOME=work)
 
@@ -41,9 +45,14 @@ def run(bin_, ev, work, seed, per_tool, wrong, quiet=False, max_past=0):
         for f in [db, db + "-wal", db + "-shm"]:
             if os.path.exists(f):
                 os.remove(f)
+        if unseen:
+            # tools added after the history was recorded: none of their requests is past
+            gone = {t for t in tools if int(hashlib.sha1(f"{seed}:unseen:{t}".encode()).hexdigest()[:8], 16) % 1000 < unseen * 1000}
+            old = [q for q in old if not set(q["relevant"]) & gone]
         if max_past and len(old) > max_past:
             old = random.Random(f"{seed}:{c}").sample(old, max_past)
         cnt = {}
+        called = set()  # the tools the history credits (a request of any other has nothing to learn from)
         with open(f"{work}/{c}-usage.jsonl", "w") as f:
             for q in old:
                 for t in q["relevant"]:
@@ -53,6 +62,7 @@ def run(bin_, ev, work, seed, per_tool, wrong, quiet=False, max_past=0):
                         cnt[t] = cnt.get(t, 0) + 1
                     if wrong and rng.random() < wrong:
                         t = rng.choice(tools)
+                    called.add(t)
                     f.write(json.dumps({"request": q["query"], "tool": t}) + "\n")
         subprocess.run([bin_, "usage", "import", "--usage-db", db, "--tools", d + "/tools", f"{work}/{c}-usage.jsonl"],
                        env=env, check=True, capture_output=True)
@@ -67,13 +77,18 @@ def run(bin_, ev, work, seed, per_tool, wrong, quiet=False, max_past=0):
                 sys.exit(p.stderr)
             got = {json.loads(l)["id"]: [h["name"] for h in json.loads(l)["ranked"]] for l in p.stdout.splitlines()}
             out[mode] = statistics.mean(len(set(got[q["id"]][:5]) & set(q["relevant"])) / len(q["relevant"]) for q in new)
+            unc = [q for q in new if not set(q["relevant"]) & called]
+            out[mode + "-unseen"] = [len(set(got[q["id"]][:5]) & set(q["relevant"])) / len(q["relevant"]) for q in unc]
         res[c] = out
         if not quiet:
             print(f"{c:16s} base {out['base']:.3f} usage {out['usage']:.3f} ({out['usage'] - out['base']:+.3f})", flush=True)
     b = statistics.mean(r["base"] for r in res.values())
     u = statistics.mean(r["usage"] for r in res.values())
     worst = min(r["usage"] - r["base"] for r in res.values())
-    print(f"per tool {per_tool or 'all'}, wrong {wrong:.0%}: macro base {b:.3f} usage {u:.3f} ({u - b:+.3f}) worst corpus {worst:+.3f}", flush=True)
+    ub = [x for r in res.values() for x in r["base-unseen"]]
+    uu = [x for r in res.values() for x in r["usage-unseen"]]
+    unseen = f"; requests of tools never called ({len(ub)}): {statistics.mean(ub):.3f} -> {statistics.mean(uu):.3f}" if ub else ""
+    print(f"per tool {per_tool or 'all'}, wrong {wrong:.0%}: macro base {b:.3f} usage {u:.3f} ({u - b:+.3f}) worst corpus {worst:+.3f}{unseen}", flush=True)
     return b, u
 
 
@@ -86,10 +101,19 @@ def main():
     ap.add_argument("--per-tool", default="all")
     ap.add_argument("--wrong", type=float, default=0.0)
     ap.add_argument("--max-past", type=int, default=0)
+    ap.add_argument("--unseen", type=float, default=0.0)
+    ap.add_argument("--splits", type=int, default=1)
     ap.add_argument("--curve")
     a = ap.parse_args()
     if not a.curve:
-        run(a.bin, a.eval, a.work, a.seed, None if a.per_tool == "all" else int(a.per_tool), a.wrong, max_past=a.max_past)
+        got = []
+        for seed in range(a.seed, a.seed + a.splits):
+            got.append(run(a.bin, a.eval, a.work, seed, None if a.per_tool == "all" else int(a.per_tool), a.wrong,
+                           quiet=a.splits > 1, max_past=a.max_past, unseen=a.unseen))
+        if a.splits > 1:
+            d = [u - b for b, u in got]
+            print(f"{a.splits} splits (seeds {a.seed}-{a.seed + a.splits - 1}): macro base {statistics.mean(b for b, _ in got):.3f} "
+                  f"usage {statistics.mean(u for _, u in got):.3f} (gain {statistics.mean(d):+.3f}, {min(d):+.3f} to {max(d):+.3f})", flush=True)
         return
     ks = [1, 2, 5, 10, None]
     curve = {"title": "Recall@5 with the usage history (macro over the corpora; new half of the requests)",
