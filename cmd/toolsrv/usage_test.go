@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -140,10 +141,25 @@ func TestUsageImport(t *testing.T) {
 		// ghost is hidden on this host: known.
 		"3 line(s) name tools the catalog does not know, kept (the tool may come later): gamma (3)",
 		"1 line(s) name tools of MCP servers or remote toolsrv (SERVER:TOOL), not checked",
+		"ranking view of the history prepared for the catalog",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
+	}
+	// The view is saved beside the store, and the next rank takes it as it
+	// is (it would build and save it again otherwise).
+	view, err := os.Stat(db + ".view")
+	if err != nil {
+		t.Fatalf("import saved no ranking view: %v", err)
+	}
+	before, _ := os.ReadFile(db + ".view")
+	if code, _, errs := runCLIWith(t, "", nil, "rank", "--usage-db", db, "--tools", tools, "--all", "do alpha things"); code != 0 {
+		t.Fatalf("rank: exit %d: %s", code, errs)
+	}
+	after, err := os.Stat(db + ".view")
+	if now, _ := os.ReadFile(db + ".view"); err != nil || !after.ModTime().Equal(view.ModTime()) || !bytes.Equal(now, before) {
+		t.Errorf("rank did not take the view import saved: %v, %v → %v", err, view.ModTime(), after.ModTime())
 	}
 	s, _, err := usagedb.Open(context.Background(), db, usagedb.Options{})
 	if err != nil {
