@@ -415,7 +415,9 @@ func runUsageImport(ctx context.Context, env *cliEnv, args []string) int {
 // building it whole (half a second at 100,000 events). A catalog it cannot
 // read, or a store without a saved view (PostgreSQL), leaves it to rank.
 func prepareUsageView(ctx context.Context, env *cliEnv, tools *dirList, db *usageTarget) {
-	dirs, err := resolveToolPath(env, tools).existing(env, "usage import")
+	quiet := *env // the tool names' check above has warned of missing directories
+	quiet.stderr = io.Discard
+	dirs, err := resolveToolPath(env, tools).existing(&quiet, "usage import")
 	if err != nil {
 		return
 	}
@@ -440,8 +442,8 @@ func prepareUsageView(ctx context.Context, env *cliEnv, tools *dirList, db *usag
 	}
 	eng.Close() // waits for the view to be saved
 	if f := eng.UsageFit(); f.Entries > 0 {
-		fmt.Fprintf(env.stdout, "ranking view of the history prepared for the catalog in %s (%d entries): the next rank starts with it\n",
-			time.Since(start).Round(time.Millisecond), f.Entries)
+		fmt.Fprintf(env.stdout, "ranking view of the history prepared for the catalog in %s (%d entr%s): the next rank starts with it\n",
+			time.Since(start).Round(time.Millisecond), f.Entries, plural(f.Entries, "y", "ies"))
 	}
 }
 
