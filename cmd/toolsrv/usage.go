@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/toolsrv/toolsrv/embed"
+	"github.com/toolsrv/toolsrv/engine"
 	"github.com/toolsrv/toolsrv/registry"
 	usagedb "github.com/toolsrv/toolsrv/usage"
 )
@@ -404,47 +405,49 @@ func runUsageImport(ctx context.Context, env *cliEnv, args []string) int {
 	if old > 0 {
 		fmt.Fprintf(env.stdout, "%d line(s) are older than the history keeps (%d days): not kept\n", old, int(usagedb.DefaultRetention/(24*time.Hour)))
 	}
-	reportUnknownTools(ctx, env, tools, lines)
-	prepareUsageView(ctx, env, tools, db)
+	cat, prepared, err := importCatalog(ctx, env, tools, db)
+	reportUnknownTools(env, cat, err, lines)
+	fmt.Fprint(env.stdout, prepared)
 	return 0
 }
 
-// prepareUsageView ranks nothing but builds and saves the usage history's
-// ranking view for the catalog of tools (the one rank reads by default, on
-// the default embedder), so that the next rank starts with it instead of
-// building it whole (half a second at 100,000 events). A catalog it cannot
-// read, or a store without a saved view (PostgreSQL), leaves it to rank.
-func prepareUsageView(ctx context.Context, env *cliEnv, tools *dirList, db *usageTarget) {
-	quiet := *env // the tool names' check above has warned of missing directories
-	quiet.stderr = io.Discard
-	dirs, err := resolveToolPath(env, tools).existing(&quiet, "usage import")
+// importCatalog reads the catalog of tools that import checks the tool
+// names against, once. With a store that keeps a saved view, it is read
+// by an engine that also builds and saves the usage history's ranking view
+// for it (on the default embedder, the one rank reads by default), so that
+// the next rank starts with it instead of building it whole (half a
+// second at 100,000 events); prepared then says so. Otherwise (PostgreSQL)
+// the catalog is read without an index and the view is left to rank.
+func importCatalog(ctx context.Context, env *cliEnv, tools *dirList, db *usageTarget) (cat *registry.Catalog, prepared string, err error) {
+	dirs, err := resolveToolPath(env, tools).existing(env, "usage import")
 	if err != nil {
-		return
+		return nil, "", err
 	}
-	s, err := openUsage(ctx, env, "usage import", db, usagedb.Options{})
-	if err != nil {
-		return
+	opts := engine.Options{Dirs: dirs, NoIndex: true, Getenv: env.getenv, Logger: logger(env)}
+	if s, err := openUsage(ctx, env, "usage import", db, usagedb.Options{}); err == nil {
+		if _, ok := s.(usagedb.Derived); ok {
+			ef := engineFlags{name: embed.Default, timeout: 60 * time.Second, alpha: 0.5}
+			opts = ef.options(env, dirs, nil)
+			opts.NoThresholds = true
+			opts.Usage = s // the engine closes it
+		} else {
+			s.Close()
+		}
 	}
-	if _, ok := s.(usagedb.Derived); !ok {
-		s.Close()
-		return
-	}
-	ef := engineFlags{name: embed.Default, timeout: 60 * time.Second, alpha: 0.5}
-	opts := ef.options(env, dirs, nil)
-	opts.NoThresholds = true
-	opts.Usage = s
 	start := time.Now()
 	eng, err := newEngine(ctx, env, opts)
 	if err != nil {
-		s.Close()
-		fmt.Fprintf(env.stderr, "toolsrv usage import: warning: the ranking view of the history is not prepared (the next rank builds it): %v\n", err)
-		return
+		if opts.Usage != nil {
+			opts.Usage.Close()
+		}
+		return nil, "", err
 	}
-	eng.Close() // waits for the view to be saved
+	eng.Close() // waits for the view to be saved; the catalog stays
 	if f := eng.UsageFit(); f.Entries > 0 {
-		fmt.Fprintf(env.stdout, "ranking view of the history prepared for the catalog in %s (%d entr%s): the next rank starts with it\n",
+		prepared = fmt.Sprintf("ranking view of the history prepared for the catalog in %s (%d entr%s): the next rank starts with it\n",
 			time.Since(start).Round(time.Millisecond), f.Entries, plural(f.Entries, "y", "ies"))
 	}
+	return eng.Catalog(), prepared, nil
 }
 
 // parseImport reads the import format: every line checked, the lines and
@@ -560,14 +563,13 @@ func parseImportLine(text []byte) (importLine, []usagedb.Event, error) {
 // reportUnknownTools says how many import lines name a tool the catalog
 // does not know (they are kept: the tool may come later). Tools of
 // providers (MCP servers, remote toolsrv) are not in the catalog of the
-// tool directories: they are not checked.
-func reportUnknownTools(ctx context.Context, env *cliEnv, tools *dirList, lines []importLine) {
-	reg, _, err := loadTools(ctx, env, "usage import", tools)
+// tool directories: they are not checked. cat is that catalog, err why
+// it could not be read (the names are then not checked).
+func reportUnknownTools(env *cliEnv, cat *registry.Catalog, err error, lines []importLine) {
 	if err != nil {
 		fmt.Fprintf(env.stdout, "tool names not checked: %v\n", err)
 		return
 	}
-	cat := reg.Catalog()
 	unknown := map[string]int{}
 	nUnknown, nProvided := 0, 0
 	for _, l := range lines {
