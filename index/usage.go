@@ -26,7 +26,7 @@ package index
 // w·max P(t) and toward 0 by w·P(none), where "none" are the requests
 // that ended with no tool called. w is chosen from the installation's own
 // history: leave-one-out over a sample of its past requests (each ranked
-// as a new one, without its own entry), the w of a small grid with the
+// as a new one, without its entries), the w of a small grid with the
 // best Recall@5 whose gain is clear (clearGain, usagefit.go);
 // with little or misleading history it comes out 0. With no usage the
 // ranking is untouched.
@@ -555,11 +555,13 @@ func (ix *Index) usageQueryOf(ctx context.Context, u *usageView, text string) us
 }
 
 // evidence is P(t) for the tools the past requests near q point to, and
-// P(none); exclude is an entry left out (-1: none).
+// P(none); exclude is a past request left out (-1: none): entry exclude
+// and every other entry of the same request text (its calls of other
+// tools, other agents' entries), as leave-one-out needs (usagefit.go).
 func (u *usageView) evidence(q usageQuery, pool []Hit, exclude int32) (map[string]float64, float64) {
 	sc := u.getScratch()
 	defer u.putScratch(sc)
-	if !u.vote(q, pool, exclude, true, usageCommon, sc) {
+	if !u.vote(q, pool, leftOut{exclude, true}, true, usageCommon, sc) {
 		return nil, 0
 	}
 	type tp struct {
@@ -601,13 +603,13 @@ func (u *usageView) evidence(q usageQuery, pool []Hit, exclude int32) (map[strin
 // past requests near q (false: none is near); each vote weighed by its
 // entry's trust (usagetrust.go) when trusted, in full otherwise; words
 // more than common past requests share are passed over but for the
-// rarest (candidates).
-func (u *usageView) vote(q usageQuery, pool []Hit, exclude int32, trusted bool, common int, sc *usageScratch) bool {
+// rarest (candidates); out is left out of the votes.
+func (u *usageView) vote(q usageQuery, pool []Hit, out leftOut, trusted bool, common int, sc *usageScratch) bool {
 	sc.qwords = q.words
 	for _, tw := range q.words {
 		sc.qw[tw.id] = tw.w
 	}
-	cand := u.candidates(q, pool, exclude, sc, common)
+	cand := u.candidates(q, pool, out, sc, common)
 	if len(cand) == 0 {
 		return false
 	}
@@ -658,7 +660,7 @@ func (u *usageView) vote(q usageQuery, pool []Hit, exclude int32, trusted bool, 
 // no word in common can still be near by meaning). Entries beyond those
 // would share fewer words than the candidates, and their votes,
 // exp(β·(s−1)), are small against the best ones'.
-func (u *usageView) candidates(q usageQuery, pool []Hit, exclude int32, sc *usageScratch, common int) []int32 {
+func (u *usageView) candidates(q usageQuery, pool []Hit, out leftOut, sc *usageScratch, common int) []int32 {
 	lex := sc.lex
 	touched := sc.touched[:0]
 	defer func() { sc.touched = touched }()
@@ -687,7 +689,10 @@ func (u *usageView) candidates(q usageQuery, pool []Hit, exclude int32, sc *usag
 		sc.cand = cand
 	}()
 	add := func(i int32) {
-		if i != exclude && seen[i/64]&(1<<(i%64)) == 0 {
+		if out.entry >= 0 && (i == out.entry || out.request && u.text[i] == u.text[out.entry]) {
+			return
+		}
+		if seen[i/64]&(1<<(i%64)) == 0 {
 			seen[i/64] |= 1 << (i % 64)
 			cand = append(cand, i)
 		}
@@ -710,6 +715,13 @@ func (u *usageView) candidates(q usageQuery, pool []Hit, exclude int32, sc *usag
 		}
 	}
 	return cand // sc's: valid until sc is put back
+}
+
+// leftOut is what a vote leaves out: no entry (entry −1), one entry, or
+// with request, every entry of the same request text as well.
+type leftOut struct {
+	entry   int32
+	request bool
 }
 
 // usageScratch is the per-ranking memory of evidence, zero between

@@ -12,8 +12,11 @@ import (
 )
 
 // fitUsage chooses u.w by leave-one-out over a sample of u's past
-// requests: each is ranked as a new message (without usage), its own entry
-// is left out of the evidence, and the weight of usageGrid with the best
+// requests: each is ranked as a new message (without usage), the request
+// is left out of the evidence (its entry, and every other entry of the
+// same text: a new request has no calls of other tools or other agents'
+// records yet, which would vote for or against its tool at full
+// strength), and the weight of usageGrid with the best
 // Recall@5 of the tool it led to (see cut) wins (the smaller on a tie), among those
 // whose gain over no usage is clear (see below; 0, no usage, when none
 // is). The sample takes the agents in turn, so that one agent's many

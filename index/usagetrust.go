@@ -79,7 +79,7 @@ func (u *usageView) trustOf(i int32) float32 {
 	}
 	sc := u.getScratch()
 	defer u.putScratch(sc)
-	if !u.vote(u.entryQuery(i), nil, i, false, usageTrustCommon, sc) {
+	if !u.vote(u.entryQuery(i), nil, leftOut{entry: i}, false, usageTrustCommon, sc) {
 		return 1
 	}
 	best := 0.0

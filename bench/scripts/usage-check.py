@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""usage-check.py BIN EVAL WORK [--seed N] [--splits N] [--per-tool K|all] [--wrong F] [--max-past N] [--unseen F] [--curve OUT.json]
+"""usage-check.py BIN EVAL WORK [--seed N] [--splits N] [--per-tool K|all] [--wrong F] [--max-past N] [--unseen F] [--also F] [--curve OUT.json]
 
 What the usage history is worth on labelled corpora (EVAL/C/tools/*.meta, EVAL/C/queries.jsonl),
 through the commands a user runs: each corpus's answerable requests are split in two halves
@@ -11,7 +11,9 @@ the corpus, as a small installation's history would be), then the "new" half is 
 otherwise). Prints Recall@5 per corpus and the macro average, and over the requests whose
 tools the history never credits (nothing to learn from: usage can only cost them). With
 --unseen F, a share F of each catalog's tools (drawn by the seed) has no past request, as
-tools added after the history was recorded. With --splits N, the protocol runs for N seeds
+tools added after the history was recorded. With --also F, a share F of the past requests is
+credited to a second tool as well (each tool's companion, drawn at random per catalog), as a
+request that led to two calls in a workflow. With --splits N, the protocol runs for N seeds
 from --seed and the mean and range of the gain are printed: one split's figure can be luck.
 
 With --curve, it runs the protocol for K = 1, 2, 5, 10 and all past requests per tool, with
@@ -23,7 +25,7 @@ The corpora's requests serve here only as simulated usage to measure: nothing is
 import argparse, hashlib, json, os, random, statistics, subprocess, sys
 
 
-def run(bin_, ev, work, seed, per_tool, wrong, quiet=False, max_past=0, unseen=0.0):
+def run(bin_, ev, work, seed, per_tool, wrong, quiet=False, max_past=0, unseen=0.0, also=0.0):
     os.makedirs(work, exist_ok=True)
     env = dict(os.environ, XDG_CACHE_HOME=work + "/cache", XDG_STATE_HOME=work + "/state", HOME=work)
 
@@ -51,6 +53,10 @@ def run(bin_, ev, work, seed, per_tool, wrong, quiet=False, max_past=0, unseen=0
             old = [q for q in old if not set(q["relevant"]) & gone]
         if max_past and len(old) > max_past:
             old = random.Random(f"{seed}:{c}").sample(old, max_past)
+        also_rng = random.Random(f"{seed}:also:{c}")
+        shuffled = tools[:]
+        also_rng.shuffle(shuffled)
+        companion = dict(zip(tools, shuffled))
         cnt = {}
         called = set()  # the tools the history credits (a request of any other has nothing to learn from)
         with open(f"{work}/{c}-usage.jsonl", "w") as f:
@@ -64,6 +70,12 @@ def run(bin_, ev, work, seed, per_tool, wrong, quiet=False, max_past=0, unseen=0
                         t = rng.choice(tools)
                     called.add(t)
                     f.write(json.dumps({"request": q["query"], "tool": t}) + "\n")
+                    if also and also_rng.random() < also:
+                        # the same request led to a second call: its tool's companion, as a step
+                        # that follows it in a workflow
+                        t2 = companion[t]
+                        called.add(t2)
+                        f.write(json.dumps({"request": q["query"], "tool": t2}) + "\n")
         subprocess.run([bin_, "usage", "import", "--usage-db", db, "--tools", d + "/tools", f"{work}/{c}-usage.jsonl"],
                        env=env, check=True, capture_output=True)
         with open(f"{work}/{c}-new.jsonl", "w") as f:
@@ -103,13 +115,14 @@ def main():
     ap.add_argument("--max-past", type=int, default=0)
     ap.add_argument("--unseen", type=float, default=0.0)
     ap.add_argument("--splits", type=int, default=1)
+    ap.add_argument("--also", type=float, default=0.0)
     ap.add_argument("--curve")
     a = ap.parse_args()
     if not a.curve:
         got = []
         for seed in range(a.seed, a.seed + a.splits):
             got.append(run(a.bin, a.eval, a.work, seed, None if a.per_tool == "all" else int(a.per_tool), a.wrong,
-                           quiet=a.splits > 1, max_past=a.max_past, unseen=a.unseen))
+                           quiet=a.splits > 1, max_past=a.max_past, unseen=a.unseen, also=a.also))
         if a.splits > 1:
             d = [u - b for b, u in got]
             print(f"{a.splits} splits (seeds {a.seed}-{a.seed + a.splits - 1}): macro base {statistics.mean(b for b, _ in got):.3f} "
