@@ -22,6 +22,17 @@ func usageIndex(t *testing.T) *Index {
 	return ix
 }
 
+// usageViewOf is usageIndex with uses set as its history, and the view
+// they make.
+func usageViewOf(t *testing.T, uses []Use) (*Index, *usageView) {
+	t.Helper()
+	ix := usageIndex(t)
+	if _, err := ix.SetUsage(context.Background(), uses); err != nil {
+		t.Fatal(err)
+	}
+	return ix, ix.usage.Load()
+}
+
 // usageCatalog is testdata/tools and 60 fillers, in a new directory: more
 // tools, so that five of them are a small share of the catalog (Recall@5,
 // which the weight is chosen by, means something).

@@ -12,15 +12,11 @@ import (
 // asks how far the rest of the history agrees with an entry, leaves out
 // only the entry itself.
 func TestUsageLeaveOneOutLeavesTheRequestOut(t *testing.T) {
-	ctx := context.Background()
-	ix := usageIndex(t)
 	uses := bitcoinUses("claude", "web_search", 6)
 	uses = append(uses, bitcoinUses("claude", "calculator", 3)...) // a second call for three of the requests
 	uses = append(uses, Use{Request: "bitcoin price today", Tool: "web_search", Agent: "gpt", Count: 1})
-	if _, err := ix.SetUsage(ctx, uses); err != nil {
-		t.Fatal(err)
-	}
-	u := ix.usage.Load()
+	ix, u := usageViewOf(t, uses)
+	ctx := context.Background()
 	for i := range int32(u.n) {
 		q := ix.usageQueryOf(ctx, u, u.text[i])
 		same := 0 // the other entries of its text

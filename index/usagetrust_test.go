@@ -10,17 +10,13 @@ import (
 // entries that agree with their neighbours, a tool's only request and a
 // request answered with no tool keep their full vote.
 func TestUsageTrust(t *testing.T) {
-	ctx := context.Background()
-	ix := usageIndex(t)
 	uses := bitcoinUses("claude", "web_search", 8)
 	uses = append(uses,
 		Use{Request: "bitcoin value in dollars today", Tool: "calculator", Agent: "claude", Count: 1}, // wrong
 		Use{Request: "commit my staged changes", Tool: "git_commit", Agent: "claude", Count: 1},       // alone
 		Use{Request: "tell me a joke", Tool: "", Agent: "claude", Count: 1})
-	if _, err := ix.SetUsage(ctx, uses); err != nil {
-		t.Fatal(err)
-	}
-	u := ix.usage.Load()
+	ix, u := usageViewOf(t, uses)
+	ctx := context.Background()
 	if len(u.trust) != u.n {
 		t.Fatalf("%d trusts for %d entries", len(u.trust), u.n)
 	}
