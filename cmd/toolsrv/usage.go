@@ -386,8 +386,8 @@ func runUsageImport(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "toolsrv usage import:", err)
 		return 1
 	}
-	defer s.Close()
 	if err := s.Record(ctx, evs...); err != nil {
+		s.Close()
 		fmt.Fprintf(env.stderr, "toolsrv usage import: %v; nothing imported\n", err)
 		return 1
 	}
@@ -405,7 +405,7 @@ func runUsageImport(ctx context.Context, env *cliEnv, args []string) int {
 	if old > 0 {
 		fmt.Fprintf(env.stdout, "%d line(s) are older than the history keeps (%d days): not kept\n", old, int(usagedb.DefaultRetention/(24*time.Hour)))
 	}
-	cat, prepared, err := importCatalog(ctx, env, tools, db)
+	cat, prepared, err := importCatalog(ctx, env, tools, s)
 	reportUnknownTools(env, cat, err, lines)
 	fmt.Fprint(env.stdout, prepared)
 	return 0
@@ -418,21 +418,22 @@ func runUsageImport(ctx context.Context, env *cliEnv, args []string) int {
 // the next rank starts with it instead of building it whole (half a
 // second at 100,000 events); prepared then says so. Otherwise (PostgreSQL)
 // the catalog is read without an index and the view is left to rank.
-func importCatalog(ctx context.Context, env *cliEnv, tools *dirList, db *usageTarget) (cat *registry.Catalog, prepared string, err error) {
+// importCatalog closes s (the store import recorded into): the engine it
+// is given to does, or it does.
+func importCatalog(ctx context.Context, env *cliEnv, tools *dirList, s usagedb.Store) (cat *registry.Catalog, prepared string, err error) {
 	dirs, err := resolveToolPath(env, tools).existing(env, "usage import")
 	if err != nil {
+		s.Close()
 		return nil, "", err
 	}
 	opts := engine.Options{Dirs: dirs, NoIndex: true, Getenv: env.getenv, Logger: logger(env)}
-	if s, err := openUsage(ctx, env, "usage import", db, usagedb.Options{}); err == nil {
-		if _, ok := s.(usagedb.Derived); ok {
-			ef := engineFlags{name: embed.Default, timeout: 60 * time.Second, alpha: 0.5}
-			opts = ef.options(env, dirs, nil)
-			opts.NoThresholds = true
-			opts.Usage = s // the engine closes it
-		} else {
-			s.Close()
-		}
+	if _, ok := s.(usagedb.Derived); ok {
+		ef := engineFlags{name: embed.Default, timeout: 60 * time.Second, alpha: 0.5}
+		opts = ef.options(env, dirs, nil)
+		opts.NoThresholds = true
+		opts.Usage = s // the engine closes it
+	} else {
+		s.Close()
 	}
 	start := time.Now()
 	eng, err := newEngine(ctx, env, opts)
