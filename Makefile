@@ -72,12 +72,13 @@ learn:
 		--out thresholds/defaults/builtin_v1-abbe22c2.json --plot bench/tune-builtin.svg --curves $(LEARN_TMP)/curves.json
 	$(GO) run ./bench/cmd/tuneplot $(LEARN_TMP)/curves.json bench/tune-builtin.png
 
-# Fuzz the .meta parser for FUZZTIME (default 10m).
+# Fuzz the .meta parser and the saved usage view's decoder for FUZZTIME (default 10m).
 FUZZTIME ?= 10m
 fuzz:
 	$(GO) test -run '^$$' -fuzz 'FuzzParseMeta$$' -fuzztime $(FUZZTIME) ./registry/
 	$(GO) test -run '^$$' -fuzz 'FuzzFastPaths$$' -fuzztime $(FUZZTIME) ./internal/jsonscan/
 	$(GO) test -run '^$$' -fuzz 'FuzzCheck$$' -fuzztime $(FUZZTIME) ./internal/jsonscan/
+	$(GO) test -run '^$$' -fuzz 'FuzzDecodeView$$' -fuzztime $(FUZZTIME) ./index/
 
 clean:
 	rm -rf bin $(NPM_DIR)/node_modules

@@ -151,7 +151,7 @@ func (a awareEmbedder) Restore(state []byte) (embed.Fitted, error) {
 }
 
 // copyTools copies testdata/tools into a fresh directory.
-func copyTools(t *testing.T) string {
+func copyTools(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	ents, err := os.ReadDir("testdata/tools")
@@ -172,7 +172,7 @@ func copyTools(t *testing.T) string {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func loadReg(t *testing.T, dir string) *registry.Registry {
+func loadReg(t testing.TB, dir string) *registry.Registry {
 	t.Helper()
 	reg := registry.New(registry.Options{Dirs: []string{dir}, Logger: quiet()})
 	if err := reg.Load(context.Background()); err != nil {
@@ -184,7 +184,7 @@ func loadReg(t *testing.T, dir string) *registry.Registry {
 	return reg
 }
 
-func writeMeta(t *testing.T, dir, name, meta string) {
+func writeMeta(t testing.TB, dir, name, meta string) {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, name+".meta"), []byte(meta), 0o644); err != nil {
 		t.Fatal(err)

@@ -55,6 +55,12 @@ func quantizeRow(dst []int8, vec []float32) float32 {
 	return scale
 }
 
+// rowScaleOK says whether x can be the scale quantizeRow gave a unit
+// vector (at most 1/127, with room for rounding; 0: no vector): a scale
+// read from a file is checked, so that a damaged one cannot make a dot
+// product of any size.
+func rowScaleOK(x float32) bool { return x >= 0 && x <= 1.001/127 }
+
 // quantQuery is a query vector quantised to int16 for the kernel.
 type quantQuery struct {
 	q     []int16

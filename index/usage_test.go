@@ -12,7 +12,7 @@ import (
 
 // usageIndex is an index of testdata/tools whose usage signal embeds with
 // the test's hash embedder.
-func usageIndex(t *testing.T) *Index {
+func usageIndex(t testing.TB) *Index {
 	t.Helper()
 	emb := newHashEmbedder(64)
 	ix := New(emb, Options{NoCache: true, Logger: quiet(), UsageEmbedder: emb})
@@ -24,7 +24,7 @@ func usageIndex(t *testing.T) *Index {
 
 // usageViewOf is usageIndex with uses set as its history, and the view
 // they make.
-func usageViewOf(t *testing.T, uses []Use) (*Index, *usageView) {
+func usageViewOf(t testing.TB, uses []Use) (*Index, *usageView) {
 	t.Helper()
 	ix := usageIndex(t)
 	if _, err := ix.SetUsage(context.Background(), uses); err != nil {
@@ -36,7 +36,7 @@ func usageViewOf(t *testing.T, uses []Use) (*Index, *usageView) {
 // usageCatalog is testdata/tools and 60 fillers, in a new directory: more
 // tools, so that five of them are a small share of the catalog (Recall@5,
 // which the weight is chosen by, means something).
-func usageCatalog(t *testing.T) string {
+func usageCatalog(t testing.TB) string {
 	t.Helper()
 	dir := copyTools(t)
 	for i := 0; i < 60; i++ {

@@ -14,7 +14,8 @@ import (
 // The usage requests' vectors are cached beside the index's files, one
 // file per usage embedder: records of the text's SHA-256 (16 bytes), the
 // vector's scale (float32) and its dim int8 components. A missing,
-// foreign or damaged file is an empty cache: it only saves embedding.
+// foreign or damaged file (a scale no unit vector has among them) is an
+// empty cache: it only saves embedding.
 
 const usageVecMagic = "toolsrv-usage-vectors 1\n"
 
@@ -65,6 +66,9 @@ func (ix *Index) loadUsageVectors(id string, dim int) *usageVecs {
 	for i := 0; i < n; i, b = i+1, b[rec:] {
 		v.row[[16]byte(b[:16])] = int32(i)
 		v.scale[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[16:]))
+		if !rowScaleOK(v.scale[i]) { // damaged
+			return &usageVecs{dim: dim, row: map[[16]byte]int32{}}
+		}
 		copy(int8Bytes(v.q[i*dim:(i+1)*dim]), b[20:rec])
 	}
 	return v

@@ -363,6 +363,11 @@ func decodeView(b []byte) (*usageView, viewHeader, error) {
 	}
 	if u.dim > 0 {
 		u.qscale = r.f32s(u.n)
+		for _, x := range u.qscale {
+			if !rowScaleOK(x) {
+				return nil, h, errUsageView
+			}
+		}
 		if p := r.take(u.n * u.dim); p != nil {
 			// (room for the rows a delta adds: usagedelta.go)
 			u.qvecs = make([]int8, len(p), len(p)+usageDeltaRoom*u.dim)
@@ -387,6 +392,16 @@ func decodeView(b []byte) (*usageView, viewHeader, error) {
 	if r.bad || len(r.b) != 0 || u.wordsAt[0] != 0 {
 		return nil, h, errUsageView
 	}
+	// Every number a ranking computes with is finite and in its range (a
+	// NaN would reach the scores, and JSON cannot say it).
+	if !(u.w >= 0 && u.w <= usageGrid[len(usageGrid)-1]) {
+		return nil, h, errUsageView
+	}
+	for _, x := range []float64{u.loo.Weight, u.loo.Recall, u.loo.Base} {
+		if !(x >= 0 && x <= math.MaxFloat64) {
+			return nil, h, errUsageView
+		}
+	}
 	for i := 1; i <= u.n; i++ {
 		if u.wordsAt[i] < u.wordsAt[i-1] {
 			return nil, h, errUsageView
@@ -396,14 +411,29 @@ func decodeView(b []byte) (*usageView, viewHeader, error) {
 	u.dict = make(map[string]int32, len(terms))
 	for i, t := range terms {
 		u.idf[i] = math.Float64frombits(binary.LittleEndian.Uint64(idf[8*i:]))
+		if !(u.idf[i] >= 0 && u.idf[i] <= math.MaxFloat64) {
+			return nil, h, errUsageView
+		}
 		u.dict[t] = int32(i)
+	}
+	if len(u.dict) != len(terms) { // a term twice
+		return nil, h, errUsageView
 	}
 	u.words = make([]termWeight, nw)
 	for i := range u.words {
-		if int(wid[i]) >= len(terms) {
+		// A row's words are unit-norm weights, in increasing term order.
+		if int(wid[i]) >= len(terms) || !(ww[i] >= 0 && ww[i] <= 1) {
 			return nil, h, errUsageView
 		}
 		u.words[i] = termWeight{wid[i], ww[i]}
+	}
+	for i := 0; i < u.n; i++ {
+		row := u.row(int32(i))
+		for k := 1; k < len(row); k++ {
+			if row[k].id <= row[k-1].id {
+				return nil, h, errUsageView
+			}
+		}
 	}
 	u.reindex()
 	return u, h, nil

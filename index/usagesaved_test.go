@@ -1,11 +1,14 @@
 package index
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -259,6 +262,23 @@ func TestUsageVectorsCached(t *testing.T) {
 	if c := third.usage.Load(); !reflect.DeepEqual(a.qvecs, c.qvecs) {
 		t.Error("vectors embedded again differ")
 	}
+	// A file of the right size with a scale no unit vector has (here NaN,
+	// which would reach every score) is damaged too.
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary.LittleEndian.PutUint32(raw[len(usageVecMagic)+4+16:], math.Float32bits(float32(math.NaN())))
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fourth, e4 := start()
+	if n := e4.st.queryCalls.Load(); n != all {
+		t.Errorf("with a NaN scale in the cache, %d texts embedded, want %d", n, all)
+	}
+	if c := fourth.usage.Load(); !reflect.DeepEqual(a.qscale, c.qscale) {
+		t.Error("scales embedded again differ")
+	}
 }
 
 // checkView fails t unless u's parts agree with each other (what a delta
@@ -453,4 +473,95 @@ func savedHistoryIDs() []Use {
 		uses[i].ID = uses[i].Agent + "/" + uses[i].Tool + "/" + uses[i].Request
 	}
 	return uses
+}
+
+// A saved view is read from a file: whatever it holds, decoding it never
+// panics, and a view it accepts is consistent and ranks with finite
+// scores (a NaN there would reach every answer, and JSON cannot say it).
+func FuzzDecodeView(f *testing.F) {
+	_, u := usageViewOf(f, savedHistory())
+	var good bytes.Buffer
+	if err := encodeUsageView(&good, viewHeader{version: 1}, u); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good.Bytes())
+	f.Add(good.Bytes()[:len(good.Bytes())/2])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		u, _, err := decodeView(b)
+		if err != nil {
+			return
+		}
+		checkView(t, u)
+		// Messages of words alone, and the entries' own (with their
+		// vectors: the dense part).
+		var qs []usageQuery
+		for _, text := range []string{"bitcoin price", "tell me a joke", "convert dollars"} {
+			q := usageQuery{}
+			for _, t := range uniq(terms(text)) {
+				if id, ok := u.dict[t]; ok {
+					q.words = append(q.words, termWeight{id, 1})
+				}
+			}
+			slices.SortFunc(q.words, func(a, b termWeight) int { return cmp.Compare(a.id, b.id) })
+			qs = append(qs, q)
+		}
+		for _, i := range []int32{0, int32(u.n / 2), int32(u.n - 1)} {
+			qs = append(qs, u.entryQuery(i))
+		}
+		for k, q := range qs {
+			p, none := u.evidence(q, nil, -1)
+			r := Ranking{Hits: []Hit{{Name: "web_search", Score: 0.5}, {Name: "calculator", Score: 0.4}}}
+			applyUsage(&r, p, none, u.w, func(string) (bool, bool) { return true, true })
+			for _, h := range r.Hits {
+				if math.IsNaN(h.Score) || math.IsInf(h.Score, 0) || math.IsNaN(h.Usage) {
+					t.Fatalf("a decoded view gave %q a score of %v (usage %v) for message %d", h.Name, h.Score, h.Usage, k)
+				}
+			}
+		}
+	})
+}
+
+// A saved view whose numbers are out of their range is not taken, each
+// case on its own (the rest of the file as written).
+func TestDecodeViewRejectsBadNumbers(t *testing.T) {
+	nan := math.NaN()
+	for _, c := range []struct {
+		name  string
+		spoil func(u *usageView)
+	}{
+		{"NaN IDF", func(u *usageView) { u.idf[0] = nan }},
+		{"negative IDF", func(u *usageView) { u.idf[1] = -1 }},
+		{"NaN word weight", func(u *usageView) { u.words[0].w = float32(nan) }},
+		{"word weight above 1", func(u *usageView) { u.words[1].w = 2 }},
+		{"a row out of term order", func(u *usageView) {
+			row := u.row(0)
+			row[0], row[1] = row[1], row[0]
+		}},
+		{"infinite scale", func(u *usageView) { u.qscale[2] = float32(math.Inf(1)) }},
+		{"NaN weight", func(u *usageView) { u.w = nan }},
+		{"weight beyond the grid", func(u *usageView) { u.w = 1e9 }},
+		{"NaN recall", func(u *usageView) { u.loo.Recall = nan }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, u := usageViewOf(t, savedHistory())
+			if len(u.row(0)) < 2 || u.qscale == nil {
+				t.Fatalf("the first entry has %d words, scales %v: not what the cases need", len(u.row(0)), u.qscale != nil)
+			}
+			var b bytes.Buffer
+			if err := encodeUsageView(&b, viewHeader{}, u); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := decodeView(b.Bytes()); err != nil {
+				t.Fatalf("the view as built does not decode: %v", err)
+			}
+			c.spoil(u)
+			b.Reset()
+			if err := encodeUsageView(&b, viewHeader{}, u); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := decodeView(b.Bytes()); err == nil {
+				t.Error("decoded")
+			}
+		})
+	}
 }
