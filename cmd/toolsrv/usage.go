@@ -515,6 +515,13 @@ func parseImportLine(text []byte) (importLine, []usagedb.Event, error) {
 	case l.Tool == nil:
 		return l, nil, errors.New(`"tool" is missing (give "" for a request answered without a tool)`)
 	}
+	// A name no tool can have (a tool not in the catalog may come later:
+	// it is kept; this one never could).
+	if *l.Tool != "" {
+		if err := registry.ValidProvidedName(*l.Tool); err != nil {
+			return l, nil, fmt.Errorf(`"tool" is not a tool name (NAME, or PROVIDER:NAME for an MCP server's or a remote toolsrv's): %v`, err)
+		}
+	}
 	var at time.Time
 	if l.Time != "" {
 		t, err := time.Parse(time.RFC3339Nano, l.Time)

@@ -196,6 +196,7 @@ func TestUsageImport(t *testing.T) {
 {"request": "x", "tool": "alpha", "colour": "blue"}
 {"request": "   ", "tool": "alpha"}
 not json
+{"request": "x", "tool": "../etc/passwd"}
 `
 	if err := os.WriteFile(file, []byte(bad), 0o600); err != nil {
 		t.Fatal(err)
@@ -205,10 +206,10 @@ not json
 	if code != 1 || out != "" {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
-	for _, want := range []string{"nothing imported: 8 invalid line(s)",
+	for _, want := range []string{"nothing imported: 9 invalid line(s)",
 		`line 11: "tool" is missing`, `line 12: "request" is missing`, `line 13: "time" "yesterday" is not an RFC3339 time`,
 		`line 14: "count" 0`, `line 15: "failed" 3 is not between 0 and the count, 2`, `line 16: not a JSON object of the import format: json: unknown field "colour"`,
-		`line 17: "request" is empty`, "line 18: not a JSON object",
+		`line 17: "request" is empty`, "line 18: not a JSON object", `line 19: "tool" is not a tool name (NAME, or PROVIDER:NAME`,
 	} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("errors lack %q:\n%s", want, errs)
