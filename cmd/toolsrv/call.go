@@ -104,7 +104,7 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 		SelfExe: exec.DefaultHelper(self), Prestarted: pre, AllowUnsandboxed: *allowUnsandboxed, BypassSocket: *socket,
 		// The runner vets the working directory (symlinks resolved) and
 		// keeps toolsrv's own paths in it read-only for the tool.
-		WorkDirGuard: workDirGuard(env, path.dirs, registry.DefaultAgentsDir(env.getenv), nil, *socket),
+		WorkDirGuard: workDirGuard(env, path.dirs, registry.DefaultAgentsDir(env.getenv), nil, *socket, ownPaths(env, mf, hf, "", "")),
 		// The outcome (failure, truncation, no sandbox) is reported below,
 		// once; the runner's own warnings would repeat it.
 		OutputCap: *maxOut, Getenv: env.getenv, Logger: loggerAt(env, verbose.level(slog.LevelError)),

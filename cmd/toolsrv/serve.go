@@ -8,12 +8,14 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/toolsrv/toolsrv/exec"
 	"github.com/toolsrv/toolsrv/ninep"
 	"github.com/toolsrv/toolsrv/registry"
+	"github.com/toolsrv/toolsrv/thresholds"
 	usagedb "github.com/toolsrv/toolsrv/usage"
 )
 
@@ -104,7 +106,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 			sockets = append(sockets, a.Addr)
 		}
 	}
-	srvd, code := sv.setup(ctx, env, tools, servingSetup{cmd: "serve", sockets: sockets, providers: rf.providers, tune: func(o *exec.Options) {
+	srvd, code := sv.setup(ctx, env, tools, servingSetup{cmd: "serve", sockets: sockets, providers: rf.providers, own: rf.own, tune: func(o *exec.Options) {
 		self := o.SelfExe
 		if exe, err := os.Executable(); err == nil {
 			self = exe
@@ -239,16 +241,18 @@ func peerAccess(r *exec.Runner, nc net.Conn) ninep.Access {
 // tool directories dirs, the agent profiles, the directories of the Unix
 // sockets the server listens on (sockets; the default socket and
 // $TOOLSRV_ADDR's are added, since a call or an MCP server's tools may
-// talk to a server they do not know), the bypass broker's directory, and
-// toolsrv's cache and configuration. The guard resolves symlinks in all of
-// them at every check.
-func workDirGuard(env *cliEnv, dirs []string, agents string, sockets []string, bypassSocket string) *exec.WorkDirGuard {
+// talk to a server they do not know), the bypass broker's directory,
+// toolsrv's cache and configuration, and own: the files and directories
+// the command was pointed at (see ownPaths). The guard resolves symlinks
+// in all of them at every check.
+func workDirGuard(env *cliEnv, dirs []string, agents string, sockets []string, bypassSocket string, own []string) *exec.WorkDirGuard {
 	g := &exec.WorkDirGuard{Home: env.getenv("HOME")}
 	if g.Home == "" {
 		g.Home, _ = os.UserHomeDir()
 	}
 	g.Protected = append(g.Protected, dirs...)
 	g.Protected = append(g.Protected, agents)
+	g.Protected = append(g.Protected, own...)
 	sockets = append(sockets, ninep.DefaultSocket(env.getenv))
 	if a, err := ninep.ParseAddr(env.getenv(ninep.AddrEnv)); err == nil && a.Net == "unix" {
 		sockets = append(sockets, a.Addr)
@@ -269,4 +273,30 @@ func workDirGuard(env *cliEnv, dirs []string, agents string, sockets []string, b
 	// there could make toolsrv rank its way.
 	g.Trees = append(g.Trees, filepath.Dir(usagedb.DefaultPath(env.getenv)))
 	return g
+}
+
+// ownPaths are the files and directories given on the command line (or by
+// the environment) that toolsrv reads as its own, beyond the defaults
+// workDirGuard knows: a tool that could write one could grant itself more
+// at the next start (an MCP server's sandbox in the --mcp-config file, a
+// remote's command), or make toolsrv rank and offer its way (thresholds,
+// the index cache, the usage store's directory). Each is kept read-only
+// for a call whose working directory holds it, and refused as a working
+// directory itself.
+func ownPaths(env *cliEnv, mf *mcpFlags, hf *historyFlags, thresholdsFile, cacheDir string) []string {
+	var own []string
+	if mf != nil {
+		own = append(own, mf.path(env))
+	}
+	if thresholdsFile == "" {
+		thresholdsFile = env.getenv(thresholds.EnvPath)
+	}
+	own = append(own, thresholdsFile, cacheDir)
+	// The embedded store's directory (private to it: the store, its log,
+	// its saved view, damaged copies set aside); a database URL names
+	// none.
+	if hf != nil && hf.target.db != "" && !strings.Contains(hf.target.db, "://") {
+		own = append(own, filepath.Dir(hf.target.db))
+	}
+	return slices.DeleteFunc(own, func(p string) bool { return p == "" })
 }

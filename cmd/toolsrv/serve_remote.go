@@ -36,7 +36,10 @@ type remoteFlags struct {
 	remotes, tools pairList
 	config         *string
 	cmd            *string
-	poll           *time.Duration
+	// read are the remotes file and the tool directories sent, once
+	// providers has run: toolsrv's own (see own).
+	read []string
+	poll *time.Duration
 }
 
 func addRemoteFlags(fs *flag.FlagSet) *remoteFlags {
@@ -81,6 +84,7 @@ func (f *remoteFlags) providers(env *cliEnv, log *slog.Logger) ([]engine.Provide
 		}
 		path = filepath.Join(dir, "toolsrv", "remotes.json")
 	}
+	f.read = append(f.read, path)
 	b, err := os.ReadFile(path)
 	switch {
 	case err == nil:
@@ -134,6 +138,7 @@ func (f *remoteFlags) providers(env *cliEnv, log *slog.Logger) ([]engine.Provide
 	for _, name := range order {
 		r := byName[name]
 		if r.Tools != "" {
+			f.read = append(f.read, r.Tools)
 			fi, err := os.Stat(r.Tools)
 			if err != nil || !fi.IsDir() {
 				return nil, fmt.Errorf("remote %s: the tools to send, %s, are not a directory", name, r.Tools)
@@ -153,3 +158,9 @@ func (f *remoteFlags) providers(env *cliEnv, log *slog.Logger) ([]engine.Provide
 	}
 	return out, nil
 }
+
+// own are the paths providers read (see read): a tool that could write the
+// remotes file could make toolsrv run a command of its choosing over ssh
+// (a remote's remoteCmd, on this host too through a loopback remote), and
+// one that could write a directory of tools sent could add tools there.
+func (f *remoteFlags) own() []string { return f.read }

@@ -79,6 +79,10 @@ type servingSetup struct {
 	tune func(*exec.Options)
 	// providers, when set, adds tool providers (serve's remotes).
 	providers func(env *cliEnv, log *slog.Logger) ([]engine.Provider, error)
+	// own, when set, are more paths of toolsrv's own (see ownPaths),
+	// known once providers has run (serve's remotes file and the tools
+	// it sends).
+	own func() []string
 }
 
 // setup checks the working directory and the tool path, makes the
@@ -124,7 +128,7 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 	f.sf.apply(&ropts)
 	// A working directory is vetted at every call (see warnWorkDir): the
 	// server starts whatever it is.
-	guard := workDirGuard(env, path.dirs, f.agents, s.sockets, f.socket)
+	guard := workDirGuard(env, path.dirs, f.agents, s.sockets, f.socket, ownPaths(env, f.mf, f.hf, f.thrFile, f.ef.cacheDir))
 	ropts.WorkDirGuard = guard
 	runner, err := exec.NewRunner(ropts)
 	if err != nil {
@@ -146,6 +150,10 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 			return fail("%v", err)
 		}
 		opts.Providers = append(opts.Providers, more...)
+	}
+	if s.own != nil {
+		// (before any call: the guard is read at every call)
+		guard.Protected = append(guard.Protected, s.own()...)
 	}
 	eng, err := newEngine(ctx, env, opts)
 	p.finish()

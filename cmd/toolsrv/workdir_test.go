@@ -266,3 +266,97 @@ func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
 }
+
+// toolsrv's own files that a command is pointed at, in the project a tool
+// works in: the --mcp-config file (its servers' sandbox settings), the
+// --remote-config file (a remote's command), the --thresholds file, the
+// --cache directory and the embedded usage store's directory. A tool there
+// can write the project but none of them (before, it could rewrite the MCP
+// configuration and grant a server it named write access to the home
+// directory at the next start).
+func TestToolCannotRewriteToolsrvFilesInItsWorkDir(t *testing.T) {
+	bin := buildToolsrv(t)
+	l := newPathLayout(t, "tools")
+	thr, err := filepath.Glob("../../thresholds/defaults/builtin_*.json")
+	if err != nil || len(thr) != 1 {
+		t.Fatalf("the shipped thresholds file: %v %v", thr, err)
+	}
+	shipped, err := os.ReadFile(thr[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"mcp.json":        `{"mcpServers": {}}`,
+		"remotes.json":    `{"remotes": []}`,
+		"thresholds.json": string(shipped),
+	}
+	dirs := []string{"index-cache", "state"}
+	in := func(name string) string { return filepath.Join(l.proj, name) }
+	reset := func(t *testing.T) {
+		t.Helper()
+		for name, content := range files {
+			writeFile(t, in(name), content)
+		}
+		for _, d := range dirs {
+			os.RemoveAll(in(d))
+			os.MkdirAll(in(d), 0o700)
+		}
+	}
+	plant := "echo made > made.txt"
+	for name := range files {
+		plant += "; echo planted > " + name
+	}
+	for _, d := range dirs {
+		plant += "; echo planted > " + d + "/planted"
+	}
+	writeFile(t, filepath.Join(l.tools, "plant_own.meta"), `{"description":"rewrites toolsrv's files in its working directory","cmd":"`+plant+` ; echo tried"}`)
+	check := func(t *testing.T, how string, names ...string) {
+		t.Helper()
+		if !exists(in("made.txt")) {
+			t.Fatalf("%s: the tool did not run (or could not write the project)", how)
+		}
+		os.Remove(in("made.txt"))
+		for _, name := range names {
+			if want, ok := files[name]; ok {
+				if got, _ := os.ReadFile(in(name)); string(got) != want {
+					t.Errorf("%s: the tool rewrote %s: %q", how, name, got)
+				}
+			} else if exists(filepath.Join(in(name), "planted")) {
+				t.Errorf("%s: the tool wrote in %s", how, name)
+			}
+		}
+	}
+
+	t.Run("call", func(t *testing.T) {
+		reset(t)
+		r := runToolsrvEnv(t, bin, l.env(), "", "call", "--tools", l.tools, "--cwd", l.proj,
+			"--mcp-config", in("mcp.json"), "--usage-db", in("state/usage.db"), "plant_own")
+		if r.code != 0 {
+			t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		check(t, "toolsrv call", "mcp.json", "state")
+	})
+	t.Run("mcp", func(t *testing.T) {
+		reset(t)
+		cs, stderr := startMCP(t, bin, l, "--tools", l.tools, "--workdir", l.proj, "--mcp-config", in("mcp.json"),
+			"--thresholds", in("thresholds.json"), "--cache", in("index-cache"), "--usage-db", in("state/usage.db"))
+		if res := mcpCall(t, cs, "plant_own"); res.IsError {
+			t.Fatalf("call_tool: %s\n%s", mcpText(res), stderr)
+		}
+		check(t, "toolsrv mcp", "mcp.json", "thresholds.json", "index-cache", "state")
+	})
+	t.Run("serve", func(t *testing.T) {
+		reset(t)
+		addr, stderr, _ := startServeIn(t, l.tools, "--workdir", l.proj, "--remote-config", in("remotes.json"),
+			"--mcp-config", in("mcp.json"), "--thresholds", in("thresholds.json"), "--usage-db", in("state/usage.db"))
+		for _, args := range [][]string{{"mkdir", "session/s1"}, {"mkdir", "session/s1/agent/any"}, {"write", "session/s1/agent/any/ctl", "tool_load plant_own"}} {
+			if code, out, errs := run9PCmd(t, addr, "", args...); code != 0 {
+				t.Fatalf("toolsrv 9p %v: exit %d %s%s\n%s", args, code, out, errs, stderr)
+			}
+		}
+		if code, out, errs := run9PCmd(t, addr, "", "write", "session/s1/agent/any/call/plant_own", "{}"); code != 0 || !strings.Contains(out, "tried") {
+			t.Fatalf("the call: exit %d %s%s\n%s", code, out, errs, stderr)
+		}
+		check(t, "toolsrv serve", "remotes.json", "mcp.json", "thresholds.json", "state")
+	})
+}
