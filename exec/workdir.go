@@ -94,7 +94,7 @@ func (g WorkDirGuard) Check(dir string) (resolved string, protect []string, err 
 				return refuse("it is inside toolsrv's own %s; tools must not write there; choose a project directory", p)
 			case isUnder(p, resolved):
 				if _, err := os.Lstat(p); err != nil {
-					return refuse("it holds %s, toolsrv's own (tools, profiles, sockets, cache or settings), which does not exist yet and so cannot be kept read-only: a tool could create it; make it (mkdir -p %s) or choose a directory that does not hold it", p, p)
+					return refuse("it holds %s, toolsrv's own (tools, profiles, sockets, cache, settings or usage history), which does not exist yet and so cannot be kept read-only: a tool could create it; make it (mkdir -p %s if it is a directory, else write the file) or choose a directory that does not hold it", p, p)
 				}
 				protect = appendNew(protect, p)
 			}
