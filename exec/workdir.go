@@ -27,7 +27,11 @@ var ErrWorkDirRefused = errors.New("refused as a working directory")
 //     configuration (the index and thresholds files live in
 //     subdirectories) and its sockets' directories (a tool there could
 //     replace the socket). A Tree that is the home directory or above it
-//     counts for itself only.
+//     counts for itself only;
+//   - one of Private, anything inside one, or any directory that holds
+//     one: toolsrv's paths that tools must not even read (the usage
+//     history: the users' requests). Read-only is not enough there, so a
+//     directory holding one is refused, not protected.
 //
 // A directory that holds some of Protected or Trees is accepted: Check
 // returns them, and the runner has the call's sandbox keep them read-only
@@ -45,8 +49,8 @@ type WorkDirGuard struct {
 	Home string
 	// Protected are toolsrv's own paths (files or directories) whose
 	// subdirectories are harmless; Trees are those whose whole tree is
-	// toolsrv's.
-	Protected, Trees []string
+	// toolsrv's; Private are those no tool may read.
+	Protected, Trees, Private []string
 }
 
 // Check resolves dir (made absolute, symlinks resolved) and says whether
@@ -77,6 +81,17 @@ func (g WorkDirGuard) Check(dir string) (resolved string, protect []string, err 
 	}
 	if top := hiddenIn(resolved, home); top != "" {
 		return refuse("it is in %s, a hidden directory of the home directory (keys, tokens, settings and programs the user runs); choose a project directory", top)
+	}
+	for _, p := range g.Private {
+		if p == "" {
+			continue
+		}
+		switch p = resolveLoose(p); {
+		case resolved == p || isUnder(resolved, p):
+			return refuse("it is toolsrv's private %s (the usage history); tools must not read or write there; choose a project directory", p)
+		case isUnder(p, resolved):
+			return refuse("it holds %s, toolsrv's private usage history, which tools must not read (it keeps the users' requests); choose a directory that does not hold it, or keep the history elsewhere (--usage-db)", p)
+		}
 	}
 	for _, list := range []struct {
 		paths []string

@@ -27,7 +27,7 @@ func newGuardLayout(t *testing.T) guardLayout {
 	}
 	l := guardLayout{root: root, home: filepath.Join(root, "home"), proj: filepath.Join(root, "home", "proj")}
 	l.tools = filepath.Join(l.proj, "tools")
-	for _, d := range []string{"home/.ssh", "home/.config/ollie", "home/proj/tools/sub", "home/proj2", "run/toolsrv/sub", "cache/toolsrv/builtin", "srv/work"} {
+	for _, d := range []string{"home/.ssh", "home/.config/ollie", "home/proj/tools/sub", "home/proj2", "run/toolsrv/sub", "cache/toolsrv/builtin", "srv/work", "srv/priv/state/toolsrv/sub"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -38,12 +38,16 @@ func newGuardLayout(t *testing.T) guardLayout {
 	symlink(t, filepath.Join(root, "run", "toolsrv"), filepath.Join(l.proj, "sock"))
 	symlink(t, l.proj, filepath.Join(root, "projlink"))
 	symlink(t, filepath.Join(root, "srv", "work"), filepath.Join(root, "srvlink"))
+	symlink(t, filepath.Join(root, "srv", "priv"), filepath.Join(root, "privlink"))
 	l.g = WorkDirGuard{
 		Home: symlink(t, l.home, filepath.Join(root, "homelink")),
 		// The tools directory named through a symlink to the project, and
 		// an agents directory that does not exist yet.
 		Protected: []string{filepath.Join(root, "projlink", "tools"), filepath.Join(l.home, "proj2", "agents")},
 		Trees:     []string{filepath.Join(root, "run", "toolsrv"), filepath.Join(root, "cache", "toolsrv")},
+		// The usage history, named through a symlink, inside a directory
+		// that is otherwise a fine working directory.
+		Private: []string{filepath.Join(root, "privlink", "state", "toolsrv")},
 	}
 	return l
 }
@@ -60,6 +64,13 @@ func TestWorkDirGuard(t *testing.T) {
 		{dir: at("home/proj/tools/sub"), real: at("home/proj/tools/sub")}, // below a tool directory: nothing there is read
 		{dir: at("srv/work"), real: at("srv/work")},
 		{dir: at("srvlink"), real: at("srv/work")},
+		// A directory holding the usage history, the history's, and one
+		// inside it are refused: read-only would still let tools read it.
+		{dir: at("srv/priv"), refusal: "holds " + at("srv/priv/state/toolsrv") + ", toolsrv's private usage history"},
+		{dir: at("privlink"), refusal: "private usage history"},
+		{dir: at("srv"), refusal: "private usage history"},
+		{dir: at("srv/priv/state/toolsrv"), refusal: "toolsrv's private"},
+		{dir: at("privlink/state/toolsrv/sub"), refusal: "toolsrv's private"},
 		// A directory holding toolsrv's own paths is accepted, and names
 		// them, resolved.
 		{dir: l.proj, real: l.proj, protect: []string{l.tools}},

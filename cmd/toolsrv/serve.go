@@ -242,17 +242,18 @@ func peerAccess(r *exec.Runner, nc net.Conn) ninep.Access {
 // sockets the server listens on (sockets; the default socket and
 // $TOOLSRV_ADDR's are added, since a call or an MCP server's tools may
 // talk to a server they do not know), the bypass broker's directory,
-// toolsrv's cache and configuration, and own: the files and directories
-// the command was pointed at (see ownPaths). The guard resolves symlinks
-// in all of them at every check.
-func workDirGuard(env *cliEnv, dirs []string, agents string, sockets []string, bypassSocket string, own []string) *exec.WorkDirGuard {
+// toolsrv's cache and configuration, the usage history (private: tools
+// may not read it either), and what the command was pointed at (see
+// ownPaths). The guard resolves symlinks in all of them at every check.
+func workDirGuard(env *cliEnv, dirs []string, agents string, sockets []string, bypassSocket string, own guardPaths) *exec.WorkDirGuard {
 	g := &exec.WorkDirGuard{Home: env.getenv("HOME")}
 	if g.Home == "" {
 		g.Home, _ = os.UserHomeDir()
 	}
 	g.Protected = append(g.Protected, dirs...)
 	g.Protected = append(g.Protected, agents)
-	g.Protected = append(g.Protected, own...)
+	g.Protected = append(g.Protected, own.protected...)
+	g.Private = append(g.Private, own.private...)
 	sockets = append(sockets, ninep.DefaultSocket(env.getenv))
 	if a, err := ninep.ParseAddr(env.getenv(ninep.AddrEnv)); err == nil && a.Net == "unix" {
 		sockets = append(sockets, a.Addr)
@@ -270,9 +271,17 @@ func workDirGuard(env *cliEnv, dirs []string, agents string, sockets []string, b
 		g.Trees = append(g.Trees, filepath.Join(d, "toolsrv"))
 	}
 	// The usage history (and serve --stdio's log): a tool that could write
-	// there could make toolsrv rank its way.
-	g.Trees = append(g.Trees, filepath.Dir(usagedb.DefaultPath(env.getenv)))
+	// there could make toolsrv rank its way, one that could read it would
+	// learn the users' requests.
+	g.Private = append(g.Private, filepath.Dir(usagedb.DefaultPath(env.getenv)))
 	return g
+}
+
+// guardPaths are paths of toolsrv's own beyond those workDirGuard knows:
+// protected (kept read-only in a working directory that holds them) and
+// private (no working directory may hold them).
+type guardPaths struct {
+	protected, private []string
 }
 
 // ownPaths are the files and directories given on the command line (or by
@@ -280,23 +289,24 @@ func workDirGuard(env *cliEnv, dirs []string, agents string, sockets []string, b
 // workDirGuard knows: a tool that could write one could grant itself more
 // at the next start (an MCP server's sandbox in the --mcp-config file, a
 // remote's command), or make toolsrv rank and offer its way (thresholds,
-// the index cache, the usage store's directory). Each is kept read-only
-// for a call whose working directory holds it, and refused as a working
-// directory itself.
-func ownPaths(env *cliEnv, mf *mcpFlags, hf *historyFlags, thresholdsFile, cacheDir string) []string {
-	var own []string
+// the index cache). Each is kept read-only for a call whose working
+// directory holds it, and refused as a working directory itself. The
+// embedded usage store's directory (the store, its log, its saved view,
+// damaged copies set aside) is private: tools may not read the users'
+// requests either.
+func ownPaths(env *cliEnv, mf *mcpFlags, hf *historyFlags, thresholdsFile, cacheDir string) guardPaths {
+	var own guardPaths
 	if mf != nil {
-		own = append(own, mf.path(env))
+		own.protected = append(own.protected, mf.path(env))
 	}
 	if thresholdsFile == "" {
 		thresholdsFile = env.getenv(thresholds.EnvPath)
 	}
-	own = append(own, thresholdsFile, cacheDir)
-	// The embedded store's directory (private to it: the store, its log,
-	// its saved view, damaged copies set aside); a database URL names
-	// none.
+	own.protected = append(own.protected, thresholdsFile, cacheDir)
+	own.protected = slices.DeleteFunc(own.protected, func(p string) bool { return p == "" })
+	// (a database URL names no directory)
 	if hf != nil && hf.target.db != "" && !strings.Contains(hf.target.db, "://") {
-		own = append(own, filepath.Dir(hf.target.db))
+		own.private = append(own.private, filepath.Dir(hf.target.db))
 	}
-	return slices.DeleteFunc(own, func(p string) bool { return p == "" })
+	return own
 }

@@ -269,11 +269,12 @@ func exists(path string) bool {
 
 // toolsrv's own files that a command is pointed at, in the project a tool
 // works in: the --mcp-config file (its servers' sandbox settings), the
-// --remote-config file (a remote's command), the --thresholds file, the
-// --cache directory and the embedded usage store's directory. A tool there
-// can write the project but none of them (before, it could rewrite the MCP
-// configuration and grant a server it named write access to the home
-// directory at the next start).
+// --remote-config file (a remote's command), the --thresholds file and the
+// --cache directory. A tool there can write the project but none of them
+// (before, it could rewrite the MCP configuration and grant a server it
+// named write access to the home directory at the next start). A project
+// holding the usage store's directory is refused: its tools could read the
+// users' requests.
 func TestToolCannotRewriteToolsrvFilesInItsWorkDir(t *testing.T) {
 	bin := buildToolsrv(t)
 	l := newPathLayout(t, "tools")
@@ -290,7 +291,7 @@ func TestToolCannotRewriteToolsrvFilesInItsWorkDir(t *testing.T) {
 		"remotes.json":    `{"remotes": []}`,
 		"thresholds.json": string(shipped),
 	}
-	dirs := []string{"index-cache", "state"}
+	dirs := []string{"index-cache"}
 	in := func(name string) string { return filepath.Join(l.proj, name) }
 	reset := func(t *testing.T) {
 		t.Helper()
@@ -330,25 +331,40 @@ func TestToolCannotRewriteToolsrvFilesInItsWorkDir(t *testing.T) {
 	t.Run("call", func(t *testing.T) {
 		reset(t)
 		r := runToolsrvEnv(t, bin, l.env(), "", "call", "--tools", l.tools, "--cwd", l.proj,
-			"--mcp-config", in("mcp.json"), "--usage-db", in("state/usage.db"), "plant_own")
+			"--mcp-config", in("mcp.json"), "plant_own")
 		if r.code != 0 {
 			t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 		}
-		check(t, "toolsrv call", "mcp.json", "state")
+		check(t, "toolsrv call", "mcp.json")
+	})
+	t.Run("call, the usage history in the project", func(t *testing.T) {
+		reset(t)
+		r := runToolsrvEnv(t, bin, l.env(), "", "call", "--tools", l.tools, "--cwd", l.proj,
+			"--usage-db", in("state/usage.db"), "--for", "plant something", "plant_own")
+		if r.code == 0 || !strings.Contains(r.stderr, "private usage history") || exists(in("made.txt")) {
+			t.Fatalf("exit %d, want a refusal naming the usage history\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		// Elsewhere, the same store is fine, and the call recorded.
+		r = runToolsrvEnv(t, bin, l.env(), "", "call", "--tools", l.tools, "--cwd", l.proj,
+			"--usage-db", filepath.Join(l.root, "state", "usage.db"), "--for", "plant something", "plant_own")
+		if r.code != 0 || !exists(filepath.Join(l.root, "state", "usage.db")) {
+			t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		check(t, "toolsrv call, the history elsewhere")
 	})
 	t.Run("mcp", func(t *testing.T) {
 		reset(t)
 		cs, stderr := startMCP(t, bin, l, "--tools", l.tools, "--workdir", l.proj, "--mcp-config", in("mcp.json"),
-			"--thresholds", in("thresholds.json"), "--cache", in("index-cache"), "--usage-db", in("state/usage.db"))
+			"--thresholds", in("thresholds.json"), "--cache", in("index-cache"))
 		if res := mcpCall(t, cs, "plant_own"); res.IsError {
 			t.Fatalf("call_tool: %s\n%s", mcpText(res), stderr)
 		}
-		check(t, "toolsrv mcp", "mcp.json", "thresholds.json", "index-cache", "state")
+		check(t, "toolsrv mcp", "mcp.json", "thresholds.json", "index-cache")
 	})
 	t.Run("serve", func(t *testing.T) {
 		reset(t)
 		addr, stderr, _ := startServeIn(t, l.tools, "--workdir", l.proj, "--remote-config", in("remotes.json"),
-			"--mcp-config", in("mcp.json"), "--thresholds", in("thresholds.json"), "--usage-db", in("state/usage.db"))
+			"--mcp-config", in("mcp.json"), "--thresholds", in("thresholds.json"))
 		for _, args := range [][]string{{"mkdir", "session/s1"}, {"mkdir", "session/s1/agent/any"}, {"write", "session/s1/agent/any/ctl", "tool_load plant_own"}} {
 			if code, out, errs := run9PCmd(t, addr, "", args...); code != 0 {
 				t.Fatalf("toolsrv 9p %v: exit %d %s%s\n%s", args, code, out, errs, stderr)
@@ -357,6 +373,6 @@ func TestToolCannotRewriteToolsrvFilesInItsWorkDir(t *testing.T) {
 		if code, out, errs := run9PCmd(t, addr, "", "write", "session/s1/agent/any/call/plant_own", "{}"); code != 0 || !strings.Contains(out, "tried") {
 			t.Fatalf("the call: exit %d %s%s\n%s", code, out, errs, stderr)
 		}
-		check(t, "toolsrv serve", "remotes.json", "mcp.json", "thresholds.json", "state")
+		check(t, "toolsrv serve", "remotes.json", "mcp.json", "thresholds.json")
 	})
 }
