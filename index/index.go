@@ -62,6 +62,9 @@ type Options struct {
 	// UsageViewPath, if set, is the file the built usage view and its
 	// weight are saved in between runs (usagesaved.go): a private place
 	// of the usage store's (usage.Derived). "": built at every start.
+	// The requests' vectors are cached beside it (PATH.EMBEDDER.vec;
+	// without it, in the cache directory): what the store removes when it
+	// forgets, it removes with them.
 	UsageViewPath string
 }
 

@@ -265,6 +265,9 @@ func (ix *Index) SetUsageSaved(ctx context.Context, h History) (UsageFit, error)
 func (ix *Index) setUsage(ctx context.Context, uses []Use, hdr *viewHeader) (UsageFit, error) {
 	u, err := ix.buildUsage(ctx, orderedUses(uses))
 	if err != nil || u == nil {
+		if err == nil {
+			ix.removeUsageVectors()
+		}
 		if err == nil && hdr != nil {
 			ix.saveUsageView(ix.usageSaveGen(), *hdr, nil)
 		}
@@ -476,8 +479,9 @@ func uniq(ts []string) []string {
 	return out
 }
 
-// usageEmbed returns the quantised unit vectors of texts (n × dim int8
-// components, n scales), embedding those not cached; nil without a usage
+// usageEmbed returns the quantised unit vectors of texts, the whole
+// history's requests (n × dim int8 components, n scales), embedding those
+// not cached; nil without a usage
 // embedder. A text the embedder fails on gets a zero row: it votes by its
 // words only.
 func (ix *Index) usageEmbed(ctx context.Context, texts []string) ([]int8, []float32, int, error) {
@@ -516,7 +520,9 @@ func (ix *Index) usageEmbed(ctx context.Context, texts []string) ([]int8, []floa
 		copy(q[i*dim:(i+1)*dim], v.q[int(r)*dim:])
 		scale[i] = v.scale[r]
 	}
-	if added > 0 {
+	// texts are the whole history: the vectors of requests no longer in
+	// it go (see usagecache.go).
+	if pruned := v.keepOnly(keys); added > 0 || pruned {
 		ix.saveUsageVectors(e.ID(), v)
 	}
 	return q, scale, dim, nil

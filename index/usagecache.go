@@ -4,30 +4,96 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"io"
+	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 
 	"github.com/toolsrv/toolsrv/internal/fileio"
 )
 
-// The usage requests' vectors are cached beside the index's files, one
-// file per usage embedder: records of the text's SHA-256 (16 bytes), the
-// vector's scale (float32) and its dim int8 components. A missing,
-// foreign or damaged file (a scale no unit vector has among them) is an
-// empty cache: it only saves embedding.
+// The usage requests' vectors are cached, one file per usage embedder:
+// records of the text's SHA-256 (16 bytes), the vector's scale (float32)
+// and its dim int8 components. A missing, foreign or damaged file (a
+// scale no unit vector has among them) is an empty cache: it only saves
+// embedding. The vectors are derived from the users' requests, so they
+// live and go with the history: beside the saved view, in the usage
+// store's private place, which the store clears when it forgets (without
+// one, in the directory of the index's cache file); a whole build keeps
+// only the vectors of the history's requests (a request forgotten,
+// expired or evicted leaves none behind), and an empty history removes
+// the file.
 
 const usageVecMagic = "toolsrv-usage-vectors 1\n"
 
-// usageVecPath is the cache file of embedder id ("": no cache).
-// It lives in the directory of the index's cache file (made private when
-// the index opened it); without one, nothing is cached.
+// usageVecPath is the cache file of embedder id ("": no cache): beside
+// the saved view (Options.UsageViewPath), else in the directory of the
+// index's cache file (made private when the index opened it); without
+// either, nothing is cached.
 func (ix *Index) usageVecPath(id string) string {
+	if ix.opts.UsageViewPath != "" {
+		return ix.opts.UsageViewPath + "." + safeName(id) + ".vec"
+	}
+	return ix.cacheDirUsageVecPath(id)
+}
+
+// cacheDirUsageVecPath is the cache file of embedder id in the index's
+// cache directory ("": none).
+func (ix *Index) cacheDirUsageVecPath(id string) string {
 	p := ix.cachePath.Load()
 	if ix.opts.NoCache || p == nil {
 		return ""
 	}
 	return filepath.Join(filepath.Dir(*p), "usage-"+safeName(id)+".vec")
+}
+
+// removeUsageVectors removes the cache of the usage embedder's vectors
+// (the history is empty), in memory and on disk.
+func (ix *Index) removeUsageVectors() {
+	e := ix.opts.UsageEmbedder
+	if e == nil {
+		return
+	}
+	c := &ix.usageVecs
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.vecs = nil
+	if ix.opts.ReadOnlyCache {
+		return
+	}
+	for _, p := range []string{ix.usageVecPath(e.ID()), ix.cacheDirUsageVecPath(e.ID())} {
+		if p == "" {
+			continue
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			ix.log.Debug("usage vectors not removed", "err", err)
+		}
+	}
+}
+
+// keepOnly drops the rows whose key is not in keys (a whole history's
+// requests) and reports whether it dropped any.
+func (v *usageVecs) keepOnly(keys [][16]byte) bool {
+	want := make(map[[16]byte]bool, len(keys))
+	for _, k := range keys {
+		want[k] = true
+	}
+	if len(want) == len(v.row) {
+		return false // every row is one of keys (keys were all added)
+	}
+	kept := &usageVecs{dim: v.dim, row: make(map[[16]byte]int32, len(want)),
+		q: make([]int8, 0, (len(want)+usageDeltaRoom)*v.dim), scale: make([]float32, 0, len(want))}
+	for k, r := range v.row {
+		if want[k] {
+			kept.row[k] = int32(len(kept.scale))
+			kept.scale = append(kept.scale, v.scale[r])
+			kept.q = append(kept.q, v.q[int(r)*v.dim:(int(r)+1)*v.dim]...)
+		}
+	}
+	*v = *kept
+	return true
 }
 
 // usageKey is the first 16 bytes of text's SHA-256: a request's key in
@@ -45,6 +111,10 @@ func (ix *Index) loadUsageVectors(id string, dim int) *usageVecs {
 	path := ix.usageVecPath(id)
 	if path == "" || dim <= 0 {
 		return v
+	}
+	if old := ix.cacheDirUsageVecPath(id); old != path && old != "" && !ix.opts.ReadOnlyCache {
+		// Where an earlier toolsrv kept them, outside the store's reach.
+		os.Remove(old)
 	}
 	b, err := fileio.ReadRegular(path, 1<<30)
 	if err != nil || !bytes.HasPrefix(b, []byte(usageVecMagic)) {

@@ -565,3 +565,66 @@ func TestDecodeViewRejectsBadNumbers(t *testing.T) {
 		})
 	}
 }
+
+// The requests' vectors are derived from the users' requests: they are
+// kept beside the saved view (in the usage store's private place, which
+// the store clears when it forgets), only for the requests of the history
+// (a request forgotten leaves no vector behind at the next whole build),
+// and an empty history removes them; a cache an earlier version kept in
+// the index's cache directory goes too.
+func TestUsageVectorsGoWithTheHistory(t *testing.T) {
+	ctx := context.Background()
+	dir := usageCatalog(t)
+	path := filepath.Join(t.TempDir(), "usage.db.view")
+	cache := t.TempDir()
+	emb := newHashEmbedder(64)
+	ix := New(emb, Options{CacheDir: cache, Logger: quiet(), UsageEmbedder: emb, UsageViewPath: path})
+	if err := ix.Sync(ctx, loadReg(t, dir).Catalog()); err != nil {
+		t.Fatal(err)
+	}
+	legacy := ix.cacheDirUsageVecPath(emb.ID())
+	if legacy == "" {
+		t.Fatal("no cache directory")
+	}
+	if err := os.WriteFile(legacy, []byte("vectors of an earlier version"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vec := ix.usageVecPath(emb.ID())
+	if filepath.Dir(vec) != filepath.Dir(path) || !strings.HasPrefix(filepath.Base(vec), filepath.Base(path)+".") {
+		t.Fatalf("the vectors are kept at %s, not beside the view %s", vec, path)
+	}
+	cached := func() map[[16]byte]bool {
+		t.Helper()
+		other := New(emb, Options{NoCache: true, Logger: quiet(), UsageEmbedder: emb, UsageViewPath: path})
+		out := map[[16]byte]bool{}
+		for k := range other.loadUsageVectors(emb.ID(), emb.Dim()).row {
+			out[k] = true
+		}
+		return out
+	}
+	requests := func(uses []Use) map[[16]byte]bool {
+		out := map[[16]byte]bool{}
+		for _, u := range uses {
+			out[usageKey(u.Request)] = true
+		}
+		return out
+	}
+	uses := savedHistory()
+	for _, h := range [][]Use{uses, uses[len(uses)-12:]} {
+		if _, err := ix.SetUsage(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := cached(), requests(h); !reflect.DeepEqual(got, want) {
+			t.Errorf("a history of %d requests: %d vectors cached, want %d", len(want), len(got), len(want))
+		}
+	}
+	if _, err := os.Stat(legacy); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the vectors of an earlier version are still in the cache directory: %v", err)
+	}
+	if _, err := ix.SetUsage(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(vec); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("with an empty history, the vectors are still there: %v", err)
+	}
+}

@@ -7,15 +7,19 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 )
 
 // Derived is a store that keeps, beside its own file, a private file for
 // what a reader derives from the history (the engine keeps its built
 // usage view there, so that a one-shot `toolsrv rank` need not build it
-// again from every entry). The store removes that file whenever it
-// forgets entries and when it sets a damaged file aside: nothing derived
-// outlives what it was derived from. Readers treat the file as a cache
-// (checked, rebuilt when it does not match).
+// again from every entry), and the files named after it with a suffix
+// (DerivedPath() + ".…": the engine's cache of the requests' vectors).
+// The store removes them all whenever it forgets entries and when it sets
+// a damaged file aside: nothing derived outlives what it was derived
+// from. Readers treat the files as caches (checked, rebuilt when they do
+// not match).
 type Derived interface {
 	// DerivedPath is the file.
 	DerivedPath() string
@@ -32,10 +36,29 @@ const derivedSuffix = ".view"
 // DerivedPath is the file beside the store's database.
 func (s *fileStore) DerivedPath() string { return s.path + derivedSuffix }
 
-// removeDerived removes the derived file of the store at path, if any.
+// removeDerived removes the derived files of the store at path, if any:
+// the file, those named after it with a suffix, and the temporary files
+// of their writers (fileio.WriteAtomic's, ".NAME.*.tmp").
 func removeDerived(path string) error {
 	if err := os.Remove(path + derivedSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
+	}
+	dir, name := filepath.Split(path + derivedSuffix)
+	ents, err := os.ReadDir(filepath.Clean(dir))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	for _, e := range ents {
+		n := e.Name()
+		if e.IsDir() || !strings.HasPrefix(n, name+".") && !(strings.HasPrefix(n, "."+name) && strings.HasSuffix(n, ".tmp")) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 	}
 	return nil
 }

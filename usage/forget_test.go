@@ -33,10 +33,16 @@ func TestForget(t *testing.T) {
 					Agent: []string{"bob", "alice"}[i%2], Time: c.t.Add(-time.Duration(i) * 3 * time.Hour), OK: true})
 			}
 			record(t, s, evs...)
-			// What a reader derived from the entries goes with them.
+			// What a reader derived from the entries goes with them: the
+			// derived file, those named after it (the vectors), a killed
+			// writer's temporary file; not the store's other files.
 			derived := s.(Derived).DerivedPath()
-			if err := os.WriteFile(derived, []byte("request 3"), 0o600); err != nil {
-				t.Fatal(err)
+			dir, name := filepath.Split(derived)
+			family := []string{derived, derived + ".builtin_v1.vec", filepath.Join(dir, "."+name+".123.tmp"), filepath.Join(dir, "."+name+".builtin_v1.vec.456.tmp")}
+			for _, p := range append(family, filepath.Join(dir, "notes.txt")) {
+				if err := os.WriteFile(p, []byte("request 3"), 0o600); err != nil {
+					t.Fatal(err)
+				}
 			}
 			want := map[Key]bool{}
 			for _, e := range evs {
@@ -48,8 +54,13 @@ func TestForget(t *testing.T) {
 			if err != nil || n != len(evs)-len(want) {
 				t.Fatalf("forgot %d (want %d): %v", n, len(evs)-len(want), err)
 			}
-			if _, err := os.Stat(derived); !os.IsNotExist(err) {
-				t.Errorf("the derived file is still there after Forget: %v", err)
+			for _, p := range family {
+				if _, err := os.Stat(p); !os.IsNotExist(err) {
+					t.Errorf("%s, derived, is still there after Forget: %v", filepath.Base(p), err)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, "notes.txt")); err != nil {
+				t.Errorf("Forget removed a file that is not the store's: %v", err)
 			}
 			got := snapshot(t, s)
 			if len(got) != len(want) {
