@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/term"
-
 	"github.com/toolsrv/toolsrv/bench"
 	"github.com/toolsrv/toolsrv/embed"
 	"github.com/toolsrv/toolsrv/engine"
@@ -91,20 +89,18 @@ func runBench(ctx context.Context, env *cliEnv, args []string) int {
 		NineP:       benchNineP,
 		Logger:      logger(env),
 	}
-	isTerm := false
-	if f, ok := env.stderr.(*os.File); ok {
-		isTerm = term.IsTerminal(int(f.Fd()))
-	}
+	tty := env.stderrTerminal() // its own escapes: not through termSafe
+	isTerm := tty != nil
 	before := bench.ThisMachine()
 	start := time.Now()
 	if isTerm {
 		cfg.Progress = func(stage string) {
-			fmt.Fprintf(env.stderr, "\r\033[K[%s] %s", time.Since(start).Round(time.Second), stage)
+			fmt.Fprintf(tty, "\r\033[K[%s] %s", time.Since(start).Round(time.Second), stage)
 		}
 	}
 	rep, err := bench.Run(ctx, cfg)
 	if isTerm {
-		fmt.Fprint(env.stderr, "\r\033[K")
+		fmt.Fprint(tty, "\r\033[K")
 	}
 	if err != nil {
 		fmt.Fprintf(env.stderr, "toolsrv bench: %v\n", err)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 
 	"github.com/toolsrv/toolsrv/embed"
 	"github.com/toolsrv/toolsrv/engine"
@@ -120,11 +119,7 @@ type indexProgress struct {
 }
 
 func newIndexProgress(env *cliEnv) *indexProgress {
-	f, ok := env.stderr.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return &indexProgress{}
-	}
-	return &indexProgress{out: f}
+	return &indexProgress{out: env.stderrTerminal()}
 }
 
 func (p *indexProgress) update(done, total int) {

@@ -24,7 +24,20 @@ import (
 type command struct {
 	summary string
 	run     func(ctx context.Context, env *cliEnv, args []string) int
+	// screen says which of its outputs are for people (a terminal) and
+	// may carry others' text: written through termSafe. Not a tool's
+	// output (call, 9p cat) nor a protocol's (mcp's standard output).
+	screen screen
 }
+
+// screen is the outputs a command writes through termSafe.
+type screen int
+
+const (
+	rawOutput    screen = iota
+	safeStderr          // standard error only
+	safeBothOuts        // standard output and standard error
+)
 
 // cliEnv is what a subcommand may touch of the outside world.
 type cliEnv struct {
@@ -42,20 +55,20 @@ type cliEnv struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"ls":       {"list the visible tools", runLs},
-		"show":     {"show one tool: resolved command, variant, tier, schema, source", runShow},
-		"validate": {"check .meta files and list every problem", runValidate},
-		"rank":     {"rank the catalog's tools for a message", runRank},
-		"eval":     {"measure ranking quality on labelled corpora", runEval},
-		"call":     {"call a tool (sandboxed) with JSON arguments", runCall},
-		"broker":   {"a bypass approval broker that asks on this terminal", runBroker},
-		"serve":    {"serve the catalog, ranking and calls over 9P", runServe},
-		"mcp":      {"serve the catalog to MCP clients: find_tools, call_tool, hot tools", runMCP},
-		"9p":       {"a small 9P client: ls, cat, write, mkdir, rm", run9P},
-		"tune":     {"sweep ranking thresholds on labelled queries", runTune},
-		"bench":    {"benchmark index build, ranking and live updates", runBench},
-		"usage":    {"the usage history (which tool was called for which request): ls, stats, export, import, forget", runUsage},
-		"version":  {"print the version (module version and VCS revision)", runVersion},
+		"ls":       {"list the visible tools", runLs, safeBothOuts},
+		"show":     {"show one tool: resolved command, variant, tier, schema, source", runShow, safeBothOuts},
+		"validate": {"check .meta files and list every problem", runValidate, safeBothOuts},
+		"rank":     {"rank the catalog's tools for a message", runRank, safeBothOuts},
+		"eval":     {"measure ranking quality on labelled corpora", runEval, safeStderr},
+		"call":     {"call a tool (sandboxed) with JSON arguments", runCall, rawOutput},
+		"broker":   {"a bypass approval broker that asks on this terminal", runBroker, safeBothOuts},
+		"serve":    {"serve the catalog, ranking and calls over 9P", runServe, safeStderr},
+		"mcp":      {"serve the catalog to MCP clients: find_tools, call_tool, hot tools", runMCP, safeStderr},
+		"9p":       {"a small 9P client: ls, cat, write, mkdir, rm", run9P, rawOutput},
+		"tune":     {"sweep ranking thresholds on labelled queries", runTune, safeStderr},
+		"bench":    {"benchmark index build, ranking and live updates", runBench, safeStderr},
+		"usage":    {"the usage history (which tool was called for which request): ls, stats, export, import, forget", runUsage, safeBothOuts},
+		"version":  {"print the version (module version and VCS revision)", runVersion, rawOutput},
 	}
 }
 
@@ -127,6 +140,14 @@ func dispatch(ctx context.Context, env *cliEnv, args []string) int {
 	if !ok {
 		fmt.Fprintf(env.stderr, "toolsrv: unknown command %q; run \"toolsrv help\" for the list\n", args[0])
 		return 2
+	}
+	if c.screen != rawOutput {
+		safe := *env
+		safe.stderr = termSafe{env.stderr}
+		if c.screen == safeBothOuts {
+			safe.stdout = termSafe{env.stdout}
+		}
+		env = &safe
 	}
 	return c.run(ctx, env, args[1:])
 }

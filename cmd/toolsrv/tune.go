@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 
 	"github.com/toolsrv/toolsrv/bench/tune"
 	"github.com/toolsrv/toolsrv/embed"
@@ -429,8 +428,8 @@ func rankCorpora(ctx context.Context, env *cliEnv, emb embed.Embedder, dirs []st
 type bar struct{ pb *progressbar.ProgressBar }
 
 func newBar(env *cliEnv, total int, what string) *bar {
-	f, ok := env.stderr.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) || total <= 0 {
+	f := env.stderrTerminal()
+	if f == nil || total <= 0 {
 		return &bar{}
 	}
 	return &bar{pb: progressbar.NewOptions(total, progressbar.OptionSetWriter(f), progressbar.OptionSetDescription(what),
