@@ -93,9 +93,6 @@ func appendTermSafe(dst, p []byte) []byte {
 	return dst
 }
 
-// termSafeText is s as termSafe writes it.
-func termSafeText(s string) string { return string(appendTermSafe(nil, []byte(s))) }
-
 // stderrTerminal is standard error when it is a terminal (nil otherwise),
 // unwrapped: what progress bars draw on with escape sequences of their
 // own.
