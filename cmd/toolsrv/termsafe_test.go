@@ -121,7 +121,22 @@ func TestBrokerShowsRequestsEscaped(t *testing.T) {
 		t.Fatalf("answer %q: %v", answer, err)
 	}
 	shown := out.String()
-	if strings.ContainsAny(shown, "\x1b\r\a") || !strings.Contains(shown, `rm -rf ~\u000d\u001b[2Kecho tidy`) {
+	if strings.ContainsAny(shown, "\x1b\r\a") || !strings.Contains(shown, `command:   sh -c 'rm -rf ~\u000d\u001b[2Kecho tidy'`) {
 		t.Errorf("the request is not shown escaped:\n%q", shown)
+	}
+}
+
+func TestShellWords(t *testing.T) {
+	for _, c := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"/bin/sh", "-c", "echo hi; rm -rf ~"}, `/bin/sh -c 'echo hi; rm -rf ~'`},
+		{[]string{"git", "commit", "-m", "it's done"}, `git commit -m 'it'\''s done'`},
+		{[]string{"x", "", "a=b,c"}, `x '' a=b,c`},
+	} {
+		if got := shellWords(c.argv); got != c.want {
+			t.Errorf("%q: %s, want %s", c.argv, got, c.want)
+		}
 	}
 }
