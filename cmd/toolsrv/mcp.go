@@ -115,8 +115,13 @@ func runMCP(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "toolsrv mcp:", err)
 		return 1
 	}
+	// The SDK refuses a loopback request naming another host (DNS
+	// rebinding); cross-origin protection refuses a browser's request
+	// sent from another site's page (by Sec-Fetch-Site, else Origin):
+	// any web page could otherwise try to reach a server on loopback
+	// and call tools. Clients that are not browsers send neither header.
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv.MCP() }, &sdk.StreamableHTTPOptions{Logger: log})
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: http.NewCrossOriginProtection().Handler(h), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(env.stderr, "toolsrv mcp: %d tools (revision %d); serving MCP on http://%s/mcp\n", len(cat.Tools), cat.Revision, ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -299,6 +300,43 @@ func TestMCPHTTP(t *testing.T) {
 	}
 	if tc, ok := r.Content[0].(*sdk.TextContent); r.IsError || !ok || !strings.Contains(tc.Text, "main.go:3") {
 		t.Errorf("call_tool over HTTP: %+v", r.Content[0])
+	}
+
+	// A web page cannot reach it: a browser's request from another site
+	// (its Sec-Fetch-Site, or its Origin), or one through a rebound DNS
+	// name (a Host that is not loopback), is refused before any MCP.
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"page","version":"1"}}}`
+	for _, c := range []struct {
+		name    string
+		headers map[string]string
+		host    string
+		want    int
+	}{
+		{"a client, not a browser", nil, "", http.StatusOK},
+		{"a page of another site", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}, "", http.StatusForbidden},
+		{"an older browser: Origin only", map[string]string{"Origin": "https://evil.example"}, "", http.StatusForbidden},
+		{"DNS rebinding", nil, "evil.example", http.StatusForbidden},
+	} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(initialize))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range c.headers {
+			req.Header.Set(k, v)
+		}
+		if c.host != "" {
+			req.Host = c.host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%s: status %d, want %d", c.name, resp.StatusCode, c.want)
+		}
 	}
 }
 
