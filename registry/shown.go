@@ -47,14 +47,26 @@ func commandText(t *Tool) string {
 	if len(t.Command.Argv) == 0 {
 		return ""
 	}
-	q := make([]string, len(t.Command.Argv))
-	for i, a := range t.Command.Argv {
-		if strings.ContainsAny(a, " \t\n'\"$;|&") {
-			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	return fmt.Sprintf("%s: %s", t.Command.Kind, QuoteArgv(t.Command.Argv))
+}
+
+// QuoteArgv shows argv as a shell would take it: a word with anything but
+// letters, digits and _./=:@%+,- in it (or an empty one) single-quoted, so
+// that where one argument ends is never in doubt ("sh -c 'a b'" is not
+// "sh -c a b").
+func QuoteArgv(argv []string) string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		plain := a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_./=:@%+,-", r))
+		}) < 0
+		if plain {
+			out[i] = a
+		} else {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 		}
-		q[i] = a
 	}
-	return fmt.Sprintf("%s: %s", t.Command.Kind, strings.Join(q, " "))
+	return strings.Join(out, " ")
 }
 
 func timeoutText(t *Tool) string {

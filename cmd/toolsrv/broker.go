@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/toolsrv/toolsrv/exec"
+	"github.com/toolsrv/toolsrv/registry"
 )
 
 // runBroker is the reference bypass approval broker: it listens on a Unix
@@ -80,7 +81,7 @@ func runBroker(ctx context.Context, env *cliEnv, args []string) int {
 // giving up, denies.
 func askPerson(ctx context.Context, w io.Writer, lines <-chan string, req exec.BypassRequest) exec.BypassAnswer {
 	fmt.Fprintf(w, "\n--- bypass request: tool %q wants to run OUTSIDE the sandbox\n", req.Tool)
-	fmt.Fprintf(w, "    command:   %s\n", shellWords(req.Command))
+	fmt.Fprintf(w, "    command:   %s\n", registry.QuoteArgv(req.Command))
 	if req.Description != "" {
 		fmt.Fprintf(w, "    about:     %s\n", req.Description)
 	}
@@ -158,26 +159,4 @@ func listenUnixPrivate(path string) (net.Listener, error) {
 		return nil, errors.Join(fmt.Errorf("making %s private", path), err)
 	}
 	return ln, nil
-}
-
-// shellWords shows argv as a shell would take it: a word with anything
-// but letters, digits and _./=:@%+,- in it single-quoted, so that where
-// one argument ends is never in doubt ("sh -c 'a b'" is not "sh -c a b").
-func shellWords(argv []string) string {
-	out := make([]string, len(argv))
-	for i, a := range argv {
-		plain := a != ""
-		for _, r := range a {
-			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_./=:@%+,-", r)) {
-				plain = false
-				break
-			}
-		}
-		if plain {
-			out[i] = a
-		} else {
-			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-	}
-	return strings.Join(out, " ")
 }

@@ -125,18 +125,3 @@ func TestBrokerShowsRequestsEscaped(t *testing.T) {
 		t.Errorf("the request is not shown escaped:\n%q", shown)
 	}
 }
-
-func TestShellWords(t *testing.T) {
-	for _, c := range []struct {
-		argv []string
-		want string
-	}{
-		{[]string{"/bin/sh", "-c", "echo hi; rm -rf ~"}, `/bin/sh -c 'echo hi; rm -rf ~'`},
-		{[]string{"git", "commit", "-m", "it's done"}, `git commit -m 'it'\''s done'`},
-		{[]string{"x", "", "a=b,c"}, `x '' a=b,c`},
-	} {
-		if got := shellWords(c.argv); got != c.want {
-			t.Errorf("%q: %s, want %s", c.argv, got, c.want)
-		}
-	}
-}
