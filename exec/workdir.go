@@ -90,7 +90,7 @@ func (g WorkDirGuard) Check(dir string) (resolved string, protect []string, err 
 		case resolved == p || isUnder(resolved, p):
 			return refuse("it is toolsrv's private %s (the usage history); tools must not read or write there; choose a project directory", p)
 		case isUnder(p, resolved):
-			return refuse("it holds %s, toolsrv's private usage history, which tools must not read (it keeps the users' requests); choose a directory that does not hold it, or keep the history elsewhere (--usage-db)", p)
+			return refuse("it holds %s, toolsrv's private usage history, which tools must not read (it keeps the users' requests); choose a directory that does not hold it, or keep the history elsewhere", p)
 		}
 	}
 	for _, list := range []struct {

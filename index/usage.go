@@ -481,9 +481,8 @@ func uniq(ts []string) []string {
 
 // usageEmbed returns the quantised unit vectors of texts, the whole
 // history's requests (n × dim int8 components, n scales), embedding those
-// not cached; nil without a usage
-// embedder. A text the embedder fails on gets a zero row: it votes by its
-// words only.
+// not cached; nil without a usage embedder. A text the embedder fails on
+// gets a zero row: it votes by its words only.
 func (ix *Index) usageEmbed(ctx context.Context, texts []string) ([]int8, []float32, int, error) {
 	e := ix.opts.UsageEmbedder
 	if e == nil {
@@ -502,6 +501,7 @@ func (ix *Index) usageEmbed(ctx context.Context, texts []string) ([]int8, []floa
 	q := make([]int8, len(texts)*dim)
 	scale := make([]float32, len(texts))
 	added := 0
+	used := make([]bool, len(v.scale), len(v.scale)+len(texts)) // the rows texts take
 	for i, t := range texts {
 		r, ok := v.row[keys[i]]
 		if !ok {
@@ -516,13 +516,15 @@ func (ix *Index) usageEmbed(ctx context.Context, texts []string) ([]int8, []floa
 				v.scale[r] = quantizeRow(v.q[int(r)*dim:(int(r)+1)*dim], normalized(raw))
 			}
 			added++
+			used = append(used, false)
 		}
+		used[r] = true
 		copy(q[i*dim:(i+1)*dim], v.q[int(r)*dim:])
 		scale[i] = v.scale[r]
 	}
 	// texts are the whole history: the vectors of requests no longer in
 	// it go (see usagecache.go).
-	if pruned := v.keepOnly(keys); added > 0 || pruned {
+	if pruned := v.keepOnly(used); added > 0 || pruned {
 		ix.saveUsageVectors(e.ID(), v)
 	}
 	return q, scale, dim, nil

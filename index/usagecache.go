@@ -73,20 +73,22 @@ func (ix *Index) removeUsageVectors() {
 	}
 }
 
-// keepOnly drops the rows whose key is not in keys (a whole history's
-// requests) and reports whether it dropped any.
-func (v *usageVecs) keepOnly(keys [][16]byte) bool {
-	want := make(map[[16]byte]bool, len(keys))
-	for _, k := range keys {
-		want[k] = true
+// keepOnly drops the rows not used (a whole history's requests took the
+// others) and reports whether it dropped any.
+func (v *usageVecs) keepOnly(used []bool) bool {
+	n := 0
+	for _, u := range used {
+		if u {
+			n++
+		}
 	}
-	if len(want) == len(v.row) {
-		return false // every row is one of keys (keys were all added)
+	if n == len(used) {
+		return false
 	}
-	kept := &usageVecs{dim: v.dim, row: make(map[[16]byte]int32, len(want)),
-		q: make([]int8, 0, (len(want)+usageDeltaRoom)*v.dim), scale: make([]float32, 0, len(want))}
+	kept := &usageVecs{dim: v.dim, row: make(map[[16]byte]int32, n),
+		q: make([]int8, 0, (n+usageDeltaRoom)*v.dim), scale: make([]float32, 0, n)}
 	for k, r := range v.row {
-		if want[k] {
+		if used[r] {
 			kept.row[k] = int32(len(kept.scale))
 			kept.scale = append(kept.scale, v.scale[r])
 			kept.q = append(kept.q, v.q[int(r)*v.dim:(int(r)+1)*v.dim]...)

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/toolsrv/toolsrv/internal/fileio"
 )
 
 // Derived is a store that keeps, beside its own file, a private file for
@@ -38,22 +40,21 @@ func (s *fileStore) DerivedPath() string { return s.path + derivedSuffix }
 
 // removeDerived removes the derived files of the store at path, if any:
 // the file, those named after it with a suffix, and the temporary files
-// of their writers (fileio.WriteAtomic's, ".NAME.*.tmp").
+// of their writers (fileio.TempOf), a live writer's too: what it writes
+// is of the history as it was.
 func removeDerived(path string) error {
-	if err := os.Remove(path + derivedSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
 	dir, name := filepath.Split(path + derivedSuffix)
 	ents, err := os.ReadDir(filepath.Clean(dir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
 		return err
 	}
+	derived := func(n string) bool { return n == name || strings.HasPrefix(n, name+".") }
 	for _, e := range ents {
 		n := e.Name()
-		if e.IsDir() || !strings.HasPrefix(n, name+".") && !(strings.HasPrefix(n, "."+name) && strings.HasSuffix(n, ".tmp")) {
+		if t, temp := fileio.TempOf(n); e.IsDir() || !derived(n) && !(temp && derived(t)) {
 			continue
 		}
 		if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {

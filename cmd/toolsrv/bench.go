@@ -90,16 +90,15 @@ func runBench(ctx context.Context, env *cliEnv, args []string) int {
 		Logger:      logger(env),
 	}
 	tty := env.stderrTerminal() // its own escapes: not through termSafe
-	isTerm := tty != nil
 	before := bench.ThisMachine()
 	start := time.Now()
-	if isTerm {
+	if tty != nil {
 		cfg.Progress = func(stage string) {
 			fmt.Fprintf(tty, "\r\033[K[%s] %s", time.Since(start).Round(time.Second), stage)
 		}
 	}
 	rep, err := bench.Run(ctx, cfg)
-	if isTerm {
+	if tty != nil {
 		fmt.Fprint(tty, "\r\033[K")
 	}
 	if err != nil {

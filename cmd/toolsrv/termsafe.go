@@ -26,7 +26,7 @@ import (
 type termSafe struct{ w io.Writer }
 
 func (t termSafe) Write(p []byte) (int, error) {
-	if !needsEscape(p) {
+	if plainASCII(p) {
 		return t.w.Write(p)
 	}
 	if _, err := t.w.Write(appendTermSafe(make([]byte, 0, len(p)+32), p)); err != nil {
@@ -35,31 +35,15 @@ func (t termSafe) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// needsEscape says whether p holds anything termSafe changes (plain
-// ASCII text is scanned once and written as it is).
-func needsEscape(p []byte) bool {
-	ascii := true
+// plainASCII says whether p is printable ASCII, newlines and tabs: what
+// termSafe writes as it is without decoding it.
+func plainASCII(p []byte) bool {
 	for _, b := range p {
-		switch {
-		case b >= 0x80:
-			ascii = false
-		case b < 0x20 && b != '\n' && b != '\t' || b == 0x7f:
-			return true
+		if b >= 0x7f || b < 0x20 && b != '\n' && b != '\t' {
+			return false
 		}
 	}
-	return !ascii && (!utf8.Valid(p) || hasUnsafeRune(p))
-}
-
-// hasUnsafeRune says whether valid UTF-8 p holds a rune termSafe escapes.
-func hasUnsafeRune(p []byte) bool {
-	for len(p) > 0 {
-		r, n := utf8.DecodeRune(p)
-		if unsafeRune(r) {
-			return true
-		}
-		p = p[n:]
-	}
-	return false
+	return true
 }
 
 // unsafeRune says whether termSafe shows r escaped.

@@ -23,20 +23,27 @@ func tempPattern(path string) string { return "." + filepath.Base(path) + ".*.tm
 
 // isTemp reports whether name is one of tempPattern's.
 func isTemp(name string) bool {
+	_, ok := TempOf(name)
+	return ok
+}
+
+// TempOf says whether name is the temporary file of a WriteAtomic under
+// way (or of one whose writer died), and of which file: its base name.
+func TempOf(name string) (target string, ok bool) {
 	rest, ok := strings.CutSuffix(name, ".tmp")
 	if !ok || !strings.HasPrefix(rest, ".") {
-		return false
+		return "", false
 	}
 	i := strings.LastIndexByte(rest, '.')
 	if i <= 1 || i == len(rest)-1 {
-		return false
+		return "", false
 	}
 	for _, c := range rest[i+1:] {
 		if c < '0' || c > '9' {
-			return false
+			return "", false
 		}
 	}
-	return true
+	return rest[1:i], true
 }
 
 // lockTemp takes the writer's lock on a temporary file (held until the

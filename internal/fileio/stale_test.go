@@ -167,3 +167,22 @@ func TestStaleWriterProcess(t *testing.T) {
 		return nil
 	})
 }
+
+// TempOf names the file a WriteAtomic temporary is of, and nothing else
+// is one.
+func TestTempOf(t *testing.T) {
+	dir := t.TempDir()
+	f, err := os.CreateTemp(dir, tempPattern(filepath.Join(dir, "usage.db.view.x.vec")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if target, ok := TempOf(filepath.Base(f.Name())); !ok || target != "usage.db.view.x.vec" {
+		t.Errorf("%s: %q %v", filepath.Base(f.Name()), target, ok)
+	}
+	for _, name := range []string{"usage.db.view", ".usage.db.view.tmp", ".x.12a.tmp", "..1.tmp", ".x.1.tmpx"} {
+		if target, ok := TempOf(name); ok {
+			t.Errorf("%s taken for a temporary file of %q", name, target)
+		}
+	}
+}
