@@ -156,9 +156,10 @@ func (s *fileStore) openLocked(ctx context.Context, fi fs.FileInfo, warn func(st
 	if err != nil {
 		return fmt.Errorf("usage store: %w", err)
 	}
-	err = ensureSchema(ctx, db, s.opts.Now().UnixMicro())
+	// Another process may be laying out or opening the same new file.
+	err = sqlitefile.Retry(ctx, func() error { return ensureSchema(ctx, db, s.opts.Now().UnixMicro()) })
 	if err == nil && s.opts.Check {
-		err = check(ctx, db)
+		err = sqlitefile.Retry(ctx, func() error { return check(ctx, db) })
 	}
 	if err != nil {
 		db.Close()

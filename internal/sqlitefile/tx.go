@@ -12,14 +12,24 @@ import (
 
 // InTx runs fn in a transaction of db and commits it. While SQLite
 // answers BUSY (IsBusy), the whole transaction is rolled back and run
-// again, for up to BusyTimeout in all, so that several processes writing
-// at once lose nothing; fn must therefore do nothing outside the
-// transaction that cannot be done twice.
+// again (Retry), so that several processes writing at once lose nothing;
+// fn must therefore do nothing outside the transaction that cannot be
+// done twice.
 func InTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
+	return Retry(ctx, func() error { return once(ctx, db, opts, fn) })
+}
+
+// Retry runs fn, and again while it fails with BUSY (IsBusy), for up to
+// BusyTimeout in all (pauses from 5 ms, doubling to 200 ms; ctx ends the
+// wait sooner): what a connection does outside a transaction of InTx's
+// (laying out a new file, reading it once at open) meets the locks of
+// other processes opening the same file too. fn must be safe to run
+// twice.
+func Retry(ctx context.Context, fn func() error) error {
 	deadline := time.Now().Add(BusyTimeout)
 	pause := 5 * time.Millisecond
 	for {
-		err := once(ctx, db, opts, fn)
+		err := fn()
 		if err == nil || !IsBusy(err) || time.Now().Add(pause).After(deadline) {
 			return err
 		}

@@ -107,3 +107,53 @@ func TestInTxGivesUpOnOtherErrors(t *testing.T) {
 		t.Errorf("rows %d (%v), want 0: rolled back", n, err)
 	}
 }
+
+// TestRetryWaitsOutBusy: a statement outside any transaction of InTx's
+// (laying out a file that another process is opening too) that SQLite
+// answers BUSY is run again until the other writer commits, and another
+// error is returned at once.
+func TestRetryWaitsOutBusy(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "x.db")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := sql.Open("sqlite", DSN(path, "journal_mode(WAL)"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if _, err := holder.ExecContext(ctx, `CREATE TABLE t (v INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	impatient, err := sql.Open("sqlite", (&url.URL{Scheme: "file", Path: path}).String()+"?mode=rw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer impatient.Close()
+	tx, err := holder.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO t VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	layout := func() error {
+		_, err := impatient.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS u (v INTEGER)`)
+		return err
+	}
+	if err := layout(); !IsBusy(err) {
+		t.Fatalf("a layout beside a held lock: %v, want BUSY (the test would show nothing)", err)
+	}
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		tx.Commit()
+	}()
+	if err := Retry(ctx, layout); err != nil {
+		t.Fatalf("Retry beside a writer that commits: %v", err)
+	}
+	runs := 0
+	if err := Retry(ctx, func() error { runs++; return sql.ErrNoRows }); err != sql.ErrNoRows || runs != 1 {
+		t.Errorf("another error: %v after %d runs, want it at once", err, runs)
+	}
+}

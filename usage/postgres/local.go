@@ -59,13 +59,32 @@ func openLocal(ctx context.Context, path string, warn func(string)) (*local, err
 	if err != nil {
 		return nil, fmt.Errorf("usage store: the local copy %s: %w", path, err)
 	}
-	for _, stmt := range localSchema {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("usage store: the local copy %s: %w: %w", path, errLocalDamaged, err)
+	l := &local{db: db, path: path}
+	// Other instances on this host may be opening the same file: their
+	// locks are BUSY, not damage (which would set the file, and its
+	// unsent calls, aside).
+	err = sqlitefile.Retry(ctx, func() error {
+		for _, stmt := range localSchema {
+			if _, err := db.ExecContext(ctx, stmt); err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, l.failed(err)
 	}
-	return &local{db: db, path: path}, nil
+	return l, nil
+}
+
+// failed is err of the local file: damage (errLocalDamaged), unless SQLite
+// answered BUSY (another process holds it).
+func (l *local) failed(err error) error {
+	if sqlitefile.IsBusy(err) {
+		return fmt.Errorf("usage store: the local copy %s: %w", l.path, err)
+	}
+	return fmt.Errorf("usage store: the local copy %s: %w: %w", l.path, errLocalDamaged, err)
 }
 
 func (l *local) Close() error { return l.db.Close() }
@@ -75,8 +94,21 @@ type storedEntry struct {
 	usage.Entry
 }
 
-// loadView reads the view and its version (none: empty, 0).
-func (l *local) loadView(ctx context.Context) (map[usage.Key]usage.Entry, int64, error) {
+// loadView reads the view and its version (none: empty, 0), again while
+// another process holds the file (sqlitefile.Retry).
+func (l *local) loadView(ctx context.Context) (view map[usage.Key]usage.Entry, version int64, err error) {
+	err = sqlitefile.Retry(ctx, func() error {
+		view, version, err = l.readView(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, 0, l.failed(err)
+	}
+	return view, version, nil
+}
+
+// readView is one read of loadView's.
+func (l *local) readView(ctx context.Context) (map[usage.Key]usage.Entry, int64, error) {
 	view := map[usage.Key]usage.Entry{}
 	var version int64
 	err := l.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'version'`).Scan(&version)
@@ -84,18 +116,18 @@ func (l *local) loadView(ctx context.Context) (map[usage.Key]usage.Entry, int64,
 		return view, 0, nil
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("usage store: the local copy %s: %w: %w", l.path, errLocalDamaged, err)
+		return nil, 0, err
 	}
 	rows, err := l.db.QueryContext(ctx, `SELECT entry FROM view`)
 	if err != nil {
-		return nil, 0, fmt.Errorf("usage store: the local copy %s: %w: %w", l.path, errLocalDamaged, err)
+		return nil, 0, err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var b []byte
 		var e storedEntry
 		if err := rows.Scan(&b); err != nil {
-			return nil, 0, fmt.Errorf("usage store: the local copy %s: %w: %w", l.path, errLocalDamaged, err)
+			return nil, 0, err
 		}
 		if err := json.Unmarshal(b, &e); err != nil {
 			// A damaged cache: start from nothing (the server has it all).
@@ -104,7 +136,7 @@ func (l *local) loadView(ctx context.Context) (map[usage.Key]usage.Entry, int64,
 		view[e.Key] = e.Entry
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("usage store: the local copy %s: %w: %w", l.path, errLocalDamaged, err)
+		return nil, 0, err
 	}
 	return view, version, nil
 }
