@@ -2,7 +2,7 @@
 GO ?= go
 BIN ?= bin/toolsrv
 
-.PHONY: build test test-short test-npm-deps bench demo fuzz model learn clean npm-deps
+.PHONY: build test test-short test-npm-deps bench demo fuzz model learn clean npm-deps conformance-deps
 
 # Static binaries (no C library needed). toolsrv-sandbox, the sandbox helper
 # on its own, makes each tool call cheaper when it sits next to toolsrv;
@@ -38,6 +38,14 @@ NPM_DIR = mcp/testdata/npm
 npm-deps: $(NPM_DIR)/node_modules/.package-lock.json
 $(NPM_DIR)/node_modules/.package-lock.json: $(NPM_DIR)/package-lock.json $(NPM_DIR)/package.json
 	npm ci --prefix $(NPM_DIR) --no-audit --no-fund --loglevel=error
+
+# The official MCP conformance suite and the Node.js 22 it runs on, pinned in
+# mcp/testdata/conformance/package-lock.json (npm ci; the npm registry the
+# first time only).
+CONF_DIR = mcp/testdata/conformance
+conformance-deps: $(CONF_DIR)/node_modules/.package-lock.json
+$(CONF_DIR)/node_modules/.package-lock.json: $(CONF_DIR)/package-lock.json $(CONF_DIR)/package.json
+	npm ci --prefix $(CONF_DIR) --no-audit --no-fund --loglevel=error
 
 # Go benchmarks (short); `toolsrv bench` records the full figures in bench/RESULTS.md.
 bench:
@@ -81,4 +89,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz 'FuzzDecodeView$$' -fuzztime $(FUZZTIME) ./index/
 
 clean:
-	rm -rf bin $(NPM_DIR)/node_modules
+	rm -rf bin $(NPM_DIR)/node_modules $(CONF_DIR)/node_modules
