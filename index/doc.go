@@ -9,13 +9,19 @@
 //     collection (the source of truth, persisted in a file of our own under
 //     the user cache directory, one file per embedder and tool directory
 //     set, readable by this user only: files 0600 in a directory made 0700)
-//     and mirrored in a flat float32 matrix plus an int8 copy with one scale
-//     per row. A top-k ranking scans the int8 copy (AVX2 kernel on amd64),
-//     bounds every tool's score with the quantisation error, and re-scores
-//     exactly every tool that can still reach the top k, so it returns the
-//     same tools, order and scores as the exact float32 scan (see quant.go);
-//     a full ranking (K = 0) scans the float32 matrix;
+//     and mirrored in a flat float32 matrix plus a 4-bit copy (vec.Rows,
+//     quant.go);
 //   - a BM25 index over the same fields (BM25F-style field weights).
+//
+// A top-k ranking of a catalog of 2,048 tools or more is pruned
+// (prune.go): every tool's score is bounded from below and above, by the
+// 4-bit scan's rigorous error bound on the dense side and, on the lexical
+// side, by reading the postings of the message's informative words and
+// bounding what its common words may add (MaxScore's split); only the
+// tools the bounds leave in contention are scored exactly, with the very
+// arithmetic of a full ranking, so the answer is the same tools, order and
+// scores as scoring every tool (Query.Exhaustive does that). A full
+// ranking (K = 0) scores every tool.
 //
 // Rank fuses the two into a score calibrated to [0,1] that means the same
 // thing across queries: the lexical part is the share of the query's
@@ -40,8 +46,7 @@
 // one edited tool costs one embedding. Beside the vectors, a lexical cache
 // keeps each document's BM25 entry and which document each tool made
 // (lexcache.go, docmemo.go), so a restart neither tokenizes nor assembles
-// the documents of unchanged tools; the vector file keeps each vector's
-// int8 row. Preload fills the index from both files while the registry
+// the documents of unchanged tools. Preload fills the index from both files while the registry
 // loads, and the first update indexes only what differs (prefill.go).
 // Reads keep being served while an update
 // embeds. If the embedder fails or misses the caller's deadline, Rank

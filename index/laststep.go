@@ -119,7 +119,7 @@ func (ix *Index) LearnedID() string {
 
 // rankLearned is v.rank followed by the learned last step when it applies.
 // Caller holds Index.mu for reading.
-func (ix *Index) rankLearned(v *view, q Query, lexQ map[string]float64, lex []float64, norm float64, qvec []float32, sc *rankScratch, u *usageView, uq usageQuery) Ranking {
+func (ix *Index) rankLearned(v *view, q Query, lexQ map[string]float64, lx *lexical, qvec []float32, u *usageView, uq usageQuery) Ranking {
 	alpha := ix.opts.LexicalWeight
 	m := ix.lastStep(v, q, qvec)
 	bq := q
@@ -129,7 +129,7 @@ func (ix *Index) rankLearned(v *view, q Query, lexQ map[string]float64, lex []fl
 	if u != nil && bq.K > 0 && bq.K < usagePool {
 		bq.K = usagePool
 	}
-	r := v.rank(bq, lex, norm, qvec, alpha, sc)
+	r := v.rank(bq, lx, qvec, alpha)
 	if m != nil {
 		v.applyLastStep(m, ix.probeLogitsFor(m), &r, q.Text, lexQ, qvec)
 	}
