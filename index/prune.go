@@ -260,21 +260,24 @@ type partScan struct {
 	cands              []cand
 	wL, wD             float64 // the lexical and dense weights of the score
 	invSpan, aboveNorm float64
-	tau                func(m float64) float64
 	allowed, isNamed   func(int) bool
-	m, t               float64 // the floor and the dense test's cosine for it
+	m                  float64 // the floor
 }
 
-// scan bounds slots lo…hi−1, a chunk of rows at a time (dots and up hold
-// a chunk's integer dot products and upper cosines).
-func (ps *partScan) scan(lo, hi int, dots []int32, up []float64) {
+// scan bounds slots lo…hi−1, a chunk of rows at a time (dots holds a
+// chunk's integer dot products, pass the rows of a chunk that reach the
+// floor).
+func (ps *partScan) scan(lo, hi int, dots []int32, pass []int32) []int32 {
 	v, sg := ps.v, ps.sg
 	ps.m = ps.floor.Min()
-	ps.t = ps.tau(ps.m)
-	// The hot loop's constants, in locals.
-	bg, invSpan, dotErr := sg.bg, ps.invSpan, sg.dotErr
-	wL, wD, rest, aboveNorm := ps.wL, ps.wD, sg.rest, ps.aboveNorm
-	hiUnread := wL * sg.lexHiUnread
+	// Each slot's upper bound, from its upper cosine and partial lexical
+	// score (vec.Reach: the lexical part min(1, (acc+rest)·sumAbove/norm),
+	// the dense part from the cosine plus the float32 rounding, over the
+	// background; multiplications, whose rounding the margins cover).
+	reach := vec.Reach{WA: ps.wL, RA: sg.rest, KA: ps.aboveNorm, WB: ps.wD, RB: sg.dotErr - sg.bg, KB: ps.invSpan}
+	if sg.span <= 0 {
+		reach.WB = 0 // no dense part
+	}
 	// The chunks in a spread order (every chunkSpread-th first, then the
 	// ones after those, ...): the floor rises to near its final height
 	// within the first few, and fewer slots reach it.
@@ -284,65 +287,45 @@ func (ps *partScan) scan(lo, hi int, dots []int32, up []float64) {
 		ce := min(c+pruneChunk, hi)
 		if sg.span > 0 {
 			v.q4.Dots(&sg.qq, c, ce, dots)
-			v.q4.Upper(&sg.qq, c, dots[:ce-c], up)
 		} else {
-			clear(up[:ce-c])
+			clear(dots[:ce-c])
 		}
-		acc := ps.lx.acc[c:ce]
-		up := up[:len(acc)]
-		for j, a := range acc {
-			// Each slot's upper bound, from its upper cosine and partial
-			// lexical score, with multiplications (the margins cover their
-			// rounding); first, for a slot no read term has, the dense
-			// test alone.
-			u := up[j]
-			if a == 0 && u < ps.t {
-				continue
-			}
-			dhi := (u + dotErr - bg) * invSpan
-			if dhi < 0 {
-				dhi = 0
-			} else if dhi > 1 {
-				dhi = 1
-			}
-			var h float64
-			if a == 0 {
-				h = hiUnread + wD*dhi
-			} else {
-				l := (a + rest) * aboveNorm
-				if l > 1 {
-					l = 1
-				}
-				h = wL*l + wD*dhi
-			}
-			if h < ps.m {
-				continue
-			}
-			ps.reached(c+j, a, h, dhi, dots[j])
+		pass = v.q4.Reaching(&sg.qq, &reach, c, dots[:ce-c], ps.lx.acc[c:ce], ps.m, pass[:0])
+		for _, s := range pass {
+			ps.reached(int(s), ps.lx.acc[s], dots[int(s)-c])
 		}
 	}
+	return pass
 }
 
-// reached takes slot s, whose upper bound h reaches the floor (dhi its
-// dense part's, a its read terms' sum, d its row's integer dot product):
-// it is a candidate, and it may raise the floor. A slot whose lower bound
-// (at least h − the dense part's width) may be above the floor gets it,
-// and if that does raise the floor, its exact dense part, which raises it
-// further: the floor is then soon near the k-th best score.
-func (ps *partScan) reached(s int, a, h, dhi float64, d int32) {
+// reached takes slot s, whose upper bound may reach the floor (a its
+// read terms' sum, d its row's integer dot product): when it does, it is
+// a candidate, and it may raise the floor. A slot whose lower bound (at
+// least its upper bound − the dense part's width) may be above the floor
+// gets it, and if that does raise the floor, its exact dense part, which
+// raises it further: the floor is then soon near the k-th best score.
+func (ps *partScan) reached(s int, a float64, d int32) {
 	v, sg := ps.v, ps.sg
 	st := v.state[s]
 	if st&slotLive == 0 {
 		return
 	}
-	if st&slotVec == 0 {
-		dhi = 0 // the dense part is 0
-	}
 	llo, lhi := sg.lexBounds(a)
+	if ps.wL == 0 {
+		llo, lhi = 0, 0
+	}
+	var cos, slack, dhi float64
+	if st&slotVec != 0 && sg.span > 0 {
+		cos, slack = v.q4.Bound(&sg.qq, s, d)
+		slack += sg.dotErr
+		dhi = min(1, max(0, (cos+slack-sg.bg)/sg.span))
+	}
+	h := ps.wL*lhi + ps.wD*dhi
+	if h < ps.m {
+		return
+	}
 	dense := 0.0
 	if dhi > 0 {
-		cos, slack := v.q4.Bound(&sg.qq, s, d)
-		slack += sg.dotErr
 		if width := min(dhi, 2*slack*ps.invSpan); h-ps.wD*width <= ps.m {
 			ps.cands = append(ps.cands, cand{int32(s), h, -1})
 			return
@@ -358,9 +341,7 @@ func (ps *partScan) reached(s int, a, h, dhi float64, d int32) {
 	h = ps.wL*lhi + ps.wD*dense
 	if lo > ps.m && !ps.isNamed(s) && ps.allowed(s) {
 		ps.floor.Push(lo)
-		if nm := ps.floor.Min(); nm != ps.m {
-			ps.m, ps.t = nm, ps.tau(nm)
-		}
+		ps.m = ps.floor.Min()
 	}
 	if h >= ps.m {
 		ps.cands = append(ps.cands, cand{int32(s), h, dense})
@@ -605,27 +586,12 @@ func (v *view) boundAll(sg *scoring, lx *lexical, k int, allowed, isNamed func(i
 	n := len(v.slots)
 	parts := rowParts(n, v.dim)
 	sc.parts(parts, k)
-	// The weights of the parts in the score, and a test that rules out
-	// most slots from their dense upper bound alone: a slot no read term
-	// has scores at most wL·lexHiUnread + wD·D, so with D's cosine below
-	// tau(m) its score is below m, the floor (only once m is above what
-	// the lexical part alone may give).
-	// (A dense ranking reads no term: acc is 0, and its lexical part
-	// counts for nothing.)
+	// The weights of the parts in the score. (A dense ranking reads no
+	// term: acc is 0, and its lexical part counts for nothing.)
 	wL, wD := sg.alpha, sg.a1
 	if sg.denseOnly {
 		wL, wD = 0, 1
 	}
-	tau := func(m float64) float64 {
-		u := (m - wL*sg.lexHiUnread) / wD
-		if !(u > 0) || sg.span <= 0 || wD <= 0 {
-			return math.Inf(-1)
-		}
-		return sg.bg + sg.span*u
-	}
-	// Each slot's upper bound first, from the chunk's upper cosines (up)
-	// and its partial lexical score, with multiplications (the margins
-	// cover their rounding); the rest only for a slot that reaches m.
 	invSpan, aboveNorm := 0.0, 0.0
 	if sg.span > 0 {
 		invSpan = 1 / sg.span
@@ -635,9 +601,9 @@ func (v *view) boundAll(sg *scoring, lx *lexical, k int, allowed, isNamed func(i
 	}
 	parallelParts(n, v.dim, func(p, lo, hi int) {
 		ps := partScan{v: v, sg: sg, lx: lx, floor: sc.floor(p), cands: sc.cands[p][:0],
-			wL: wL, wD: wD, invSpan: invSpan, aboveNorm: aboveNorm, tau: tau,
+			wL: wL, wD: wD, invSpan: invSpan, aboveNorm: aboveNorm,
 			allowed: allowed, isNamed: isNamed}
-		ps.scan(lo, hi, sc.dots[p], sc.ups[p])
+		sc.pass[p] = ps.scan(lo, hi, sc.dots[p], sc.pass[p])
 		sc.cands[p] = ps.cands
 	})
 	// The k-th best lower bound of all: the best k of every part are among

@@ -122,7 +122,7 @@ type rankScratch struct {
 	floors  []*vec.Floor
 	cands   [][]cand
 	dots    [][]int32
-	ups     [][]float64
+	pass    [][]int32
 	// rescored is how many tools the last pruned ranking scored exactly.
 	rescored int
 }
@@ -168,7 +168,7 @@ func (sc *rankScratch) parts(p, k int) {
 		sc.floors = append(sc.floors, vec.NewFloor(k))
 		sc.cands = append(sc.cands, nil)
 		sc.dots = append(sc.dots, make([]int32, pruneChunk))
-		sc.ups = append(sc.ups, make([]float64, pruneChunk))
+		sc.pass = append(sc.pass, make([]int32, 0, pruneChunk))
 	}
 	for i := range p {
 		sc.floors[i].Reset(k)

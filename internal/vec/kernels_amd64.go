@@ -22,3 +22,13 @@ func dots4AVX2(q *int8, m *byte, width, n int, bias int32, out *int32)
 
 //go:noescape
 func dots4VNNI(q *int8, m *byte, width, n int, bias int32, out *int32)
+
+// haveAVX512 says whether reachAVX512 can run.
+var haveAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ
+
+// reachAVX512 is in reach_amd64.s: it writes the passing rows' indices
+// (params.base + j) to out and returns how many, for n rows (a multiple of
+// 8).
+//
+//go:noescape
+func reachAVX512(dots *int32, scale, err *float32, acc *float64, n int, params *reachParams, out *int32) int

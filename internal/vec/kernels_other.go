@@ -19,3 +19,9 @@ func dots4AVX2(q *int8, m *byte, width, n int, bias int32, out *int32) {
 func dots4VNNI(q *int8, m *byte, width, n int, bias int32, out *int32) {
 	panic("vec: no VNNI kernel on this architecture")
 }
+
+var haveAVX512 = false
+
+func reachAVX512(dots *int32, scale, err *float32, acc *float64, n int, params *reachParams, out *int32) int {
+	panic("vec: no AVX-512 kernel on this architecture")
+}
