@@ -22,6 +22,14 @@ type vecSet struct {
 
 func (s vecSet) get(hash string) []float32 { return s.m[hash] }
 
+// quant is the int8 row the store holds for hash (nil when none).
+func (s vecSet) quant(hash string) ([]int8, float32) {
+	if s.store == nil {
+		return nil, 0
+	}
+	return s.store.quant(hash)
+}
+
 // vectors finds or computes the vector of each document: from the store
 // when its hash is there, otherwise from the embedder in batches (stored as
 // they arrive). It returns how many were embedded. With a nil store one is

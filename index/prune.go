@@ -205,9 +205,9 @@ const (
 
 // cand is a tool the bounds could not rule out: its slot and upper bound.
 type cand struct {
-	slot  int32
-	hi    float64
-	dense float64 // its exact dense part, when the scan computed it (else -1)
+	slot int32
+	hi   float64
+	fine bool // hi is from the int8 row (else from the 4-bit one)
 }
 
 // pruneChunk is how many rows the scan takes at a time (their dot
@@ -239,10 +239,11 @@ func spreadChunk(i, n int) int {
 type scoring struct {
 	alpha, a1   float64 // the lexical and dense weights of the score
 	qvec        []float32
-	lexOnly     bool    // the score is the lexical part
-	denseOnly   bool    // the score is the dense part
-	dense       bool    // the dense part is there (a query vector)
-	bg, span    float64 // span 0: the dense part is 0 for every tool
+	q8          vec.Query8 // qvec for the int8 rows
+	lexOnly     bool       // the score is the lexical part
+	denseOnly   bool       // the score is the dense part
+	dense       bool       // the dense part is there (a query vector)
+	bg, span    float64    // span 0: the dense part is 0 for every tool
 	norm        float64
 	rest        float64
 	qq          vec.Query
@@ -302,8 +303,9 @@ func (ps *partScan) scan(lo, hi int, dots []int32, pass []int32) []int32 {
 // read terms' sum, d its row's integer dot product): when it does, it is
 // a candidate, and it may raise the floor. A slot whose lower bound (at
 // least its upper bound − the dense part's width) may be above the floor
-// gets it, and if that does raise the floor, its exact dense part, which
-// raises it further: the floor is then soon near the k-th best score.
+// gets it, and if that does raise the floor, its int8 row's bounds, ten
+// times tighter, which raise it further: the floor is then soon near the
+// k-th best score.
 func (ps *partScan) reached(s int, a float64, d int32) {
 	v, sg := ps.v, ps.sg
 	st := v.state[s]
@@ -324,29 +326,43 @@ func (ps *partScan) reached(s int, a float64, d int32) {
 	if h < ps.m {
 		return
 	}
-	dense := 0.0
+	var dlo float64
 	if dhi > 0 {
 		if width := min(dhi, 2*slack*ps.invSpan); h-ps.wD*width <= ps.m {
-			ps.cands = append(ps.cands, cand{int32(s), h, -1})
+			ps.cands = append(ps.cands, cand{int32(s), h, false})
 			return
 		}
-		dlo := min(1, max(0, (cos-slack-sg.bg)/sg.span))
+		dlo = min(1, max(0, (cos-slack-sg.bg)/sg.span))
 		if ps.wL*llo+ps.wD*dlo <= ps.m {
-			ps.cands = append(ps.cands, cand{int32(s), h, -1})
+			ps.cands = append(ps.cands, cand{int32(s), h, false})
 			return
 		}
-		dense = sg.denseOf(v, s)
+		dlo, dhi = sg.refine(v, s)
 	}
-	lo := ps.wL*llo + ps.wD*dense
-	h = ps.wL*lhi + ps.wD*dense
+	lo := ps.wL*llo + ps.wD*dlo
+	h = ps.wL*lhi + ps.wD*dhi
 	if lo > ps.m && !ps.isNamed(s) && ps.allowed(s) {
 		ps.floor.Push(lo)
 		ps.m = ps.floor.Min()
 	}
 	if h >= ps.m {
-		ps.cands = append(ps.cands, cand{int32(s), h, dense})
+		ps.cands = append(ps.cands, cand{int32(s), h, true})
 	}
 }
+
+// refine bounds the dense part of live slot s, which has a vector, from
+// its int8 row (vec.Query8.ErrBound: within about 0.013 of the cosine,
+// the float32 rounding of its exact value included).
+func (sg *scoring) refine(v *view, s int) (dlo, dhi float64) {
+	rs := v.q8scale[s]
+	var d [1]int32
+	vec.DotsInt8(sg.q8.Q, v.q8[s*v.dim:(s+1)*v.dim], d[:])
+	c, e := float64(d[0])*sg.q8.Scale*float64(rs), sg.q8.ErrBound(rs, v.dim)+boundSlack
+	return min(1, max(0, (c-e-sg.bg)/sg.span)), min(1, max(0, (c+e-sg.bg)/sg.span))
+}
+
+// boundSlack covers the rounding of the float64 arithmetic of a bound.
+const boundSlack = 1e-9
 
 // denseOf is the exact dense part of live slot s, as rankAll computes it.
 func (sg *scoring) denseOf(v *view, s int) float64 {
@@ -379,12 +395,13 @@ func (v *view) rankPruned(q Query, lx *lexical, qvec []float32, alpha float64, n
 	// span), and the score is the mode's; without, the lexical part.
 	sg.dense = qvec != nil && v.dim == len(qvec)
 	if sg.dense {
-		if v.q4 == nil || v.q4.Len() < len(v.slots) {
+		if v.q4 == nil || v.q4.Len() < len(v.slots) || len(v.q8) < len(v.slots)*v.dim {
 			return Ranking{}, false
 		}
 		if bg, ok := v.background(qvec); ok && 1-bg > 0 {
 			sg.bg, sg.span = bg, 1-bg
 			sg.qq = v.q4.Query(qvec)
+			sg.q8 = vec.QuantizeQuery8(qvec)
 			sg.dotErr = vec.DotErr(v.dim)
 		}
 	}
@@ -488,14 +505,22 @@ func (v *view) rankPruned(q Query, lx *lexical, qvec []float32, alpha float64, n
 		if isNamed(s) || !allowed(s) {
 			continue
 		}
-		h := Hit{Name: v.slots[s].name, Dense: c.dense}
-		if c.dense < 0 {
-			h.Dense = sg.denseOf(v, s)
+		if full && !c.fine && !sg.lexOnly && sg.span > 0 && v.slots[s].vec {
+			// The int8 row's bounds first: most candidates stop there.
+			_, dhi := sg.refine(v, s)
+			hi := dhi
+			if !sg.denseOnly {
+				_, lhi := sg.lexBounds(lx.acc[s])
+				hi = alpha*lhi + (1-alpha)*dhi
+			}
+			if hi < worst.Score {
+				continue
+			}
 		}
+		h := Hit{Name: v.slots[s].name, Dense: sg.denseOf(v, s)}
 		if full && !allRead && !sg.denseOnly {
 			// With the dense part exact, the score is at most this.
-			llo, lhi := sg.lexBounds(lx.acc[s])
-			_ = llo
+			_, lhi := sg.lexBounds(lx.acc[s])
 			hi := lhi
 			if !sg.lexOnly {
 				hi = alpha*lhi + (1-alpha)*h.Dense
@@ -569,7 +594,7 @@ func (v *view) boundLexical(sg *scoring, lx *lexical, k int, allowed, isNamed fu
 		if lo > m && !isNamed(s) && allowed(s) {
 			floor.Push(lo)
 		}
-		cands = append(cands, cand{s32, hi, -1})
+		cands = append(cands, cand{s32, hi, false})
 	}
 	sc.cands[0] = cands
 	return cands, floor.Min()

@@ -431,6 +431,139 @@ func TestPrunedDenseAdversarial(t *testing.T) {
 	t.Logf("the 4-bit scan put another tool first by more than half the bound in %d of 240 queries", misses)
 }
 
+// TestPrunedRefineAdversarial aims at the int8 rows' bound: rows made so
+// that the int8 approximation errs by nearly its whole bound, one way for
+// half of them and the other way for the other half (each component's
+// error half a step, of the sign of the query's), with their exact
+// cosines arranged so that the half the approximation puts last is in
+// fact first. The pruned ranking must keep the true best; with the bound
+// halved it would not (the test's own check that it tests the bound: the
+// approximation puts the wrong half first by more than half the bound).
+func TestPrunedRefineAdversarial(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const dim = 64
+	for trial := range 4 {
+		q := randUnit(r, dim)
+		var l1 float64
+		for _, x := range q {
+			l1 += math.Abs(float64(x))
+		}
+		v := newView(newHashEmbedder(dim), nil)
+		// A unit vector at cosine c with q.
+		at := func(c float64) []float32 {
+			w := randUnit(r, dim)
+			var d float64
+			for i := range w {
+				d += float64(w[i]) * float64(q[i])
+			}
+			y := make([]float32, dim)
+			for i := range y {
+				y[i] = float32(float64(w[i]) - d*float64(q[i])) // ⟂ q
+			}
+			y = normalized(y)
+			s := math.Sqrt(1 - c*c)
+			for i := range y {
+				y[i] = float32(c*float64(q[i]) + s*float64(y[i]))
+			}
+			return y
+		}
+		misses := 0
+		for i := range 2600 {
+			var row []float32
+			if i < 40 {
+				// sign +1 (the first half): the approximation is low by
+				// about e = 0.49·step·‖q‖₁, so these are placed that much
+				// below their neighbours in the approximation but above
+				// them in fact.
+				sign := 1.0
+				if i >= 20 {
+					sign = -1
+				}
+				// The aligned error is about 0.49·step·‖q‖₁; the
+				// approximations of the two halves are set 1.5 times it
+				// apart (more than the bound, about the error), the other
+				// way round from their exact cosines.
+				y := at(0.9)
+				codes := make([]int8, dim)
+				e := 0.49 * float64(quantizeRow(codes, y)) * l1
+				y = at(0.9 - sign*0.75*e)
+				rs := float64(quantizeRow(codes, y))
+				top := 0 // the largest code keeps its value: the scale stays
+				for k := range codes {
+					if abs8(codes[k]) > abs8(codes[top]) {
+						top = k
+					}
+				}
+				x := make([]float64, dim)
+				var sq float64
+				for k := range x {
+					s := 1.0
+					if q[k] < 0 {
+						s = -1
+					}
+					x[k] = rs * float64(codes[k])
+					if k != top {
+						x[k] += sign * 0.49 * rs * s
+					}
+					sq += x[k] * x[k]
+				}
+				// Not normalised again (which would move every component,
+				// and the errors with them): a norm within a percent of 1,
+				// which the bounds allow for.
+				if math.Abs(math.Sqrt(sq)-1) > 0.02 {
+					t.Fatalf("an adversarial row's norm is %.4f", math.Sqrt(sq))
+				}
+				row = make([]float32, dim)
+				for k := range x {
+					row[k] = float32(x[k])
+				}
+			} else {
+				row = at(0.3 * r.Float64())
+			}
+			v.upsert(&document{name: fmt.Sprintf("tool_%04d", i), hash: fmt.Sprint(i),
+				fields: []field{{"w", weightName}}}, row, nil)
+		}
+		for _, tc := range []struct {
+			mode Mode
+			k    int
+		}{{Dense, 1}, {Dense, 5}, {Hybrid, 1}, {Hybrid, 10}} {
+			got, want, n := rankBoth(v, Query{Text: "w", K: tc.k, Mode: tc.mode}, q, 0.5)
+			if d := sameHits(got.Hits, want.Hits); d != "" {
+				t.Fatalf("trial %d, %s k %d: pruned: %s", trial, tc.mode, tc.k, d)
+			}
+			if n < 0 {
+				t.Fatalf("trial %d, %s k %d: not pruned", trial, tc.mode, tc.k)
+			}
+		}
+		// The check: the approximation puts the second half above the
+		// first by more than half the bound, while the first is truly
+		// above.
+		q8 := quantizeQuery(q)
+		approx := func(s int) float64 {
+			out := make([]int32, 1)
+			dotsI8(q8.q, v.q8[s*dim:(s+1)*dim], out)
+			return float64(out[0]) * q8.scale * float64(v.q8scale[s])
+		}
+		for i := range 20 {
+			a, b := v.byName[fmt.Sprintf("tool_%04d", i)], v.byName[fmt.Sprintf("tool_%04d", 20+i)]
+			bound := q8.errBound(v.q8scale[a], dim)
+			if approx(b)-approx(a) > bound && dot(q, v.rows[a]) > dot(q, v.rows[b]) {
+				misses++
+			}
+		}
+		if misses < 15 {
+			t.Errorf("trial %d: the int8 rows misorder only %d of 20 pairs by more than half their bounds' sum: the rows do not test it", trial, misses)
+		}
+	}
+}
+
+func abs8(x int8) int {
+	if x < 0 {
+		return -int(x)
+	}
+	return int(x)
+}
+
 // TestPrunedLexicalAdversarial aims at the lexical bound's weak spot: the
 // terms a pruned ranking leaves unread. Each tool has one rare word of the
 // message, at a frequency and in a document length that vary; a common

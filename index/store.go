@@ -173,9 +173,10 @@ func (s *store) add(ctx context.Context, docs []vecDoc, arena []float32) error {
 	return nil
 }
 
-// forgetRows drops the int8 rows the cache file gave: the view keeps rows
-// of its own (4-bit, made from the vectors), and at 100,000 tools these
-// are 26 MB. export makes them again from the vectors.
+// forgetRows drops the int8 rows the cache file gave: once the first
+// update has copied them into the view they are the view's (and at
+// 100,000 tools a second copy of 26 MB). export makes them again from
+// the vectors.
 func (s *store) forgetRows() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -196,6 +197,15 @@ func (s *store) get(hash string) ([]float32, bool) {
 	defer s.mu.Unlock()
 	sv, ok := s.byHash[hash]
 	return sv.vec, ok
+}
+
+// quant returns the int8 row and scale stored for hash (nil when none is:
+// see storedVec).
+func (s *store) quant(hash string) ([]int8, float32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sv := s.byHash[hash]
+	return sv.q, sv.qscale
 }
 
 // has says whether a vector is stored for hash.

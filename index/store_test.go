@@ -189,7 +189,7 @@ func TestStoreExportImport(t *testing.T) {
 	withRow := 0
 	for _, d := range docs {
 		vec, _ := back.get(d.hash)
-		q, qs := back.byHash[d.hash].q, back.byHash[d.hash].qscale
+		q, qs := back.quant(d.hash)
 		if q == nil {
 			continue
 		}

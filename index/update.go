@@ -372,7 +372,7 @@ func (ix *Index) pruneLocked(ctx context.Context) {
 	if v == nil || v.st == nil {
 		return
 	}
-	v.st.forgetRows() // the view keeps its own
+	v.st.forgetRows() // the view has them now
 	live := map[string]bool{}
 	withVec := 0
 	ix.mu.RLock()

@@ -18,6 +18,8 @@ type view struct {
 	byName  map[string]int
 	rows    [][]float32 // by slot: its unit vector (the store's own slice, shared), nil without one
 	q4      *vec.Rows   // by slot: the rows at 4 bits (see quant.go); nil until the first vector
+	q8      []int8      // slot*dim: the rows at 8 bits (see quant.go)
+	q8scale []float32   // by slot: row ≈ q8 row · q8scale
 	colSum  []float64   // sum of the live rows (the query's background)
 	nvec    int         // live rows with a vector
 	lex     *lexicon
@@ -48,16 +50,19 @@ func newView(emb embed.Embedder, st *store) *view {
 }
 
 // ahead is what upsertAll makes of a document on other cores: its tokens
-// (unless its lexical entry is cached) and its 4-bit row.
+// (unless its lexical entry is cached) and its 4-bit and 8-bit rows.
 type ahead struct {
 	tk        tokenized
 	tokenized bool
 	enc       vec.Row4
-	encoded   bool // enc holds the document's vector
+	encoded   bool   // enc holds the document's vector
+	q         []int8 // empty when the document has no vector
+	qscale    float32
 }
 
-// make fills a for d, whose vector is row (nil: none).
-func (a *ahead) make(d *document, row []float32, lx *lexApply) {
+// make fills a for d, whose vector is row (nil: none) and its int8 row q
+// with scale qs, when the store has it (nil: quantized here).
+func (a *ahead) make(d *document, row []float32, q []int8, qs float32, lx *lexApply) {
 	if a.tokenized = !lx.has(d.lexKey); a.tokenized {
 		d.need()
 		a.tk.fill(d.fields)
@@ -65,14 +70,27 @@ func (a *ahead) make(d *document, row []float32, lx *lexApply) {
 	if a.encoded = row != nil; a.encoded {
 		vec.Encode4(&a.enc, row)
 	}
+	a.q = growZero(a.q[:0], len(row))
+	switch {
+	case row == nil:
+	case len(q) == len(row):
+		copy(a.q, q)
+		a.qscale = qs
+	default:
+		a.qscale = quantizeRow(a.q, row)
+	}
 }
 
-// row is the 4-bit row made ahead, nil for none.
-func (a *ahead) row() *vec.Row4 {
+// rows are the rows made ahead: the 4-bit one (nil for none) and the
+// int8 one (nil unless it has dim values).
+func (a *ahead) rows(dim int) (*vec.Row4, []int8, float32) {
 	if a == nil || !a.encoded {
-		return nil
+		return nil, nil, 0
 	}
-	return &a.enc
+	if dim == 0 || len(a.q) != dim {
+		return &a.enc, nil, 0
+	}
+	return &a.enc, a.q, a.qscale
 }
 
 // bulkMin is the fewest documents upsertAll tokenizes ahead.
@@ -112,7 +130,8 @@ func (v *view) upsertAll(docs []document, vecs vecSet, why error, lx *lexApply) 
 			buf := bufs[b]
 			parallel.Each(hi-lo, func(i int) {
 				d := &docs[lo+i]
-				buf[i].make(d, vecs.get(d.hash), lx)
+				q, qs := vecs.quant(d.hash)
+				buf[i].make(d, vecs.get(d.hash), q, qs, lx)
 			})
 			ready <- batch{b, lo, hi}
 		}
@@ -162,7 +181,8 @@ func (v *view) upsertAhead(d *document, a *ahead, vec []float32, why error, lx *
 		v.dim = len(vec)
 	}
 	if vec != nil && len(vec) == v.dim {
-		v.setRowEncoded(s, vec, hadVec, a.row())
+		enc, q, qs := a.rows(v.dim)
+		v.setRowEncoded(s, vec, hadVec, enc, q, qs)
 		sl.vec = true
 	} else {
 		v.setRow(s, nil, hadVec)
