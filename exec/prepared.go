@@ -77,7 +77,7 @@ type preparedHelper struct {
 	ready chan struct{} // closed when prepared or failed
 	err   error         // why it failed (set before ready closes)
 	used  time.Time
-	idle  *time.Timer
+	idle  *time.Timer // set and stopped under preparer.mu
 }
 
 // preparer keeps a runner's prepared helpers.
@@ -241,7 +241,14 @@ func (r *Runner) prepare(ph *preparedHelper) {
 		fail(errors.New("a path of the policy changed while the helper was prepared"))
 		return
 	}
-	ph.idle = time.AfterFunc(r.prep.idle, func() { r.dropPrepared(ph) })
+	// The idle timer is set under the lock it is stopped under, and only
+	// while ph is kept: one taken meanwhile needs none.
+	p := r.prep
+	p.mu.Lock()
+	if p.byKey[ph.spec.key] == ph {
+		ph.idle = time.AfterFunc(p.idle, func() { r.dropPrepared(ph) })
+	}
+	p.mu.Unlock()
 }
 
 // dropPrepared discards ph if it is still kept (unused).
