@@ -3,6 +3,8 @@ package index
 import (
 	"math"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/toolsrv/toolsrv/internal/vec"
 )
@@ -251,8 +253,8 @@ type scoring struct {
 	lexHiUnread float64 // the lexical upper bound of a slot no read term has
 }
 
-// partScan is one part of boundAll's scan: its floor and candidates, and
-// what it bounds scores with.
+// partScan is one worker of boundAll's scan: its floor and candidates,
+// and what it bounds scores with.
 type partScan struct {
 	v                  *view
 	sg                 *scoring
@@ -262,15 +264,36 @@ type partScan struct {
 	wL, wD             float64 // the lexical and dense weights of the score
 	invSpan, aboveNorm float64
 	allowed, isNamed   func(int) bool
-	m                  float64 // the floor
+	m                  float64 // the floor: the highest of the workers'
+	work               *scanWork
 }
 
-// scan bounds slots lo…hi−1, a chunk of rows at a time (dots holds a
-// chunk's integer dot products, pass the rows of a chunk that reach the
-// floor).
-func (ps *partScan) scan(lo, hi int, dots []int32, pass []int32) []int32 {
-	v, sg := ps.v, ps.sg
-	ps.m = ps.floor.Min()
+// scanWork is what boundAll's workers share: the next chunk to take (in
+// spreadChunk's order), and the highest of their floors. Each worker's
+// floor is a lower bound of the k-th best score (the k-th best of the
+// lower bounds it has seen), so the highest is one too; a worker that
+// another core's load slows takes fewer chunks.
+type scanWork struct {
+	next   atomic.Int64
+	chunks int
+	floor  atomic.Uint64 // math.Float64bits of the highest floor (−Inf at first)
+}
+
+// raise makes m the shared floor if it is higher.
+func (w *scanWork) raise(m float64) {
+	for {
+		old := w.floor.Load()
+		if m <= math.Float64frombits(old) || w.floor.CompareAndSwap(old, math.Float64bits(m)) {
+			return
+		}
+	}
+}
+
+// scan bounds the slots of the chunks it takes, until none is left (dots
+// holds a chunk's integer dot products, pass the rows of a chunk that
+// reach the floor).
+func (ps *partScan) scan(n int, dots []int32, pass []int32) []int32 {
+	v, sg, w := ps.v, ps.sg, ps.work
 	// Each slot's upper bound, from its upper cosine and partial lexical
 	// score (vec.Reach: the lexical part min(1, (acc+rest)·sumAbove/norm),
 	// the dense part from the cosine plus the float32 rounding, over the
@@ -282,10 +305,14 @@ func (ps *partScan) scan(lo, hi int, dots []int32, pass []int32) []int32 {
 	// The chunks in a spread order (every chunkSpread-th first, then the
 	// ones after those, ...): the floor rises to near its final height
 	// within the first few, and fewer slots reach it.
-	nc := (hi - lo + pruneChunk - 1) / pruneChunk
-	for i := range nc {
-		c := lo + pruneChunk*spreadChunk(i, nc)
-		ce := min(c+pruneChunk, hi)
+	for {
+		i := int(w.next.Add(1) - 1)
+		if i >= w.chunks {
+			return pass
+		}
+		c := pruneChunk * spreadChunk(i, w.chunks)
+		ce := min(c+pruneChunk, n)
+		ps.m = max(ps.floor.Min(), math.Float64frombits(w.floor.Load()))
 		if sg.span > 0 {
 			v.q4.Dots(&sg.qq, c, ce, dots)
 		} else {
@@ -296,7 +323,6 @@ func (ps *partScan) scan(lo, hi int, dots []int32, pass []int32) []int32 {
 			ps.reached(int(s), ps.lx.acc[s], dots[int(s)-c])
 		}
 	}
-	return pass
 }
 
 // reached takes slot s, whose upper bound may reach the floor (a its
@@ -343,7 +369,10 @@ func (ps *partScan) reached(s int, a float64, d int32) {
 	h = ps.wL*lhi + ps.wD*dhi
 	if lo > ps.m && !ps.isNamed(s) && ps.allowed(s) {
 		ps.floor.Push(lo)
-		ps.m = ps.floor.Min()
+		if f := ps.floor.Min(); f > ps.m {
+			ps.m = f
+			ps.work.raise(f)
+		}
 	}
 	if h >= ps.m {
 		ps.cands = append(ps.cands, cand{int32(s), h, true})
@@ -624,13 +653,22 @@ func (v *view) boundAll(sg *scoring, lx *lexical, k int, allowed, isNamed func(i
 	if sg.norm > 0 {
 		aboveNorm = sumAbove / sg.norm
 	}
-	parallelParts(n, v.dim, func(p, lo, hi int) {
+	work := &scanWork{chunks: (n + pruneChunk - 1) / pruneChunk}
+	work.floor.Store(math.Float64bits(math.Inf(-1)))
+	scan := func(p int) {
 		ps := partScan{v: v, sg: sg, lx: lx, floor: sc.floor(p), cands: sc.cands[p][:0],
 			wL: wL, wD: wD, invSpan: invSpan, aboveNorm: aboveNorm,
-			allowed: allowed, isNamed: isNamed}
-		sc.pass[p] = ps.scan(lo, hi, sc.dots[p], sc.pass[p])
+			allowed: allowed, isNamed: isNamed, work: work}
+		sc.pass[p] = ps.scan(n, sc.dots[p], sc.pass[p])
 		sc.cands[p] = ps.cands
-	})
+	}
+	// One worker here, the others on goroutines of their own.
+	var wg sync.WaitGroup
+	for p := 1; p < parts; p++ {
+		wg.Go(func() { scan(p) })
+	}
+	scan(0)
+	wg.Wait()
 	// The k-th best lower bound of all: the best k of every part are among
 	// the parts' floors.
 	theta := sc.floor(0).Min()
