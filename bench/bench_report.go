@@ -88,7 +88,7 @@ func (r *Report) Markdown(m Machine, command string) string {
 		fmt.Fprintf(&b, "| %d | %d | %s | %s | %s (%d) | %s (%d) | %s |\n", s.Tools, s.Dim, ms(s.WriteFiles), ms(s.RegistryLoad), ms(s.ColdBuild), s.ColdEmbedded, ms(s.WarmBuild), s.WarmEmbedded, ms(s.ChromemBuild))
 	}
 	if c := r.Calls; c != nil {
-		fmt.Fprintf(&b, "Calls of a tool that reads its input and says ok (`%s`), %d after %d of warm-up, the ways in turn each round, ms:\n\n", callTool, c.Calls, c.Warmup)
+		fmt.Fprintf(&b, "\nCalls of a tool that reads its input and says ok (`%s`), %d after %d of warm-up, the ways in turn each round, ms:\n\n", callTool, c.Calls, c.Warmup)
 		b.WriteString("| way | p50 | p99 |\n|---|---:|---:|\n")
 		fmt.Fprintf(&b, "| warm `toolsrv mcp`, `call_tool` over stdio | %s | %s |\n", ms(c.MCP.P50), ms(c.MCP.P99))
 		fmt.Fprintf(&b, "| `toolsrv call` (a new process) | %s | %s |\n", ms(c.CLICall.P50), ms(c.CLICall.P99))
@@ -98,7 +98,7 @@ func (r *Report) Markdown(m Machine, command string) string {
 		} else {
 			fmt.Fprintf(&b, "| bubblewrap | – (%s) | |\n", c.BwrapNote)
 		}
-		fmt.Fprintf(&b, "| the bare command (fork and exec) | %s | %s |\n\n", ms(c.Bare.P50), ms(c.Bare.P99))
+		fmt.Fprintf(&b, "| the bare command (fork and exec) | %s | %s |\n", ms(c.Bare.P50), ms(c.Bare.P99))
 	}
 	b.WriteString("\nRank latency, p50 / p99 in ms (text in, top 10 out; same queries for every column):\n\n")
 	b.WriteString("| tools | toolsrv hybrid (index.Rank) | scoring every tool (not pruned) | without the learned last step | ratio of p50s | BM25 alone (index.Rank, bm25) | chromem text in (EmbedQuery + QueryEmbedding) | chromem QueryEmbedding alone | EmbedQuery alone | 9P rank transaction |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
