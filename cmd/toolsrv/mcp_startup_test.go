@@ -115,3 +115,74 @@ func TestMCPInspectorWithoutToolDirectory(t *testing.T) {
 		t.Errorf("find_tools does not name ./tools (%q):\n%s", noToolDirWant, out)
 	}
 }
+
+// "toolsrv mcp" that cannot serve as asked (a thresholds file that is not
+// one, an agent without a profile) does not exit before initialize, which
+// a client shows as "connection closed": it answers initialize with the
+// reason in its instructions, lists find_tools and call_tool, and both
+// answer with an error that says why; it exits 1 when the client closes.
+func TestMCPThatCannotStartSaysWhy(t *testing.T) {
+	bin := buildToolsrv(t)
+	proj, home := toolsProject(t)
+	bad := filepath.Join(t.TempDir(), "thresholds.json")
+	if err := os.WriteFile(bad, []byte(`{"format":"toolsrv-thresholds","version":2,"embedder":"x","policy":{"min":0.1,"coldMin":0.1,"maxTools":3,"typo":1}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a broken thresholds file", []string{"--thresholds", bad}, `unknown field "typo"`},
+		{"an agent without a profile", []string{"--agent", "nobody", "--agents", t.TempDir()}, `no profile for agent "nobody"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
+			defer cancel()
+			cmd := osexec.Command(bin, append([]string{"mcp", "--no-cache", "--tools", "tools"}, c.args...)...)
+			cmd.Dir = proj
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LANG=C.UTF-8"}
+			stderr := &syncBuffer{}
+			cmd.Stderr = stderr
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+			if err != nil {
+				t.Fatalf("initialize: %v\n%s", err, stderr)
+			}
+			if ins := cs.InitializeResult().Instructions; !strings.Contains(ins, "toolsrv could not start: ") || !strings.Contains(ins, c.want) {
+				t.Errorf("instructions: %q, want the reason (%q)", ins, c.want)
+			}
+			var names []string
+			for tl, err := range cs.Tools(ctx, nil) {
+				if err != nil {
+					t.Fatalf("tools/list: %v", err)
+				}
+				names = append(names, tl.Name)
+			}
+			if strings.Join(names, ",") != "call_tool,find_tools" {
+				t.Errorf("tools/list: %v, want call_tool and find_tools", names)
+			}
+			for _, name := range names {
+				r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: map[string]any{"query": "count the words", "tool": "word_count"}})
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				var text string
+				for _, ct := range r.Content {
+					if tc, ok := ct.(*sdk.TextContent); ok {
+						text += tc.Text
+					}
+				}
+				if !r.IsError || !strings.Contains(text, "toolsrv could not start: ") || !strings.Contains(text, c.want) {
+					t.Errorf("%s: error %v, %q; want an error naming %q", name, r.IsError, text, c.want)
+				}
+			}
+			if !strings.Contains(stderr.String(), "toolsrv mcp: ") || !strings.Contains(stderr.String(), c.want) {
+				t.Errorf("standard error does not say why:\n%s", stderr)
+			}
+			cs.Close()
+			if err := cmd.Wait(); err == nil || cmd.ProcessState.ExitCode() != 1 {
+				t.Errorf("exit: %v, want status 1", err)
+			}
+		})
+	}
+}

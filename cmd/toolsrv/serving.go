@@ -83,6 +83,8 @@ type servingSetup struct {
 	// known once providers has run (serve's remotes file and the tools
 	// it sends).
 	own func() []string
+	// failed, when set, is told why setup failed (once it is printed).
+	failed func(reason string)
 }
 
 // setup checks the working directory and the tool path, makes the
@@ -93,7 +95,11 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 	log := loggerAt(env, f.verbose.level(slog.LevelWarn))
 	env = &cliEnv{stdin: env.stdin, stdout: env.stdout, stderr: env.stderr, getenv: env.getenv, log: log}
 	fail := func(format string, a ...any) (*serving, int) {
-		fmt.Fprintf(env.stderr, "toolsrv "+s.cmd+": "+format+"\n", a...)
+		msg := fmt.Sprintf(format, a...)
+		fmt.Fprintf(env.stderr, "toolsrv %s: %s\n", s.cmd, msg)
+		if s.failed != nil {
+			s.failed(msg)
+		}
 		return nil, 1
 	}
 	if f.socket == "" {
