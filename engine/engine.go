@@ -81,6 +81,12 @@ type Options struct {
 	Providers    []Provider
 	ProviderWait time.Duration
 
+	// NoTools, when set, says why a catalog without a tool has none and
+	// what to do about it (a server started before its tool directories
+	// exist or hold a tool): an answer ranked on a catalog without tools
+	// is "no tool fits" with that reason, which clients show.
+	NoTools func(*registry.Catalog) string
+
 	// Getenv reads the environment (os.Getenv); Logger gets events
 	// (slog.Default()).
 	Getenv func(string) string

@@ -50,6 +50,7 @@ func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalo
 		if q.Explain {
 			a.Explain = explain(&a, q, cat, nil, thresholds.Context{}, ix.UsageFit())
 		}
+		e.noTools(&a, cat)
 		return a, nil
 	}
 	sel, r, err := e.pol.Offer(ctx, ix, cat, iq, q.Profile)
@@ -69,7 +70,19 @@ func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalo
 			Degraded: r.Degraded || q.Mode == index.Lexical, Answerable: r.Answerable, Unmatched: thresholds.UnmatchedIn(r)}
 		a.Explain = explain(&a, q, cat, e.pol, c, ix.UsageFit())
 	}
+	e.noTools(&a, cat)
 	return a, nil
+}
+
+// noTools makes an answer ranked on a catalog without a tool say why, and
+// what to do (Options.NoTools).
+func (e *Engine) noTools(a *Answer, cat *registry.Catalog) {
+	if e.opts.NoTools == nil || len(cat.Tools) > 0 {
+		return
+	}
+	if why := e.opts.NoTools(cat); why != "" {
+		a.NoToolFits, a.Reason = true, why
+	}
 }
 
 // Decide applies the thresholds to a ranking already made for q (a full

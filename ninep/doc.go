@@ -64,7 +64,8 @@
 //
 // A refused request answers with an errno (9P2000.L carries no text) and
 // leaves the reason in the connection's err file and, for an agent's
-// request, in the agent's err:
+// request, in the agent's err. (So does a rank answered from a catalog
+// without a tool, whose "# " line says why: engine.Options.NoTools.)
 //
 //	ENOENT  unknown tool, hidden tool (with the reason), no such session/agent/file,
 //	        unloading a tool that is not loaded, an agent or session that has ended

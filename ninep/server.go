@@ -314,14 +314,19 @@ type errSink interface{ setErr(msg string) }
 // for a request in a session or an agent, in its err) and returns the errno
 // to send.
 func (c *conn) fail(sink errSink, err error) error {
-	msg := err.Error()
+	c.note(sink, err.Error())
+	return ErrnoOf(err)
+}
+
+// note records msg in this connection's err file and, when sink is set,
+// in the session's or agent's.
+func (c *conn) note(sink errSink, msg string) {
 	c.mu.Lock()
 	c.err = msg
 	c.mu.Unlock()
 	if sink != nil {
 		sink.setErr(msg)
 	}
-	return ErrnoOf(err)
 }
 
 // toolNote says, in a refusal, that a limit is a tool connection's.

@@ -327,6 +327,16 @@ func (s *Server) rank(c *conn, ag *agent, req []byte) ([]byte, error) {
 		attrs = append(attrs, "note", a.Reason)
 	}
 	s.log.Info("rank", attrs...)
+	if a.NoToolFits && a.Reason != "" && len(cat().Tools) == 0 {
+		// Nothing to rank at all (no tool directory, no .meta file): err
+		// says why too, as for a refusal, for a client that reads it
+		// after an empty answer.
+		var sink errSink
+		if ag != nil {
+			sink = ag
+		}
+		c.note(sink, a.Reason)
+	}
 	if ag != nil && !c.acc.scoped() {
 		ag.mu.Lock()
 		ag.answer = a.ID

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -76,8 +77,14 @@ func runMCP(ctx context.Context, env *cliEnv, args []string) int {
 			fmt.Fprintf(env.stderr, "toolsrv mcp: WARNING: serving on %s without authentication: anyone who can reach it can find and call tools\n", *listen)
 		}
 	}
-	srvd, code := sv.setup(ctx, env, tools, servingSetup{cmd: "mcp"})
+	// On standard input and output, what keeps it from serving as asked
+	// is served instead (mcpFailure): the client shows it.
+	var failure string
+	srvd, code := sv.setup(ctx, env, tools, servingSetup{cmd: "mcp", failed: func(r string) { failure = r }})
 	if srvd == nil {
+		if *listen == "" && failure != "" {
+			return serveMCPFailure(ctx, env, failure, loggerAt(env, sv.verbose.level(slog.LevelWarn)))
+		}
 		return code
 	}
 	eng, log := srvd.eng, srvd.log
@@ -89,6 +96,9 @@ func runMCP(ctx context.Context, env *cliEnv, args []string) int {
 		if err != nil {
 			eng.Close()
 			fmt.Fprintln(env.stderr, "toolsrv mcp:", err)
+			if *listen == "" {
+				return serveMCPFailure(ctx, env, err.Error(), log)
+			}
 			return 1
 		}
 		profile = p

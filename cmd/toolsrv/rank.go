@@ -303,6 +303,10 @@ func printRanking(env *cliEnv, cat *registry.Catalog, hits []index.Hit, hot map[
 			fmt.Fprintf(tw, "%.3f\t%.3f\t%.3f\t%s\t%s\n", h.Score, h.Dense, h.Lexical, name, desc)
 		}
 		err = tw.Flush()
+		if len(cat.Tools) == 1 {
+			// DENSE is measured against the catalog's other tools.
+			fmt.Fprintln(env.stderr, "note: DENSE compares a tool with the catalog's others: with one tool it is 0, and LEXICAL (the words it matches) ranks it")
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv rank:", err)

@@ -83,6 +83,8 @@ type servingSetup struct {
 	// known once providers has run (serve's remotes file and the tools
 	// it sends).
 	own func() []string
+	// failed, when set, is told why setup failed (once it is printed).
+	failed func(reason string)
 }
 
 // setup checks the working directory and the tool path, makes the
@@ -93,7 +95,11 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 	log := loggerAt(env, f.verbose.level(slog.LevelWarn))
 	env = &cliEnv{stdin: env.stdin, stdout: env.stdout, stderr: env.stderr, getenv: env.getenv, log: log}
 	fail := func(format string, a ...any) (*serving, int) {
-		fmt.Fprintf(env.stderr, "toolsrv "+s.cmd+": "+format+"\n", a...)
+		msg := fmt.Sprintf(format, a...)
+		fmt.Fprintf(env.stderr, "toolsrv %s: %s\n", s.cmd, msg)
+		if s.failed != nil {
+			s.failed(msg)
+		}
 		return nil, 1
 	}
 	if f.socket == "" {
@@ -110,11 +116,18 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 		f.workdir = wd
 	}
 	// Every directory is watched, even one that does not exist yet (it is
-	// picked up when it appears), but at least one must exist: none is a
-	// mistyped path, not a catalog to serve.
+	// picked up when it appears). With none there, the server starts all
+	// the same and tells its clients why it has no tool (Options.NoTools):
+	// an MCP server that exited now would only show its client "connection
+	// closed", its reason in a log the person looking at the client does
+	// not see.
 	path := resolveToolPath(env, tools)
-	if _, err := path.existing(env, s.cmd); err != nil {
-		return fail("%v", err)
+	if _, bad, err := path.check(); err != nil {
+		fmt.Fprintf(env.stderr, "toolsrv %s: warning: %v; serving anyway (the answers say so): the directories are watched, and tools written there appear\n", s.cmd, err)
+	} else {
+		for _, b := range bad {
+			fmt.Fprintf(env.stderr, "toolsrv %s: warning: tool directory %s (from %s); reading the others\n", s.cmd, b, path.from)
+		}
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -139,6 +152,7 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 	opts.Logger = log
 	opts.Thresholds, opts.NoThresholds, opts.RankTimeout = f.thrFile, f.noThr, f.rankTimeout
 	opts.SharedRunner = runner
+	opts.NoTools = path.problem
 	opts.Usage = f.hf.open(ctx, env, s.cmd)
 	opts.UsageLater = true // serving starts at once; the history applies meanwhile
 	if opts.Providers, err = f.mf.providers(env, s.cmd, runner, ""); err != nil {
@@ -168,8 +182,10 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 	}
 	cat := eng.Catalog()
 	log.Info("tools loaded", "dirs", path.dirs, "revision", cat.Revision, "tools", len(cat.Tools), "invalid", len(cat.InvalidFiles()), "problems", len(cat.Problems), "hidden", len(cat.Hidden))
-	if err := path.emptyCatalog(cat); err != nil {
-		fmt.Fprintf(env.stderr, "toolsrv %s: warning: %v; serving it anyway: the directories are watched, and tools written there appear\n", s.cmd, err)
+	if _, _, err := path.check(); err == nil {
+		if err := path.emptyCatalog(cat); err != nil {
+			fmt.Fprintf(env.stderr, "toolsrv %s: warning: %v; serving it anyway (the answers say so): the directories are watched, and tools written there appear\n", s.cmd, err)
+		}
 	}
 	warn(env, s.cmd, eng)
 	if n := len(cat.Problems); n > 0 {
