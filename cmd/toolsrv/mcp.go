@@ -76,7 +76,7 @@ func runMCP(ctx context.Context, env *cliEnv, args []string) int {
 			fmt.Fprintf(env.stderr, "toolsrv mcp: WARNING: serving on %s without authentication: anyone who can reach it can find and call tools\n", *listen)
 		}
 	}
-	srvd, code := sv.setup(ctx, env, tools, servingSetup{cmd: "mcp"})
+	srvd, code := sv.setup(ctx, env, tools, servingSetup{cmd: "mcp", limit: *limit})
 	if srvd == nil {
 		return code
 	}
@@ -93,7 +93,7 @@ func runMCP(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		profile = p
 	}
-	srv := mcp.NewServer(mcp.ServerOptions{Engine: eng, Profile: profile, DefaultLimit: *limit, Native: *native, NativeCap: *nativeCap, Version: moduleVersion(), Logger: log,
+	srv := mcp.NewServer(mcp.ServerOptions{Engine: eng, Profile: profile, Native: *native, NativeCap: *nativeCap, Version: moduleVersion(), Logger: log,
 		Call: exec.CallContext{WorkDir: srvd.workdir, Agent: *agent, ToolsPath: joinDirs(srvd.dirs)}})
 
 	ctx, cancel := context.WithCancel(ctx)

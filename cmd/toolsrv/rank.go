@@ -133,6 +133,7 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	// Thresholds are needed for a plain ranking (not --all) and --select.
 	opts.NoThresholds = (*batch == "" && *all) || (*batch != "" && !*selectFlag)
 	opts.RankTimeout = *timeout
+	opts.DefaultLimit = *k // (a batch ranks the whole catalog: --limit only when given)
 	if opts.Providers, err = mf.providers(env, "rank", nil, ""); err != nil {
 		return fail(err)
 	}
@@ -153,7 +154,8 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	warn(env, "rank", eng)
 
-	q := engine.Request{Query: message, Context: convo, Limit: *k, Mode: mode, Profile: profile, All: *all, NoLearned: *noLearned, Source: "cli", Explain: *explainFlag}
+	q := engine.Request{Query: message, Context: convo, Mode: mode, Profile: profile, All: *all, NoLearned: *noLearned, Explain: *explainFlag,
+		Caller: engine.Caller{Transport: "cli", Client: "owner"}}
 	if *batch != "" {
 		q.Full, q.Limit = true, 0
 		if kSet {
