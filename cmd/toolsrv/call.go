@@ -150,9 +150,9 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	res, err := eng.Call(ctx, engine.CallRequest{Tool: name, Arguments: argJSON, Request: *forReq,
 		Caller: engine.Caller{Transport: "cli", Client: "owner", Agent: *agent}, Context: exec.CallContext{
-		WorkDir: workdir, Session: *session, Agent: *agent, Timeout: *timeout,
-		ToolsPath: strings.Join(toolDirs(env, tools), ":"),
-	}})
+			WorkDir: workdir, Session: *session, Agent: *agent, Timeout: *timeout,
+			ToolsPath: strings.Join(toolDirs(env, tools), ":"),
+		}})
 	if *asJSON {
 		return printCallJSON(env, name, res, err)
 	}
