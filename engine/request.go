@@ -160,12 +160,13 @@ func (r *Request) UnmarshalJSON(b []byte) error {
 	if out.Context, err = contextMember(v.Context); err != nil {
 		return err
 	}
-	name, raw := "limit", v.Limit
-	if absent(raw) {
-		name, raw = "k", v.K
-	}
-	if out.Limit, err = limitMember(name, raw); err != nil {
+	if out.Limit, err = limitMember("limit", v.Limit); err != nil {
 		return err
+	}
+	if out.Limit == 0 {
+		if out.Limit, err = limitMember("k", v.K); err != nil {
+			return err
+		}
 	}
 	if out.Explain, err = boolMember("explain", v.Explain); err != nil {
 		return err
