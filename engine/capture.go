@@ -100,7 +100,9 @@ func (e *Engine) unused(a *asked) {
 
 // event is the usage event of caller c's use of tool ("": none) for
 // request, offered offered: the one place where who acted becomes what
-// is recorded.
+// is recorded. c.Client, the transport's identity of its client, is
+// where an event's principal comes from once the history weighs events
+// by who recorded them.
 func (e *Engine) event(c Caller, request string, offered []string, tool string, ok bool, at time.Time) usage.Event {
 	src := c.Transport
 	if src == "" {

@@ -45,8 +45,8 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	fs, tools := newFlags(env, "rank", "rank [--tools DIR] [--embedder "+embedderChoice()+"] [--limit N] [--json] [--explain] [--format ollama|openai|anthropic] [--agent NAME [--agents DIR]] MESSAGE|-\n       toolsrv rank [--tools DIR] --batch FILE", rankAbout)
 	ef := addEngineFlags(fs)
 	hf := addHistoryFlags(fs)
-	k := fs.Int("limit", 10, "number of tools to print (0: all); in --batch mode the default is all")
-	fs.IntVar(k, "k", 10, "the older name of --limit")
+	limit := fs.Int("limit", 10, "number of tools to print (0: all); in --batch mode the default is all")
+	fs.IntVar(limit, "k", 10, "the older name of --limit")
 	asJSON := fs.Bool("json", false, "print the answer as JSON (as MCP's find_tools and 9P's rank.json), with the selection and the ranking (scores, components, degraded reason)")
 	format := fs.String("format", "", "print the ranked tools as tool definitions: ollama, openai or anthropic")
 	modeName := fs.String("mode", "hybrid", "scores: hybrid, bm25 or dense")
@@ -81,8 +81,8 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	if err := ef.check(); err != nil {
 		return usageError(fs, "%v", err)
 	}
-	if *k < 0 {
-		return usageError(fs, "--limit %d: want 0 (all) or more", *k)
+	if *limit < 0 {
+		return usageError(fs, "--limit %d: want 0 (all) or more", *limit)
 	}
 	if *timeout <= 0 {
 		return usageError(fs, "--timeout %v: want a positive duration such as 10s", *timeout)
@@ -92,8 +92,8 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 			return usageError(fs, "--agent %q: %v", *agent, err)
 		}
 	}
-	kSet := false
-	fs.Visit(func(f *flag.Flag) { kSet = kSet || f.Name == "k" || f.Name == "limit" })
+	limitSet := false
+	fs.Visit(func(f *flag.Flag) { limitSet = limitSet || f.Name == "k" || f.Name == "limit" })
 	var message string
 	if fs.NArg() == 1 && fs.Arg(0) == "-" {
 		if *batch != "" {
@@ -135,7 +135,7 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	// Thresholds are needed for a plain ranking (not --all) and --select.
 	opts.NoThresholds = (*batch == "" && *all) || (*batch != "" && !*selectFlag)
 	opts.RankTimeout = *timeout
-	opts.DefaultLimit = *k // (a batch ranks the whole catalog: --limit only when given)
+	opts.DefaultLimit = *limit // (a batch ranks the whole catalog: --limit only when given)
 	if opts.Providers, err = mf.providers(env, "rank", nil, ""); err != nil {
 		return fail(err)
 	}
@@ -160,8 +160,8 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 		Caller: engine.Caller{Transport: "cli", Client: "owner"}}
 	if *batch != "" {
 		q.Full, q.Limit = true, 0
-		if kSet {
-			q.Limit = *k
+		if limitSet {
+			q.Limit = *limit
 		}
 		if err := rankBatch(ctx, env, eng, *batch, q, *selectFlag); err != nil {
 			return fail(err)
