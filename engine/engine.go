@@ -56,6 +56,9 @@ type Options struct {
 	// RankTimeout bounds a ranking (2 s): past it, the answer is lexical
 	// and says so.
 	RankTimeout time.Duration
+	// DefaultLimit is the limit of a request that gives none
+	// (Request.Limit; 0: none, the thresholds alone decide).
+	DefaultLimit int
 
 	// Runner, when set, makes calls possible with these options.
 	Runner *exec.Options

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+
 	"github.com/toolsrv/toolsrv/index"
 	"github.com/toolsrv/toolsrv/registry"
 	"github.com/toolsrv/toolsrv/thresholds"
@@ -109,4 +111,31 @@ func explain(a *Answer, q Request, cat *registry.Catalog, pol *thresholds.Policy
 		}
 	}
 	return ex
+}
+
+// LimitRule is the rule of a tool the thresholds offer but the request's
+// limit (Request.Limit) left out.
+const LimitRule = "limit"
+
+// limited says, of each tool in cut (the offers past the request's
+// limit), that the limit left it out, and adds the cut to the decision.
+func (ex *Explanation) limited(cut []Offer, limit int) {
+	if ex == nil || len(cut) == 0 {
+		return
+	}
+	byName := map[string]bool{}
+	for _, o := range cut {
+		byName[o.Name] = true
+	}
+	tools := "tools"
+	if limit == 1 {
+		tools = "tool"
+	}
+	for i, te := range ex.Tools {
+		if byName[te.Name] {
+			ex.Tools[i].Offered, ex.Tools[i].Rule = false, LimitRule
+			ex.Tools[i].Detail = fmt.Sprintf("the thresholds offer it; the limit of %d %s left it out", limit, tools)
+		}
+	}
+	ex.Reason += fmt.Sprintf("; the limit of %d %s left %d out", limit, tools, len(cut))
 }

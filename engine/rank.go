@@ -12,7 +12,8 @@ import (
 // ErrNoIndex is returned by Rank on an engine made with NoIndex.
 var ErrNoIndex = errors.New("this engine has no index (Options.NoIndex)")
 
-// Rank ranks the catalog for q and decides what to offer.
+// Rank ranks the catalog for q and decides what to offer. The answer is
+// remembered for the calls and loads of q's session (Request.Caller).
 func (e *Engine) Rank(ctx context.Context, q Request) (Answer, error) {
 	a, err := e.rank(ctx, e.ix, e.reg.Catalog(), q)
 	if err != nil {
@@ -34,6 +35,9 @@ func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalo
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if q.Limit == 0 && !q.Full {
+		q.Limit = e.opts.DefaultLimit
+	}
 	iq := e.indexQuery(q)
 	if q.All || e.pol == nil {
 		if iq.K == 0 && !q.Full {
@@ -47,6 +51,7 @@ func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalo
 		for _, h := range r.Hits {
 			a.Tools = append(a.Tools, Offer{Hit: h})
 		}
+		a.Tools = inCatalog(a.Tools, cat, iq.Allow)
 		if q.Explain {
 			a.Explain = explain(&a, q, cat, nil, thresholds.Context{}, ix.UsageFit())
 		}
@@ -58,8 +63,10 @@ func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalo
 		return Answer{}, err
 	}
 	a := e.answer(sel, r)
+	a.Tools = inCatalog(a.Tools, cat, iq.Allow)
+	var cut []Offer
 	if q.Limit > 0 && len(a.Tools) > q.Limit {
-		a.Tools = a.Tools[:q.Limit]
+		a.Tools, cut = a.Tools[:q.Limit], a.Tools[q.Limit:]
 	}
 	if q.Explain {
 		allow := iq.Allow
@@ -69,6 +76,7 @@ func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalo
 		c := thresholds.Context{Tier: thresholds.TierOf(cat), Hot: thresholds.ProfileHot(cat, q.Profile, allow),
 			Degraded: r.Degraded || q.Mode == index.Lexical, Answerable: r.Answerable, Unmatched: thresholds.UnmatchedIn(r)}
 		a.Explain = explain(&a, q, cat, e.pol, c, ix.UsageFit())
+		a.Explain.limited(cut, q.Limit)
 	}
 	e.noTools(&a, cat)
 	return a, nil
@@ -83,6 +91,19 @@ func (e *Engine) noTools(a *Answer, cat *registry.Catalog) {
 	if why := e.opts.NoTools(cat); why != "" {
 		a.NoToolFits, a.Reason = true, why
 	}
+}
+
+// inCatalog keeps the offers of tools cat holds and allow (when set)
+// allows: a ranking made just before the catalog changed may still name a
+// tool that is gone.
+func inCatalog(offers []Offer, cat *registry.Catalog, allow func(string) bool) []Offer {
+	out := offers[:0]
+	for _, o := range offers {
+		if _, ok := cat.Get(o.Name); ok && (allow == nil || allow(o.Name)) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // Decide applies the thresholds to a ranking already made for q (a full
@@ -126,6 +147,9 @@ func (e *Engine) answer(sel thresholds.Selection, r index.Ranking) Answer {
 	a := Answer{Tools: []Offer{}, NoToolFits: sel.NoToolFits, Selection: sel, Ranking: r, Degraded: r.Degraded, DegradedReason: r.Reason}
 	if sel.NoToolFits {
 		a.Reason = sel.Reason
+		if a.Reason == "" {
+			a.Reason = "no tool fits this request"
+		}
 	}
 	for _, o := range sel.Tools {
 		h, ok := byName[o.Name]

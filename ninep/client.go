@@ -313,14 +313,14 @@ func (tx *Tx) Do(req []byte) ([]byte, error) {
 // Close releases the open file.
 func (tx *Tx) Close() error { return tx.f.Close() }
 
-// IsTransaction reports whether p is a transaction file: rank, or a file
+// IsTransaction reports whether p is a transaction file: rank, rank.json, or a file
 // under an agent's call directory.
 func IsTransaction(p string) bool {
 	parts := split(p)
 	if len(parts) == 0 {
 		return false
 	}
-	if parts[len(parts)-1] == "rank" {
+	if last := parts[len(parts)-1]; last == "rank" || last == "rank.json" {
 		return true
 	}
 	return len(parts) >= 2 && parts[len(parts)-2] == "call"

@@ -14,6 +14,7 @@
 //	errors                       r   one line per problem of an invalid .meta file: file[:line]: [field "f":] reason
 //	err                          r   why the last refused request on this connection failed
 //	rank                         rw  transaction: write a message, read the ranking
+//	rank.json                    rw  the same transaction, answered with the engine's Answer as JSON
 //	ctl                          w   "reload": rescan the tool directories now
 //	version                      r   "toolsrv-9p 1" (Protocol: what this tree is) and "build ..."
 //	session/                     d   mkdir session/S starts a session, rmdir (rm) ends it
@@ -33,29 +34,41 @@
 //	session/S/agent/A/schemas    r   JSON array of the loaded tools as the model sees them:
 //	                                 {"name","description","prompt","parameters"} (never the keywords)
 //	session/S/agent/A/rank       rw  transaction: the ranking restricted to the agent's allowTools
+//	session/S/agent/A/rank.json  rw  the same, answered as JSON
 //	session/S/agent/A/call/      d   lists the loaded tools
 //	session/S/agent/A/call/NAME  rw  transaction: write the arguments (JSON object), read the result
 //	session/S/agent/A/err        r   why this agent's last refused request failed
 //
 // # Transactions
 //
-// rank and call/NAME work per open file, like Plan 9's /net/cs: a write sets
-// the request, reads on the same fid return the answer; other fids, on this
-// or any other connection, never see it. A write at offset 0 starts a new
-// request. A rank request is plain text (the user's message) or a JSON
-// object {"query": "...", "context": ["earlier message", ...], "k": N}. Its
-// answer is "name<TAB>score" lines, best first, scores in [0,1] with four
-// decimals, preceded by comment lines when there is something to say:
-// "# degraded: REASON" (the ranking fell back to lexical scores) and
-// "# NOTE" (for example why no tool fits). A call answer is one JSON object:
+// rank, rank.json and call/NAME work per open file, like Plan 9's /net/cs:
+// a write sets the request, reads on the same fid return the answer; other
+// fids, on this or any other connection, never see it. A write at offset 0
+// starts a new request. A rank request is plain text (the user's message)
+// or a JSON object {"query": "...", "context": ["earlier message", ...],
+// "limit": N, "explain": true} (engine.ParseRequest: "text" and "k" are
+// the older names of query and limit; a limit left out is the server's,
+// serve --limit). The rank answer is "name<TAB>score" lines, best first,
+// scores in [0,1] with four decimals, preceded by comment lines: "# answer
+// ID" (the answer's ID) and, when there is something to say, "# degraded:
+// REASON" (the ranking fell back to lexical scores) and "# NOTE" (for
+// example why no tool fits); with "explain", a last "# explain JSON" line.
+// rank.json answers the same as one line of JSON: the engine's Answer, as
+// "toolsrv rank --json" and MCP's find_tools give it ({"id", "tools":
+// [{"name", "score", "hot", "named"}], "noToolFits", "reason", "degraded",
+// "degradedReason", "explain"}). An agent's loads and calls follow its
+// answers: the engine links each to the session's latest answer that
+// offered the tool (the usage history; a tool's own connection records
+// nothing). A call answer is one JSON object, the engine's CallResult:
 //
-//	{"tool":"N","exitCode":0,"output":"stdout","content":[...],"stderr":"...",
+//	{"tool":"N","ok":true,"exitCode":0,"output":"stdout","content":[...],"stderr":"...",
 //	 "truncated":false,"unsandboxed":false,"denied":"...","durationMs":12.5}
 //
 // (content only when the output was {"content": [...]}; denied only when
 // the tool failed on a permission error the sandbox most likely caused:
-// "denied by the sandbox: PATH is outside what this tool may read ..."). A tool that ran
-// and exited non-zero is an answer with its exit code, not a refusal.
+// "denied by the sandbox: PATH is outside what this tool may read ...").
+// A tool that ran and exited non-zero is an answer with its exit code,
+// "ok": false, "error" and "kind": "tool failed", not a refusal.
 // Arguments are run when they form a complete JSON value, so arguments
 // larger than one message arrive whole; a message is ranked at the end of
 // the write. Empty arguments mean {}.

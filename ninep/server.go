@@ -53,11 +53,11 @@ type Options struct {
 	// ("execution is not available"). A session with an overlay calls
 	// through the overlay (which ranks and calls its own catalog).
 	Caller Caller
-	// Loaded, when set, is told when a full client's agent loads a tool
-	// after a ranking (the answer it follows): the usage history's
-	// "load after rank". A tool's own connection loading a tool is not
-	// told.
-	Loaded func(answer, tool, session, agent string)
+	// Loaded, when set, is told of every load of a tool by an agent
+	// (ctl's tool_load, a write to its tools file), with who loaded it:
+	// the engine's Loaded, which decides what that records (a tool's own
+	// connection is engine.Caller.ByTool).
+	Loaded func(c engine.Caller, tool string)
 	// Profiles returns an agent's profile when its directory is made; nil
 	// gives every agent an empty profile (nothing auto-loaded, all allowed).
 	Profiles func(agent string) (*registry.Profile, error)
@@ -66,9 +66,6 @@ type Options struct {
 	WorkDir string
 	// WarmTurns is how many turns a warm tool may stay unused (default 5).
 	WarmTurns int
-	// RankK is how many hits a rank request asks for when it does not say
-	// (default 10).
-	RankK int
 	// Logger receives connection events (default slog.Default()).
 	Logger *slog.Logger
 	// Access decides what a newly accepted connection may do (see Access);
@@ -135,9 +132,6 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.WarmTurns <= 0 {
 		opts.WarmTurns = 5
-	}
-	if opts.RankK <= 0 {
-		opts.RankK = 10
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

@@ -80,7 +80,7 @@ func runMCP(ctx context.Context, env *cliEnv, args []string) int {
 	// On standard input and output, what keeps it from serving as asked
 	// is served instead (mcpFailure): the client shows it.
 	var failure string
-	srvd, code := sv.setup(ctx, env, tools, servingSetup{cmd: "mcp", failed: func(r string) { failure = r }})
+	srvd, code := sv.setup(ctx, env, tools, servingSetup{cmd: "mcp", limit: *limit, failed: func(r string) { failure = r }})
 	if srvd == nil {
 		if *listen == "" && failure != "" {
 			return serveMCPFailure(ctx, env, failure, loggerAt(env, sv.verbose.level(slog.LevelWarn)))
@@ -103,7 +103,7 @@ func runMCP(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		profile = p
 	}
-	srv := mcp.NewServer(mcp.ServerOptions{Engine: eng, Profile: profile, DefaultLimit: *limit, Native: *native, NativeCap: *nativeCap, Version: moduleVersion(), Logger: log,
+	srv := mcp.NewServer(mcp.ServerOptions{Engine: eng, Profile: profile, Native: *native, NativeCap: *nativeCap, Version: moduleVersion(), Logger: log,
 		Call: exec.CallContext{WorkDir: srvd.workdir, Agent: *agent, ToolsPath: joinDirs(srvd.dirs)}})
 
 	ctx, cancel := context.WithCancel(ctx)

@@ -15,7 +15,7 @@ const ninepAbout = `A small 9P client for the toolsrv tree (scripts, tools, peop
   ls PATH            list a directory (directories end in /)
   cat PATH           print a file
   write PATH [DATA]  write DATA (default: standard input); on a transaction
-                     file (rank, call/NAME) print the answer read back
+                     file (rank, rank.json, call/NAME) print the answer read back
   mkdir PATH         make a session (session/S) or an agent (session/S/agent/A)
   rm PATH            end a session or an agent
 The server is --addr, else $TOOLSRV_ADDR, else the default Unix socket of

@@ -28,10 +28,12 @@ const rankAbout = `Ranks the catalog's tools for MESSAGE: hybrid of BM25 and emb
 similarity, scores calibrated to [0,1]; a tool named in the message ranks
 first. The thresholds in effect (see "toolsrv tune --show") decide which
 tools are offered: when none clears them the answer is "no tool fits";
---all prints the plain top --k instead. With --agent, the profile's hot
-tools are always offered. With --batch FILE ("-" for stdin), reads JSON lines {"id","query"}
+--all prints the plain top --limit instead (--k is its older name). With
+--agent, the profile's hot tools are always offered. --json prints the
+answer as MCP's find_tools and 9P's rank.json give it, with the thresholds'
+"selection" and the "ranking". With --batch FILE ("-" for stdin), reads JSON lines {"id","query"}
 and writes {"id","ranked":[{"name","score","dense","lexical"},...]} lines in the same order,
-the whole catalog ranked (no cut unless --k is given); --select adds the
+the whole catalog ranked (no cut unless --limit is given); --select adds the
 offered set and the decision: "offered":[names],"noToolFits":bool.
 Rankings use the learned last step (learn/MODEL.md) unless --no-learned. --format prints the
 ranked tools as the tool definitions of the Ollama, OpenAI or Anthropic
@@ -43,16 +45,16 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	fs, tools := newFlags(env, "rank", "rank [--tools DIR] [--embedder "+embedderChoice()+"] [--limit N] [--json] [--explain] [--format ollama|openai|anthropic] [--agent NAME [--agents DIR]] MESSAGE|-\n       toolsrv rank [--tools DIR] --batch FILE", rankAbout)
 	ef := addEngineFlags(fs)
 	hf := addHistoryFlags(fs)
-	k := fs.Int("limit", 10, "number of tools to print (0: all); in --batch mode the default is all")
-	fs.IntVar(k, "k", 10, "the older name of --limit")
-	asJSON := fs.Bool("json", false, "print the ranking as JSON (scores, components, degraded reason)")
+	limit := fs.Int("limit", 10, "number of tools to print (0: all); in --batch mode the default is all")
+	fs.IntVar(limit, "k", 10, "the older name of --limit")
+	asJSON := fs.Bool("json", false, "print the answer as JSON (as MCP's find_tools and 9P's rank.json), with the selection and the ranking (scores, components, degraded reason)")
 	format := fs.String("format", "", "print the ranked tools as tool definitions: ollama, openai or anthropic")
 	modeName := fs.String("mode", "hybrid", "scores: hybrid, bm25 or dense")
 	timeout := fs.Duration("timeout", 10*time.Second, "deadline of each ranking; past it the answer is lexical")
 	batch := fs.String("batch", "", "rank every {\"id\",\"query\"} line of FILE (- for stdin)")
 	agent := fs.String("agent", "", "rank only the tools agent NAME's profile allows (--agents/NAME.json); its hot tools are always offered")
 	agentsDir := fs.String("agents", "", "agent profiles directory (default ~/.config/ollie/agents, as for serve and mcp)")
-	all := fs.Bool("all", false, "print the top --k tools without applying the thresholds")
+	all := fs.Bool("all", false, "print the top --limit tools without applying the thresholds")
 	selectFlag := fs.Bool("select", false, "with --batch: also apply the thresholds and print each line's offered set and noToolFits")
 	noLearned := fs.Bool("no-learned", false, "rank with the fixed fusion, without the learned last step")
 	explainFlag := fs.Bool("explain", false, "also say why: each ranked tool's signals, the words it matched in which field, and the rule that offered it or left it out")
@@ -79,8 +81,8 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	if err := ef.check(); err != nil {
 		return usageError(fs, "%v", err)
 	}
-	if *k < 0 {
-		return usageError(fs, "--limit %d: want 0 (all) or more", *k)
+	if *limit < 0 {
+		return usageError(fs, "--limit %d: want 0 (all) or more", *limit)
 	}
 	if *timeout <= 0 {
 		return usageError(fs, "--timeout %v: want a positive duration such as 10s", *timeout)
@@ -90,8 +92,8 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 			return usageError(fs, "--agent %q: %v", *agent, err)
 		}
 	}
-	kSet := false
-	fs.Visit(func(f *flag.Flag) { kSet = kSet || f.Name == "k" || f.Name == "limit" })
+	limitSet := false
+	fs.Visit(func(f *flag.Flag) { limitSet = limitSet || f.Name == "k" || f.Name == "limit" })
 	var message string
 	if fs.NArg() == 1 && fs.Arg(0) == "-" {
 		if *batch != "" {
@@ -133,6 +135,7 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	// Thresholds are needed for a plain ranking (not --all) and --select.
 	opts.NoThresholds = (*batch == "" && *all) || (*batch != "" && !*selectFlag)
 	opts.RankTimeout = *timeout
+	opts.DefaultLimit = *limit // (a batch ranks the whole catalog: --limit only when given)
 	if opts.Providers, err = mf.providers(env, "rank", nil, ""); err != nil {
 		return fail(err)
 	}
@@ -153,11 +156,12 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	warn(env, "rank", eng)
 
-	q := engine.Request{Query: message, Context: convo, Limit: *k, Mode: mode, Profile: profile, All: *all, NoLearned: *noLearned, Source: "cli", Explain: *explainFlag}
+	q := engine.Request{Query: message, Context: convo, Mode: mode, Profile: profile, All: *all, NoLearned: *noLearned, Explain: *explainFlag,
+		Caller: engine.Caller{Transport: "cli", Client: "owner"}}
 	if *batch != "" {
 		q.Full, q.Limit = true, 0
-		if kSet {
-			q.Limit = *k
+		if limitSet {
+			q.Limit = *limit
 		}
 		if err := rankBatch(ctx, env, eng, *batch, q, *selectFlag); err != nil {
 			return fail(err)

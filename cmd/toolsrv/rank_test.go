@@ -562,3 +562,57 @@ func TestRankExplain(t *testing.T) {
 		}
 	}
 }
+
+// rank --limit 1 --explain names the limit as what left out a tool the
+// thresholds offer, in the text and in --json, and the decision says
+// what it cut.
+func TestRankLimitExplained(t *testing.T) {
+	dir := rankFixture(t)
+	cache := t.TempDir()
+	const q = "read the file and email it to bob"
+	code, out, errOut := runCLIWith(t, "", nil, "rank", "--tools", dir, "--cache", cache, "--no-usage", "--explain", q)
+	if code != 0 || !strings.Contains(out, "send_email  ") || !strings.Contains(out, "read_file  ") {
+		t.Fatalf("without a limit: exit %d, want read_file and send_email offered:\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCLIWith(t, "", nil, "rank", "--tools", dir, "--cache", cache, "--no-usage", "--explain", "--limit", "1", q)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"; the limit of 1 tool left 1 out\n", "left out by limit: the thresholds offer it; the limit of 1 tool left it out\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "left out by offered") {
+		t.Errorf("a tool is said to be left out by offered:\n%s", out)
+	}
+	code, out, errOut = runCLIWith(t, "", nil, "rank", "--tools", dir, "--cache", cache, "--no-usage", "--explain", "--json", "--limit", "1", q)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var v struct {
+		Tools   []struct{ Name string }
+		Explain struct {
+			Tools []struct {
+				Name    string
+				Offered bool
+				Rule    string
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || len(v.Tools) != 1 {
+		t.Fatalf("--json: %v, %d tools: %s", err, len(v.Tools), out)
+	}
+	limited := 0
+	for _, te := range v.Explain.Tools {
+		if te.Rule == "limit" && !te.Offered {
+			limited++
+		}
+		if !te.Offered && te.Rule == "offered" {
+			t.Errorf("%s: left out, with rule offered", te.Name)
+		}
+	}
+	if limited != 1 {
+		t.Errorf("%d tools with rule limit, want 1: %s", limited, out)
+	}
+}

@@ -58,7 +58,8 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	fs.Var(&listens, "listen", "address to serve on, unix:PATH or tcp:HOST:PORT (repeatable; default the Unix socket above)")
 	allowRemote := fs.Bool("allow-remote", false, "allow a TCP address that is not loopback (anyone who reaches it can load and call tools)")
 	warm := fs.Int("warm-turns", 5, "turns a warm tool may stay unused before it is unloaded")
-	rankK := fs.Int("rank-k", 10, "hits a rank request gets when it does not say (with thresholds: at least their maximum)")
+	limit := fs.Int("limit", 10, "the most tools a rank answer holds when the request does not say (0: the thresholds decide)")
+	fs.IntVar(limit, "rank-k", 10, "the older name of --limit")
 	sv := addServingFlags(fs)
 	stdio := fs.Bool("stdio", false, "serve one connection on standard input and output (what ssh runs: toolsrv 9p --addr ssh:HOST), relayed to this user's running server on its Unix socket, which is started (with the other flags) if none runs")
 	rf := addRemoteFlags(fs)
@@ -74,8 +75,8 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	if err := sv.check(); err != nil {
 		return usageError(fs, "%v", err)
 	}
-	if *rankK < 0 {
-		return usageError(fs, "--rank-k %d: want 0 or more", *rankK)
+	if *limit < 0 {
+		return usageError(fs, "--limit %d: want 0 or more", *limit)
 	}
 
 	// Addresses first: a bad one is a usage error, before any work.
@@ -106,7 +107,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 			sockets = append(sockets, a.Addr)
 		}
 	}
-	srvd, code := sv.setup(ctx, env, tools, servingSetup{cmd: "serve", sockets: sockets, providers: rf.providers, own: rf.own, tune: func(o *exec.Options) {
+	srvd, code := sv.setup(ctx, env, tools, servingSetup{cmd: "serve", limit: *limit, sockets: sockets, providers: rf.providers, own: rf.own, tune: func(o *exec.Options) {
 		self := o.SelfExe
 		if exe, err := os.Executable(); err == nil {
 			self = exe
@@ -141,7 +142,6 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 		}, log),
 		WorkDir:   srvd.workdir,
 		WarmTurns: *warm,
-		RankK:     *rankK,
 		Logger:    log,
 		Access:    func(nc net.Conn) ninep.Access { return peerAccess(runner, nc) },
 		CheckWorkDir: func(dir string) (string, error) {

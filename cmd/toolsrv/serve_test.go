@@ -114,7 +114,7 @@ func TestServeAnd9PClient(t *testing.T) {
 		code     int
 		out, err string // substrings ("" = anything)
 	}{
-		{"", []string{"ls", "/"}, 0, "ctl\nerr\nerrors\nrank\nrevision\nsession/\ntools\ntools.json\n", ""},
+		{"", []string{"ls", "/"}, 0, "ctl\nerr\nerrors\nrank\nrank.json\nrevision\nsession/\ntools\ntools.json\n", ""},
 		{"", []string{"cat", "tools"}, 0, "git_push\tcold\tPush the current git branch to its remote\n", ""},
 		{"", []string{"cat", "revision"}, 0, "1\n", ""},
 		{"", []string{"mkdir", "session/s1"}, 0, "", ""},

@@ -72,6 +72,9 @@ type serving struct {
 type servingSetup struct {
 	// cmd names the command in messages.
 	cmd string
+	// limit is the most tools an answer holds when the request does not
+	// say (engine.Options.DefaultLimit: the command's --limit).
+	limit int
 	// sockets are the Unix sockets serve listens on: their directories
 	// are toolsrv's own.
 	sockets []string
@@ -151,6 +154,7 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 	opts := f.ef.options(env, path.dirs, p)
 	opts.Logger = log
 	opts.Thresholds, opts.NoThresholds, opts.RankTimeout = f.thrFile, f.noThr, f.rankTimeout
+	opts.DefaultLimit = s.limit
 	opts.SharedRunner = runner
 	opts.NoTools = path.problem
 	opts.Usage = f.hf.open(ctx, env, s.cmd)
