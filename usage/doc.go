@@ -48,10 +48,13 @@
 // lose the last commits; the file memory-mapped for reading). A write
 // transaction begins IMMEDIATE. Each entry is stored whole in one column
 // (see codec.go) beside the columns the queries select by, because a
-// snapshot reading ten columns per row took three times as long. A damaged file is set aside as
-// PATH.damaged-TIME and a new store started: at Open for a bad header or
-// layout (and any damage with Options.Check), otherwise at the first call
-// that runs into it. Forget rewrites the file (VACUUM, with secure_delete
+// snapshot reading ten columns per row took three times as long. A damaged file
+// (sqlitefile.IsDamage: SQLite's NOTADB or CORRUPT, a bad header or
+// layout; nothing else) is set aside as PATH.damaged-TIME, a name never
+// reused, and a new store started: at Open for a bad header or layout
+// (and any damage with Options.Check), otherwise at the first call that
+// runs into it. A file that cannot be written now (a full disk, an I/O
+// error) is left as it is and the call's error returned. Forget rewrites the file (VACUUM, with secure_delete
 // on) and empties the write-ahead log, so nothing forgotten stays on disk.
 //
 // What it costs, measured on the project's 2-core machine (quiet, unless
