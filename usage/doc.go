@@ -4,13 +4,20 @@
 // A capture path (MCP, 9P, the CLI) records an Event per answered request;
 // a Store merges identical ones into an Entry per (normalized request,
 // tool, agent) with the calls counted, the failures, the first and last
-// times and the latest wording. The ranking reads every entry once
-// (Snapshot) and then what changed (Changes), polling Version.
+// times and the latest wording. The ranking follows the store through a
+// Follower: the history whole once (Snapshot), then what changed since
+// the version it has (Changes), looking at every poll and when a shared
+// store says another host recorded (Notifier). The Follower is the only
+// code outside the stores that knows their optional interfaces (Derived,
+// Notifier) and ErrResnapshot, as database/sql keeps its drivers' to
+// itself; it keeps nothing of the history (the ranking's view does).
 //
 //	store, warnings, err := usage.Open(ctx, usage.DefaultPath(os.Getenv), usage.Options{})
 //	err = store.Record(ctx, usage.Event{Request: msg, Tool: "git_status", OK: true, Agent: "claude", Source: usage.SourceMCP})
-//	entries, version, err := store.Snapshot(ctx)
-//	changed, removed, version, err := store.Changes(ctx, version) // ErrResnapshot: Snapshot again
+//	f := usage.NewFollower(store)
+//	name, version, err := f.Head(ctx)   // which history, at which version
+//	d, err := f.Since(ctx, -1)          // the whole history (d.Full)
+//	d, err = f.Since(ctx, d.Version)    // what changed since; ErrResnapshot: Since(ctx, -1) again
 //
 // Open takes a file path (the embedded store below) or a URL whose scheme a
 // driver registered (Register), as database/sql drivers do: package
