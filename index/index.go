@@ -82,10 +82,13 @@ type Index struct {
 	// preloaded are the tool directories Preload read the cache for.
 	preloaded []string
 	path      string // the cache file ("" without a cache)
-	state     []byte // fitted embedder state
-	fitDocs   int
-	drift     int
-	dirty     bool
+	// lib is the embedder's vector library (library.go; nil for a
+	// CatalogAware embedder, or without a cache).
+	lib     *vecLibrary
+	state   []byte // fitted embedder state
+	fitDocs int
+	drift   int
+	dirty   bool
 	// lexc is the lexical cache file read with the cache (lexcache.go),
 	// until the first update takes it; lexDirty: documents were tokenized
 	// since the file was last written; tokenized counts the documents
