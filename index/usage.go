@@ -147,9 +147,12 @@ type usageView struct {
 	trust []float32
 	// made is the history the view is of (SetUsageSaved; zero: SetUsage),
 	// history its History.Source (in memory only: a view read from the
-	// saved file has none, nor its rows' texts).
+	// saved file has none, nor its rows' texts). rows: every row that is
+	// the history's has its ID, so that the history can be made again from
+	// the rows (rebuilt).
 	made    viewHeader
 	history string
+	rows    bool
 	// scratch holds *usageScratch for evidence.
 	scratch sync.Pool
 	// w is the weight chosen by leave-one-out; loo what it saw.
@@ -242,7 +245,7 @@ func (v *usageVecs) add(k [16]byte) int32 {
 func (ix *Index) SetUsage(ctx context.Context, uses []Use) (UsageFit, error) {
 	ix.usage.apply.Lock()
 	defer ix.usage.apply.Unlock()
-	return ix.setUsage(ctx, uses, nil, "")
+	return ix.setUsage(ctx, uses, nil, "", false)
 }
 
 // History names a usage history and how to read it, for SetUsageSaved.
@@ -302,7 +305,7 @@ func (ix *Index) SetUsageSaved(ctx context.Context, h History) (UsageFit, error)
 					return fit, nil
 				}
 			}
-		} else if cur.text != nil && (cur.made.version == want.version || h.Since != nil) {
+		} else if cur.rows && cur.text != nil && (cur.made.version == want.version || h.Since != nil) {
 			// Another catalog, last step, embedder or Extra: the same
 			// history built whole again from the view's rows.
 			var changed []Use
@@ -312,7 +315,7 @@ func (ix *Index) SetUsageSaved(ctx context.Context, h History) (UsageFit, error)
 				changed, removed, err = h.Since(ctx, cur.made.version)
 			}
 			if err == nil {
-				return ix.setUsage(ctx, cur.rebuilt(changed, removed, h.Extra), &want, h.Source)
+				return ix.setUsage(ctx, cur.rebuilt(changed, removed, h.Extra), &want, h.Source, withIDs(changed))
 			}
 		}
 	}
@@ -333,7 +336,17 @@ func (ix *Index) SetUsageSaved(ctx context.Context, h History) (UsageFit, error)
 	if err != nil {
 		return UsageFit{}, err
 	}
-	return ix.setUsage(ctx, append(uses, h.Extra...), &want, h.Source)
+	return ix.setUsage(ctx, append(uses, h.Extra...), &want, h.Source, withIDs(uses))
+}
+
+// withIDs reports whether every one of uses has an ID.
+func withIDs(uses []Use) bool {
+	for i := range uses {
+		if uses[i].ID == "" && uses[i].key == ([16]byte{}) {
+			return false
+		}
+	}
+	return true
 }
 
 // extraDigest tells one History.Extra from another.
@@ -348,15 +361,18 @@ func extraDigest(extra []Use) string {
 // rebuilt is the history u is of as Uses again (the entries that vote,
 // each as one uncounted call: what a whole build keeps of them), with
 // removed and changed taken out and changed put in, and the entries
-// that are not the history's (no ID: History.Extra) replaced by extra.
-// u must have its rows' texts.
+// that are not the history's (no ID, or one of Extra's: History.Extra)
+// replaced by extra. u must have its rows (u.rows, u.text).
 func (u *usageView) rebuilt(changed []Use, removed []string, extra []Use) []Use {
-	gone := make(map[[16]byte]bool, len(changed)+len(removed))
+	gone := make(map[[16]byte]bool, len(changed)+len(removed)+len(extra))
 	for _, id := range removed {
 		gone[useID(id)] = true
 	}
 	for _, e := range changed {
 		gone[useID(e.ID)] = true
+	}
+	for i := range extra {
+		gone[extra[i].idKey()] = true
 	}
 	out := make([]Use, 0, u.n+len(changed)+len(extra))
 	for i := 0; i < u.n; i++ {
@@ -369,9 +385,10 @@ func (u *usageView) rebuilt(changed []Use, removed []string, extra []Use) []Use 
 }
 
 // setUsage builds, fits and puts in effect the view of uses, of the
-// history hdr names (nil: none; source its History.Source), and saves it
-// (with Options.UsageViewPath). The caller holds usage.apply.
-func (ix *Index) setUsage(ctx context.Context, uses []Use, hdr *viewHeader, source string) (UsageFit, error) {
+// history hdr names (nil: none; source its History.Source; rows: every
+// entry of it in uses has its ID), and saves it (with
+// Options.UsageViewPath). The caller holds usage.apply.
+func (ix *Index) setUsage(ctx context.Context, uses []Use, hdr *viewHeader, source string, rows bool) (UsageFit, error) {
 	u, err := ix.buildUsage(ctx, orderedUses(uses))
 	if err != nil || u == nil {
 		if err == nil {
@@ -390,7 +407,7 @@ func (ix *Index) setUsage(ctx context.Context, uses []Use, hdr *viewHeader, sour
 		return UsageFit{}, err
 	}
 	if hdr != nil {
-		u.made, u.history = *hdr, source
+		u.made, u.history, u.rows = *hdr, source, rows
 	}
 	ix.usage.view.Store(u)
 	if hdr != nil && ix.opts.UsageViewPath != "" {

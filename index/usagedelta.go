@@ -37,8 +37,9 @@ func useID(id string) [16]byte {
 // effect, or one read from the saved file), up to the version want with
 // what changed since (h.Since), puts it in effect and saves it in the
 // background: a copy of u changed in place when the change is small
-// (applyDelta), else, when u has its rows (a view built here, not read
-// from the file), the history built whole from them and the change. False
+// (applyDelta), else, when u has its rows (a view built here of entries
+// with IDs, not read from the file), the history built whole from them
+// and the change. False
 // when it can do neither (h.Since failed, or the change is too large for
 // a view without its rows): the caller reads the history whole. The
 // caller holds usage.apply.
@@ -60,10 +61,10 @@ func (ix *Index) deltaOf(ctx context.Context, u *usageView, version int64, want 
 		}
 		return d.loo, true
 	}
-	if u.text == nil || ctx.Err() != nil {
+	if !u.rows || u.text == nil || ctx.Err() != nil {
 		return UsageFit{}, false
 	}
-	fit, err := ix.setUsage(ctx, u.rebuilt(changed, removed, h.Extra), &want, h.Source)
+	fit, err := ix.setUsage(ctx, u.rebuilt(changed, removed, h.Extra), &want, h.Source, withIDs(changed))
 	return fit, err == nil
 }
 
@@ -75,7 +76,7 @@ func (u *usageView) clone() *usageView {
 		toolID: slices.Clone(u.toolID), tools: slices.Clone(u.tools), agent: slices.Clone(u.agent),
 		agentNames: slices.Clone(u.agentNames), ids: slices.Clone(u.ids), trust: slices.Clone(u.trust),
 		qvecs: slices.Clone(u.qvecs), qscale: slices.Clone(u.qscale), words: u.words, wordsAt: u.wordsAt,
-		idf: slices.Clone(u.idf), dict: maps.Clone(u.dict), w: u.w, loo: u.loo, made: u.made, history: u.history}
+		idf: slices.Clone(u.idf), dict: maps.Clone(u.dict), w: u.w, loo: u.loo, made: u.made, history: u.history, rows: u.rows}
 }
 
 // applyDelta applies to u (a view no ranking uses yet) the entries

@@ -698,4 +698,17 @@ func TestUsageViewRebuiltFromItsRows(t *testing.T) {
 	if calls != 2 {
 		t.Errorf("another history: %d reads of it, want 1", calls-1)
 	}
+	// A history whose entries have no IDs cannot be made again from the
+	// rows (no telling them from Extra): read whole.
+	anon := savedHistory()
+	if _, err := ix.SetUsageSaved(ctx, History{Source: "anon", Version: 1, Extra: extra, Load: loads(anon, &calls)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.SetUsageSaved(ctx, History{Source: "anon", Version: 1, Extra: extra2, Load: loads(anon, &calls)}); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 4 {
+		t.Errorf("a history without IDs, other examples: %d reads of it, want 2", calls-2)
+	}
+	same("a history without IDs", append(append([]Use(nil), anon...), extra2...))
 }

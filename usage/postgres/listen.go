@@ -61,7 +61,7 @@ func (s *store) flushLoop(ctx context.Context) {
 				continue
 			}
 		}
-		if n, _ := s.heldCount(); n > 0 && s.down.Load() {
+		if n, _ := s.heldCount(); n > 0 {
 			s.spoolHeld(ctx) // an error: held, tried again at the next tick
 		}
 		s.flush(ctx)
