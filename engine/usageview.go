@@ -66,9 +66,10 @@ func (l *lazyEmbedder) EmbedDocuments(ctx context.Context, texts []string) ([][]
 	return e.EmbedDocuments(ctx, texts)
 }
 
-// uses turns the store's entries into the index's.
-func uses(entries []usage.Entry) []index.Use {
-	out := make([]index.Use, 0, len(entries))
+// uses turns the store's entries into the index's, with room for room
+// more (the examples the index appends: no second copy).
+func uses(entries []usage.Entry, room int) []index.Use {
+	out := make([]index.Use, 0, len(entries)+room)
 	for _, e := range entries {
 		out = append(out, index.Use{Request: e.Text, Tool: e.Key.Tool, Agent: e.Key.Agent,
 			Count: int(e.Count), Failed: int(e.Failed), Last: e.Last, ID: useID(e.Key)})
@@ -150,7 +151,7 @@ func (e *Engine) setUsage(ctx context.Context, ex []index.Use) (index.UsageFit, 
 		Load: func(ctx context.Context) ([]index.Use, error) {
 			d, err := e.follow.Since(ctx, -1)
 			readErr = err
-			return uses(d.Changed), err
+			return uses(d.Changed, len(ex)), err
 		},
 		Since: func(ctx context.Context, v int64) ([]index.Use, []string, error) {
 			d, err := e.follow.Since(ctx, v)
@@ -158,7 +159,7 @@ func (e *Engine) setUsage(ctx context.Context, ex []index.Use) (index.UsageFit, 
 			for i, k := range d.Removed {
 				ids[i] = useID(k)
 			}
-			return uses(d.Changed), ids, err
+			return uses(d.Changed, 0), ids, err
 		},
 	})
 	if err == nil || readErr == nil {
