@@ -118,7 +118,7 @@ func (e *Engine) loadUsage(ctx context.Context) {
 		}
 		return
 	}
-	fit, version, err := e.setUsage(ctx, ex)
+	fit, version, err := e.applyHistory(ctx, ex)
 	if err != nil {
 		e.log.Warn("usage history not applied; ranking without it", "err", err)
 		return
@@ -131,12 +131,12 @@ func (e *Engine) loadUsage(ctx context.Context) {
 	}
 }
 
-// setUsage gives the index the history the follower reads, with the
+// applyHistory gives the index the history the follower reads, with the
 // examples ex, and returns its version. The index reads of it only what
 // it needs (index.Index.SetUsageSaved: what changed since the view it has,
 // the view saved for it, or the history whole). A store that fails to
 // read leaves the ranking with the examples only, with a warning.
-func (e *Engine) setUsage(ctx context.Context, ex []index.Use) (index.UsageFit, int64, error) {
+func (e *Engine) applyHistory(ctx context.Context, ex []index.Use) (index.UsageFit, int64, error) {
 	name, version, err := e.follow.Head(ctx)
 	if err != nil {
 		e.log.Warn("usage history unreadable; ranking without it", "err", err)
