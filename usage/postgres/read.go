@@ -220,9 +220,13 @@ func (s *store) Stats(ctx context.Context) (usage.Stats, error) {
 	st.Options.Namespace = s.ns
 	n, since, err := s.local.pending(ctx)
 	if err != nil {
-		return st, err
+		st.Where += " (its local spool unreadable now: " + firstLine(err) + ")"
 	}
-	st.Pending, st.PendingSince = n, since
+	hn, hsince := s.heldCount()
+	if hn > 0 && (since.IsZero() || hsince.Before(since)) {
+		since = hsince
+	}
+	st.Pending, st.PendingSince = n+hn, since
 	err = s.tx(ctx, readTx, func(tx pgx.Tx) error {
 		var oldest, newest *int64
 		err := tx.QueryRow(ctx, `SELECT count(*), coalesce(sum(count), 0), coalesce(sum((failed + $2) / $3), 0),
@@ -359,6 +363,16 @@ func (s *store) Forget(ctx context.Context, f usage.Filter) (int, error) {
 			delete(s.view, k)
 		}
 	}
+	s.heldMu.Lock()
+	kept := s.held[:0]
+	for _, p := range s.held {
+		if !matches(f, p.Key, p.Time) {
+			kept = append(kept, p)
+		}
+	}
+	clear(s.held[len(kept):]) // no copy of a forgotten request left behind
+	s.held = kept
+	s.heldMu.Unlock()
 	if err := s.local.forget(ctx, f, s.view, s.viewVersion); err != nil {
 		return int(n), fmt.Errorf("usage store %s: forgot %d entries on the server, but the local copy: %w", s.where, n, err)
 	}
