@@ -280,7 +280,9 @@ func (s *Server) call(ctx context.Context, ss *sdk.ServerSession, c engine.CallR
 		c.Answer = s.answerFor(ss, name)
 	}
 	c.Source, c.Context = "mcp", s.opts.Call
-	res, err := s.opts.Engine.Call(ctx, c)
+	// withCaller: an imported server's questions during the call go to
+	// this client (elicit.go).
+	res, err := s.opts.Engine.Call(withCaller(ctx, ss), c)
 	s.log.Info("call", "tool", name, "err", err)
 	if err != nil {
 		var le *registry.LookupError
