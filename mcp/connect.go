@@ -60,7 +60,6 @@ func (p *Provider) connect(ctx context.Context, changed chan<- struct{}) (*conn,
 		ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 			return p.calls.elicit(ctx, p.cfg.Name, req)
 		},
-		ElicitationCompleteHandler: p.calls.elicitationComplete,
 	})
 	var t sdk.Transport
 	switch p.cfg.Transport {

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -34,23 +35,31 @@ import (
 // question at a time per server: another one meanwhile is declined. A URL
 // must be https (or http on a loopback address).
 
-// callerKey is the context key of the served MCP session a call comes
-// from (withCaller).
-type callerKey struct{}
-
-// withCaller marks ctx as a call that the client of session ss made
-// (Server.call sets it where calls enter): an imported server's questions
-// during the call go to that client.
-func withCaller(ctx context.Context, ss *sdk.ServerSession) context.Context {
-	if ss == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, callerKey{}, ss)
+// asker is the person behind a call: the MCP client toolsrv serves whose
+// call it is (relay.go).
+type asker interface {
+	// elicitation is what the client declared of elicitation (nil:
+	// nothing).
+	elicitation() *sdk.ElicitationCapabilities
+	// ask passes the question on and waits for the answer.
+	ask(ctx context.Context, p *sdk.ElicitParams) (*sdk.ElicitResult, error)
 }
 
-func callerOf(ctx context.Context) *sdk.ServerSession {
-	ss, _ := ctx.Value(callerKey{}).(*sdk.ServerSession)
-	return ss
+// errTooManyWaiting: too many calls wait for their clients' answers.
+var errTooManyWaiting = errors.New("too many calls are waiting for their clients' answers")
+
+// askerKey is the context key of a call's asker (withAsker).
+type askerKey struct{}
+
+// withAsker marks ctx as a call whose imported server's questions go to
+// a.
+func withAsker(ctx context.Context, a asker) context.Context {
+	return context.WithValue(ctx, askerKey{}, a)
+}
+
+func askerOf(ctx context.Context) asker {
+	a, _ := ctx.Value(askerKey{}).(asker)
+	return a
 }
 
 // inflight are a provider's calls in progress, for its server's
@@ -61,16 +70,13 @@ type inflight struct {
 	calls map[*callRec]struct{}
 	// asking holds the one question being passed on.
 	asking chan struct{}
-	// urls are the URL-mode questions passed on, by elicitation ID: the
-	// client their completion goes to.
-	urls map[string]*sdk.ServerSession
 }
 
 // callRec is one call in progress: who made it, and what toolsrv has to
 // say about questions it declined during it.
 type callRec struct {
 	ctx    context.Context
-	caller *sdk.ServerSession
+	caller asker // nil: nobody to ask
 	notes  []string
 }
 
@@ -78,14 +84,14 @@ type callRec struct {
 const maxNotes = 8
 
 func newInflight(log *slog.Logger) *inflight {
-	return &inflight{log: log, calls: map[*callRec]struct{}{}, asking: make(chan struct{}, 1), urls: map[string]*sdk.ServerSession{}}
+	return &inflight{log: log, calls: map[*callRec]struct{}{}, asking: make(chan struct{}, 1)}
 }
 
 // begin registers a call; ctx (ended by end) is its context, end
 // unregisters it and returns its notes.
 func (f *inflight) begin(ctx context.Context) (context.Context, func() []string) {
 	ctx, cancel := context.WithCancel(ctx)
-	rec := &callRec{ctx: ctx, caller: callerOf(ctx)}
+	rec := &callRec{ctx: ctx, caller: askerOf(ctx)}
 	f.mu.Lock()
 	f.calls[rec] = struct{}{}
 	f.mu.Unlock()
@@ -94,23 +100,8 @@ func (f *inflight) begin(ctx context.Context) (context.Context, func() []string)
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		delete(f.calls, rec)
-		for id, ss := range f.urls {
-			if ss == rec.caller && !f.callerBusy(ss) {
-				delete(f.urls, id)
-			}
-		}
 		return rec.notes
 	}
-}
-
-// callerBusy says whether ss has another call in progress (f.mu held).
-func (f *inflight) callerBusy(ss *sdk.ServerSession) bool {
-	for r := range f.calls {
-		if r.caller == ss {
-			return true
-		}
-	}
-	return false
 }
 
 // note adds a note to each of recs (f.mu held).
@@ -145,7 +136,7 @@ func (f *inflight) elicit(ctx context.Context, name string, req *sdk.ElicitReque
 	}
 	f.mu.Lock()
 	var recs []*callRec
-	callers := map[*sdk.ServerSession]bool{}
+	callers := map[asker]bool{}
 	for r := range f.calls {
 		recs = append(recs, r)
 		callers[r.caller] = true
@@ -157,15 +148,12 @@ func (f *inflight) elicit(ctx context.Context, name string, req *sdk.ElicitReque
 	case len(callers) > 1:
 		return decline(recs, "calls from several clients are in progress, and toolsrv cannot tell whose call asks")
 	}
-	ss := recs[0].caller
-	if ss == nil {
+	who := recs[0].caller
+	if who == nil {
 		return decline(recs, "there is no person to ask on this path (toolsrv call, 9P); "+
 			"call the tool through toolsrv mcp from an MCP client that supports elicitation to answer it")
 	}
-	var caps *sdk.ElicitationCapabilities
-	if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
-		caps = ip.Capabilities.Elicitation
-	}
+	caps := who.elicitation()
 	switch {
 	case caps == nil:
 		return decline(recs, "the MCP client that made the call did not declare elicitation, so it cannot be asked")
@@ -196,14 +184,7 @@ func (f *inflight) elicit(ctx context.Context, name string, req *sdk.ElicitReque
 	fwd.Meta = nil
 	fwd.Mode = mode
 	fwd.Message = fmt.Sprintf("[mcp server %s asks] %s", name, params.Message)
-	if mode == "url" && params.ElicitationID != "" {
-		f.mu.Lock()
-		if len(f.urls) < 64 {
-			f.urls[params.ElicitationID] = ss
-		}
-		f.mu.Unlock()
-	}
-	res, err := ss.Elicit(qctx, &fwd)
+	res, err := who.ask(qctx, &fwd)
 	if err != nil {
 		f.mu.Lock()
 		note(recs, fmt.Sprintf("toolsrv: %s; it could not be passed on to the MCP client: %v", what, err))
@@ -212,18 +193,6 @@ func (f *inflight) elicit(ctx context.Context, name string, req *sdk.ElicitReque
 	}
 	res.Meta = nil
 	return res, nil
-}
-
-// elicitationComplete passes a URL-mode question's completion on to the
-// client it was passed to.
-func (f *inflight) elicitationComplete(ctx context.Context, req *sdk.ElicitationCompleteNotificationRequest) {
-	f.mu.Lock()
-	ss := f.urls[req.Params.ElicitationID]
-	delete(f.urls, req.Params.ElicitationID)
-	f.mu.Unlock()
-	if ss != nil {
-		ss.NotifyElicitationComplete(ctx, &sdk.ElicitationCompleteParams{ElicitationID: req.Params.ElicitationID})
-	}
 }
 
 // badElicitURL says why a URL-mode question's URL is not passed on, or "".

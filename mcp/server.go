@@ -67,6 +67,9 @@ type Server struct {
 	// by MCP name; clock orders their use.
 	native map[string]*nativeTool
 	clock  uint64
+	// relays are the calls waiting for their client's answer to an
+	// imported server's question (relay.go).
+	relays relays
 }
 
 // sessionAnswers are one session's find_tools answers: the last one, and
@@ -116,7 +119,7 @@ func NewServer(o ServerOptions) *Server {
 			Logger:       o.Logger,
 		})
 	s.srv.AddTool(find, s.findTools)
-	s.srv.AddTool(callToolTool, s.callTool)
+	s.srv.AddTool(callToolTool, s.relay(s.callTool))
 	s.sync(o.Engine.Catalog())
 	return s
 }
@@ -280,9 +283,7 @@ func (s *Server) call(ctx context.Context, ss *sdk.ServerSession, c engine.CallR
 		c.Answer = s.answerFor(ss, name)
 	}
 	c.Source, c.Context = "mcp", s.opts.Call
-	// withCaller: an imported server's questions during the call go to
-	// this client (elicit.go).
-	res, err := s.opts.Engine.Call(withCaller(ctx, ss), c)
+	res, err := s.opts.Engine.Call(ctx, c)
 	s.log.Info("call", "tool", name, "err", err)
 	if err != nil {
 		var le *registry.LookupError
@@ -415,9 +416,9 @@ func (s *Server) sync(cat *registry.Catalog) {
 		ro := t.ReadOnly
 		s.srv.AddTool(&sdk.Tool{Name: n, Description: t.Description, InputSchema: objectSchema(t.Args),
 			Annotations: &sdk.ToolAnnotations{ReadOnlyHint: ro, OpenWorldHint: &t.Network}},
-			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			s.relay(func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 				return s.call(ctx, req.Session, engine.CallRequest{Tool: n, Arguments: orEmpty(req.Params.Arguments)}), nil
-			})
+			}))
 	}
 }
 
