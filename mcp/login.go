@@ -128,6 +128,12 @@ func Login(ctx context.Context, sc ServerConfig, o LoginOptions) (*LoginResult, 
 func (p *Provider) loginHandler(lb *loopback, o LoginOptions, res *LoginResult) (auth.OAuthHandler, error) {
 	oc := p.cfg.OAuth
 	store := p.tokens()
+	// What the saved login had, and what the server asked for since (a
+	// step-up), are asked for again.
+	var again []string
+	if l, err := store.load(p.cfg.Name); err == nil && l != nil && l.Resource == p.cfg.URL {
+		again = addScopes(l.Scopes, l.Asked)
+	}
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL: lb.redirect,
 		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
@@ -159,8 +165,11 @@ func (p *Provider) loginHandler(lb *loopback, o LoginOptions, res *LoginResult) 
 			cfg.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: oc.ClientSecret}
 		}
 	}
-	if len(oc.Scopes) > 0 {
-		cfg.ScopeFilter = func([]string) []string { return oc.Scopes }
+	cfg.ScopeFilter = func(discovered []string) []string {
+		if len(oc.Scopes) > 0 {
+			discovered = oc.Scopes
+		}
+		return addScopes(discovered, again)
 	}
 	return auth.NewAuthorizationCodeHandler(cfg)
 }

@@ -39,6 +39,11 @@ import (
 //     configured client ID and secret whenever the server asks (ccAuth);
 //     nothing is kept on disk.
 
+// rejectedByTransport is the SDK's JSON-RPC error code of a request its
+// HTTP transport could not send (an authorization that failed, among
+// others): the error's own text says why.
+const rejectedByTransport = -32005
+
 // authTimeout bounds one request to an authorization server.
 const authTimeout = 30 * time.Second
 
@@ -109,7 +114,6 @@ func (p *Provider) storedAuth() *storedAuth {
 		// carrying the client.
 		ctx := context.WithValue(context.Background(), oauth2.HTTPClient, authClient())
 		a.ts = &savingSource{src: cfg.TokenSource(ctx, l.Token), store: *store, log: p.log, login: *l}
-		a.saved = true
 	}
 	return a
 }
@@ -119,9 +123,8 @@ func (p *Provider) storedAuth() *storedAuth {
 // when the server asks anyway, an error saying to log in.
 type storedAuth struct {
 	server string
-	ts     oauth2.TokenSource // nil: no usable login
-	saved  bool
-	why    string // why there is no usable login
+	ts     *savingSource // nil: no usable login
+	why    string        // why there is no usable login
 }
 
 func (a *storedAuth) TokenSource(context.Context) (oauth2.TokenSource, error) {
@@ -137,7 +140,10 @@ func (a *storedAuth) Authorize(ctx context.Context, req *http.Request, resp *htt
 	if resp.StatusCode == http.StatusForbidden && challengeParam(cs, "error") != "insufficient_scope" {
 		return nil // a refusal, not a question of authorization: the call fails with it
 	}
-	return &LoginNeededError{Server: a.server, Status: resp.StatusCode, Saved: a.saved, Scope: scope, Why: a.why}
+	if a.ts != nil && scope != "" {
+		a.ts.asked(validScopes(strings.Fields(scope)))
+	}
+	return &LoginNeededError{Server: a.server, Status: resp.StatusCode, Saved: a.ts != nil, Scope: scope, Why: a.why}
 }
 
 // LoginNeededError is a server asking for an authorization that toolsrv
@@ -157,7 +163,7 @@ func (e *LoginNeededError) Error() string {
 	case e.Status == http.StatusForbidden:
 		fmt.Fprintf(&b, "mcp server %s asks for more access than the saved login has (HTTP 403 insufficient_scope", e.Server)
 		if e.Scope != "" {
-			fmt.Fprintf(&b, ", scope %q", e.Scope)
+			fmt.Fprintf(&b, ", scope %q, which the next login asks for too", e.Scope)
 		}
 		b.WriteString(")")
 	case e.Saved:
@@ -168,7 +174,7 @@ func (e *LoginNeededError) Error() string {
 	if e.Why != "" {
 		fmt.Fprintf(&b, " (%s)", e.Why)
 	}
-	fmt.Fprintf(&b, ": log in with \"toolsrv mcp login %s\" (with this --mcp-config); the server is tried again meanwhile", e.Server)
+	fmt.Fprintf(&b, ": log in with \"toolsrv mcp login %s\" (with this --mcp-config)", e.Server)
 	return b.String()
 }
 
@@ -321,9 +327,35 @@ func requestedScopes(configured []string, challenge string, supported, granted [
 	if len(want) == 0 {
 		want = supported
 	}
-	out := slices.Clone(granted)
-	for _, s := range want {
+	return addScopes(granted, want)
+}
+
+// addScopes is have with the scopes of more it lacks, in order.
+func addScopes(have, more []string) []string {
+	out := slices.Clone(have)
+	for _, s := range more {
 		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// maxScopes bounds the scopes kept of what a server asked for.
+const maxScopes = 32
+
+// validScopes are the scopes of list that are scope tokens (RFC 6749
+// §3.3: printable ASCII but space, quote and backslash; at most 200
+// bytes), at most maxScopes: what a server may make the next login ask
+// for.
+func validScopes(list []string) []string {
+	var out []string
+	for _, s := range list {
+		ok := s != "" && len(s) <= 200 && len(out) < maxScopes
+		for i := 0; ok && i < len(s); i++ {
+			ok = s[i] > 0x20 && s[i] < 0x7f && s[i] != '"' && s[i] != '\\'
+		}
+		if ok {
 			out = append(out, s)
 		}
 	}

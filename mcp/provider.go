@@ -319,12 +319,17 @@ func (p *Provider) call(ctx context.Context, name string, args []byte, cc exec.C
 		return nil, &exec.CallError{Tool: full, Kind: exec.ErrCanceled, Err: ctx.Err()}
 	case err != nil && cctx.Err() != nil:
 		return nil, &exec.CallError{Tool: full, Kind: exec.ErrTimeout, Msg: fmt.Sprintf("mcp server %s gave no answer within %s (set \"timeout\" in its entry of the mcp config if it needs longer)", p.cfg.Name, timeout)}
+	case err != nil && errors.As(err, new(*LoginNeededError)):
+		// Asked for an authorization toolsrv has no login for (oauth.go).
+		var ln *LoginNeededError
+		errors.As(err, &ln)
+		return nil, &exec.CallError{Tool: full, Kind: exec.ErrStart, Msg: ln.Error()}
 	case err != nil && (errors.Is(err, sdk.ErrConnectionClosed) || strings.Contains(err.Error(), "connection closed")):
 		return nil, &exec.CallError{Tool: full, Kind: exec.ErrStart, Msg: "mcp server " + p.cfg.Name + " went away during the call", Err: err}
 	case err != nil:
 		// A JSON-RPC error: the server refused or failed the call.
 		msg := err.Error()
-		if je := (*jsonrpc.Error)(nil); errors.As(err, &je) {
+		if je := (*jsonrpc.Error)(nil); errors.As(err, &je) && je.Code != rejectedByTransport {
 			msg = fmt.Sprintf("%s (JSON-RPC error %d)", je.Message, je.Code)
 		}
 		r := &exec.Result{Stderr: []byte(msg), ExitCode: 1, Duration: dur}

@@ -47,7 +47,10 @@ type savedLogin struct {
 	TokenURL     string           `json:"tokenUrl"`
 	AuthStyle    oauth2.AuthStyle `json:"authStyle,omitempty"`
 	Scopes       []string         `json:"scopes,omitempty"`
-	Token        *oauth2.Token    `json:"token"`
+	// Asked are the scopes the server asked for since (a 403
+	// insufficient_scope): the next login asks for them too.
+	Asked []string      `json:"asked,omitempty"`
+	Token *oauth2.Token `json:"token"`
 	Saved        time.Time        `json:"saved"`
 }
 
@@ -132,6 +135,21 @@ type savingSource struct {
 
 	mu    sync.Mutex
 	login savedLogin
+}
+
+// asked records scopes the server asked for (a step-up), for the next
+// login.
+func (s *savingSource) asked(scopes []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	more := addScopes(s.login.Asked, scopes)
+	if len(more) == len(s.login.Asked) {
+		return
+	}
+	s.login.Asked = more
+	if err := s.store.save(&s.login); err != nil {
+		s.log.Warn("the scopes the server asks for could not be saved for the next login", "err", err)
+	}
 }
 
 func (s *savingSource) Token() (*oauth2.Token, error) {

@@ -15,7 +15,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"os"
 	osexec "os/exec"
@@ -23,6 +26,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,7 +84,8 @@ func TestConformanceClient(t *testing.T) {
 	work := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	cmd := osexec.CommandContext(ctx, node, suite, "client", "--command", self, "--suite", "all", "--expected-failures", baseline, "--timeout", "90000")
+	cmd := osexec.CommandContext(ctx, node, suite, "client", "--command", self, "--suite", "all", "--expected-failures", baseline,
+		"--timeout", "90000", "--output-dir", "results")
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), clientConformanceDriverEnv+"=1", "TOOLSRV_TEST_BIN="+bin, "NO_COLOR=1")
 	var out bytes.Buffer
@@ -151,6 +156,8 @@ func clientConformanceSuite(t *testing.T) (node, suite string) {
 // suite wrote under dir/results: pass, or fail with the failed checks.
 func clientConformanceTable(dir string) string {
 	files, _ := filepath.Glob(filepath.Join(dir, "results", "*", "checks.json"))
+	more, _ := filepath.Glob(filepath.Join(dir, "results", "*", "*", "checks.json")) // auth/NAME-TIME
+	files = append(files, more...)
 	var rows []string
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -167,7 +174,8 @@ func clientConformanceTable(dir string) string {
 				failed = append(failed, c.ID)
 			}
 		}
-		scenario := strings.ReplaceAll(regexp.MustCompile(`-\d{4}-\d\d-\d\dT.*$`).ReplaceAllString(filepath.Base(filepath.Dir(f)), ""), "_", "/")
+		rel, _ := filepath.Rel(filepath.Join(dir, "results"), filepath.Dir(f))
+		scenario := regexp.MustCompile(`-\d{4}-\d\d-\d\dT.*$`).ReplaceAllString(rel, "")
 		if len(failed) == 0 {
 			rows = append(rows, "pass  "+scenario)
 		} else {
@@ -263,32 +271,69 @@ func newClientConformanceRun(url, scenario string, cctx map[string]any) (*client
 	return d, os.WriteFile(d.config, b, 0o600)
 }
 
-// toolsrv runs one toolsrv command, its output relayed.
-func (d *clientConformanceRun) toolsrv(args ...string) error {
+// toolsrv runs one toolsrv command, its output relayed (standard output
+// also returned).
+func (d *clientConformanceRun) toolsrv(args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Second)
 	defer cancel()
 	cmd := osexec.CommandContext(ctx, d.bin, args...)
 	cmd.Env, cmd.Dir = d.env, d.dir
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	var out, errs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(os.Stdout, &out), io.MultiWriter(os.Stderr, &errs)
 	fmt.Fprintf(os.Stderr, "driver: toolsrv %s\n", strings.Join(args, " "))
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("toolsrv %s: %w", args[0], err)
+		return out.Bytes(), fmt.Errorf("toolsrv %s: %w: %s", args[0], err, errs.Bytes())
 	}
-	return nil
+	return out.Bytes(), nil
 }
 
+// call calls the server's tool; when toolsrv says to log in (the server
+// asks for more than the saved login has), it logs in and calls again,
+// as a person would.
 func (d *clientConformanceRun) call(tool, args string) error {
-	return d.toolsrv("call", "--tools", d.tools, "--mcp-config", d.config, "--cwd", filepath.Join(d.dir, "work"), "conf:"+tool, args)
+	call := []string{"call", "--tools", d.tools, "--mcp-config", d.config, "--cwd", filepath.Join(d.dir, "work"), "conf:" + tool, args}
+	_, err := d.toolsrv(call...)
+	if err == nil || !strings.Contains(err.Error(), `log in with "toolsrv mcp login conf"`) {
+		return err
+	}
+	if err := d.login(); err != nil {
+		return err
+	}
+	_, err = d.toolsrv(call...)
+	return err
+}
+
+func (d *clientConformanceRun) login() error {
+	_, err := d.toolsrv("mcp", "login", "--mcp-config", d.config, "--timeout", "60s", "conf")
+	return err
 }
 
 func (d *clientConformanceRun) run() error {
 	if strings.HasPrefix(d.scenario, "auth/") {
-		if err := d.toolsrv("mcp", "login", "--mcp-config", d.config, "--timeout", "60s", "conf"); err != nil {
+		if err := d.login(); err != nil {
 			return err
 		}
 	}
-	if err := d.toolsrv("ls", "--tools", d.tools, "--mcp-config", d.config); err != nil {
+	out, err := d.toolsrv("ls", "--json", "--tools", d.tools, "--mcp-config", d.config)
+	if err != nil {
 		return err
+	}
+	var cat struct {
+		Tools []struct {
+			Name string
+			Args json.RawMessage
+		}
+	}
+	if err := json.Unmarshal(out, &cat); err != nil {
+		return fmt.Errorf("toolsrv ls --json: %w", err)
+	}
+	schemas := map[string]json.RawMessage{}
+	var names []string
+	for _, t := range cat.Tools {
+		if n, ok := strings.CutPrefix(t.Name, "conf:"); ok {
+			schemas[n] = t.Args
+			names = append(names, n)
+		}
 	}
 	switch {
 	case d.scenario == "tools_call":
@@ -297,8 +342,24 @@ func (d *clientConformanceRun) run() error {
 		return d.call("test_reconnection", "{}")
 	case strings.HasPrefix(d.scenario, "auth/"):
 		return d.call("test-tool", "{}")
-	case strings.HasPrefix(d.scenario, "elicitation-"):
-		return d.elicitation()
+	case d.scenario == "elicitation-sep1034-client-defaults":
+		return d.viaMCP(map[string]any{}, "test_client_elicitation_defaults")
+	case d.scenario == "sep-2322-client-request-state":
+		// Some of its tools answer in ways a client must refuse.
+		d.viaMCP(map[string]any{"confirmed": true}, "test_mrtr_echo_state", "test_mrtr_no_state", "test_mrtr_unrelated", "test_mrtr_no_result_type")
+		return nil
+	case d.scenario == "json-schema-2020-12-preservation":
+		// The schema as toolsrv holds it, echoed to the server.
+		schema := schemas["json_schema_2020_12_tool"]
+		if schema == nil {
+			return fmt.Errorf("toolsrv lists no json_schema_2020_12_tool")
+		}
+		return d.call("json_schema_echo", `{"schema": `+string(schema)+`}`)
+	case d.scenario == "http-invalid-tool-headers":
+		for _, n := range names {
+			d.call(n, `{"region": "us-west1"}`)
+		}
+		return nil
 	}
 	// Others: the calls the suite asks for, if any.
 	calls, _ := d.context["toolCalls"].([]any)
@@ -309,28 +370,25 @@ func (d *clientConformanceRun) run() error {
 		if string(args) == "null" {
 			args = []byte("{}")
 		}
-		if err := d.call(name, string(args)); err != nil {
-			fmt.Fprintln(os.Stderr, "driver:", err)
-		}
+		d.call(name, string(args))
 	}
 	return nil
 }
 
-// elicitation serves toolsrv to an MCP client that declares elicitation
-// and accepts what it is asked with no content of its own (the
-// question's defaults apply), and calls the scenario's tool through it:
-// toolsrv passes the suite's question on to that client.
-func (d *clientConformanceRun) elicitation() error {
+// viaMCP serves toolsrv to an MCP client that declares elicitation and
+// accepts what it is asked with content, and calls tools through it:
+// toolsrv passes the suite's questions on to that client.
+func (d *clientConformanceRun) viaMCP(content map[string]any, tools ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Second)
 	defer cancel()
 	cmd := osexec.Command(d.bin, "mcp", "-v", "--tools", d.tools, "--mcp-config", d.config, "--workdir", filepath.Join(d.dir, "work"))
 	cmd.Env, cmd.Dir, cmd.Stderr = d.env, d.dir, os.Stderr
-	asked := 0
+	var asked atomic.Int32
 	client := sdk.NewClient(&sdk.Implementation{Name: "conformance-person", Version: "1"}, &sdk.ClientOptions{
 		ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
-			asked++
+			asked.Add(1)
 			fmt.Fprintf(os.Stderr, "driver: asked %q\n", req.Params.Message)
-			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+			return &sdk.ElicitResult{Action: "accept", Content: maps.Clone(content)}, nil
 		},
 	})
 	sess, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
@@ -338,15 +396,25 @@ func (d *clientConformanceRun) elicitation() error {
 		return err
 	}
 	defer sess.Close()
-	tool := map[string]string{"elicitation-sep1034-client-defaults": "test_client_elicitation_defaults"}[d.scenario]
-	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: "call_tool", Arguments: map[string]any{"tool": "conf:" + tool, "arguments": map[string]any{}}})
-	if err != nil {
-		return err
+	var errs []error
+	for _, tool := range tools {
+		res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: "call_tool", Arguments: map[string]any{"tool": "conf:" + tool, "arguments": map[string]any{}}})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("call_tool %s: %w", tool, err))
+			continue
+		}
+		b, _ := json.Marshal(res)
+		fmt.Printf("%s: %s\n", tool, b)
+		if res.IsError {
+			errs = append(errs, fmt.Errorf("call_tool %s: %s", tool, b))
+		}
 	}
-	b, _ := json.Marshal(res)
-	fmt.Printf("%s\n", b)
-	if res.IsError || asked == 0 {
-		return fmt.Errorf("call_tool %s: asked %d times; result %s", tool, asked, b)
+	if asked.Load() == 0 {
+		errs = append(errs, errors.New("the client was asked nothing"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintln(os.Stderr, "driver:", err)
+		return err
 	}
 	return nil
 }
