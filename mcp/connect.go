@@ -389,13 +389,14 @@ func (w *logWriter) Write(p []byte) (int, error) {
 }
 
 // streamRetries bounds the resumption of an http server's stream that
-// broke: at most this many reconnections in a row that receive no new
-// event (each after the server's "retry" delay, or a backoff from 1 s
-// growing ×1.5 to 30 s, with jitter), each with Last-Event-ID, after
-// which the connection is given up (and started again as a dead server
-// is). A stream that delivers new events between breaks is resumed for
-// as long as the request lasts: a call's timeout, the start timeout of
-// initialize and tools/list.
+// broke (the SDK's MaxRetries): each reconnection is a GET with the last
+// event's ID as Last-Event-ID, after the server's "retry" delay (else a
+// backoff from 1 s growing ×1.5 to 30 s, with jitter); once
+// streamRetries+1 reconnections in a row bring no new event, the
+// connection is given up (and started again as a dead server is). A
+// stream that brings new events between breaks is resumed for as long as
+// the request lasts: a call's timeout, the start timeout of initialize
+// and tools/list.
 const streamRetries = 5
 
 // remoteClient is the HTTP client of a remote server's transport: it adds
