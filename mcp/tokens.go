@@ -51,7 +51,7 @@ type savedLogin struct {
 	// insufficient_scope): the next login asks for them too.
 	Asked []string      `json:"asked,omitempty"`
 	Token *oauth2.Token `json:"token"`
-	Saved        time.Time        `json:"saved"`
+	Saved time.Time     `json:"saved"`
 }
 
 // tokenStore is the directory of saved logins. Its directory is private
