@@ -35,7 +35,7 @@ logs go to standard error. On standard input and output, a line that is not
 JSON-RPC gets a JSON-RPC error and the session goes on; closing standard input
 ends the server within a second, calls still running included.
 "toolsrv mcp login NAME" logs toolsrv in to an imported http server that asks for
-OAuth, "toolsrv mcp logout NAME" forgets that login (each has its --help).`
+OAuth, "toolsrv mcp logout NAME" forgets that login (each explains itself with -h).`
 
 func runMCP(ctx context.Context, env *cliEnv, args []string) int {
 	if len(args) > 0 {
