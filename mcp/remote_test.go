@@ -54,9 +54,13 @@ func (rp *remoteProvider) last() registry.Provision {
 	return rp.provs[len(rp.provs)-1]
 }
 
-// waitTools waits until the server's tools are published.
+// waitTools waits until the server's tools are published; a server
+// reported unavailable first fails the test.
 func (rp *remoteProvider) waitTools(t *testing.T, ctx context.Context) registry.Provision {
 	t.Helper()
-	waitFor(t, ctx, "the server's tools published", func() bool { return rp.last().Tools != nil })
+	waitFor(t, ctx, "the server's tools published", func() bool { p := rp.last(); return p.Tools != nil || p.Unavailable != "" })
+	if p := rp.last(); p.Tools == nil {
+		t.Fatalf("the server is unavailable: %s", p.Unavailable)
+	}
 	return rp.last()
 }
