@@ -314,16 +314,15 @@ func (p *Provider) call(ctx context.Context, name string, args []byte, cc exec.C
 	start := time.Now()
 	res, err := sess.CallTool(cctx, &sdk.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
 	dur := time.Since(start)
+	var needLogin *LoginNeededError
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return nil, &exec.CallError{Tool: full, Kind: exec.ErrCanceled, Err: ctx.Err()}
 	case err != nil && cctx.Err() != nil:
 		return nil, &exec.CallError{Tool: full, Kind: exec.ErrTimeout, Msg: fmt.Sprintf("mcp server %s gave no answer within %s (set \"timeout\" in its entry of the mcp config if it needs longer)", p.cfg.Name, timeout)}
-	case err != nil && errors.As(err, new(*LoginNeededError)):
+	case err != nil && errors.As(err, &needLogin):
 		// Asked for an authorization toolsrv has no login for (oauth.go).
-		var ln *LoginNeededError
-		errors.As(err, &ln)
-		return nil, &exec.CallError{Tool: full, Kind: exec.ErrStart, Msg: ln.Error()}
+		return nil, &exec.CallError{Tool: full, Kind: exec.ErrStart, Msg: needLogin.Error()}
 	case err != nil && (errors.Is(err, sdk.ErrConnectionClosed) || strings.Contains(err.Error(), "connection closed")):
 		return nil, &exec.CallError{Tool: full, Kind: exec.ErrStart, Msg: "mcp server " + p.cfg.Name + " went away during the call", Err: err}
 	case err != nil:
