@@ -28,8 +28,8 @@ test-short:
 	$(GO) test -short ./...
 
 test-npm-deps:
-	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory npm-deps; \
-	else echo "make test: npm is not installed: the tests of the npm MCP servers skip (apt-get install -y nodejs npm, then make npm-deps)"; fi
+	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory npm-deps conformance-deps; \
+	else echo "make test: npm is not installed: the tests of the npm MCP servers and the MCP conformance suite skip (apt-get install -y nodejs npm, then make npm-deps conformance-deps)"; fi
 
 # The npm MCP servers and the MCP Inspector the MCP tests use, at the
 # versions pinned in mcp/testdata/npm/package-lock.json (npm ci; needs

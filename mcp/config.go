@@ -73,6 +73,10 @@ type ServerConfig struct {
 	// HTTP and SSE: URL and Headers.
 	URL     string
 	Headers map[string]string
+	// OAuth is how toolsrv gets access tokens for an http server that asks
+	// for them ("oauth"); nil for stdio and sse servers, for "oauth": false,
+	// and for an entry whose "headers" carry an Authorization header.
+	OAuth *OAuthConfig
 
 	// Timeout bounds one call of its tools ("timeout"; 0: the caller's
 	// default, 60 s); StartTimeout bounds starting it: initialize and the
@@ -144,7 +148,7 @@ func (s ServerConfig) NetworkHint() string {
 
 // serverKeys are the keys an entry may have; others are warned about
 // (clients add their own, such as "autoApprove").
-var serverKeys = []string{"args", "command", "cwd", "disabled", "env", "headers", "sandbox", "startTimeout", "timeout", "transport", "type", "url"}
+var serverKeys = []string{"args", "command", "cwd", "disabled", "env", "headers", "oauth", "sandbox", "startTimeout", "timeout", "transport", "type", "url"}
 
 // LoadConfig reads an MCP configuration file. A file that cannot be read
 // or parsed is an error; an entry that cannot be used is a problem of
@@ -312,8 +316,8 @@ func parseServer(file, name string, raw json.RawMessage, getenv func(string) str
 		if sc.Command == "" {
 			return nil, problems, errors.New("a stdio server needs \"command\"")
 		}
-		if sc.URL != "" || len(sc.Headers) > 0 {
-			return nil, problems, errors.New("\"url\" and \"headers\" are for http and sse servers, not stdio ones")
+		if sc.URL != "" || len(sc.Headers) > 0 || m["oauth"] != nil {
+			return nil, problems, errors.New("\"url\", \"headers\" and \"oauth\" are for http and sse servers, not stdio ones")
 		}
 		if sc.Command, err = resolveCommand(sc.Command, base, getenv, lookPath); err != nil {
 			return nil, problems, err
@@ -342,6 +346,9 @@ func parseServer(file, name string, raw json.RawMessage, getenv func(string) str
 		}
 		if _, ok := m["sandbox"]; ok {
 			problems = append(problems, ConfigProblem{Server: name, Warning: true, Msg: "\"sandbox\" is ignored for a remote server: it does not run here"})
+		}
+		if sc.OAuth, err = parseOAuth(m["oauth"], sc, getenv); err != nil {
+			return nil, problems, err
 		}
 	}
 	return sc, problems, nil

@@ -62,8 +62,9 @@
 // default its private temporary directory); "timeout": one call's limit
 // ("60s" or seconds); "startTimeout": how long initialize and the first
 // tools/list may take (30 s); "disabled": true skips it; "sandbox":
-// {"network": bool, "read": [paths], "write": [paths]} or false. Unknown
-// keys are warnings.
+// {"network": bool, "read": [paths], "write": [paths]} or false; "oauth":
+// an http server's OAuth (OAuthConfig; on by default, false turns it off).
+// Unknown keys are warnings.
 //
 // A stdio server runs under the sandbox of tool calls (exec.Runner.Start):
 // Landlock read-only on the system directories, plus the node_modules
@@ -93,4 +94,20 @@
 // errors file), and the other servers and the .meta tools are served
 // meanwhile. Vectors are cached by the tool's text as for .meta tools, so
 // a restart with unchanged servers makes no embedder call.
+//
+// # Remote servers (connect.go, oauth.go, login.go, tokens.go)
+//
+// An http server's broken stream is resumed with Last-Event-ID after its
+// retry delay, up to streamRetries+1 times in a row without a new event.
+// Its transport follows no redirect to another origin. A server that asks
+// for authorization gets OAuth 2.1 (oauth.go): a login a person made
+// once with Login ("toolsrv mcp login"), saved in TokenDir (tokens.go)
+// and refreshed, or the client credentials grant. The SSE transport has
+// no OAuth.
+//
+// # Questions (elicit.go, relay.go)
+//
+// The client declares elicitation; a server's question during a call goes
+// to the MCP client behind the call, as an input-required result of that
+// call (relay.go), or is declined with a note in the call's result.
 package mcp

@@ -47,6 +47,10 @@ type ProviderOptions struct {
 	// Logger gets events (slog.Default()); each server's standard error
 	// is logged at Debug.
 	Logger *slog.Logger
+	// TokenDir is where the OAuth logins of http servers are kept
+	// (DefaultTokenDir; "": none is read or kept, and a server that asks
+	// for authorization gets none but with the client credentials grant).
+	TokenDir string
 }
 
 func (o *ProviderOptions) defaults() {
@@ -117,12 +121,19 @@ type Provider struct {
 	mu   sync.Mutex
 	sess *sdk.ClientSession
 	down string // why there is no session
+
+	// calls are the calls in progress, which the server's questions go
+	// to (elicit.go).
+	calls *inflight
+	// auth gets the server's access tokens (oauth.go).
+	auth authState
 }
 
 // NewProvider makes the provider of one server entry.
 func NewProvider(sc ServerConfig, o ProviderOptions) *Provider {
 	o.defaults()
-	return &Provider{cfg: sc, opts: o, log: o.Logger.With("mcp_server", sc.Name), down: "not started yet"}
+	log := o.Logger.With("mcp_server", sc.Name)
+	return &Provider{cfg: sc, opts: o, log: log, down: "not started yet", calls: newInflight(log)}
 }
 
 // Name is the server's name: its tools' prefix.
@@ -274,8 +285,16 @@ func (p *Provider) setDown(why string) {
 
 // Call calls tool name of the server with args (already checked against
 // its schema). A result with isError is a failed call (exec.ErrExit); a
-// protocol error too, with the server's message.
+// protocol error too, with the server's message. What toolsrv declined
+// of the server's questions during the call is said after its standard
+// error, or its error's message (elicit.go).
 func (p *Provider) Call(ctx context.Context, name string, args []byte, cc exec.CallContext) (*exec.Result, error) {
+	ctx, end := p.calls.begin(ctx)
+	r, err := p.call(ctx, name, args, cc)
+	return withNotes(r, err, end())
+}
+
+func (p *Provider) call(ctx context.Context, name string, args []byte, cc exec.CallContext) (*exec.Result, error) {
 	full := p.cfg.Name + registry.ProviderSep + name
 	p.mu.Lock()
 	sess, down := p.sess, p.down
@@ -295,17 +314,21 @@ func (p *Provider) Call(ctx context.Context, name string, args []byte, cc exec.C
 	start := time.Now()
 	res, err := sess.CallTool(cctx, &sdk.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
 	dur := time.Since(start)
+	var needLogin *LoginNeededError
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return nil, &exec.CallError{Tool: full, Kind: exec.ErrCanceled, Err: ctx.Err()}
 	case err != nil && cctx.Err() != nil:
 		return nil, &exec.CallError{Tool: full, Kind: exec.ErrTimeout, Msg: fmt.Sprintf("mcp server %s gave no answer within %s (set \"timeout\" in its entry of the mcp config if it needs longer)", p.cfg.Name, timeout)}
+	case err != nil && errors.As(err, &needLogin):
+		// Asked for an authorization toolsrv has no login for (oauth.go).
+		return nil, &exec.CallError{Tool: full, Kind: exec.ErrStart, Msg: needLogin.Error()}
 	case err != nil && (errors.Is(err, sdk.ErrConnectionClosed) || strings.Contains(err.Error(), "connection closed")):
 		return nil, &exec.CallError{Tool: full, Kind: exec.ErrStart, Msg: "mcp server " + p.cfg.Name + " went away during the call", Err: err}
 	case err != nil:
 		// A JSON-RPC error: the server refused or failed the call.
 		msg := err.Error()
-		if je := (*jsonrpc.Error)(nil); errors.As(err, &je) {
+		if je := (*jsonrpc.Error)(nil); errors.As(err, &je) && je.Code != rejectedByTransport {
 			msg = fmt.Sprintf("%s (JSON-RPC error %d)", je.Message, je.Code)
 		}
 		r := &exec.Result{Stderr: []byte(msg), ExitCode: 1, Duration: dur}

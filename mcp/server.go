@@ -65,6 +65,9 @@ type Server struct {
 	// by MCP name; clock orders their use.
 	native map[string]*nativeTool
 	clock  uint64
+	// relays are the calls waiting for their client's answer to an
+	// imported server's question (relay.go).
+	relays relays
 }
 
 // NewServer makes the server; Follow keeps its hot tools current.
@@ -107,7 +110,7 @@ func NewServer(o ServerOptions) *Server {
 			Logger:       o.Logger,
 		})
 	s.srv.AddTool(find, s.findTools)
-	s.srv.AddTool(callToolTool, s.callTool)
+	s.srv.AddTool(callToolTool, s.relay(s.callTool))
 	s.sync(o.Engine.Catalog())
 	return s
 }
@@ -331,9 +334,9 @@ func (s *Server) sync(cat *registry.Catalog) {
 		ro := t.ReadOnly
 		s.srv.AddTool(&sdk.Tool{Name: n, Description: t.Description, InputSchema: objectSchema(t.Args),
 			Annotations: &sdk.ToolAnnotations{ReadOnlyHint: ro, OpenWorldHint: &t.Network}},
-			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			s.relay(func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 				return s.call(ctx, req.Session, engine.CallRequest{Tool: n, Arguments: orEmpty(req.Params.Arguments)}), nil
-			})
+			}))
 	}
 }
 

@@ -34,9 +34,16 @@ SERVER:TOOL. The catalog is live: clients get notifications/tools/list_changed
 when the listed tools change. Nothing but MCP messages goes to standard output;
 logs go to standard error. On standard input and output, a line that is not
 JSON-RPC gets a JSON-RPC error and the session goes on; closing standard input
-ends the server within a second, calls still running included.`
+ends the server within a second, calls still running included.
+"toolsrv mcp login NAME" logs toolsrv in to an imported http server that asks for
+OAuth, "toolsrv mcp logout NAME" forgets that login (each explains itself with -h).`
 
 func runMCP(ctx context.Context, env *cliEnv, args []string) int {
+	if len(args) > 0 {
+		if sub, ok := mcpSubcommands[args[0]]; ok { // login, logout (mcplogin.go)
+			return sub(ctx, env, args[1:])
+		}
+	}
 	fs, tools := newFlags(env, "mcp", "mcp [--tools DIR] [--mcp-config FILE] [--agent NAME] [--native [--native-cap N]] [--listen HOST:PORT [--allow-remote]] [--workdir DIR] [flags]", mcpAbout)
 	listen := fs.String("listen", "", "serve streamable HTTP on HOST:PORT (at /mcp) instead of standard input and output")
 	allowRemote := fs.Bool("allow-remote", false, "allow a --listen address that is not loopback (anyone who reaches it can find and call tools)")

@@ -117,7 +117,8 @@ func (f *mcpFlags) providers(env *cliEnv, cmd string, runner *exec.Runner, only 
 		}
 		cfg = kept
 	}
-	return mcp.Providers(cfg, mcp.ProviderOptions{Runner: runner, Logger: logger(env), Version: moduleVersion()}), nil
+	return mcp.Providers(cfg, mcp.ProviderOptions{Runner: runner, Logger: logger(env), Version: moduleVersion(),
+		TokenDir: mcp.DefaultTokenDir(env.getenv)}), nil
 }
 
 // wait is how long a command that lists or calls once (ls, rank, call,

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/toolsrv/toolsrv/exec"
+	"github.com/toolsrv/toolsrv/mcp"
 	"github.com/toolsrv/toolsrv/ninep"
 	"github.com/toolsrv/toolsrv/registry"
 	"github.com/toolsrv/toolsrv/thresholds"
@@ -274,6 +275,8 @@ func workDirGuard(env *cliEnv, dirs []string, agents string, sockets []string, b
 	// there could make toolsrv rank its way, one that could read it would
 	// learn the users' requests.
 	g.Private = append(g.Private, filepath.Dir(usagedb.DefaultPath(env.getenv)))
+	// The saved OAuth logins of MCP servers: their tokens.
+	g.Private = append(g.Private, mcp.DefaultTokenDir(env.getenv))
 	return g
 }
 
