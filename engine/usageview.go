@@ -111,7 +111,7 @@ func (e *Engine) loadUsage(ctx context.Context) {
 	if e.opts.Usage == nil {
 		if len(ex) > 0 || e.examples.Load() != nil {
 			if _, err := e.ix.SetUsage(ctx, ex); err != nil {
-				e.log.Warn("tool examples not applied", "err", err)
+				e.warnUsage(ctx, "tool examples not applied", err)
 				return
 			}
 			e.examples.Store(&digest)
@@ -120,7 +120,7 @@ func (e *Engine) loadUsage(ctx context.Context) {
 	}
 	fit, version, err := e.setUsage(ctx, ex, digest)
 	if err != nil {
-		e.log.Warn("usage history not applied; ranking without it", "err", err)
+		e.warnUsage(ctx, "usage history not applied; ranking without it", err)
 		return
 	}
 	e.usageVersion.Store(version)
@@ -141,7 +141,7 @@ func (e *Engine) loadUsage(ctx context.Context) {
 func (e *Engine) setUsage(ctx context.Context, ex []index.Use, digest string) (index.UsageFit, int64, error) {
 	source, version, err := e.usageSource(ctx)
 	if err != nil {
-		e.log.Warn("usage history unreadable; ranking without it", "err", err)
+		e.warnUsage(ctx, "usage history unreadable; ranking without it", err)
 		fit, err := e.ix.SetUsage(ctx, ex)
 		return fit, 0, err
 	}
@@ -188,9 +188,19 @@ func (e *Engine) setUsage(ctx context.Context, ex []index.Use, digest string) (i
 	if readErr == nil {
 		return index.UsageFit{}, 0, err
 	}
-	e.log.Warn("usage history unreadable; ranking without it", "err", readErr)
+	e.warnUsage(ctx, "usage history unreadable; ranking without it", readErr)
 	fit, err = e.ix.SetUsage(ctx, ex)
 	return fit, 0, err
+}
+
+// warnUsage warns that the usage history failed (err), unless ctx ended:
+// a shutdown cancels a reload, which is no news (logged at Debug).
+func (e *Engine) warnUsage(ctx context.Context, msg string, err error) {
+	if ctx.Err() != nil {
+		e.log.Debug(msg, "err", err)
+		return
+	}
+	e.log.Warn(msg, "err", err)
 }
 
 // usageSource names the store's history and gives its version: the

@@ -42,8 +42,10 @@
 // ServerStdio is the transport of "toolsrv mcp" on standard input and
 // output (stdio.go): the SDK's, except that a line that is not a JSON-RPC
 // message is answered with the JSON-RPC error (parse error, invalid
-// request) instead of ending the session, and that it tells when
-// standard input ends (the client's way to shut a stdio server down).
+// request) instead of ending the session, that the requests read before
+// standard input ends are answered before the session ends (within a
+// bound), and that it tells when standard input ends (the client's way
+// to shut a stdio server down).
 //
 // # MCP servers as a tool source (config.go, provider.go, connect.go)
 //
