@@ -25,7 +25,7 @@ import (
 // sandbox helpers of calls and servers die with the process that started
 // them.
 const (
-	mcpDrain     = 700 * time.Millisecond
+	mcpDrain     = 600 * time.Millisecond
 	mcpExitGrace = 300 * time.Millisecond
 )
 
