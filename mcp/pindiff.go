@@ -19,7 +19,7 @@ import (
 // hidden text is the point of a poisoned description. A new tool's diff
 // is all "+".
 func (h *Held) Diff() []string {
-	if h.unreadable {
+	if h.Unreadable {
 		return nil
 	}
 	var was []string
@@ -50,7 +50,7 @@ func definitionLines(d *Definition) []string {
 			continue
 		}
 		var b bytes.Buffer
-		if json.Indent(&b, f.raw, "  ", "  ") != nil {
+		if json.Indent(&b, f.raw, "", "  ") != nil {
 			b.Reset()
 			b.Write(f.raw)
 		}

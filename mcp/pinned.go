@@ -35,7 +35,7 @@ func (p *Provider) pinned(ctx context.Context, tools []registry.Provided, defs [
 		note = fmt.Sprintf("mcp server %s: every tool is held: %v; fix or move the pins file aside (toolsrv then pins the tools it lists as first seen)", p.cfg.Name, err)
 		held = map[string]*Held{}
 		for _, d := range defs {
-			held[d.Name] = &Held{Server: p.cfg.Name, Tool: d.Name, Now: d, Hash: d.Hash(), unreadable: true}
+			held[d.Name] = &Held{Server: p.cfg.Name, Tool: d.Name, Now: d, Hash: d.Hash(), Unreadable: true}
 		}
 	}
 	if note != "" {

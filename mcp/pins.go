@@ -121,14 +121,15 @@ type Held struct {
 	Was  *Definition
 	Now  Definition
 	Hash string
-	// unreadable: held because the pins file cannot be read.
-	unreadable bool
+	// Unreadable: held because the pins file cannot be read (Was and
+	// the diff are then unknown).
+	Unreadable bool
 }
 
 // Reason is why the tool is held, as the model may be told it: never the
 // changed text.
 func (h *Held) Reason() string {
-	if h.unreadable {
+	if h.Unreadable {
 		return "held: toolsrv cannot read its record of the definitions its owner approved, and holds every imported tool until they fix it"
 	}
 	if h.New {
@@ -234,9 +235,9 @@ func (p *Pins) check(ctx context.Context, file, server string, defs []Definition
 // Approve pins the held definition of tool of server (of config file):
 // the one toolsrv last saw, whose hash must begin with hash when hash is
 // not empty (so that what is approved is what was reviewed). It returns
-// the definition pinned.
-func (p *Pins) Approve(ctx context.Context, file, server, tool, hash string) (Definition, error) {
-	var out Definition
+// the hash of the definition pinned.
+func (p *Pins) Approve(ctx context.Context, file, server, tool, hash string) (string, error) {
+	var out string
 	err := p.update(ctx, func(f *pinsFile) (bool, error) {
 		rec := f.Configs[file][server]
 		if rec == nil {
@@ -260,11 +261,7 @@ func (p *Pins) Approve(ctx context.Context, file, server, tool, hash string) (De
 		hp.At = p.now().UTC()
 		rec.Tools[tool] = hp
 		delete(rec.Held, tool)
-		if hp.Definition != nil {
-			out = *hp.Definition
-		} else {
-			out = Definition{Name: tool}
-		}
+		out = hp.SHA256
 		return true, nil
 	})
 	return out, err

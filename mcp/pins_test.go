@@ -85,9 +85,8 @@ func TestPinsHoldChanges(t *testing.T) {
 	if _, err := p.Approve(ctx, cfg, "nosuch", "read", ""); err == nil || !strings.Contains(err.Error(), "no record") {
 		t.Errorf("approving a tool of a server never listed: %v", err)
 	}
-	d, err := p.Approve(ctx, cfg, "fs", "read", h.Hash[:16])
-	if err != nil || d.Description != poisoned {
-		t.Fatalf("approve: %+v, %v", d, err)
+	if sum, err := p.Approve(ctx, cfg, "fs", "read", h.Hash[:16]); err != nil || sum != h.Hash {
+		t.Fatalf("approve: %s, %v; want %s", sum, err, h.Hash)
 	}
 	check("approved", defsOf(map[string]string{"read": poisoned, "write": "Write a file", "move": "Move a file"}), false, "[]")
 
