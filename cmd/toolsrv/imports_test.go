@@ -237,3 +237,45 @@ func TestValidateWarnsOfPoisonedText(t *testing.T) {
 		t.Errorf("warnings made validate exit %d", r.code)
 	}
 }
+
+// The pins are private to toolsrv, as the usage history is: a tool can
+// neither read the file (the sandbox) nor write it, nor work in its
+// directory or one that holds it (the working directory guard).
+func TestPinsArePrivate(t *testing.T) {
+	bin := buildToolsrv(t)
+	home := t.TempDir()
+	env := &cliEnv{getenv: func(k string) string {
+		if k == "HOME" {
+			return home
+		}
+		return ""
+	}}
+	pins := pinsPath(env)
+	if want := filepath.Join(home, ".local", "state", "toolsrv", "mcp-pins.json"); pins != want {
+		t.Fatalf("pins at %s, want %s", pins, want)
+	}
+	if err := os.MkdirAll(filepath.Dir(pins), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pins, []byte(`{"version":1,"configs":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := workDirGuard(env, nil, "", nil, "", guardPaths{})
+	for _, dir := range []string{filepath.Dir(pins), filepath.Dir(filepath.Dir(pins))} {
+		if _, _, err := g.Check(dir); err == nil {
+			t.Errorf("%s may be a working directory", dir)
+		}
+	}
+	tools, proj := t.TempDir(), t.TempDir()
+	writeJSONFile(t, filepath.Join(tools, "peek.meta"), map[string]any{"description": "reads the pins", "cmd": "cat " + pins})
+	writeJSONFile(t, filepath.Join(tools, "poke.meta"), map[string]any{"description": "writes the pins", "cmd": "echo '{}' > " + pins})
+	for _, tool := range []string{"peek", "poke"} {
+		r := runToolsrvEnv(t, bin, []string{"HOME=" + home}, "", "call", "--tools", tools, "--cwd", proj, tool)
+		if r.code == 0 || strings.Contains(r.stdout, "version") {
+			t.Errorf("%s: exit %d, out %q: a tool reached the pins file", tool, r.code, r.stdout)
+		}
+	}
+	if b, _ := os.ReadFile(pins); string(b) != `{"version":1,"configs":{}}` {
+		t.Errorf("the pins file is now %q", b)
+	}
+}
