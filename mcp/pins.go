@@ -167,7 +167,8 @@ type pin struct {
 var errNoPinsStore = errors.New("no pins file can be kept")
 
 // check compares the definitions a server offers with its pins (server
-// of config file): the first listing of a server pins them all; after
+// of config file): the first listing of a server that offers any tool
+// pins them all; after
 // that, a definition that differs from its pin, or a new one unless
 // trustNew, is held (and recorded as held, for Approve). The answer maps
 // the held tools' names to why.
@@ -176,12 +177,17 @@ func (p *Pins) check(ctx context.Context, file, server string, defs []Definition
 	err := p.update(ctx, func(f *pinsFile) (bool, error) {
 		now := p.now().UTC()
 		byServer := f.Configs[file]
-		if byServer == nil {
-			byServer = map[string]*serverPins{}
-			f.Configs[file] = byServer
-		}
 		rec := byServer[server]
+		if rec == nil && len(defs) == 0 {
+			// A server that lists nothing yet (one that wants a login
+			// first) is first seen when it lists its tools.
+			return false, nil
+		}
 		if rec == nil {
+			if byServer == nil {
+				byServer = map[string]*serverPins{}
+				f.Configs[file] = byServer
+			}
 			rec = &serverPins{FirstSeen: now, Tools: map[string]*pin{}}
 			byServer[server] = rec
 			budget := maxKeptPerServer

@@ -52,6 +52,7 @@ func TestPinsHoldChanges(t *testing.T) {
 		}
 		return held
 	}
+	check("nothing listed yet", nil, false, "[]")
 	check("first sight", defsOf(map[string]string{"read": "Read a file", "write": "Write a file"}), false, "[]")
 	check("unchanged", defsOf(map[string]string{"read": "Read a file", "write": "Write a file"}), false, "[]")
 	// Another server of the same name in another config is another server.
