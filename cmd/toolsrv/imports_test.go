@@ -165,6 +165,9 @@ func TestRugPullEndToEnd(t *testing.T) {
 	if got := offered(romanQ); !slices.Contains(got, "evil:roman") {
 		t.Errorf("%q offers %v: the unchanged tool of the same server is not", romanQ, got)
 	}
+	if r := run("rank", "--tools", tools, "--mcp-config", cfg, pirateQ); !strings.Contains(r.stderr, "1 imported tool(s) held until you approve them, left out: evil:pirate") {
+		t.Errorf("rank does not say a tool is held:\n%s", r.stderr)
+	}
 	v := run("validate", "--tools", tools, "--mcp-config", cfg)
 	if v.code != 1 || !strings.Contains(v.stdout, "held: evil:pirate: its definition changed") ||
 		!strings.Contains(v.stdout, "+   "+poisoned) || !strings.Contains(v.stdout, "1 held") {
