@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/toolsrv/toolsrv/index"
@@ -355,4 +357,44 @@ func TestUsageReloadInMemory(t *testing.T) {
 	if f := eng.UsageFit(); f.Entries != 61 || cs.snapshots != snaps {
 		t.Errorf("after one more call: %d entries (want 61), %d more snapshots (want 0)", f.Entries, cs.snapshots-snaps)
 	}
+}
+
+// A reload that a shutdown cancels is no news: the engine says nothing
+// above Debug about the history it could not read then, and warns when
+// the same failure comes with its context alive.
+func TestUsageReloadCancelledQuietly(t *testing.T) {
+	st, cs, eng := countingEngine(t)
+	recordCall(t, st, "show the git status", "git_status")
+	var logged syncLog
+	eng.log = slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	eng.loadUsage(ctx)
+	if s := logged.String(); s != "" {
+		t.Errorf("a cancelled reload warned:\n%s", s)
+	}
+	// The same store failing with a live context is a warning.
+	cs.Store.Close()
+	eng.loadUsage(context.Background())
+	if s := logged.String(); !strings.Contains(s, "usage history") {
+		t.Errorf("a failing store did not warn (log %q)", s)
+	}
+}
+
+// syncLog is a log buffer safe to write from several goroutines.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -111,7 +111,7 @@ func (e *Engine) loadUsage(ctx context.Context) {
 	if e.follow == nil {
 		if len(ex) > 0 || e.examples.Load() != nil {
 			if _, err := e.ix.SetUsage(ctx, ex); err != nil {
-				e.log.Warn("tool examples not applied", "err", err)
+				e.warnUsage(ctx, "tool examples not applied", err)
 				return
 			}
 			e.examples.Store(&digest)
@@ -120,7 +120,7 @@ func (e *Engine) loadUsage(ctx context.Context) {
 	}
 	fit, version, err := e.applyHistory(ctx, ex)
 	if err != nil {
-		e.log.Warn("usage history not applied; ranking without it", "err", err)
+		e.warnUsage(ctx, "usage history not applied; ranking without it", err)
 		return
 	}
 	e.usageVersion.Store(version)
@@ -139,7 +139,7 @@ func (e *Engine) loadUsage(ctx context.Context) {
 func (e *Engine) applyHistory(ctx context.Context, ex []index.Use) (index.UsageFit, int64, error) {
 	name, version, err := e.follow.Head(ctx)
 	if err != nil {
-		e.log.Warn("usage history unreadable; ranking without it", "err", err)
+		e.warnUsage(ctx, "usage history unreadable; ranking without it", err)
 		fit, err := e.ix.SetUsage(ctx, ex)
 		return fit, 0, err
 	}
@@ -165,9 +165,19 @@ func (e *Engine) applyHistory(ctx context.Context, ex []index.Use) (index.UsageF
 	if err == nil || readErr == nil {
 		return fit, version, err
 	}
-	e.log.Warn("usage history unreadable; ranking without it", "err", readErr)
+	e.warnUsage(ctx, "usage history unreadable; ranking without it", readErr)
 	fit, err = e.ix.SetUsage(ctx, ex)
 	return fit, 0, err
+}
+
+// warnUsage warns that the usage history failed (err), unless ctx ended:
+// a shutdown cancels a reload, which is no news (logged at Debug).
+func (e *Engine) warnUsage(ctx context.Context, msg string, err error) {
+	if ctx.Err() != nil {
+		e.log.Debug(msg, "err", err)
+		return
+	}
+	e.log.Warn(msg, "err", err)
 }
 
 // followUsage reloads the usage history whenever its version moves or

@@ -31,7 +31,9 @@ type conn struct {
 	name string
 	sess *sdk.ClientSession
 	bad  *garbage
-	log  *slog.Logger
+	// bound cuts a stdio server's pages of tools/list to its cap.
+	bound *pageBound
+	log   *slog.Logger
 	// hint is what to do when a stdio server that downloads its package
 	// fails to start (ServerConfig.NetworkHint).
 	hint string
@@ -45,7 +47,7 @@ type conn struct {
 // initialize handshake within the start timeout. changed is told about
 // notifications/tools/list_changed.
 func (p *Provider) connect(ctx context.Context, changed chan<- struct{}) (*conn, error) {
-	c := &conn{name: p.cfg.Name, bad: &garbage{}, log: p.log, grace: p.opts.StopGrace, hint: p.cfg.NetworkHint()}
+	c := &conn{name: p.cfg.Name, bad: &garbage{}, bound: &pageBound{max: p.maxTools()}, log: p.log, grace: p.opts.StopGrace, hint: p.cfg.NetworkHint()}
 	client := sdk.NewClient(&sdk.Implementation{Name: "toolsrv", Version: p.opts.Version}, &sdk.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
 			select {
@@ -255,7 +257,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	if proc.Unsandboxed() {
 		t.p.log.Warn("mcp server runs UNSANDBOXED")
 	}
-	return (&sdk.IOTransport{Reader: &jsonLines{r: bufio.NewReaderSize(proc.Stdout, 64<<10), c: proc.Stdout, bad: t.c.bad}, Writer: proc.Stdin}).Connect(ctx)
+	return (&sdk.IOTransport{Reader: &jsonLines{r: bufio.NewReaderSize(proc.Stdout, 64<<10), c: proc.Stdout, bad: t.c.bad, bound: t.c.bound}, Writer: proc.Stdin}).Connect(ctx)
 }
 
 // packagePaths are the paths a stdio server may read because its command
@@ -291,10 +293,11 @@ func packagePaths(argv []string) []string {
 // JSON, and counts (and drops) the others: a server that prints a banner
 // on standard output still works, and the garbage is reported.
 type jsonLines struct {
-	r    *bufio.Reader
-	c    io.Closer
-	bad  *garbage
-	rest []byte
+	r     *bufio.Reader
+	c     io.Closer
+	bad   *garbage
+	bound *pageBound
+	rest  []byte
 }
 
 // maxLine bounds one message (as the SDK's own default).
@@ -320,7 +323,7 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 			switch {
 			case len(t) == 0:
 			case (t[0] == '{' || t[0] == '[') && json.Valid(t):
-				j.rest = append(append(j.rest[:0], t...), '\n')
+				j.rest = append(append(j.rest[:0], j.bound.trim(t)...), '\n')
 			default:
 				j.bad.add(t)
 			}

@@ -42,8 +42,10 @@
 // ServerStdio is the transport of "toolsrv mcp" on standard input and
 // output (stdio.go): the SDK's, except that a line that is not a JSON-RPC
 // message is answered with the JSON-RPC error (parse error, invalid
-// request) instead of ending the session, and that it tells when
-// standard input ends (the client's way to shut a stdio server down).
+// request) instead of ending the session, that the requests read before
+// standard input ends are answered before the session ends (within a
+// bound), and that it tells when standard input ends (the client's way
+// to shut a stdio server down).
 //
 // # MCP servers as a tool source (config.go, provider.go, connect.go)
 //
@@ -61,10 +63,28 @@
 // "url") or sse; "cwd": a stdio server's working directory (readable; by
 // default its private temporary directory); "timeout": one call's limit
 // ("60s" or seconds); "startTimeout": how long initialize and the first
-// tools/list may take (30 s); "disabled": true skips it; "sandbox":
+// tools/list may take (30 s); "maxTools": how many of its tools are taken
+// (DefaultMaxTools); "trustNewTools": true takes the tools it adds later
+// without approval (see Pins); "disabled": true skips it; "sandbox":
 // {"network": bool, "read": [paths], "write": [paths]} or false; "oauth":
 // an http server's OAuth (OAuthConfig; on by default, false turns it off).
 // Unknown keys are warnings.
+//
+// A server is someone else's program, and bounded (provider.go): at most
+// maxTools of its tools are taken, and its pages of tools/list are not
+// read past them (a stdio server's page past the cap is cut before the
+// SDK decodes it: pageBound); at most MaxListingBytes of definitions; a
+// tool whose name is not a tool name, whose description exceeds
+// MaxDescriptionBytes or whose schema exceeds the registry's bounds is
+// left out, its name shown quoted and short (registry.ShownName). What is
+// dropped past a bound is one warning naming the server (Notes).
+//
+// With ProviderOptions.Pins (pins.go), each server's tools are pinned on
+// first sight, and a tool whose definition later changes, or a new one,
+// is held until its owner approves it (Pins.Approve): published as hidden
+// with a reason that never repeats the changed text (Held.Reason), so it
+// is neither ranked, listed nor callable; Provider.Held gives what
+// changed (Held.Diff).
 //
 // A stdio server runs under the sandbox of tool calls (exec.Runner.Start):
 // Landlock read-only on the system directories, plus the node_modules

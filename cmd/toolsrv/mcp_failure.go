@@ -33,7 +33,7 @@ func mcpFailure(reason string) *sdk.Server {
 // serveMCPFailure serves mcpFailure(reason) on standard input and output
 // until the client closes it; the exit status is 1.
 func serveMCPFailure(ctx context.Context, env *cliEnv, reason string, log *slog.Logger) int {
-	st := mcp.NewServerStdio(env.stdin, env.stdout, log)
+	st := mcp.NewServerStdio(env.stdin, env.stdout, log, mcpDrain)
 	ran := make(chan error, 1)
 	go func() { ran <- mcpFailure(reason).Run(ctx, st.Transport()) }()
 	select {

@@ -7,7 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -155,6 +157,10 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(err)
 	}
 	warn(env, "rank", eng)
+	if held := heldNames(mf); len(held) > 0 {
+		fmt.Fprintf(env.stderr, "toolsrv rank: %d imported tool(s) held until you approve them, left out: %s (toolsrv validate shows what changed)\n",
+			len(held), strings.Join(slices.Sorted(maps.Keys(held)), ", "))
+	}
 
 	q := engine.Request{Query: message, Context: convo, Mode: mode, Profile: profile, All: *all, NoLearned: *noLearned, Explain: *explainFlag,
 		Caller: engine.Caller{Transport: "cli", Client: "owner"}}
