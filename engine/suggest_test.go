@@ -131,7 +131,9 @@ func TestSuggestionsBringTheToolIn(t *testing.T) {
 		apply   func(t *testing.T, s setup, sg Suggestion, eng *Engine) setup
 	}{
 		{"keyword", SuggestKeyword, "weather",
-			func(t *testing.T) setup { return setup{dir: newcomer(t), req: Request{Query: "do I need an umbrella in Lyon"}} },
+			func(t *testing.T) setup {
+				return setup{dir: newcomer(t), req: Request{Query: "do I need an umbrella in Lyon"}}
+			},
 			func(t *testing.T, s setup, sg Suggestion, _ *Engine) setup {
 				if !slices.Contains(sg.Words, "umbrella") {
 					t.Errorf("the keyword suggestion %+v does not name umbrella", sg)
@@ -142,7 +144,9 @@ func TestSuggestionsBringTheToolIn(t *testing.T) {
 				return s
 			}},
 		{"threshold", SuggestThreshold, "weather",
-			func(t *testing.T) setup { return setup{dir: newcomer(t), req: Request{Query: "do I need an umbrella in Lyon"}} },
+			func(t *testing.T) setup {
+				return setup{dir: newcomer(t), req: Request{Query: "do I need an umbrella in Lyon"}}
+			},
 			func(t *testing.T, s setup, sg Suggestion, eng *Engine) setup {
 				s.opt.Thresholds = thresholdsFileWith(t, eng, sg)
 				return s
@@ -166,13 +170,17 @@ func TestSuggestionsBringTheToolIn(t *testing.T) {
 				return s
 			}},
 		{"example", SuggestExample, "weather",
-			func(t *testing.T) setup { return setup{dir: historyCatalog(t), req: Request{Query: "mail me the forecast"}} },
+			func(t *testing.T) setup {
+				return setup{dir: historyCatalog(t), req: Request{Query: "mail me the forecast"}}
+			},
 			func(t *testing.T, s setup, sg Suggestion, _ *Engine) setup {
 				editMeta(t, s.dir, "weather", func(m map[string]any) { m["examples"] = append(m["examples"].([]any), sg.Example) })
 				return s
 			}},
 		{"history", SuggestHistory, "weather",
-			func(t *testing.T) setup { return setup{dir: historyCatalog(t), req: Request{Query: "mail me the forecast"}} },
+			func(t *testing.T) setup {
+				return setup{dir: historyCatalog(t), req: Request{Query: "mail me the forecast"}}
+			},
 			func(t *testing.T, s setup, sg Suggestion, _ *Engine) setup {
 				if !strings.Contains(sg.Text, "send_mail") {
 					t.Errorf("the history suggestion %q does not name what it lifted (send_mail)", sg.Text)
