@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -751,6 +752,80 @@ func TestSuggestionKindsDocumented(t *testing.T) {
 	for _, k := range engine.SuggestionKinds() {
 		if !strings.Contains(string(b), "\n| `"+string(k)+"` |") {
 			t.Errorf("docs/ranking.md's table of suggestions lacks %q", k)
+		}
+	}
+}
+
+// "expect" reaches the engine from every transport, and a tool the client
+// may see is explained the same everywhere (its place, its rule, the
+// same suggestions); a name no .meta defines is explained to the owner at
+// the command line with what to do, and to an MCP or 9P client only as
+// not among the tools it may be offered.
+func TestExpectOnEveryTransport(t *testing.T) {
+	bin := buildToolsrv(t)
+	tools := rankFixture(t)
+	const q = "is it sunny in Lyon"
+	const req = `{"query":"` + q + `","expect":["get_weather","nosuch"]}`
+	decode := func(from, s string) map[string]any {
+		t.Helper()
+		var m map[string]any
+		if err := json.Unmarshal([]byte(s), &m); err != nil {
+			t.Fatalf("%s: %v: %s", from, err, s)
+		}
+		return m
+	}
+	answers := map[string]map[string]any{}
+	r := runToolsrv(t, bin, "", "rank", "--tools", tools, "--no-cache", "--no-usage", "--json", "--expect", "get_weather", "--expect", "nosuch", q)
+	if r.code != 0 {
+		t.Fatalf("rank --json: exit %d: %s", r.code, r.stderr)
+	}
+	answers["rank --json"] = decode("rank --json", r.stdout)
+
+	p := startMCPPeer(t, bin, "--tools", tools, "--workdir", mcpProject(t), "--no-cache", "--no-usage")
+	p.initialize()
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"find_tools","arguments":` + req + `}}`)
+	m := p.await("find_tools' answer", safetyNet, hasID(2))
+	res, _ := m["result"].(map[string]any)
+	found, _ := res["structuredContent"].(map[string]any)
+	if found == nil {
+		t.Fatalf("find_tools: %v", m)
+	}
+	answers["find_tools"] = found
+
+	addr, _, _ := startServeIn(t, tools, "--no-usage")
+	code, out, errs := run9PCmd(t, addr, "", "write", "rank.json", req)
+	if code != 0 {
+		t.Fatalf("9p write rank.json: exit %d: %s", code, errs)
+	}
+	answers["9P rank.json"] = decode("9P rank.json", out)
+
+	tool := func(a map[string]any, name string) map[string]any {
+		ex, _ := a["explain"].(map[string]any)
+		ts, _ := ex["tools"].([]any)
+		for _, tv := range ts {
+			if te, _ := tv.(map[string]any); te["name"] == name {
+				return te
+			}
+		}
+		return nil
+	}
+	ref := tool(answers["rank --json"], "get_weather")
+	if ref == nil || ref["expected"] != true || ref["suggest"] == nil {
+		t.Fatalf("rank --json: get_weather explained as %v, want expected with suggestions", ref)
+	}
+	if own := tool(answers["rank --json"], "nosuch"); own == nil || own["rule"] != "unknown" || own["suggest"] == nil {
+		t.Errorf("rank --json: nosuch explained as %v, want unknown with what to do", own)
+	}
+	for from, a := range answers {
+		if from == "rank --json" {
+			continue
+		}
+		if got := tool(a, "get_weather"); !reflect.DeepEqual(got, ref) {
+			t.Errorf("%s: get_weather explained as\n%v\nrank --json:\n%v", from, got, ref)
+		}
+		ns := tool(a, "nosuch")
+		if ns == nil || ns["rule"] != "unknown" || ns["suggest"] != nil || strings.Contains(fmt.Sprint(ns), tools) {
+			t.Errorf("%s: nosuch explained as %v, want unknown, no suggestion, no directory", from, ns)
 		}
 	}
 }
