@@ -164,7 +164,7 @@ func (s suggestion) forTool(te ToolExplanation) []Suggestion {
 			parts := make([]string, len(ch))
 			for i, x := range ch {
 				parts[i] = fmt.Sprintf("%s %s → %s", x.Field, level(x.From), level(x.To))
-				if x.To == 0 && offAtZero[x.Field[strings.LastIndexByte(x.Field, '.')+1:]] {
+				if x.To == 0 && offAtZero(x.Field[strings.LastIndexByte(x.Field, '.')+1:]) {
 					parts[i] += " (off)"
 				}
 			}
@@ -175,8 +175,14 @@ func (s suggestion) forTool(te ToolExplanation) []Suggestion {
 	return out
 }
 
-// offAtZero are the levels that 0 turns off.
-var offAtZero = map[string]bool{"relative": true, "minAnswerable": true, "mass": true, "noise": true}
+// offAtZero says whether 0 turns the level off.
+func offAtZero(level string) bool {
+	switch level {
+	case "relative", "minAnswerable", "mass", "noise":
+		return true
+	}
+	return false
+}
 
 // fewEnough says whether a thresholds change offers at most explainTools
 // tools: past that, the ranking is the problem, not the cut.
