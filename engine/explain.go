@@ -13,8 +13,10 @@ import (
 const explainTools = 10
 
 // Explanation says why an Answer is what it is (Request.Explain): each
-// ranked tool's signals, the words that matched it, and the rule that
-// offered it or left it out.
+// ranked tool's signals, the words that matched it, the rule that offered
+// it or left it out, and for a tool left out the changes that would bring
+// it in (ToolExplanation.Suggest; suggest.go), for the tools the request
+// expects (Request.Expect) too, wherever they rank.
 type Explanation struct {
 	// Learned: the scores are the learned last step's (each tool's
 	// probability of being the one: answerability × its share of the

@@ -56,7 +56,8 @@ type Request struct {
 	// thresholds offer past it are explained as left out by the limit.
 	Limit int `json:"limit,omitempty"`
 	// Explain asks for Answer.Explain: each ranked tool's signals and
-	// matched words, and the rule that offered it or left it out.
+	// matched words, the rule that offered it or left it out, and what
+	// would bring in each tool left out.
 	Explain bool `json:"explain,omitempty"`
 	// Expect names tools the asker expected to be offered (at most
 	// MaxExpect): the explanation covers each of them wherever it ranks,

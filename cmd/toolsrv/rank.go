@@ -58,7 +58,7 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	all := fs.Bool("all", false, "print the top --limit tools without applying the thresholds")
 	selectFlag := fs.Bool("select", false, "with --batch: also apply the thresholds and print each line's offered set and noToolFits")
 	noLearned := fs.Bool("no-learned", false, "rank with the fixed fusion, without the learned last step")
-	explainFlag := fs.Bool("explain", false, "also say why: each ranked tool's signals, the words it matched in which field, and the rule that offered it or left it out")
+	explainFlag := fs.Bool("explain", false, "also say why: each ranked tool's signals, the words it matched in which field, the rule that offered it or left it out, and the changes that would bring in each tool left out")
 	thrFile := fs.String("thresholds", "", "thresholds file (default: $TOOLSRV_THRESHOLDS, then $XDG_CONFIG_HOME/toolsrv/thresholds/EMBEDDER.json (else ~/.config/toolsrv/…), then the shipped defaults)")
 	var convo, expect repeated
 	fs.Var(&convo, "context", "an earlier conversation message (repeatable, oldest first)")
