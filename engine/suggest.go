@@ -309,8 +309,8 @@ func (e *Engine) suggestHistory(ctx context.Context, ix *index.Index, a *Answer,
 		iq.K = max(iq.K, pol.For(false).MaxTools, pol.For(true).MaxTools)
 	}
 	plain, err := ix.Rank(ctx, iq)
-	if err != nil {
-		return
+	if err != nil || plain.Degraded != a.Ranking.Degraded {
+		return // (not the same scores: no comparison)
 	}
 	pc := c
 	pc.Answerable, pc.Unmatched = plain.Answerable, thresholds.UnmatchedIn(plain)
