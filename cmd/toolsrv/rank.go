@@ -94,6 +94,12 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 			return usageError(fs, "--agent %q: %v", *agent, err)
 		}
 	}
+	if len(expect) > 0 && *batch != "" {
+		return usageError(fs, "--expect explains one ranking: give a MESSAGE, not --batch")
+	}
+	if len(expect) > engine.MaxExpect {
+		return usageError(fs, "--expect given %d times: name at most %d tools", len(expect), engine.MaxExpect)
+	}
 	limitSet := false
 	fs.Visit(func(f *flag.Flag) { limitSet = limitSet || f.Name == "k" || f.Name == "limit" })
 	var message string
@@ -158,12 +164,6 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	warn(env, "rank", eng)
 
-	if len(expect) > 0 && *batch != "" {
-		return usageError(fs, "--expect explains one ranking: give a MESSAGE, not --batch")
-	}
-	if len(expect) > engine.MaxExpect {
-		return usageError(fs, "--expect given %d times: name at most %d tools", len(expect), engine.MaxExpect)
-	}
 	q := engine.Request{Query: message, Context: convo, Mode: mode, Profile: profile, All: *all, NoLearned: *noLearned,
 		Explain: *explainFlag || len(expect) > 0, Expect: expect, Caller: engine.Caller{Transport: "cli", Client: "owner"}}
 	if *batch != "" {
