@@ -38,6 +38,12 @@ func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalo
 	if q.Limit == 0 && !q.Full {
 		q.Limit = e.opts.DefaultLimit
 	}
+	if len(q.Expect) > 0 {
+		if err := checkExpect(q.Expect); err != nil {
+			return Answer{}, err
+		}
+		q.Explain = true
+	}
 	iq := e.indexQuery(q)
 	if q.All || e.pol == nil {
 		if iq.K == 0 && !q.Full {
@@ -54,6 +60,7 @@ func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalo
 		a.Tools = inCatalog(a.Tools, cat, iq.Allow)
 		if q.Explain {
 			a.Explain = explain(&a, q, cat, nil, thresholds.Context{}, ix.UsageFit())
+			e.suggest(ctx, ix, &a, q, iq, cat, nil, thresholds.Context{}, nil)
 		}
 		e.noTools(&a, cat)
 		return a, nil
@@ -77,6 +84,8 @@ func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalo
 			Degraded: r.Degraded || q.Mode == index.Lexical, Answerable: r.Answerable, Unmatched: thresholds.UnmatchedIn(r)}
 		a.Explain = explain(&a, q, cat, e.pol, c, ix.UsageFit())
 		a.Explain.limited(cut, q.Limit)
+		iq.Allow = allow
+		e.suggest(ctx, ix, &a, q, iq, cat, e.pol, c, cut)
 	}
 	e.noTools(&a, cat)
 	return a, nil
@@ -119,6 +128,8 @@ func (e *Engine) Decide(r index.Ranking, q Request) (Answer, error) {
 	a := e.answer(e.pol.Select(thresholds.FromRanking(r), c), r)
 	if q.Explain {
 		a.Explain = explain(&a, q, cat, e.pol, c, e.UsageFit())
+		s := suggestion{q: q, cat: cat, pol: e.pol, hits: thresholds.FromRanking(r), c: c, fit: e.UsageFit()}
+		a.Explain.suggest(s, nil, 0)
 	}
 	return a, nil
 }

@@ -56,8 +56,15 @@ type Request struct {
 	// thresholds offer past it are explained as left out by the limit.
 	Limit int `json:"limit,omitempty"`
 	// Explain asks for Answer.Explain: each ranked tool's signals and
-	// matched words, and the rule that offered it or left it out.
+	// matched words, the rule that offered it or left it out, and what
+	// would bring in each tool left out.
 	Explain bool `json:"explain,omitempty"`
+	// Expect names tools the asker expected to be offered (at most
+	// MaxExpect): the explanation covers each of them wherever it ranks,
+	// and says why one that is not offered is not (not ranked near the
+	// top, left out by a rule, not in the catalog, hidden, invalid, not
+	// allowed) and what would bring it in. It implies Explain.
+	Expect []string `json:"expect,omitempty"`
 
 	// Caller says who asks (set by the transport): the answer is
 	// remembered for the calls of the same session.
@@ -85,13 +92,17 @@ var ErrNoQuery = errors.New(`empty message: give the user's message ("query") to
 
 // requestForm is how a request is written: plain text, or a JSON object
 // of these members.
-const requestForm = `{"query": "...", "context": ["earlier message", ...], "limit": N, "explain": true}`
+const requestForm = `{"query": "...", "context": ["earlier message", ...], "limit": N, "explain": true, "expect": ["tool", ...]}`
+
+// MaxExpect is the most tools a request may name in Expect.
+const MaxExpect = 16
 
 // DecodeRequest reads a request's JSON form: an object with "query" (the
 // user's message, required), "context" (earlier messages, oldest first: an
 // array of strings, one string, or an array written as JSON text), "limit"
-// (a positive integer, or its decimal text; 0 is the same as none) and
-// "explain" (true or false, or their text). Clients that can only send
+// (a positive integer, or its decimal text; 0 is the same as none),
+// "explain" (true or false, or their text) and "expect" (tool names: an
+// array of strings, one string, or an array written as JSON text). Clients that can only send
 // strings (a command line's) are understood; "text" and "k" are the older
 // names of "query" and "limit". Other members are ignored. The error says
 // which member is wrong and what it takes.
@@ -139,6 +150,7 @@ func (r *Request) UnmarshalJSON(b []byte) error {
 		Limit   json.RawMessage `json:"limit"`
 		K       json.RawMessage `json:"k"`
 		Explain json.RawMessage `json:"explain"`
+		Expect  json.RawMessage `json:"expect"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return fmt.Errorf("the request must be a JSON object %s: %v", requestForm, err)
@@ -171,6 +183,9 @@ func (r *Request) UnmarshalJSON(b []byte) error {
 	if out.Explain, err = boolMember("explain", v.Explain); err != nil {
 		return err
 	}
+	if out.Expect, err = expectMember(v.Expect); err != nil {
+		return err
+	}
 	*r = out
 	return nil
 }
@@ -200,6 +215,32 @@ func contextMember(raw json.RawMessage) ([]string, error) {
 	}
 	return list, nil
 }
+
+// expectMember is "expect": tool names, in the forms "context" takes.
+func expectMember(raw json.RawMessage) ([]string, error) {
+	names, err := contextMember(raw)
+	if err != nil {
+		return nil, errors.New(`"expect" must be a tool name or an array of tool names (the tools you expected to be offered)`)
+	}
+	return names, checkExpect(names)
+}
+
+// checkExpect says what is wrong with a request's Expect, if anything.
+func checkExpect(names []string) error {
+	if len(names) > MaxExpect {
+		return fmt.Errorf(`"expect" names %d tools: name at most %d`, len(names), MaxExpect)
+	}
+	for _, n := range names {
+		if n == "" || len(n) > maxExpectName {
+			return fmt.Errorf(`"expect": %q is not a tool name (1 to %d bytes)`, n, maxExpectName)
+		}
+	}
+	return nil
+}
+
+// maxExpectName bounds a name in Expect (a provider's PROVIDER:TOOL
+// included).
+const maxExpectName = 300
 
 // limitMember is "limit" (or "k"): a non-negative integer, or its decimal
 // text; 0 is the same as none.

@@ -44,7 +44,7 @@ lexical and a warning on stderr says so. MESSAGE "-" reads the message
 from standard input.`
 
 func runRank(ctx context.Context, env *cliEnv, args []string) int {
-	fs, tools := newFlags(env, "rank", "rank [--tools DIR] [--embedder "+embedderChoice()+"] [--limit N] [--json] [--explain] [--format ollama|openai|anthropic] [--agent NAME [--agents DIR]] MESSAGE|-\n       toolsrv rank [--tools DIR] --batch FILE", rankAbout)
+	fs, tools := newFlags(env, "rank", "rank [--tools DIR] [--embedder "+embedderChoice()+"] [--limit N] [--json] [--explain] [--expect TOOL]... [--format ollama|openai|anthropic] [--agent NAME [--agents DIR]] MESSAGE|-\n       toolsrv rank [--tools DIR] --batch FILE", rankAbout)
 	ef := addEngineFlags(fs)
 	hf := addHistoryFlags(fs)
 	limit := fs.Int("limit", 10, "number of tools to print (0: all); in --batch mode the default is all")
@@ -59,10 +59,11 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	all := fs.Bool("all", false, "print the top --limit tools without applying the thresholds")
 	selectFlag := fs.Bool("select", false, "with --batch: also apply the thresholds and print each line's offered set and noToolFits")
 	noLearned := fs.Bool("no-learned", false, "rank with the fixed fusion, without the learned last step")
-	explainFlag := fs.Bool("explain", false, "also say why: each ranked tool's signals, the words it matched in which field, and the rule that offered it or left it out")
+	explainFlag := fs.Bool("explain", false, "also say why: each ranked tool's signals, the words it matched in which field, the rule that offered it or left it out, and the changes that would bring in each tool left out")
 	thrFile := fs.String("thresholds", "", "thresholds file (default: $TOOLSRV_THRESHOLDS, then $XDG_CONFIG_HOME/toolsrv/thresholds/EMBEDDER.json (else ~/.config/toolsrv/…), then the shipped defaults)")
-	var convo repeated
+	var convo, expect repeated
 	fs.Var(&convo, "context", "an earlier conversation message (repeatable, oldest first)")
+	fs.Var(&expect, "expect", "a tool you expected to be offered (repeatable; implies --explain): where it ranks, why it is left out, and what would bring it in")
 	mf := addMCPFlags(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -93,6 +94,12 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 		if err := registry.ValidName(*agent); err != nil {
 			return usageError(fs, "--agent %q: %v", *agent, err)
 		}
+	}
+	if len(expect) > 0 && *batch != "" {
+		return usageError(fs, "--expect explains one ranking: give a MESSAGE, not --batch")
+	}
+	if len(expect) > engine.MaxExpect {
+		return usageError(fs, "--expect given %d times: name at most %d tools", len(expect), engine.MaxExpect)
 	}
 	limitSet := false
 	fs.Visit(func(f *flag.Flag) { limitSet = limitSet || f.Name == "k" || f.Name == "limit" })
@@ -162,8 +169,8 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 			len(held), strings.Join(slices.Sorted(maps.Keys(held)), ", "))
 	}
 
-	q := engine.Request{Query: message, Context: convo, Mode: mode, Profile: profile, All: *all, NoLearned: *noLearned, Explain: *explainFlag,
-		Caller: engine.Caller{Transport: "cli", Client: "owner"}}
+	q := engine.Request{Query: message, Context: convo, Mode: mode, Profile: profile, All: *all, NoLearned: *noLearned,
+		Explain: *explainFlag || len(expect) > 0, Expect: expect, Caller: engine.Caller{Transport: "cli", Client: "owner"}}
 	if *batch != "" {
 		q.Full, q.Limit = true, 0
 		if limitSet {
@@ -186,7 +193,7 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 		hot[o.Name] = o.Hot
 	}
 	if *all {
-		if *explainFlag && *asJSON {
+		if q.Explain && *asJSON {
 			return printRanking(env, cat, hits, nil, *format, *asJSON, struct {
 				index.Ranking
 				Explain *engine.Explanation `json:"explain"`
@@ -218,8 +225,9 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 
 // printExplanation writes an answer's explanation for a reader: how the
 // scores were made, then per ranked tool its signals, the words it
-// matched by field, and whether it was offered or the rule that left it
-// out.
+// matched by field, whether it was offered or the rule that left it out,
+// and one line per change that would bring it in; then the expected
+// tools the ranking's best do not hold, the same way.
 func printExplanation(w io.Writer, ex *engine.Explanation) {
 	fmt.Fprintln(w, "\nwhy:")
 	if ex.Learned && ex.Answerable != nil {
@@ -242,7 +250,13 @@ func printExplanation(w io.Writer, ex *engine.Explanation) {
 		fmt.Fprintf(w, "  usage history: %d past requests, %s; chosen on %d of them, each ranked as new: Recall@5 %.3f with it, %.3f without\n",
 			u.Entries, how, u.Sample, u.Recall, u.Base)
 	}
+	// With tools expected (--expect), only theirs are worth the lines.
+	focus := slices.ContainsFunc(ex.Tools, func(t engine.ToolExplanation) bool { return t.Expected })
 	for _, t := range ex.Tools {
+		suggest := t.Suggest
+		if focus && !t.Expected {
+			suggest = nil
+		}
 		verdict := "ranked"
 		switch {
 		case t.Offered:
@@ -250,6 +264,8 @@ func printExplanation(w io.Writer, ex *engine.Explanation) {
 			if t.Rule == string(thresholds.ByTier) {
 				verdict = "offered (hot)"
 			}
+		case t.Rank == 0 && t.Rule != "":
+			verdict = "not ranked: " + t.Detail
 		case t.Rule != "":
 			verdict = "left out by " + t.Rule + ": " + t.Detail
 		}
@@ -257,7 +273,18 @@ func printExplanation(w io.Writer, ex *engine.Explanation) {
 		if t.Named {
 			name += " (named in the message)"
 		}
+		if t.Expected {
+			name += " (expected)"
+		}
+		if t.Rank == 0 && !t.Offered {
+			fmt.Fprintf(w, "  %s  %s\n", name, verdict)
+			printSuggestions(w, suggest)
+			continue
+		}
 		fmt.Fprintf(w, "  %s  %.3f  %s\n", name, t.Score, verdict)
+		if t.Missing != "" {
+			fmt.Fprintln(w, "      "+t.Missing)
+		}
 		sig := fmt.Sprintf("dense %.3f, lexical %.3f", t.Dense, t.Lexical)
 		if t.Usage > 0 {
 			sig += fmt.Sprintf(", usage history +%.3f", t.Usage)
@@ -265,17 +292,26 @@ func printExplanation(w io.Writer, ex *engine.Explanation) {
 		fmt.Fprintln(w, "      "+sig)
 		if len(t.Matched) == 0 {
 			fmt.Fprintln(w, "      matched: no word of the message")
-			continue
-		}
-		var parts []string
-		for _, m := range t.Matched {
-			f := m.Field
-			if m.Weight == 0 {
-				f += " (not in the lexical score)"
+		} else {
+			var parts []string
+			for _, m := range t.Matched {
+				f := m.Field
+				if m.Weight == 0 {
+					f += " (not in the lexical score)"
+				}
+				parts = append(parts, f+": "+strings.Join(m.Words, ", "))
 			}
-			parts = append(parts, f+": "+strings.Join(m.Words, ", "))
+			fmt.Fprintln(w, "      matched: "+strings.Join(parts, "; "))
 		}
-		fmt.Fprintln(w, "      matched: "+strings.Join(parts, "; "))
+		printSuggestions(w, suggest)
+	}
+}
+
+// printSuggestions writes one line per change that would bring a tool in:
+// its kind, then what to do.
+func printSuggestions(w io.Writer, sg []engine.Suggestion) {
+	for _, s := range sg {
+		fmt.Fprintf(w, "      → %s: %s\n", s.Kind, s.Text)
 	}
 }
 
