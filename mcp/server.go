@@ -112,7 +112,7 @@ func NewServer(o ServerOptions) *Server {
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: "toolsrv", Title: "toolsrv: tool search, ranking and sandboxed calls", Version: o.Version},
 		&sdk.ServerOptions{
 			Instructions: instructions,
-			Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
+			Capabilities: capabilities(),
 			Logger:       o.Logger,
 		})
 	s.srv.AddTool(find, s.findTools)

@@ -83,6 +83,9 @@ type servingSetup struct {
 	// known once providers has run (serve's remotes file and the tools
 	// it sends).
 	own func() []string
+	// private are more paths tools may not read (mcp --listen's
+	// --token-file): no working directory may hold them.
+	private []string
 }
 
 // setup checks the working directory and the tool path, makes the
@@ -128,7 +131,9 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 	f.sf.apply(&ropts)
 	// A working directory is vetted at every call (see warnWorkDir): the
 	// server starts whatever it is.
-	guard := workDirGuard(env, path.dirs, f.agents, s.sockets, f.socket, ownPaths(env, f.mf, f.hf, f.thrFile, f.ef.cacheDir))
+	own := ownPaths(env, f.mf, f.hf, f.thrFile, f.ef.cacheDir)
+	own.private = append(own.private, s.private...)
+	guard := workDirGuard(env, path.dirs, f.agents, s.sockets, f.socket, own)
 	ropts.WorkDirGuard = guard
 	runner, err := exec.NewRunner(ropts)
 	if err != nil {
