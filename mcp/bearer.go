@@ -75,9 +75,7 @@ type bearer struct {
 	log    *slog.Logger
 	// refusals are logged at most once a second, with the count of those
 	// that were not: a client that knocks in a loop must not fill the log.
-	mu     sync.Mutex
-	last   time.Time
-	unsaid int
+	refusals throttle
 }
 
 type tokenHash struct {
@@ -154,15 +152,29 @@ func (b *bearer) require(next http.Handler) http.Handler {
 
 // refuse logs a refused request: who and why, never its body or header.
 func (b *bearer) refuse(r *http.Request, why string) {
-	b.mu.Lock()
-	now := time.Now()
-	if now.Sub(b.last) < time.Second {
-		b.unsaid++
-		b.mu.Unlock()
-		return
+	if held, ok := b.refusals.pass(); ok {
+		b.log.Warn("refused an MCP request: "+why, "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path, "refusedMeanwhile", held)
 	}
-	unsaid := b.unsaid
-	b.last, b.unsaid = now, 0
-	b.mu.Unlock()
-	b.log.Warn("refused an MCP request: "+why, "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path, "refusedMeanwhile", unsaid)
+}
+
+// throttle lets a log line through at most once a second, and counts the
+// ones it held back meanwhile.
+type throttle struct {
+	mu   sync.Mutex
+	last time.Time
+	held int
+}
+
+// pass reports whether to log now, and how many were held back since the
+// last one logged.
+func (th *throttle) pass() (held int, ok bool) {
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	now := time.Now()
+	if !th.last.IsZero() && now.Sub(th.last) < time.Second {
+		th.held++
+		return 0, false
+	}
+	held, th.held, th.last = th.held, 0, now
+	return held, true
 }

@@ -38,6 +38,8 @@ type sessions struct {
 	live    map[string]*session
 	opening int // initialize requests under way: room kept for them
 	closed  bool
+
+	refusals throttle
 }
 
 type session struct {
@@ -83,30 +85,45 @@ func (t *sessions) open(w http.ResponseWriter, r *http.Request, next http.Handle
 // longest is closed; false when every session is in use.
 func (t *sessions) reserve() bool {
 	t.mu.Lock()
-	full := len(t.live)+t.opening >= t.max
-	t.mu.Unlock()
-	if full {
-		t.reconcile() // (sessions the SDK ended meanwhile free their room)
+	out, ok := t.roomLocked()
+	if !ok {
+		// Sessions the SDK ended on its own free their room.
+		t.mu.Unlock()
+		t.reconcile()
+		t.mu.Lock()
+		var more []string
+		more, ok = t.roomLocked()
+		out = append(out, more...)
 	}
-	t.mu.Lock()
-	var out []string
-	for len(t.live)+t.opening >= t.max {
-		id := t.idlestLocked()
-		if id == "" {
-			t.mu.Unlock()
-			t.log.Warn("refused a new MCP session: every session is in use", "max", t.max)
-			return false
-		}
-		t.dropLocked(id)
-		out = append(out, id)
+	if ok {
+		t.opening++
 	}
-	t.opening++
 	t.mu.Unlock()
 	for _, id := range out {
 		t.log.Info("closed the MCP session idle longest to make room for a new one", "session", id, "max", t.max)
 		t.close(id)
 	}
-	return true
+	if !ok {
+		if held, say := t.refusals.pass(); say {
+			t.log.Warn("refused a new MCP session: every session is in use", "max", t.max, "refusedMeanwhile", held)
+		}
+	}
+	return ok
+}
+
+// roomLocked drops the sessions idle longest until there is room for one
+// more (they are to be closed); false when there is not, every session
+// being in use.
+func (t *sessions) roomLocked() (out []string, ok bool) {
+	for len(t.live)+t.opening >= t.max {
+		id := t.idlestLocked()
+		if id == "" {
+			return out, false
+		}
+		t.dropLocked(id)
+		out = append(out, id)
+	}
+	return out, true
 }
 
 // opened ends an initialize request: its session (id, "" when none was
