@@ -64,15 +64,6 @@ func (r conformanceRun) failing(scenario string) []conformanceCheck {
 	return out
 }
 
-// why is what a scenario's failing checks say.
-func (r conformanceRun) why(scenario string) string {
-	var out []string
-	for _, c := range r.failing(scenario) {
-		out = append(out, c.Status+" "+c.ID+": "+c.ErrorMessage)
-	}
-	return strings.Join(out, "; ")
-}
-
 // run runs the suite: leg is "server" or "client", args the rest of its
 // command line (not --output-dir, which run gives). The suite's own exit
 // status and output are kept; its results are read from its output

@@ -150,6 +150,17 @@ func TestMCPListenToken(t *testing.T) {
 	defer cancel()
 	home := t.TempDir()
 	srv := startMCPListen(t, bin, []string{"HOME=" + home}, "--tools", tools, "--workdir", work)
+	if code := pythonPost(t, srv.url, "", nil); code != http.StatusUnauthorized {
+		t.Errorf("a client without the token: %d, want 401", code)
+	}
+	if code := pythonPost(t, srv.url, "Authorization: Bearer wrong-wrong-wrong-wrong", nil); code != http.StatusUnauthorized {
+		t.Errorf("a client with a wrong token: %d, want 401", code)
+	}
+	if os.Geteuid() == 0 {
+		if code := pythonPost(t, srv.url, "", nobody(t)); code != http.StatusUnauthorized {
+			t.Errorf("a client of another uid without the token: %d, want 401", code)
+		}
+	}
 	file := filepath.Join(home, ".local", "state", "toolsrv", "mcp-token")
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -161,18 +172,6 @@ func TestMCPListenToken(t *testing.T) {
 	}
 	if !strings.Contains(srv.stderr.String(), file) || strings.Contains(srv.stderr.String(), token) {
 		t.Errorf("start-up: want the token file named, never the token:\n%s", srv.stderr)
-	}
-
-	if code := pythonPost(t, srv.url, "", nil); code != http.StatusUnauthorized {
-		t.Errorf("a client without the token: %d, want 401", code)
-	}
-	if code := pythonPost(t, srv.url, "Authorization: Bearer wrong-wrong-wrong-wrong", nil); code != http.StatusUnauthorized {
-		t.Errorf("a client with a wrong token: %d, want 401", code)
-	}
-	if os.Geteuid() == 0 {
-		if code := pythonPost(t, srv.url, "", nobody(t)); code != http.StatusUnauthorized {
-			t.Errorf("a client of another uid without the token: %d, want 401", code)
-		}
 	}
 	if code := pythonPost(t, srv.url, "Authorization: Bearer "+token, nil); code != http.StatusOK {
 		t.Errorf("python3 with the token: %d, want 200", code)
