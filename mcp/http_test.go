@@ -392,6 +392,25 @@ func TestHTTPProtocols(t *testing.T) {
 	if a.status != http.StatusOK || a.header.Get(sessionHeader) != "" || !contains(disc.Result.SupportedVersions, "2026-07-28") || !contains(disc.Result.SupportedVersions, "2025-11-25") {
 		t.Errorf("server/discover: status %d, session %q: %s", a.status, a.header.Get(sessionHeader), a.body)
 	}
+	// Asked with a version it does not know, it lists what it serves,
+	// 2026-07-28 among them (which it then serves, below).
+	unknown := strings.ReplaceAll(newProtocolRequest(7, "server/discover", nil), `"2026-07-28"`, `"2099-01-01"`)
+	h := newProtocolHeader(ownerToken, "server/discover", "")
+	h["Mcp-Protocol-Version"] = "2099-01-01"
+	a = post(t, ctx, hs.url, h, unknown)
+	var refused struct {
+		Error struct {
+			Code int `json:"code"`
+			Data struct {
+				Supported []string `json:"supported"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	b, _ = json.Marshal(a.message(t))
+	json.Unmarshal(b, &refused)
+	if a.status != http.StatusBadRequest || refused.Error.Code != sdk.CodeUnsupportedProtocolVersion || !contains(refused.Error.Data.Supported, "2026-07-28") {
+		t.Errorf("server/discover with an unknown version: status %d: %s", a.status, a.body)
+	}
 	a = post(t, ctx, hs.url, newProtocolHeader(ownerToken, "tools/list", ""), newProtocolRequest(3, "tools/list", nil))
 	if a.status != http.StatusOK || a.header.Get(sessionHeader) != "" || !strings.Contains(a.body, `"find_tools"`) {
 		t.Errorf("tools/list in 2026-07-28: status %d, session %q: %s", a.status, a.header.Get(sessionHeader), a.body)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -81,6 +83,8 @@ func bearerProxy(t *testing.T, target, token string) string {
 			r.Out.Header.Set("Authorization", "Bearer "+token)
 		},
 		FlushInterval: -1, // event streams as they come
+		// (the suite drops streams it is done with: not news)
+		ErrorLog: log.New(io.Discard, "", 0),
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
