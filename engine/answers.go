@@ -26,11 +26,13 @@ type answers struct {
 	expired func(*asked)
 }
 
-// sessionKey is one session of one agent of one transport: calls and
-// loads follow the answers given to the same key.
-type sessionKey struct{ transport, session, agent string }
+// sessionKey is one session of one agent of one client of one transport:
+// calls and loads follow the answers given to the same key. Without a
+// session (a one-off ranking; MCP's 2026-07-28 over HTTP), a call follows
+// an answer only by citing it, given to the same client.
+type sessionKey struct{ transport, session, agent, client string }
 
-func keyOf(c Caller) sessionKey { return sessionKey{c.Transport, c.Session, c.Agent} }
+func keyOf(c Caller) sessionKey { return sessionKey{c.Transport, c.Session, c.Agent, c.Client} }
 
 // sessionAnswers is what the memory knows of one session.
 type sessionAnswers struct {

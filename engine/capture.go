@@ -15,7 +15,8 @@ import (
 //
 //   - A call of a tool that ran (it exited, whatever its status, or timed
 //     out) is a use. It is recorded when it is linked to a request: the
-//     answer it cites (one given to the same session), else the request it
+//     answer it cites (one given to the same session, or without a session
+//     to the same client), else the request it
 //     gives (CallRequest.Request, the CLI's --for), else its session's
 //     latest answer that offered the tool, else its session's latest
 //     answer (the agent found the tool some other way: the history learns

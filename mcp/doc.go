@@ -39,6 +39,26 @@
 // found or called tools leave the list. The list is the server's, shared
 // by its sessions (one on standard input and output).
 //
+// # Over HTTP (http.go, bearer.go, sessions.go, tokenfile.go)
+//
+// Server.HTTPHandler serves the server over streamable HTTP ("toolsrv mcp
+// --listen"). Every request must carry one of its bearer tokens
+// (Authorization: Bearer; 401 otherwise, logged without the body), checked
+// in constant time; each Token names its holder, which handlers read with
+// Principal (the SDK's TokenInfo.UserID, which also keeps a session to the
+// holder that opened it). Each request is served by the protocol revision
+// it names: 2026-07-28 and later (the MCP-Protocol-Version header, or the
+// version in its _meta) by the SDK's stateless transport, the older ones
+// with sessions, bounded: closed after SessionTimeout with no request open
+// on them, at most MaxSessions (a new one closes the one idle longest, or
+// is refused with 503 when all are in use). Session event streams start
+// with the SSE retry field and the SDK's priming event, and are resumed
+// from a bounded memory of events. A browser's cross-site request and a
+// loopback request naming another host (DNS rebinding) are refused. The
+// token of "toolsrv mcp --listen" is read from a file of the user's
+// (ReadTokenFile), or made in toolsrv's private state directory
+// (MakeTokenFile), or given in TokenEnv.
+//
 // ServerStdio is the transport of "toolsrv mcp" on standard input and
 // output (stdio.go): the SDK's, except that a line that is not a JSON-RPC
 // message is answered with the JSON-RPC error (parse error, invalid

@@ -106,7 +106,7 @@ func NewServer(o ServerOptions) *Server {
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: "toolsrv", Title: "toolsrv: tool search, ranking and sandboxed calls", Version: o.Version},
 		&sdk.ServerOptions{
 			Instructions: instructions,
-			Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
+			Capabilities: capabilities(),
 			Logger:       o.Logger,
 		})
 	s.srv.AddTool(find, s.findTools)
@@ -172,7 +172,7 @@ func (s *Server) findTools(ctx context.Context, req *sdk.CallToolRequest) (*sdk.
 	if err != nil {
 		return errorResult("find_tools: %v", err), nil
 	}
-	q.Profile, q.Caller = s.opts.Profile, s.caller(req.Session)
+	q.Profile, q.Caller = s.opts.Profile, s.caller(req)
 	eng := s.opts.Engine
 	ans, err := eng.Rank(ctx, q)
 	if err != nil {
@@ -212,14 +212,23 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	if c.Tool == "" {
 		return errorResult("call_tool: \"tool\" is required: a tool name that find_tools returned"), nil
 	}
-	return s.call(ctx, req.Session, c), nil
+	return s.call(ctx, req, c), nil
 }
 
-// caller is who asks through session ss: an MCP client, its session named
-// by this server.
-func (s *Server) caller(ss *sdk.ServerSession) engine.Caller {
+// caller is who asks with req: an MCP client, its session named by this
+// server. A request of a revision served without sessions (2026-07-28
+// over HTTP) has none: it is one-off, and a call follows an answer only
+// by citing it (engine.Caller). Client is the identity the bearer token
+// gives (Principal) over HTTP, else the session's name.
+func (s *Server) caller(req sdk.Request) engine.Caller {
 	c := engine.Caller{Transport: "mcp", Agent: s.opts.Call.Agent}
-	if ss == nil {
+	if req == nil {
+		return c
+	}
+	principal := Principal(req)
+	ss, _ := req.GetSession().(*sdk.ServerSession)
+	if ss == nil || stateless(req) {
+		c.Client = principal
 		return c
 	}
 	s.mu.Lock()
@@ -234,17 +243,27 @@ func (s *Server) caller(ss *sdk.ServerSession) engine.Caller {
 		s.sessions[ss] = name
 	}
 	c.Session, c.Client = name, name
+	if principal != "" {
+		c.Client = principal
+	}
 	return c
+}
+
+// stateless says whether req came over HTTP without a session (a revision
+// served without them).
+func stateless(req sdk.Request) bool {
+	x := req.GetExtra()
+	return x != nil && x.Header != nil && x.Header.Get(sessionHeader) == ""
 }
 
 // call runs a tool for a client: a failure is an error result saying why.
 // The engine links it to the answer it follows.
-func (s *Server) call(ctx context.Context, ss *sdk.ServerSession, c engine.CallRequest) *sdk.CallToolResult {
+func (s *Server) call(ctx context.Context, req *sdk.CallToolRequest, c engine.CallRequest) *sdk.CallToolResult {
 	name := c.Tool
 	if !s.opts.Profile.Allows(name) {
 		return errorResult("tool %s: agent %s may not use it (its profile's allowTools)", name, s.opts.Profile.Name)
 	}
-	c.Caller, c.Context = s.caller(ss), s.opts.Call
+	c.Caller, c.Context = s.caller(req), s.opts.Call
 	res, err := s.opts.Engine.Call(ctx, c)
 	s.log.Info("call", "tool", name, "err", err)
 	if err != nil {
@@ -335,7 +354,7 @@ func (s *Server) sync(cat *registry.Catalog) {
 		s.srv.AddTool(&sdk.Tool{Name: n, Description: t.Description, InputSchema: objectSchema(t.Args),
 			Annotations: &sdk.ToolAnnotations{ReadOnlyHint: ro, OpenWorldHint: &t.Network}},
 			s.relay(func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-				return s.call(ctx, req.Session, engine.CallRequest{Tool: n, Arguments: orEmpty(req.Params.Arguments)}), nil
+				return s.call(ctx, req, engine.CallRequest{Tool: n, Arguments: orEmpty(req.Params.Arguments)}), nil
 			}))
 	}
 }

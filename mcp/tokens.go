@@ -32,8 +32,8 @@ func DefaultTokenDir(getenv func(string) string) string {
 	return filepath.Join(home, ".local", "state", "toolsrv", "mcp-tokens")
 }
 
-// maxTokenFile bounds a saved login's file.
-const maxTokenFile = 1 << 20
+// maxLoginFile bounds a saved login's file.
+const maxLoginFile = 1 << 20
 
 // savedLogin is what a login leaves for the server's later connections:
 // its tokens, and what refreshing them takes. Resource is the server's URL
@@ -74,7 +74,7 @@ func (s tokenStore) load(server string) (*savedLogin, error) {
 	if err := fileio.PrivateDir(s.dir, s.me, s.log); err != nil {
 		return nil, fmt.Errorf("the saved logins' directory: %w", err)
 	}
-	data, fi, err := fileio.ReadRegularInfo(p, maxTokenFile)
+	data, fi, err := fileio.ReadRegularInfo(p, maxLoginFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -40,7 +40,7 @@ func TestReadmeStandsAlone(t *testing.T) {
 		// MCP: how to hand the tools to Claude Code (the rest is docs/mcp.md's)
 		"claude mcp add toolsrv", "docs/mcp.md",
 		// the tests: the quick suite, and the variable that makes missing dependencies fail
-		"go test ./...", "go test -short ./...", "TOOLSRV_TEST_REQUIRE=npm,sshd,diod",
+		"go test ./...", "go test -short ./...", "TOOLSRV_TEST_REQUIRE=npm,conformance,sshd,diod,postgres",
 	} {
 		if !strings.Contains(readme, want) {
 			t.Errorf("README.md and docs/*.md lack %q", want)

@@ -88,6 +88,9 @@ type servingSetup struct {
 	own func() []string
 	// failed, when set, is told why setup failed (once it is printed).
 	failed func(reason string)
+	// private are more paths tools may not read (mcp --listen's
+	// --token-file): no working directory may hold them.
+	private []string
 }
 
 // setup checks the working directory and the tool path, makes the
@@ -144,7 +147,9 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 	f.sf.apply(&ropts)
 	// A working directory is vetted at every call (see warnWorkDir): the
 	// server starts whatever it is.
-	guard := workDirGuard(env, path.dirs, f.agents, s.sockets, f.socket, ownPaths(env, f.mf, f.hf, f.thrFile, f.ef.cacheDir))
+	own := ownPaths(env, f.mf, f.hf, f.thrFile, f.ef.cacheDir)
+	own.private = append(own.private, s.private...)
+	guard := workDirGuard(env, path.dirs, f.agents, s.sockets, f.socket, own)
 	ropts.WorkDirGuard = guard
 	runner, err := exec.NewRunner(ropts)
 	if err != nil {
