@@ -138,7 +138,8 @@ var findToolsTool = &sdk.Tool{
 		`"query":{"type":"string","description":"the request, in the user's words"},` +
 		`"context":{"anyOf":[{"type":"string"},{"type":"array","items":{"type":"string"}}],"description":"earlier messages of the conversation, oldest first"},` +
 		`"limit":{"type":"integer","minimum":1,"description":"the most tools to return"},` +
-		`"explain":{"type":"boolean","description":"also say why: each ranked tool's signals (dense, lexical, usage scores), the request's words it matched in each field, and the rule that offered it or left it out"}},` +
+		`"explain":{"type":"boolean","description":"also say why: each ranked tool's signals (dense, lexical, usage scores), the request's words it matched in each field, and the rule that offered it or left it out, and for a tool left out the change that would bring it in"},` +
+		`"expect":{"anyOf":[{"type":"string"},{"type":"array","items":{"type":"string"},"maxItems":16}],"description":"a tool (or tools) you expected to be offered: the explanation says where each ranks and what would bring it in (implies explain)"}},` +
 		`"required":["query"]}`),
 	Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(bool)},
 }
