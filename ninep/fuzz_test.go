@@ -52,7 +52,7 @@ func recordSession(tb testing.TB, src Source, script func(cl *Client)) []byte {
 }
 
 func fuzzServer(tb testing.TB, src Source) *Server {
-	srv, err := New(Options{Source: src, Ranker: wordRanker{src}, Caller: &echoCaller{}, WorkDir: tb.TempDir(), Logger: quietLogger(),
+	srv, err := New(Options{Source: src, Ranker: wordRanker{src}, Caller: &echoCaller{}, WorkDir: tb.TempDir(), Logger: quietLogger(), Token: testToken,
 		Profiles: func(name string) (*registry.Profile, error) { return registry.LoadProfile("testdata/agents", name) }})
 	if err != nil {
 		tb.Fatal(err)
@@ -114,6 +114,16 @@ func FuzzConn(f *testing.F) {
 	f.Add(cat(frame(100, 0xFFFF, cat(u32(8192), str9("9P2000.L"))),
 		frame(msgTauth, 1, cat(u32(7), str9("me"), str9(""), u32(0))),
 		frame(104, 2, cat(u32(1), u32(^uint32(0)), str9("me"), str9(""), u32(0)))))
+	// The attach names a TCP connection is checked on: the token, the
+	// Unix socket's habit, a wrong one, and a Tattach cut short.
+	for _, aname := range []string{testToken, "/", "wrong-token-0123456789abcdef"} {
+		f.Add(cat(frame(100, 0xFFFF, cat(u32(8192), str9("9P2000.L"))),
+			frame(msgTauth, 1, cat(u32(7), str9("me"), str9(aname), u32(0))),
+			frame(104, 2, cat(u32(1), u32(^uint32(0)), str9("me"), str9(aname), u32(0))),
+			frame(110, 3, cat(u32(1), u32(2), []byte{1, 0}, str9("tools")))))
+	}
+	f.Add(cat(frame(100, 0xFFFF, cat(u32(8192), str9("9P2000.L"))),
+		frame(104, 2, cat(u32(1), u32(^uint32(0)), str9("me"), []byte{40, 0}, []byte("short")))))
 	f.Add([]byte{})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 100, 0, 0})
 
@@ -129,15 +139,19 @@ func FuzzConn(f *testing.F) {
 			panics = append(panics, msg)
 			mu.Unlock()
 		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			srv.ServeConn(context.Background(), &feed{r: bytes.NewReader(data)})
-		}()
-		select {
-		case <-done:
-		case <-time.After(safetyNet):
-			t.Fatal("the connection handler did not finish after its input ended")
+		// As a Unix socket's connection (the attach name ignored), then as
+		// a TCP one (the attach name checked against the token).
+		for _, remote := range []string{"", "fuzz peer"} {
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				srv.serveConn(context.Background(), &feed{r: bytes.NewReader(data)}, Access{}, nil, remote)
+			}()
+			select {
+			case <-done:
+			case <-time.After(safetyNet):
+				t.Fatalf("the connection handler (remote %q) did not finish after its input ended", remote)
+			}
 		}
 		mu.Lock()
 		defer mu.Unlock()

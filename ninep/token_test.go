@@ -3,6 +3,7 @@ package ninep
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"log/slog"
@@ -143,4 +144,55 @@ func TestTCPWithoutServerToken(t *testing.T) {
 	if _, err := New(Options{Source: e.reg, Token: "short"}); err == nil || !strings.Contains(err.Error(), "at least 16") {
 		t.Errorf("New with a short token: %v", err)
 	}
+}
+
+// On the wire, over TCP: a Tauth with a wrong token gets Rlerror(EACCES)
+// and the connection ends; one with the token gets ENOENT ("no
+// authentication needed"), then a Tattach with it Rattach, at the root;
+// a Tattach too short to hold its names gets EINVAL.
+func TestTCPAttachWire(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.Token = testToken })
+	tcp := e.listenTCP()
+	const noFid = ^uint32(0)
+	session := func(t *testing.T, msgs ...[]byte) net.Conn {
+		t.Helper()
+		c, err := net.Dial("tcp", tcp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.Write(frame(100, 0xFFFF, cat(u32(8192), str9("9P2000.L"))))
+		if typ, _, _ := readFrame(t, c); typ != 101 {
+			t.Fatalf("Rversion: type %d", typ)
+		}
+		c.Write(cat(msgs...))
+		return c
+	}
+	wantErrno := func(t *testing.T, c net.Conn, errno linux.Errno) {
+		t.Helper()
+		if typ, _, body := readFrame(t, c); typ != msgRlerr || linux.Errno(binary.LittleEndian.Uint32(body)) != errno {
+			t.Fatalf("answer type %d body %v, want Rlerror %v", typ, body, errno)
+		}
+	}
+
+	c := session(t, frame(msgTauth, 1, cat(u32(7), str9("me"), str9("wrong-token-0123456789abcdef"), u32(0))))
+	wantErrno(t, c, linux.EACCES)
+	c.SetReadDeadline(time.Now().Add(safetyNet))
+	if n, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Errorf("after a refused Tauth: read %d bytes, %v; want EOF", n, err)
+	}
+
+	c = session(t, frame(msgTauth, 1, cat(u32(7), str9("me"), str9(testToken), u32(0))),
+		frame(msgTattach, 2, cat(u32(1), u32(noFid), str9("me"), str9(testToken), u32(0))),
+		frame(110, 3, cat(u32(1), u32(2), []byte{1, 0}, str9("tools")))) // Twalk fid 1 → 2, "tools"
+	wantErrno(t, c, linux.ENOENT)
+	if typ, tag, _ := readFrame(t, c); typ != 105 || tag != 2 {
+		t.Fatalf("Tattach with the token: type %d tag %d, want Rattach", typ, tag)
+	}
+	if typ, _, body := readFrame(t, c); typ != 111 {
+		t.Fatalf("walk to tools from the attached fid: type %d %v, want Rwalk (attached at the root)", typ, body)
+	}
+
+	c = session(t, frame(msgTattach, 2, cat(u32(1), u32(noFid), str9("me"), []byte{40, 0}, []byte("short"))))
+	wantErrno(t, c, linux.EINVAL)
 }
