@@ -258,8 +258,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 // a tool call of this server (or a process it started) gets its own agent
 // only; a tool of another toolsrv, or of a call that ended, nothing; a
 // process of another user nothing; the socket owner's other processes
-// everything. TCP connections cannot be identified and get everything but
-// sending tool definitions (TCP is loopback-only unless --allow-remote).
+// everything. TCP connections cannot be identified: once they sent the
+// token (ninep.Options.Token) they get everything but sending tool
+// definitions (TCP is loopback-only unless --allow-remote).
 func peerAccess(r *exec.Runner, nc net.Conn) ninep.Access {
 	p, err := r.Identify(nc)
 	switch {
