@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolsrv/toolsrv/internal/token"
 )
 
 // Token is a bearer token the HTTP server takes, and who a request that
@@ -33,26 +34,13 @@ const OwnerPrincipal = "owner"
 
 // MinTokenLength is the shortest token taken: a short one can be guessed
 // by a client that may try as often as it likes.
-const MinTokenLength = 16
+const MinTokenLength = token.MinLength
 
 // CheckToken says what is wrong with secret as a bearer token, or nil: at
 // least MinTokenLength characters, each a visible ASCII character that
 // an HTTP header carries as it is (RFC 6750's token68: letters, digits
-// and - . _ ~ + / =).
-func CheckToken(secret string) error {
-	if len(secret) < MinTokenLength {
-		return fmt.Errorf("a bearer token must be at least %d characters long (this one has %d); make a long random one (toolsrv makes one when given none)", MinTokenLength, len(secret))
-	}
-	for i := 0; i < len(secret); i++ {
-		c := secret[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', strings.IndexByte("-._~+/=", c) >= 0:
-		default:
-			return fmt.Errorf("a bearer token may hold letters, digits and - . _ ~ + / = only (character %d is %q)", i+1, rune(c))
-		}
-	}
-	return nil
-}
+// and - . _ ~ + / =). (internal/token's Check.)
+func CheckToken(secret string) error { return token.Check(secret) }
 
 // Principal is who sent req over HTTP: the principal of the bearer token
 // it carried. It is "" for a request that came another way (standard

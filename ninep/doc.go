@@ -166,12 +166,17 @@
 // cwd, rank or call. A tool of another toolsrv, or of a call that ended,
 // gets nothing (the root err says why). Every other process of the
 // socket's owner has full access. TCP connections cannot be identified:
-// they get full access, which is why TCP is loopback-only unless
-// --allow-remote, and why tools with "network": true can reach a TCP
-// address; give tools the Unix socket. They cannot send definitions
-// (Access.Unauthenticated): only connections the operating system
-// authenticated can, the Unix socket's (its owner's processes that are not
-// tools) and toolsrv serve --stdio's (under ssh, relayed to the socket).
+// each must first send the server's token (Options.Token) as its attach
+// name, the aname of its Tattach and of its Tauth if it sends one
+// ("diodls -a TOKEN", v9fs's "aname=TOKEN", the Client's WithToken); a
+// missing or wrong one is refused with EACCES, and the connection is
+// closed. With it, a TCP connection has full access but cannot send
+// definitions (Access.Unauthenticated): only connections the operating
+// system authenticated can, the Unix socket's (its owner's processes that
+// are not tools) and toolsrv serve --stdio's (under ssh, relayed to the
+// socket). Tools never get the token, so a tool with "network": true that
+// reaches a TCP address is refused; give tools the Unix socket, whose
+// attach names are ignored. Every attach is at the root.
 // Each entry of the tree declares which
 // of the three kinds of connection may see it (tree.go): a name a
 // connection may not see is neither listed nor opened (EACCES, and the
@@ -207,8 +212,8 @@
 // server's memory, and all tools about 30 MiB, where one tool could pin
 // gigabytes (4 MiB of unfinished command on each of 4096 fids of each of
 // 256 connections, each with 4 MiB message buffers) and take every
-// connection, the owner's client getting EUSERS. TCP connections are full
-// clients: they cannot be identified, and have full access anyway.
+// connection, the owner's client getting EUSERS. TCP connections with the
+// token are full clients: they cannot be identified, and have full access.
 // Refused connections are logged at most once a second.
 //
 // # Connections
@@ -218,7 +223,10 @@
 // connection). Between the connection and the library sits a shim
 // (shim.go, which says which library behaviour each rule is for): Tauth
 // is answered with ENOENT, "no authentication needed", which Debian's diod
-// client needs to go on; nothing but a version negotiation is accepted
+// client needs to go on (EACCES over TCP without the token); the attach
+// name of a Tattach is checked against the token (over TCP) and removed,
+// so that the library, which would walk it as a path, attaches at the root
+// and never sees the token; nothing but a version negotiation is accepted
 // until one succeeded (EPROTO), and nothing during one; a Tflush of itself
 // or of another Tflush is answered at once (there is nothing to flush); a
 // request reusing a busy tag is dropped; and when the peer hangs up, its
@@ -228,6 +236,6 @@
 // says what differs and why).
 // The default address is the Unix socket $XDG_RUNTIME_DIR/toolsrv/9p.sock,
 // else ~/.cache/toolsrv/9p.sock (mode 0600, its directory 0700); TCP only
-// when asked. 9P has no authentication: the socket's mode is the access
-// control.
+// when asked. The Unix socket's access control is its mode (0600 in a 0700
+// directory) and its peers' credentials; TCP's is the token.
 package ninep

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/toolsrv/toolsrv/exec"
 	"github.com/toolsrv/toolsrv/mcp"
 	"github.com/toolsrv/toolsrv/registry"
-	usagedb "github.com/toolsrv/toolsrv/usage"
 )
 
 const mcpAbout = `Serves the catalog to MCP clients (Claude Code, Claude Desktop, Cursor, VS Code,
@@ -82,7 +80,7 @@ func runMCP(ctx context.Context, env *cliEnv, args []string) int {
 			return usageError(fs, "--agent %q: %v", *agent, err)
 		}
 	}
-	var token mcpToken
+	var token listenToken
 	if *listen != "" {
 		host, _, err := net.SplitHostPort(*listen)
 		if err != nil {
@@ -197,43 +195,12 @@ func runMCP(ctx context.Context, env *cliEnv, args []string) int {
 
 func joinDirs(dirs []string) string { return strings.Join(dirs, ":") }
 
-// mcpToken is the bearer token of mcp --listen, and where it came from.
-type mcpToken struct {
-	secret string
-	where  string // said at start: the file or the variable, never the token
-}
-
 // mcpListenToken is the token clients of mcp --listen must send:
 // --token-file's, else $TOOLSRV_MCP_TOKEN, else the one in toolsrv's
-// private state directory (beside the usage history), made there at the
-// first start.
-func mcpListenToken(env *cliEnv, file string) (mcpToken, error) {
-	if file != "" {
-		t, err := mcp.ReadTokenFile(file, os.Geteuid())
-		return mcpToken{secret: t, where: "TOKEN is the contents of " + file}, err
-	}
-	if t := env.getenv(mcp.TokenEnv); t != "" {
-		if err := mcp.CheckToken(t); err != nil {
-			return mcpToken{}, fmt.Errorf("$%s: %w", mcp.TokenEnv, err)
-		}
-		return mcpToken{secret: t, where: "TOKEN is $" + mcp.TokenEnv}, nil
-	}
-	path := defaultTokenFile(env.getenv)
-	t, made, err := mcp.MakeTokenFile(path, os.Geteuid(), logger(env))
-	if err != nil {
-		return mcpToken{}, fmt.Errorf("%w (or give a token with --token-file or $%s)", err, mcp.TokenEnv)
-	}
-	where := "TOKEN is the contents of " + path
-	if made {
-		where += " (made now; kept for the next start)"
-	}
-	return mcpToken{secret: t, where: where}, nil
-}
-
-// defaultTokenFile is where mcp --listen keeps the token it makes: in
-// toolsrv's private state directory, that of the usage history.
-func defaultTokenFile(getenv func(string) string) string {
-	return filepath.Join(filepath.Dir(usagedb.DefaultPath(getenv)), "mcp-token")
+// private state directory (beside the usage history), mcp-token, made
+// there at the first start.
+func mcpListenToken(env *cliEnv, file string) (listenToken, error) {
+	return serverToken(env, tokenSource{file: file, envVar: mcp.TokenEnv, name: "mcp-token"})
 }
 
 // orNever is a --session-timeout: 0 is never (a negative timeout for the

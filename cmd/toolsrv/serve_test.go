@@ -180,8 +180,9 @@ func TestServeFlags(t *testing.T) {
 
 func TestServeRemoteNeedsFlagAndWarns(t *testing.T) {
 	_, stderr := startServe(t, "--listen", "tcp:0.0.0.0:0", "--allow-remote")
-	if !strings.Contains(stderr.String(), "WARNING: serving on tcp:0.0.0.0:0 without authentication") {
-		t.Fatalf("no warning:\n%s", stderr)
+	if !strings.Contains(stderr.String(), "WARNING: serving on tcp:0.0.0.0:0, which other machines may reach: the token crosses the network in clear text") ||
+		!strings.Contains(stderr.String(), "TCP clients must send the token as their attach name") {
+		t.Fatalf("no warning, or no word of the token:\n%s", stderr)
 	}
 }
 
