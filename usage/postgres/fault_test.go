@@ -91,6 +91,11 @@ func TestServerDown(t *testing.T) {
 		t.Fatalf("Snapshot from the local copy: %v, %s", err, same(got, seen))
 	}
 	eng := newEngine(t, b2)
+	// The history ranked with is the local copy's, not none (a one-off
+	// rank reads it whole with the server down).
+	if fit := eng.UsageFit(); fit.Entries == 0 {
+		t.Fatalf("ranking with the server down uses no history (the local copy holds %d entries)", len(seen))
+	}
 	const q = "before request 3 about things"
 	want := rank(t, eng, q)
 	if len(want) == 0 {

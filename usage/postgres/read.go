@@ -195,7 +195,10 @@ func (s *store) changes(ctx context.Context, after int64) ([]usage.Entry, []usag
 }
 
 // Version is the namespace's change counter on the server; while the
-// server is down, an error (a reader keeps what it has).
+// server is down, the version of the local copy of its last read (what
+// Snapshot then returns): a reader that has it keeps what it has, and one
+// that has nothing yet (a one-off rank) reads the local copy, rather than
+// ranking without the history.
 func (s *store) Version(ctx context.Context) (int64, error) {
 	var v int64
 	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
@@ -206,6 +209,11 @@ func (s *store) Version(ctx context.Context) (int64, error) {
 		}
 		return err
 	})
+	if isDown(err) {
+		s.viewMu.Lock()
+		defer s.viewMu.Unlock()
+		return s.viewVersion, nil
+	}
 	if err != nil {
 		return 0, fmt.Errorf("usage store %s: version: %w", s.where, err)
 	}
