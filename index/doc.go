@@ -10,7 +10,11 @@
 //     the user cache directory, one file per embedder and tool directory
 //     set, readable by this user only: files 0600 in a directory made 0700)
 //     and mirrored in a flat float32 matrix plus a 4-bit copy (vec.Rows,
-//     quant.go);
+//     quant.go). An embedder whose vectors depend on the text and model
+//     alone (Ollama) also keeps every vector it made in its vector library,
+//     a chromem-go collection persisted with chromem's own export and shared
+//     by every catalog (library.go: what it holds, and why the index's own
+//     scan stays beside it);
 //   - a BM25 index over the same fields (BM25F-style field weights).
 //
 // A top-k ranking of a catalog of 2,048 tools or more is pruned
