@@ -9,10 +9,11 @@
 //     collection (the source of truth, persisted in a file of our own under
 //     the user cache directory, one file per embedder and tool directory
 //     set, readable by this user only: files 0600 in a directory made 0700)
-//     and mirrored in a flat float32 matrix plus a 4-bit copy (vec.Rows,
-//     quant.go). An embedder whose vectors depend on the text and model
-//     alone (Ollama) also keeps every vector it made in its vector library,
-//     a chromem-go collection persisted with chromem's own export and shared
+//     and mirrored in a flat float32 matrix plus a 4-bit and an 8-bit copy
+//     (vec.Rows; the vector file keeps each vector's int8 row; quant.go).
+//     An embedder whose vectors depend on the text and model alone
+//     (Ollama) also keeps every vector it made in its vector library, a
+//     chromem-go collection persisted with chromem's own export and shared
 //     by every catalog (library.go: what it holds, and why the index's own
 //     scan stays beside it);
 //   - a BM25 index over the same fields (BM25F-style field weights).
@@ -21,8 +22,9 @@
 // (prune.go): every tool's score is bounded from below and above, by the
 // 4-bit scan's rigorous error bound on the dense side and, on the lexical
 // side, by reading the postings of the message's informative words and
-// bounding what its common words may add (MaxScore's split); only the
-// tools the bounds leave in contention are scored exactly, with the very
+// bounding what its common words may add (MaxScore's split); a tool the
+// 4-bit bounds leave in contention is bounded again from its int8 row,
+// and only the tools still in contention are scored exactly, with the very
 // arithmetic of a full ranking, so the answer is the same tools, order and
 // scores as scoring every tool (Query.Exhaustive does that). A full
 // ranking (K = 0) scores every tool.
@@ -50,7 +52,8 @@
 // one edited tool costs one embedding. Beside the vectors, a lexical cache
 // keeps each document's BM25 entry and which document each tool made
 // (lexcache.go, docmemo.go), so a restart neither tokenizes nor assembles
-// the documents of unchanged tools. Preload fills the index from both files while the registry
+// the documents of unchanged tools; the vector file keeps each vector's
+// int8 row. Preload fills the index from both files while the registry
 // loads, and the first update indexes only what differs (prefill.go).
 // Reads keep being served while an update
 // embeds. If the embedder fails or misses the caller's deadline, Rank
