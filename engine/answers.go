@@ -24,6 +24,39 @@ type answers struct {
 	// expired is told of every answer that leaves the memory (age, cap,
 	// or the engine's close), whether or not a call followed it.
 	expired func(*asked)
+	// bounds are the sessions' rates of adding evidence (admit), at most
+	// sessionKept of them, the least recently used forgotten first.
+	bounds map[boundKey]*bound
+}
+
+// The bound on the rate at which one session adds evidence to the usage
+// history (capture.go): sessionBurst requests or tools new to the session
+// at once, one more every sessionRefill (about 20 an hour), the
+// (request, tool) pairs it recorded remembered up to sessionSeen (their
+// further calls are free: they add evidence to no new entry). A working
+// session asks about a few things an hour; twenty calls, each claiming
+// another wording of one request, are what a hostile page can make an
+// agent do.
+const (
+	sessionBurst  = 5
+	sessionRefill = 3 * time.Minute
+	sessionSeen   = 64
+	sessionKept   = 4096
+)
+
+// boundKey is one session of one principal (a client that names no
+// session: the principal's one-off calls).
+type boundKey struct {
+	session   sessionKey
+	principal string
+}
+
+// bound is a session's tokens (at the last time counted) and the pairs it
+// recorded.
+type bound struct {
+	tokens float64
+	at     time.Time
+	seen   map[string]bool
 }
 
 // sessionKey is one session of one agent of one transport: calls and
@@ -70,7 +103,74 @@ func newAnswers(now func() time.Time, expired func(*asked)) *answers {
 	if now == nil {
 		now = time.Now
 	}
-	return &answers{byID: map[string]*asked{}, sessions: map[sessionKey]*sessionAnswers{}, now: now, expired: expired}
+	return &answers{byID: map[string]*asked{}, sessions: map[sessionKey]*sessionAnswers{}, now: now, expired: expired,
+		bounds: map[boundKey]*bound{}}
+}
+
+// admit says whether c's session, speaking as principal, may record an
+// event of request (normalized) and tool now, and counts it.
+func (m *answers) admit(c Caller, principal, request, tool string) bool {
+	if m == nil {
+		return true
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	k := boundKey{keyOf(c), principal}
+	b := m.bounds[k]
+	if b == nil {
+		if len(m.bounds) >= sessionKept {
+			var oldest boundKey
+			var at time.Time
+			for k2, b2 := range m.bounds {
+				if at.IsZero() || b2.at.Before(at) {
+					oldest, at = k2, b2.at
+				}
+			}
+			delete(m.bounds, oldest)
+		}
+		b = &bound{tokens: sessionBurst, at: now, seen: map[string]bool{}}
+		m.bounds[k] = b
+	}
+	b.tokens = min(sessionBurst, b.tokens+float64(now.Sub(b.at))/float64(sessionRefill))
+	b.at = now
+	pair := tool + "\x00" + request
+	if b.seen[pair] {
+		return true
+	}
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	if len(b.seen) < sessionSeen {
+		b.seen[pair] = true
+	}
+	return true
+}
+
+// settle returns a copy of the answer a client says it answered without
+// a tool (cited, given to c's session, still remembered; or the session's
+// latest), marked as followed; nil when there is none.
+func (m *answers) settle(c Caller, cited string) *asked {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := keyOf(c)
+	id := cited
+	if id == "" {
+		if s := m.sessions[k]; s != nil {
+			id = s.last
+		}
+	}
+	a := m.byID[id]
+	if id == "" || a == nil || keyOf(a.Caller) != k || m.now().Sub(a.At) > answerTTL {
+		return nil
+	}
+	a.Called = true
+	c2 := *a
+	return &c2
 }
 
 // newAnswerID is a random ID, 16 hex digits.

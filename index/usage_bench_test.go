@@ -42,7 +42,7 @@ func synthUses(docs []document, n int) []Use {
 			continue
 		}
 		seen[req] = len(out)
-		out = append(out, Use{Request: req, Tool: d.name, Agent: fmt.Sprintf("agent%d", r.IntN(5)),
+		out = append(out, Use{Request: req, Tool: d.name, Principal: fmt.Sprintf("agent%d", r.IntN(5)),
 			Count: 1, Last: time.Unix(1.7e9, 0)})
 	}
 	return out
@@ -101,7 +101,7 @@ func BenchmarkRankUsage(b *testing.B) {
 func BenchmarkUsageTrust(b *testing.B) {
 	ctx := context.Background()
 	ix, docs := synthUsageIndex(b)
-	u, err := ix.buildUsage(ctx, orderedUses(synthUses(docs, 100000)))
+	u, _, err := ix.buildUsage(ctx, orderedUses(synthUses(docs, 100000)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func BenchmarkUsageReload(b *testing.B) {
 	b.Run("delta", func(b *testing.B) {
 		for b.Loop() {
 			version++
-			added := Use{Request: fmt.Sprint("show the weather forecast ", version), Tool: docs[0].name, Agent: "agent0", Count: 1, ID: fmt.Sprint("new", version)}
+			added := Use{Request: fmt.Sprint("show the weather forecast ", version), Tool: docs[0].name, Principal: "agent0", Count: 1, ID: fmt.Sprint("new", version)}
 			since := func(context.Context, int64) ([]Use, []string, error) { return []Use{added}, nil, nil }
 			if _, err := ix.SetUsageSaved(ctx, History{Source: "s", Version: version, Load: load, Since: since}); err != nil {
 				b.Fatal(err)

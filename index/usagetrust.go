@@ -14,14 +14,26 @@ import (
 //
 //	(P₋ᵢ(own) + usageTrustK) / (max over tools of P₋ᵢ + usageTrustK)
 //
-// where P₋ᵢ is the usage evidence for its own request with it left out,
-// unweighted by trust (evidence, with each entry's full vote). An entry
-// whose neighbours agree with it, or that has no neighbours (a tool's
-// only request, a request like no other), keeps its full vote; one whose
-// near requests all went to another tool votes at as little as
-// usageTrustK/(1+usageTrustK) of it. A request answered without a tool
-// ("none") keeps its full vote. Trust is computed when the history is
-// built whole, and for the entries a delta adds (usagedelta.go).
+// where P₋ᵢ is the usage evidence of its own principal's other entries
+// for its request (each with its full vote): how far what its recorder
+// said elsewhere agrees with it. An entry whose neighbours agree with it,
+// or that has no neighbours (a tool's only request, a request like no
+// other), keeps its full vote; one whose near requests all went to
+// another tool votes at as little as usageTrustK/(1+usageTrustK) of it.
+// A request answered without a tool ("none") keeps its full vote. Trust
+// is computed when the history is built whole, and for the entries a
+// delta adds (usagedelta.go).
+//
+// Cross trust is the same question put to the other principals, each
+// voice as far as it is heard (usagevoice.go):
+//
+//	(P_others(own) + usageCrossK) / (max over tools of P_others + usageCrossK)
+//
+// (1 when no other tool has more of them). The owner's entries are not
+// judged by it. Unlike trust, which moves a principal's vote among its
+// own tools, what cross trust takes from a vote is lost (evidence):
+// entries that the believed principals contradict do not carry their
+// recorder's voice to the tool they name, however many they are.
 //
 // usageTrustK was chosen on usage simulated from the training sources
 // (bench/scripts/usage-check.py on the catalogs "learn export" writes;
@@ -79,7 +91,7 @@ func (u *usageView) trustOf(i int32) float32 {
 	}
 	sc := u.getScratch()
 	defer u.putScratch(sc)
-	if !u.vote(u.entryQuery(i), nil, leftOut{entry: i}, false, usageTrustCommon, sc) {
+	if !u.vote(u.entryQuery(i), nil, leftOut{entry: i}, voting{only: u.principal[i], except: -1}, usageTrustCommon, sc) {
 		return 1
 	}
 	best := 0.0
@@ -107,4 +119,45 @@ func (u *usageView) entryQuery(i int32) usageQuery {
 		q.vec = v
 	}
 	return q
+}
+
+// setCross sets the cross trust of u's entries from start on (on all
+// cores); none when no two principals other than the authors speak (the
+// owner alone, say).
+func (u *usageView) setCross(ctx context.Context, start int) error {
+	speakers := 0
+	for p, r := range u.voice.role {
+		if r != RoleAuthor && u.voice.entries[p] > 0 {
+			speakers++
+		}
+	}
+	if speakers < 2 && u.cross == nil {
+		return nil
+	}
+	cross := make([]float32, u.n)
+	copy(cross, u.cross)
+	if u.cross == nil {
+		for i := range start {
+			cross[i] = 1
+		}
+	}
+	parallel.Each(u.n-start, func(k int) {
+		i := int32(start + k)
+		if k%256 == 0 && ctx.Err() != nil {
+			return
+		}
+		cross[i] = 1
+		if u.voice.role[u.principal[i]] != RoleOther {
+			return
+		}
+		own, best := u.others(i)
+		if best > own {
+			cross[i] = float32((own + usageCrossK) / (best + usageCrossK))
+		}
+	})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	u.cross = cross
+	return nil
 }

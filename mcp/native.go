@@ -111,7 +111,7 @@ func (s *Server) addNative(name string, t *registry.Tool) {
 		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: t.ReadOnly, OpenWorldHint: &t.Network}},
 		s.relay(func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			s.touchNative(name, tool)
-			return s.call(ctx, req.Session, engine.CallRequest{Tool: tool, Arguments: orEmpty(req.Params.Arguments)}), nil
+			return s.call(ctx, req.Session, req.Extra, engine.CallRequest{Tool: tool, Arguments: orEmpty(req.Params.Arguments)}), nil
 		}))
 }
 

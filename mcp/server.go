@@ -19,6 +19,7 @@ import (
 	"github.com/toolsrv/toolsrv/exec"
 	"github.com/toolsrv/toolsrv/registry"
 	"github.com/toolsrv/toolsrv/thresholds"
+	"github.com/toolsrv/toolsrv/usage"
 )
 
 // The tools "toolsrv mcp" always lists.
@@ -46,6 +47,12 @@ type ServerOptions struct {
 	// Version is told to clients; Logger gets events (slog.Default()).
 	Version string
 	Logger  *slog.Logger
+	// ClientOf, if set, names the client of a request (an HTTP client:
+	// the identity its bearer token gives, extra.TokenInfo), "" when it
+	// cannot tell; else, and when it says "", the client is the name it
+	// gave itself in its initialize request. The usage history records
+	// the name as the principal "mcp:NAME" (engine.Caller.Client).
+	ClientOf func(ss *sdk.ServerSession, extra *sdk.RequestExtra) string
 }
 
 // Server is toolsrv as an MCP server: find_tools, call_tool and the
@@ -147,13 +154,14 @@ var callToolTool = &sdk.Tool{
 	Name:  CallTool,
 	Title: "Call a tool",
 	Description: "Call a tool that find_tools returned, by its name, with arguments that match its input schema. " +
-		"The tool runs sandboxed; its output is the result, and a failing tool is an error result that says why.",
+		"The tool runs sandboxed; its output is the result, and a failing tool is an error result that says why. " +
+		"If you answered the user's request without any tool, say so instead: {\"noToolFits\": true} (and the answer's id), no tool is called.",
 	InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-		`"tool":{"type":"string","description":"the tool's name, as find_tools gave it"},` +
+		`"tool":{"type":"string","description":"the tool's name, as find_tools gave it (required unless noToolFits)"},` +
 		`"arguments":{"type":"object","description":"the tool's arguments (an object matching its input schema)"},` +
 		`"answer":{"type":"string","description":"the id of the find_tools answer that offered the tool (default: this session's last one)"},` +
-		`"request":{"type":"string","description":"the user's request this call serves, in their words, when it did not come from find_tools: toolsrv learns from it which tools this installation uses for which requests (kept on this machine only)"}},` +
-		`"required":["tool"]}`),
+		`"request":{"type":"string","description":"the user's request this call serves, in their words, when it did not come from find_tools: toolsrv learns from it which tools this installation uses for which requests (kept on this machine only)"},` +
+		`"noToolFits":{"type":"boolean","description":"true (and no tool): the request of the answer was answered without any tool; toolsrv learns that no tool fits requests like it"}}}`),
 }
 
 // Found is find_tools' answer (its structured content, and its text): the
@@ -172,7 +180,7 @@ func (s *Server) findTools(ctx context.Context, req *sdk.CallToolRequest) (*sdk.
 	if err != nil {
 		return errorResult("find_tools: %v", err), nil
 	}
-	q.Profile, q.Caller = s.opts.Profile, s.caller(req.Session)
+	q.Profile, q.Caller = s.opts.Profile, s.caller(req.Session, req.Extra)
 	eng := s.opts.Engine
 	ans, err := eng.Rank(ctx, q)
 	if err != nil {
@@ -209,42 +217,85 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	if err := json.Unmarshal(orEmpty(req.Params.Arguments), &c); err != nil {
 		return errorResult("call_tool: the arguments must be an object {\"tool\": \"...\", \"arguments\": {...}}: %v", err), nil
 	}
-	if c.Tool == "" {
-		return errorResult("call_tool: \"tool\" is required: a tool name that find_tools returned"), nil
+	none, err := noToolFits(orEmpty(req.Params.Arguments))
+	switch {
+	case err != nil:
+		return errorResult("call_tool: %v", err), nil
+	case none && c.Tool != "":
+		return errorResult("call_tool: give either \"tool\" (a call) or \"noToolFits\": true (no tool was called), not both"), nil
+	case none:
+		if err := s.opts.Engine.NoToolFits(s.caller(req.Session, req.Extra), c.Answer); err != nil {
+			return errorResult("call_tool: %v", err), nil
+		}
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "noted: the request was answered without a tool"}}}, nil
+	case c.Tool == "":
+		return errorResult("call_tool: \"tool\" is required: a tool name that find_tools returned (or \"noToolFits\": true when you answered without one)"), nil
 	}
-	return s.call(ctx, req.Session, c), nil
+	return s.call(ctx, req.Session, req.Extra, c), nil
 }
 
-// caller is who asks through session ss: an MCP client, its session named
-// by this server.
-func (s *Server) caller(ss *sdk.ServerSession) engine.Caller {
+// noToolFits reads call_tool's "noToolFits": true or false, or their
+// text; absent is false.
+func noToolFits(args []byte) (bool, error) {
+	var v struct {
+		NoToolFits any `json:"noToolFits"`
+	}
+	if err := json.Unmarshal(args, &v); err != nil {
+		return false, nil // the call's own decoding says what is wrong
+	}
+	switch x := v.NoToolFits.(type) {
+	case nil:
+		return false, nil
+	case bool:
+		return x, nil
+	case string:
+		if b, err := strconv.ParseBool(strings.TrimSpace(x)); err == nil {
+			return b, nil
+		}
+	}
+	return false, errors.New(`"noToolFits" must be true or false`)
+}
+
+// caller is who asks through session ss: an MCP client (ClientOf, else the
+// name it gave itself), its session named by this server.
+func (s *Server) caller(ss *sdk.ServerSession, extra *sdk.RequestExtra) engine.Caller {
 	c := engine.Caller{Transport: "mcp", Agent: s.opts.Call.Agent}
+	name := ""
+	if s.opts.ClientOf != nil {
+		name = s.opts.ClientOf(ss, extra)
+	}
+	if name == "" && ss != nil {
+		if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+			name = p.ClientInfo.Name
+		}
+	}
+	c.Client = usage.MCPClient(name)
 	if ss == nil {
 		return c
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	name, ok := s.sessions[ss]
+	sess, ok := s.sessions[ss]
 	if !ok {
 		if len(s.sessions) >= maxSessions {
 			clear(s.sessions) // many sessions: the oldest lose their links, nothing else
 		}
 		s.nextSess++
-		name = "mcp-" + strconv.FormatUint(s.nextSess, 10)
-		s.sessions[ss] = name
+		sess = "mcp-" + strconv.FormatUint(s.nextSess, 10)
+		s.sessions[ss] = sess
 	}
-	c.Session, c.Client = name, name
+	c.Session = sess
 	return c
 }
 
 // call runs a tool for a client: a failure is an error result saying why.
 // The engine links it to the answer it follows.
-func (s *Server) call(ctx context.Context, ss *sdk.ServerSession, c engine.CallRequest) *sdk.CallToolResult {
+func (s *Server) call(ctx context.Context, ss *sdk.ServerSession, extra *sdk.RequestExtra, c engine.CallRequest) *sdk.CallToolResult {
 	name := c.Tool
 	if !s.opts.Profile.Allows(name) {
 		return errorResult("tool %s: agent %s may not use it (its profile's allowTools)", name, s.opts.Profile.Name)
 	}
-	c.Caller, c.Context = s.caller(ss), s.opts.Call
+	c.Caller, c.Context = s.caller(ss, extra), s.opts.Call
 	res, err := s.opts.Engine.Call(ctx, c)
 	s.log.Info("call", "tool", name, "err", err)
 	if err != nil {
@@ -335,7 +386,7 @@ func (s *Server) sync(cat *registry.Catalog) {
 		s.srv.AddTool(&sdk.Tool{Name: n, Description: t.Description, InputSchema: objectSchema(t.Args),
 			Annotations: &sdk.ToolAnnotations{ReadOnlyHint: ro, OpenWorldHint: &t.Network}},
 			s.relay(func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-				return s.call(ctx, req.Session, engine.CallRequest{Tool: n, Arguments: orEmpty(req.Params.Arguments)}), nil
+				return s.call(ctx, req.Session, req.Extra, engine.CallRequest{Tool: n, Arguments: orEmpty(req.Params.Arguments)}), nil
 			}))
 	}
 }
