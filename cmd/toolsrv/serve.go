@@ -135,9 +135,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	agents, guard := sv.agents, srvd.guard
 
 	srv, err := ninep.New(ninep.Options{
-		Source: loggedSource{reg, log},
-		Ranker: eng,
-		Caller: eng,
+		Source:     loggedSource{reg, log},
+		Ranker:     eng,
+		Caller:     eng,
 		Loaded:     eng.Loaded,
 		NoToolFits: eng.NoToolFits,
 		Profiles: loggedProfiles(func(name string) (*registry.Profile, error) {

@@ -56,10 +56,10 @@ var usageSubcommands = map[string]struct {
 	summary string
 	run     func(ctx context.Context, env *cliEnv, args []string) int
 }{
-	"ls":     {"list the entries, most recently used first", runUsageLs},
-	"stats":  {"say what the history holds, where, and how it is bounded", runUsageStats},
-	"export": {"write every entry as JSON lines (the import format)", runUsageExport},
-	"import": {"record the JSON lines of a file (all or none)", runUsageImport},
+	"ls":         {"list the entries, most recently used first", runUsageLs},
+	"stats":      {"say what the history holds, where, and how it is bounded", runUsageStats},
+	"export":     {"write every entry as JSON lines (the import format)", runUsageExport},
+	"import":     {"record the JSON lines of a file (all or none)", runUsageImport},
 	"forget":     {"remove entries: of a tool, of an agent, of a principal, before a date, or all", runUsageForget},
 	"principals": {"who recorded the history, and how far the ranking believes each", runUsagePrincipals},
 }
@@ -304,12 +304,12 @@ type importLine struct {
 	// this installation's export sealed the line (lineSeal).
 	Principal string   `json:"principal,omitempty"`
 	Seal      string   `json:"seal,omitempty"`
-	Time    string   `json:"time,omitempty"`
-	Count   *int64   `json:"count,omitempty"`
-	Failed  *int64   `json:"failed,omitempty"`
-	Offered []string `json:"offered,omitempty"`
-	ID      string   `json:"id,omitempty"`
-	Source  string   `json:"source,omitempty"`
+	Time      string   `json:"time,omitempty"`
+	Count     *int64   `json:"count,omitempty"`
+	Failed    *int64   `json:"failed,omitempty"`
+	Offered   []string `json:"offered,omitempty"`
+	ID        string   `json:"id,omitempty"`
+	Source    string   `json:"source,omitempty"`
 }
 
 func runUsageExport(ctx context.Context, env *cliEnv, args []string) int {
