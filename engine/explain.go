@@ -33,6 +33,8 @@ type Explanation struct {
 	// weighed: the weight leave-one-out over the installation's own past
 	// requests chose, and what it saw (nil: no history in effect).
 	Usage *index.UsageFit `json:"usage,omitempty"`
+	// History says in words how the usage history counts (historywords.go).
+	History string `json:"history,omitempty"`
 }
 
 // ToolExplanation is one ranked tool's part of an Explanation.
@@ -54,6 +56,9 @@ type ToolExplanation struct {
 	Detail  string `json:"detail,omitempty"`
 	// Matched are the message's words found in each field of the tool.
 	Matched []index.FieldMatch `json:"matched,omitempty"`
+	// History says in words what the usage history did to it
+	// (historywords.go).
+	History string `json:"history,omitempty"`
 }
 
 // explain builds a's explanation for q, whose ranking a holds; pol is nil

@@ -54,6 +54,7 @@ func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalo
 		a.Tools = inCatalog(a.Tools, cat, iq.Allow)
 		if q.Explain {
 			a.Explain = explain(&a, q, cat, nil, thresholds.Context{}, ix.UsageFit())
+			explainHistory(ctx, ix, a.Explain, q)
 		}
 		e.noTools(&a, cat)
 		return a, nil
@@ -76,6 +77,7 @@ func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalo
 		c := thresholds.Context{Tier: thresholds.TierOf(cat), Hot: thresholds.ProfileHot(cat, q.Profile, allow),
 			Degraded: r.Degraded || q.Mode == index.Lexical, Answerable: r.Answerable, Unmatched: thresholds.UnmatchedIn(r)}
 		a.Explain = explain(&a, q, cat, e.pol, c, ix.UsageFit())
+		explainHistory(ctx, ix, a.Explain, q)
 		a.Explain.limited(cut, q.Limit)
 	}
 	e.noTools(&a, cat)

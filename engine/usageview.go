@@ -72,7 +72,7 @@ func uses(entries []usage.Entry, room int) []index.Use {
 	out := make([]index.Use, 0, len(entries)+room)
 	for _, e := range entries {
 		out = append(out, index.Use{Request: requestOf(e), Tool: e.Key.Tool, Principal: usage.Unit(e.Key.Principal),
-			Role: roleOf(e.Key.Principal), Count: int(e.Count), Failed: int(e.Failed), Last: e.Last, ID: useID(e.Key)})
+			Role: roleOf(e.Key.Principal), Count: int(e.Count), Failed: int(e.Failed), First: e.First, Last: e.Last, ID: useID(e.Key)})
 	}
 	return out
 }

@@ -66,9 +66,10 @@ type Use struct {
 	// ranking (usagevoice.go).
 	Principal string
 	Role      Role
-	// Count calls, of which Failed failed.
+	// Count calls, of which Failed failed; First and Last the times of
+	// the first and the latest (zero: unknown).
 	Count, Failed int
-	Last          time.Time
+	First, Last   time.Time
 	// ID identifies the entry from one version of the history to the next
 	// (History.Since); "": none.
 	ID string
@@ -132,8 +133,11 @@ type usageView struct {
 	voice       voices
 	ids         [][16]byte
 	// calls: per entry, its calls that succeeded (what the owner's
-	// repeats count by: usagevoice.go).
+	// repeats count by: usagevoice.go); first when it was first recorded
+	// (Unix seconds, 0: unknown; what cross trust tells a principal's
+	// older entries by: usagetrust.go).
 	calls []int32
+	first []int64
 	// fullN is the entries of the last full build, drift the entries
 	// added and removed by deltas since.
 	fullN, drift int
@@ -392,7 +396,7 @@ func (u *usageView) rebuilt(changed []Use, removed []string, extra []Use) []Use 
 		if id := u.ids[i]; id != ([16]byte{}) && !gone[id] {
 			p := u.principal[i]
 			out = append(out, Use{Request: u.text[i], Tool: u.toolOf(int32(i)), Principal: u.principals[p], Role: u.voice.role[p],
-				Count: int(max(u.calls[i], 1)), key: id})
+				Count: int(max(u.calls[i], 1)), First: timeOf(u.first[i]), key: id})
 		}
 	}
 	out = append(out, changed...)
@@ -568,6 +572,7 @@ func (ix *Index) buildUsage(ctx context.Context, uses []Use) (*usageView, []prin
 		u.toolID = append(u.toolID, tid)
 		u.principal = append(u.principal, a)
 		u.calls = append(u.calls, int32(min(max(e.Count, 1)-max(e.Failed, 0), math.MaxInt32)))
+		u.first = append(u.first, unixOf(e.First))
 		u.byTool[e.Tool] = append(u.byTool[e.Tool], i)
 		texts = append(texts, e.Request)
 		entryTerms = append(entryTerms, ts)
@@ -635,6 +640,21 @@ func (ix *Index) buildUsage(ctx context.Context, uses []Use) (*usageView, []prin
 		u.dim, u.qvecs, u.qscale = dim, qvecs, qscale
 	}
 	return u, stats, nil
+}
+
+// unixOf is t in Unix seconds (0: zero); timeOf the reverse.
+func unixOf(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Unix()
+}
+
+func timeOf(s int64) time.Time {
+	if s == 0 {
+		return time.Time{}
+	}
+	return time.Unix(s, 0)
 }
 
 // uniq returns the distinct strings of ts, in their first order.
@@ -824,8 +844,16 @@ type voting struct {
 	// averaged.
 	weighed bool
 	// only, if ≥ 0, is the one principal whose entries vote; except, if
-	// ≥ 0, one whose entries do not.
+	// ≥ 0, one whose entries do not, but for those first recorded before
+	// olderThan (Unix seconds; 0: none).
 	only, except int32
+	olderThan    int64
+	// judge, if > 0, is the weight of the voice being judged (cross
+	// trust): the others are heard over the weights of the voices heard,
+	// or judge if that is more (rather than 1), so that what a believed
+	// principal says of another counts in full, and what a crowd says of
+	// a believed principal counts as little as the crowd weighs beside it.
+	judge float64
 	// apart: the owner's calls and the authors' examples are also
 	// counted apart (sc.ownerP, ownerN, authorP; a ranking's evidence).
 	apart bool
@@ -866,7 +894,7 @@ func (u *usageView) vote(q usageQuery, pool []Hit, out leftOut, o voting, common
 	for c, i := range cand {
 		votes[c], kern[c] = 0, 0
 		p := u.principal[i]
-		if (o.only >= 0 && p != o.only) || (o.except >= 0 && p == o.except) {
+		if (o.only >= 0 && p != o.only) || (o.except >= 0 && p == o.except && !(u.first[i] > 0 && u.first[i] < o.olderThan)) {
 			continue
 		}
 		var s float64
@@ -903,7 +931,10 @@ func (u *usageView) vote(q usageQuery, pool []Hit, out leftOut, o voting, common
 		sc.sum[a] += v
 	}
 	norm := float64(active)
-	if o.weighed {
+	switch {
+	case o.weighed && o.judge > 0:
+		norm = max(o.judge, heard)
+	case o.weighed:
 		norm = max(1, heard)
 	}
 	if active == 0 && authorSum == 0 {
@@ -1154,11 +1185,10 @@ func topByScore(ids []int32, score []float32, n int) []int32 {
 //   - the owner's word: a tool the owner called successfully, again and
 //     again, for requests like this one gets (1−score)·firmness more, and
 //     the answerability (1−a)·firmness (usagevoice.go);
-//   - the authors' examples: usageAuthorW·P_author(t) more, but a tool
-//     that was not among the supported ones before (supportedPrefix: what
-//     the thresholds would offer) comes after them, never among them:
-//     examples bring their tool in where there is room, they push no
-//     other out.
+//   - the authors' examples: usageAuthorW·P_author(t) more, but never
+//     past a tool that scored more before and is supported (by its own
+//     text or the history, supported): examples bring their tool in where
+//     there is room, they push no other out.
 //
 // It adds the tools the evidence points to that the ranking lacks (at
 // most usageInject per step). known says whether a tool is in the
@@ -1212,27 +1242,27 @@ func applyUsage(r *Ranking, ev usageEvidence, none, w float64, known func(string
 	// The authors' examples.
 	if len(ev.author) > 0 {
 		inject(r, ev.author, known)
-		rest := r.Hits[named:]
-		supported := supportedPrefix(rest, r.Answerable)
-		floor := 1.0 // the lowest supported score
-		for _, h := range rest[:supported] {
-			floor = min(floor, h.Score)
-		}
+		rest := r.Hits[named:] // best first
 		best := 0.0
+		lowest := math.Inf(1) // the lowest supported score so far
 		for i := range rest {
-			pa := ev.author[rest[i].Name]
-			if pa <= 0 {
-				continue
+			h := &rest[i]
+			sup := supported(h) && h.Score > 0 // before the examples
+			pa := ev.author[h.Name]
+			if pa > 0 {
+				best = max(best, pa)
+				score := math.Min(1, h.Score+usageAuthorW*pa)
+				if lowest < math.Inf(1) {
+					// Just below the supported tools before it.
+					score = math.Min(score, lowest*(1-1e-3))
+				}
+				if score > h.Score {
+					h.Usage += score - h.Score
+					h.Score = score
+				}
 			}
-			best = max(best, pa)
-			score := math.Min(1, rest[i].Score+usageAuthorW*pa)
-			if i >= supported && supported > 0 {
-				// Just below the supported tools, not among them.
-				score = math.Min(score, floor*(1-1e-3))
-			}
-			if score > rest[i].Score {
-				rest[i].Usage += score - rest[i].Score
-				rest[i].Score = score
+			if sup {
+				lowest = min(lowest, h.Score)
 			}
 		}
 		sortRest(rest)
@@ -1244,28 +1274,14 @@ func applyUsage(r *Ranking, ev usageEvidence, none, w float64, known func(string
 	}
 }
 
-// supportedPrefix is how many of hits (best first) their own texts and the
-// history support: the fewest whose scores cover usageSupportMass of the
-// answerability (all the scores, without one), at most usageSupportMax,
-// each scoring at least usageSupportFloor: what the shipped thresholds
-// offer (mass, maxTools, min) before the authors' examples speak.
-func supportedPrefix(hits []Hit, answerable *float64) int {
-	total := 0.0
-	for _, h := range hits {
-		total += h.Score
-	}
-	if answerable != nil {
-		total = *answerable
-	}
-	covered, n := 0.0, 0
-	for _, h := range hits {
-		if n == usageSupportMax || h.Score < usageSupportFloor || covered >= usageSupportMass*total {
-			break
-		}
-		covered += h.Score
-		n++
-	}
-	return n
+// supported reports whether a hit is supported by more than its
+// author's examples: it scores at least usageSupportFloor, and its text
+// matches the message (a word of it: lexical), or resembles it (dense at
+// least usageSupportDense), or the history raised it, or the message
+// names it. A tool only weakly near the message (a dense score under
+// usageSupportDense and no word of it) is not.
+func supported(h *Hit) bool {
+	return h.Score >= usageSupportFloor && (h.Lexical > 0 || h.Dense >= usageSupportDense || h.Usage > 0 || h.Named)
 }
 
 // inject adds to r the tools of p it lacks (the usageInject with the most

@@ -74,7 +74,7 @@ func (ix *Index) deltaOf(ctx context.Context, u *usageView, version int64, want 
 func (u *usageView) clone() *usageView {
 	return &usageView{n: u.n, nprincipals: u.nprincipals, fullN: u.fullN, drift: u.drift, dim: u.dim, text: slices.Clone(u.text),
 		toolID: slices.Clone(u.toolID), tools: slices.Clone(u.tools), principal: slices.Clone(u.principal),
-		principals: slices.Clone(u.principals), voice: u.voice.clone(), calls: slices.Clone(u.calls),
+		principals: slices.Clone(u.principals), voice: u.voice.clone(), calls: slices.Clone(u.calls), first: slices.Clone(u.first),
 		ids: slices.Clone(u.ids), trust: slices.Clone(u.trust), cross: slices.Clone(u.cross),
 		qvecs: slices.Clone(u.qvecs), qscale: slices.Clone(u.qscale), words: u.words, wordsAt: u.wordsAt,
 		idf: slices.Clone(u.idf), dict: maps.Clone(u.dict), w: u.w, loo: u.loo, made: u.made, history: u.history, rows: u.rows}
@@ -116,7 +116,7 @@ func (ix *Index) applyDelta(ctx context.Context, u *usageView, changed []Use, re
 			addTerms = append(addTerms, ts)
 		}
 	}
-	if u.drift+drop+len(adds) > u.fullN/20 || u.n-drop+len(adds) == 0 || len(u.trust) != u.n || len(u.calls) != u.n ||
+	if u.drift+drop+len(adds) > u.fullN/20 || u.n-drop+len(adds) == 0 || len(u.trust) != u.n || len(u.calls) != u.n || len(u.first) != u.n ||
 		(u.cross != nil && len(u.cross) != u.n) {
 		return false
 	}
@@ -162,7 +162,7 @@ func (ix *Index) applyDelta(ctx context.Context, u *usageView, changed []Use, re
 		if int(i) == p {
 			continue
 		}
-		u.toolID[p], u.principal[p], u.ids[p], u.trust[p], u.calls[p] = u.toolID[i], u.principal[i], u.ids[i], u.trust[i], u.calls[i]
+		u.toolID[p], u.principal[p], u.ids[p], u.trust[p], u.calls[p], u.first[p] = u.toolID[i], u.principal[i], u.ids[i], u.trust[i], u.calls[i], u.first[i]
 		if u.cross != nil {
 			u.cross[p] = u.cross[i]
 		}
@@ -175,7 +175,7 @@ func (ix *Index) applyDelta(ctx context.Context, u *usageView, changed []Use, re
 		}
 	}
 	n := end + len(adds)
-	toolID, agent, ids, calls := u.toolID[:end], u.principal[:end], u.ids[:end], u.calls[:end]
+	toolID, agent, ids, calls, first := u.toolID[:end], u.principal[:end], u.ids[:end], u.calls[:end], u.first[:end]
 	for p := range u.voice.entries {
 		u.voice.entries[p] = 0
 	}
@@ -223,6 +223,7 @@ func (ix *Index) applyDelta(ctx context.Context, u *usageView, changed []Use, re
 		u.voice.entries[a]++
 		toolID, agent, ids = append(toolID, t), append(agent, a), append(ids, useID(e.ID))
 		calls = append(calls, int32(min(max(e.Count, 1)-max(e.Failed, 0), math.MaxInt32)))
+		first = append(first, unixOf(e.First))
 		if u.text != nil {
 			text = append(text, e.Request)
 		}
@@ -251,7 +252,7 @@ func (ix *Index) applyDelta(ctx context.Context, u *usageView, changed []Use, re
 		}
 	}
 	wordsAt = append(wordsAt, int32(len(words)))
-	u.n, u.toolID, u.principal, u.ids, u.text, u.calls = n, toolID, agent, ids, text, calls
+	u.n, u.toolID, u.principal, u.ids, u.text, u.calls, u.first = n, toolID, agent, ids, text, calls, first
 	u.wordsAt, u.words, u.qscale, u.qvecs = wordsAt, words, qscale, qvecs
 	u.nprincipals = len(u.principals)
 	u.drift += drop + len(adds)

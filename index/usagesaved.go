@@ -35,7 +35,8 @@ import (
 // and the principal names (each uint32 length, bytes); n tool ids, n
 // principal ids (int32); n entry ID digests (16 bytes each); n trusts
 // (float32, each in (0, 1]); uint32 1 and n cross trusts (float32, in (0,
-// 1]), or uint32 0; n successful calls (int32); per principal its role
+// 1]), or uint32 0; n successful calls (int32); n first times (int64,
+// Unix seconds); per principal its role
 // (byte), belief (float32) and voice (int32); uint32 voices, each one's
 // kind (byte) and weight (float64); the crowd's and the late voice's
 // (int32, −1: none) and whether the owner or an author speaks (byte);
@@ -213,6 +214,9 @@ func encodeUsageView(w io.Writer, h viewHeader, u *usageView) error {
 	for _, x := range u.calls {
 		b = le.AppendUint32(b, uint32(x))
 	}
+	for _, x := range u.first {
+		b = le.AppendUint64(b, uint64(x))
+	}
 	v := &u.voice
 	for p := range u.nprincipals {
 		b = append(b, byte(v.role[p]))
@@ -266,7 +270,7 @@ func encodeUsageView(w io.Writer, h viewHeader, u *usageView) error {
 
 // savedSize is the size of u's saved view (encodeUsageView).
 func (u *usageView) savedSize() int {
-	size := len(usageViewMagic) + viewHeaderSize + 4*2 + 4*4 + 16*len(u.ids) + 4*len(u.trust) + 4 + 4*len(u.cross) + 4*len(u.calls) +
+	size := len(usageViewMagic) + viewHeaderSize + 4*2 + 4*4 + 16*len(u.ids) + 4*len(u.trust) + 4 + 4*len(u.cross) + 4*len(u.calls) + 8*len(u.first) +
 		9*u.nprincipals + 4 + 9*len(u.voice.kind) + 9 + len(u.qvecs) + 4*len(u.qscale) + 4*(2*u.n+len(u.wordsAt)) +
 		8*len(u.words) + 4 + 12*len(u.idf) + 8 + 8 + 3*8
 	for t := range u.dict {
@@ -414,6 +418,14 @@ func decodeView(b []byte) (*usageView, viewHeader, error) {
 	for i := range u.calls {
 		if u.calls[i] = int32(r.u32()); u.calls[i] < 0 {
 			return nil, h, errUsageView
+		}
+	}
+	u.first = make([]int64, u.n)
+	if p := r.take(8 * u.n); p != nil {
+		for i := range u.first {
+			if u.first[i] = int64(binary.LittleEndian.Uint64(p[8*i:])); u.first[i] < 0 {
+				return nil, h, errUsageView
+			}
 		}
 	}
 	v := &u.voice

@@ -3,6 +3,7 @@ package index
 import (
 	"context"
 	"math"
+	"time"
 
 	"github.com/toolsrv/toolsrv/internal/parallel"
 )
@@ -25,7 +26,11 @@ import (
 // delta adds (usagedelta.go).
 //
 // Cross trust is the same question put to the other principals, each
-// voice as far as it is heard (usagevoice.go):
+// voice as far as it is heard (usagevoice.go), and to the entry's own
+// principal's entries first recorded at least usageSeniority before it
+// (what it said before: a burst of new claims that contradict what a
+// principal has long said, all from one session, do not vouch for one
+// another):
 //
 //	(P_others(own) + usageCrossK) / (max over tools of P_others + usageCrossK)
 //
@@ -54,6 +59,12 @@ const usageTrustK = 0.3
 // the trust of all takes 0.2 s on two cores, against 0.46 s with
 // usageCommon for both.
 const usageTrustCommon = 128
+
+// usageSeniority is how much earlier a principal's entry must have been
+// first recorded to judge its later ones (cross trust): an hour, longer
+// than a session's burst (about 20 new entries an hour at most: the
+// engine's bound).
+const usageSeniority = time.Hour
 
 // setTrust sets the trust of u's entries from start on (on all cores).
 func (u *usageView) setTrust(ctx context.Context, start int) error {
@@ -122,16 +133,13 @@ func (u *usageView) entryQuery(i int32) usageQuery {
 }
 
 // setCross sets the cross trust of u's entries from start on (on all
-// cores); none when no two principals other than the authors speak (the
-// owner alone, say).
+// cores); none when no principal is judged (the owner alone, say).
 func (u *usageView) setCross(ctx context.Context, start int) error {
-	speakers := 0
+	judged := false
 	for p, r := range u.voice.role {
-		if r != RoleAuthor && u.voice.entries[p] > 0 {
-			speakers++
-		}
+		judged = judged || (r == RoleOther && u.voice.entries[p] > 0)
 	}
-	if speakers < 2 && u.cross == nil {
+	if !judged && u.cross == nil {
 		return nil
 	}
 	cross := make([]float32, u.n)
@@ -150,7 +158,11 @@ func (u *usageView) setCross(ctx context.Context, start int) error {
 		if u.voice.role[u.principal[i]] != RoleOther {
 			return
 		}
-		own, best := u.others(i)
+		older := int64(0)
+		if u.first[i] > 0 {
+			older = u.first[i] - int64(usageSeniority/time.Second)
+		}
+		own, best := u.othersThan(i, older, u.voice.weight[u.voice.of[u.principal[i]]])
 		if best > own {
 			cross[i] = float32((own + usageCrossK) / (best + usageCrossK))
 		}

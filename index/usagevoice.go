@@ -76,20 +76,20 @@ const (
 	usageTrustRanks  = 256
 	// usageCrossK: an entry the believed others contradict fully keeps
 	// usageCrossK/(1+usageCrossK) of its vote (usagetrust.go).
-	usageCrossK = 0.1
+	usageCrossK = 0.05
 	// usageOwnerNear: the owner's calls of entries at least this near a
 	// message (a kernel of similarity 0.5) count as calls for requests
 	// like it; usageOwnerN: ownerFirmness's scale.
 	usageOwnerNear = 0.006737946999085467 // exp(usageBeta·(0.5−1))
 	usageOwnerN    = 2.0
-	// usageAuthorW is the authors' examples' weight; usageSupportMass,
-	// usageSupportMax and usageSupportFloor which tools examples cannot
-	// lift another past (supportedPrefix): the shipped thresholds' mass,
-	// maxTools and min.
+	// usageAuthorW is the authors' examples' weight; usageSupportFloor
+	// and usageSupportDense which tools examples cannot lift another past
+	// (supported): the shipped thresholds' min, and a dense score above
+	// the weak likeness of unrelated texts (0.05–0.08 on the example
+	// tools).
 	usageAuthorW      = 0.5
-	usageSupportMass  = 0.9
-	usageSupportMax   = 3
 	usageSupportFloor = 0.02
+	usageSupportDense = 0.1
 )
 
 // ownerFirmness is how firmly the owner's n successful calls of a tool for
@@ -314,10 +314,15 @@ func (u *usageView) initVoices(stats []principalStats) {
 // each voice as far as it is heard (weighed, each vote by its entry's
 // trust within its principal): the share of i's tool, and the largest
 // share of another tool ("none" among them).
-func (u *usageView) others(i int32) (own, best float64) {
+func (u *usageView) others(i int32) (own, best float64) { return u.othersThan(i, 0, 0) }
+
+// othersThan is others, with the entries of i's own principal first
+// recorded before older (Unix seconds; 0: none) among the others, heard
+// beside judge (voting.judge; 0: over at least 1).
+func (u *usageView) othersThan(i int32, older int64, judge float64) (own, best float64) {
 	sc := u.getScratch()
 	defer u.putScratch(sc)
-	o := voting{trusted: true, weighed: true, only: -1, except: u.principal[i]}
+	o := voting{trusted: true, weighed: true, only: -1, except: u.principal[i], olderThan: older, judge: judge}
 	if !u.vote(u.entryQuery(i), nil, leftOut{entry: i}, o, usageTrustCommon, sc) {
 		return 0, 0
 	}
