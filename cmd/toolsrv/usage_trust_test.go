@@ -192,7 +192,9 @@ func (e *trustEnv) hold(what string, before map[string][]string) {
 // entriesOf counts the store's entries for tool.
 func (e *trustEnv) entriesOf(tool string) int {
 	e.t.Helper()
-	var es []struct{ Key struct{ Tool, Principal string } }
+	var es []struct {
+		Key struct{ Tool, Principal string }
+	}
 	out := e.run("usage", "ls", "--json", "--usage-db", e.db, "--tool", tool)
 	if err := json.Unmarshal([]byte(out), &es); err != nil {
 		e.t.Fatalf("usage ls --json: %v\n%s", err, out)
