@@ -7,19 +7,22 @@ package index
 // A past request's nearness is s = a·dense + (1−a)·lexical: the cosine of
 // the two texts' vectors (Options.UsageEmbedder, the built-in embedder:
 // local, cheap, and stable, so the vectors can be cached by text), and
-// the cosine of their IDF-weighted words (IDF over the past requests).
-// Its vote is the kernel exp(β·(s−1)). A tool's usage evidence is the
-// share of the votes it gets, against a fixed mass k0 that stands for
-// "none of the past requests": P(t) = Σ_{requests of t} vote /
-// (Σ all votes + k0). Far requests give tiny votes, so a message like no
-// past request gets nothing; requests near it that went to different
-// tools split the evidence. Each agent's requests vote among themselves
-// and the agents' shares are averaged, so one agent's flood of records
-// moves a tool at most by its share among the agents; a request whose
-// calls all failed does not vote; one merged entry (identical requests of
-// an agent for a tool) is one vote however often it was made; and each
-// vote is weighed by its entry's trust, how far the rest of the history
-// agrees with its label (usagetrust.go).
+// the cosine of their IDF-weighted words (IDF over the past requests,
+// each counted as far as its voice is heard: usagevoice.go). Its vote is
+// the kernel exp(β·(s−1)). A tool's usage evidence is the share of the
+// votes it gets, against a fixed mass k0 that stands for "none of the
+// past requests": P(t) = Σ_{requests of t} vote / (Σ all votes + k0).
+// Far requests give tiny votes, so a message like no past request gets
+// nothing; requests near it that went to different tools split the
+// evidence. Each voice's requests (the owner's, an established
+// principal's, the crowd's: usagevoice.go) vote among themselves and the
+// voices' shares are weighed by what each has earned, so no flood of
+// records, nor crowd of made-up names, moves a tool by more than its
+// voice's weight; a request whose calls all failed does not vote; one
+// merged entry (identical requests of a principal for a tool) is one vote
+// however often it was made; and each vote is weighed by its entry's
+// trust, how far its principal's other entries agree with its label, and
+// its cross trust, how far the others do (usagetrust.go).
 //
 // A candidate's score becomes min(1, score + w·P(t)), tools the usage
 // points to join the ranking, and the answerability moves toward 1 by

@@ -98,13 +98,15 @@ func NewServer(o ServerOptions) *Server {
 		native: map[string]*nativeTool{}}
 	instructions := "This server holds many tools. Call find_tools with the user's request to get the few that fit " +
 		"(with their input schemas), then call_tool with one of their names and its arguments. " +
-		"find_tools may answer that no tool fits: then answer without a tool."
+		"find_tools may answer that no tool fits: then answer without a tool. " +
+		"When you answer a request without any tool, say so with call_tool {\"noToolFits\": true}: toolsrv learns from it."
 	find := findToolsTool
 	if o.Native {
 		instructions = "This server holds many tools. Call find_tools with the user's request to get the few that fit: " +
 			"they are added to your tool list (find_tools' \"native\" gives the name each is listed under), so call them " +
 			"directly; call_tool reaches any tool find_tools returned by its name too. " +
-			"find_tools may answer that no tool fits: then answer without a tool."
+			"find_tools may answer that no tool fits: then answer without a tool. " +
+			"When you answer a request without any tool, say so with call_tool {\"noToolFits\": true}: toolsrv learns from it."
 		t := *findToolsTool
 		t.Description = findToolsTool.Description + " The tools it returns are also added to your tool list, under the names its \"native\" gives (" +
 			"the least recently used ones leave the list past " + strconv.Itoa(o.NativeCap) + "): call them directly."

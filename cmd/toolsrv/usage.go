@@ -451,6 +451,9 @@ func runUsageImport(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	var whos []string
 	for p, n := range byWho {
+		if p == "" {
+			p = "(no principal)"
+		}
 		whos = append(whos, fmt.Sprintf("%s (%d)", p, n))
 	}
 	sort.Strings(whos)

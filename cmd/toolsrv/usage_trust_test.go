@@ -427,3 +427,120 @@ func TestTrustOwnerIsHeard(t *testing.T) {
 		t.Errorf("rank --explain does not say why git_status is offered:\n%s", out)
 	}
 }
+
+// A one-shot MCP session that only looked (the Inspector's command-line
+// mode: find_tools, no call, exit) changes nothing: not evidence that no
+// tool fits. A client that says so (call_tool with "noToolFits") records
+// it, as the session's principal.
+func TestTrustLookingIsNotEvidence(t *testing.T) {
+	npm := npmDir(t)
+	e := newTrustEnv(t, "", nil)
+	inspect := func(args ...string) string {
+		t.Helper()
+		cmd := osexec.Command(filepath.Join(npm, "node_modules", ".bin", "mcp-inspector"),
+			append([]string{"--cli", e.bin, "mcp", "--tools", e.tools, "--workdir", mcpProject(t), "--usage-db", e.db}, args...)...)
+		cmd.Dir = npm
+		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "LANG=C.UTF-8", "npm_config_offline=true"}, e.env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("mcp-inspector %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	for _, q := range []string{"order a pizza", "show git status", "tell me a joke"} {
+		if out := inspect("--method", "tools/call", "--tool-name", "find_tools", "--tool-arg", "query="+q); !strings.Contains(out, `"id"`) {
+			t.Fatalf("find_tools %q: %s", q, out)
+		}
+	}
+	if _, err := os.Stat(e.db); !os.IsNotExist(err) {
+		out := e.run("usage", "ls", "--usage-db", e.db)
+		t.Fatalf("three sessions that only looked made a usage store (%v):\n%s", err, out)
+	}
+
+	// Saying it: find_tools, then call_tool {"noToolFits": true}, in one
+	// session.
+	p := startTrustMCP(t, e, "pizza-bot")
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"find_tools","arguments":{"query":"order a pizza"}}}`)
+	p.await("find_tools' answer", safetyNet, hasID(2))
+	p.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"call_tool","arguments":{"noToolFits":true}}}`)
+	if m := p.await("call_tool's answer", safetyNet, hasID(3)); !strings.Contains(mustJSON(m), "answered without a tool") {
+		t.Fatalf("call_tool noToolFits: %v", m)
+	}
+	p.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"call_tool","arguments":{"noToolFits":true,"tool":"fortune"}}}`)
+	if m := p.await("call_tool's answer", safetyNet, hasID(4)); !strings.Contains(mustJSON(m), "isError") {
+		t.Errorf("call_tool with both noToolFits and a tool: %v, want an error", m)
+	}
+	p.stop()
+	var es []struct {
+		Key  struct{ Tool, Principal string }
+		Text string
+	}
+	out := e.run("usage", "ls", "--json", "--usage-db", e.db)
+	if err := json.Unmarshal([]byte(out), &es); err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 1 || es[0].Text != "order a pizza" || es[0].Key.Tool != "" || es[0].Key.Principal != "mcp:pizza-bot" {
+		t.Errorf("after a client said no tool fits \"order a pizza\": %s", out)
+	}
+}
+
+// A 9P agent says it answered without a tool: no_tool in its ctl, of its
+// latest answer or one it names; nothing else of an answer records it.
+func TestTrustNinePNoTool(t *testing.T) {
+	e := newTrustEnv(t, "", nil)
+	addr, _, _ := startServeIn(t, e.tools, "--usage-db", e.db)
+	for _, d := range []string{"session/s", "session/s/agent/a"} {
+		if code, _, errs := run9PCmd(t, addr, "", "mkdir", d); code != 0 {
+			t.Fatalf("mkdir %s: %s", d, errs)
+		}
+	}
+	rank := func(q string) string {
+		t.Helper()
+		code, out, errs := run9PCmd(t, addr, "", "write", "session/s/agent/a/rank", q)
+		id, ok := strings.CutPrefix(strings.SplitN(out, "\n", 2)[0], "# answer ")
+		if code != 0 || !ok {
+			t.Fatalf("rank %q: %d %q %s", q, code, out, errs)
+		}
+		return id
+	}
+	pizza := rank("order a pizza")
+	rank("tell me a joke")
+	if code, _, errs := run9PCmd(t, addr, "", "write", "session/s/agent/a/ctl", "no_tool "+pizza); code != 0 {
+		t.Fatalf("no_tool %s: %s", pizza, errs)
+	}
+	if code, _, errs := run9PCmd(t, addr, "", "write", "session/s/agent/a/ctl", "no_tool nosuchanswer"); code == 0 || !strings.Contains(errs, "no answer") {
+		t.Errorf("no_tool of an answer never given: exit %d, %s", code, errs)
+	}
+	var es []struct {
+		Key  struct{ Tool, Principal string }
+		Text string
+	}
+	out := e.run("usage", "ls", "--json", "--usage-db", e.db)
+	if err := json.Unmarshal([]byte(out), &es); err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 1 || es[0].Text != "order a pizza" || es[0].Key.Tool != "" || es[0].Key.Principal != "9p:a" {
+		t.Errorf("after no_tool of the pizza answer: %s", out)
+	}
+}
+
+// An empty history ranks exactly as --no-usage: the same bytes.
+func TestTrustEmptyHistoryIsNoHistory(t *testing.T) {
+	e := newTrustEnv(t, "", nil)
+	var batch strings.Builder
+	for i, p := range trustProbes(t) {
+		fmt.Fprintf(&batch, `{"id":"%d","query":%q}`+"\n", i, p.query)
+	}
+	path := filepath.Join(t.TempDir(), "batch.jsonl")
+	if err := os.WriteFile(path, []byte(batch.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// An empty store: made, then emptied.
+	e.run("usage", "import", "--usage-db", e.db, "testdata/trust/alice.jsonl")
+	e.run("usage", "forget", "--all", "--usage-db", e.db)
+	with := e.run("rank", "--tools", e.tools, "--usage-db", e.db, "--batch", path, "--limit", "5")
+	without := e.run("rank", "--tools", e.tools, "--no-usage", "--batch", path, "--limit", "5")
+	if with != without || with == "" {
+		t.Errorf("an empty history ranks otherwise than --no-usage:\n%s\nwithout:\n%s", with, without)
+	}
+}
