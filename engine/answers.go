@@ -71,9 +71,7 @@ type sessionAnswers struct {
 	// offered it; last is the session's latest answer.
 	offered map[string]string
 	last    string
-	// uses counts the calls and loads in the session so far; answers how
-	// many of its answers are remembered.
-	uses    uint64
+	// answers is how many of its answers are remembered.
 	answers int
 }
 
@@ -84,10 +82,6 @@ type asked struct {
 	Caller  Caller
 	Offered []string
 	At      time.Time
-	// uses is the session's uses when the answer was given; wentOn is
-	// set when it leaves the memory: the session used a tool after it.
-	uses   uint64
-	wentOn bool
 	// Called: a call has followed it. Loaded are the tools loaded after
 	// it that no call has followed it for yet.
 	Called bool
@@ -204,7 +198,7 @@ func (m *answers) remember(a *Answer, q Request) {
 			m.sessions[k] = s
 		}
 		s.answers++
-		s.last, rec.uses = rec.ID, s.uses
+		s.last = rec.ID
 		for _, t := range rec.Offered {
 			s.offered[t] = rec.ID
 		}
@@ -220,9 +214,9 @@ func (m *answers) remember(a *Answer, q Request) {
 // copy of the answer it follows (nil: none): the answer cited, if it was
 // given to c's session and is still remembered; else, in a session, the
 // session's latest answer that offered tool, else its latest answer (the
-// request the agent is working on, which found the tool some other way;
-// tool "" only counts the use). A call marks the answer called; a load
-// notes the tool as loaded after it.
+// request the agent is working on, which found the tool some other way).
+// A call marks the answer called; a load notes the tool as loaded after
+// it.
 func (m *answers) follow(c Caller, cited, tool string, load bool) *asked {
 	if m == nil {
 		return nil
@@ -231,9 +225,6 @@ func (m *answers) follow(c Caller, cited, tool string, load bool) *asked {
 	defer m.mu.Unlock()
 	k := keyOf(c)
 	s := m.sessions[k]
-	if c.Session != "" && s != nil {
-		s.uses++
-	}
 	id := cited
 	if id == "" && s != nil && tool != "" {
 		if id = s.offered[tool]; id == "" {
@@ -283,9 +274,8 @@ func (m *answers) expireLocked() []*asked {
 	return gone
 }
 
-// dropLocked forgets the oldest answer and returns it, its session's part
-// settled: whether the session used a tool after it, and its tools no
-// longer linked to it.
+// dropLocked forgets the oldest answer and returns it, its tools no longer
+// linked to it in its session.
 func (m *answers) dropLocked() *asked {
 	id := m.order[0]
 	m.order = m.order[1:]
@@ -296,7 +286,6 @@ func (m *answers) dropLocked() *asked {
 	}
 	k := keyOf(a.Caller)
 	if s := m.sessions[k]; s != nil {
-		a.wentOn = s.uses > a.uses
 		for _, t := range a.Offered {
 			if s.offered[t] == id {
 				delete(s.offered, t)

@@ -50,11 +50,10 @@ func trustProbes(t *testing.T) []trustProbe {
 // (with hostile examples when asked), a usage store, a state directory
 // of its own (the installation's key is there).
 type trustEnv struct {
-	t            *testing.T
-	bin          string
-	tools, db    string
-	env          []string
-	honestTrusts map[string]bool // the probes whose honest tool the honest history offers
+	t         *testing.T
+	bin       string
+	tools, db string
+	env       []string
 }
 
 func newTrustEnv(t *testing.T, db string, hostileExamples []string) *trustEnv {
