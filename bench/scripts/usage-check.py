@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""usage-check.py BIN EVAL WORK [--seed N] [--splits N] [--per-tool K|all] [--wrong F] [--max-past N] [--unseen F] [--also F] [--principal P] [--principals N] [--attack K] [--curve OUT.json]
+"""usage-check.py BIN EVAL WORK [--seed N] [--splits N] [--per-tool K|all] [--wrong F] [--max-past N] [--unseen F] [--also F] [--principal P] [--principals N] [--attack K] [--examples K] [--curve OUT.json]
 
 What the usage history is worth on labelled corpora (EVAL/C/tools/*.meta, EVAL/C/queries.jsonl),
 through the commands a user runs: each corpus's answerable requests are split in two halves
@@ -20,7 +20,10 @@ With --principals N, the past half is recorded by N principals in turn (mcp:agen
 each one import), as a history of N clients that must earn their belief. With --attack K, K new
 principals (9p:newcomer1 ...) each add one claim: a past request credited to one hostile tool (a
 tool of the catalog drawn by the seed, the same for all), as a crowd of cheap names would; the
-hostile tool's share of the new half's first places is printed too.
+hostile tool's share of the new half's first places is printed too. With --examples K, there is no
+history: up to K of each tool's past requests become its author's examples (a copy of the catalog
+with "examples" in the .meta files), and the new half is ranked with that catalog against the
+catalog as it is.
 
 With --curve, it runs the protocol for K = 1, 2, 5, 10 and all past requests per tool, with
 correct calls and with 30% credited to a wrong tool, and writes the points for
@@ -38,7 +41,25 @@ def imp(bin_, env, db, path, principal, tools=None):
     subprocess.run(cmd + [path], env=env, check=True, capture_output=True)
 
 
-def run(bin_, ev, work, seed, per_tool, wrong, quiet=False, max_past=0, unseen=0.0, also=0.0, principal="owner", principals=1, attack=0):
+def with_examples(src, dst, old, k):
+    """A copy of the tools of src in dst, each with up to k of the past requests old as its examples."""
+    os.makedirs(dst, exist_ok=True)
+    ex = {}
+    for q in old:
+        for t in q["relevant"]:
+            if len(ex.setdefault(t, [])) < k:
+                ex[t].append(q["query"])
+    for f in os.listdir(src):
+        if not f.endswith(".meta"):
+            continue
+        m = json.load(open(os.path.join(src, f)))
+        if ex.get(f[:-5]):
+            m["examples"] = ex[f[:-5]]
+        with open(os.path.join(dst, f), "w") as out:
+            json.dump(m, out)
+
+
+def run(bin_, ev, work, seed, per_tool, wrong, quiet=False, max_past=0, unseen=0.0, also=0.0, principal="owner", principals=1, attack=0, examples=0):
     os.makedirs(work, exist_ok=True)
     env = dict(os.environ, XDG_CACHE_HOME=work + "/cache", XDG_STATE_HOME=work + "/state", HOME=work)
 
@@ -94,7 +115,9 @@ def run(bin_, ev, work, seed, per_tool, wrong, quiet=False, max_past=0, unseen=0
                     f.write(json.dumps({"request": q["query"], "tool": t2}) + "\n")
         for f in files:
             f.close()
-        for k in range(principals):
+        if examples:
+            with_examples(d + "/tools", f"{work}/{c}-tools", old, examples)
+        for k in range(principals if not examples else 0):
             who = principal if principals == 1 else f"mcp:agent{k + 1}"
             imp(bin_, env, db, f"{work}/{c}-usage-{k}.jsonl", who, tools=d + "/tools" if k == principals - 1 and not attack else None)
         hostile = None
@@ -111,8 +134,11 @@ def run(bin_, ev, work, seed, per_tool, wrong, quiet=False, max_past=0, unseen=0
             for q in new:
                 f.write(json.dumps({"id": q["id"], "query": q["query"]}) + "\n")
         out = {}
-        for mode, extra in [("base", ["--no-usage"]), ("usage", ["--usage-db", db])]:
-            p = subprocess.run([bin_, "rank", "--tools", d + "/tools", "--batch", f"{work}/{c}-new.jsonl", "--limit", "5"] + extra,
+        modes = [("base", d + "/tools", ["--no-usage"]), ("usage", d + "/tools", ["--usage-db", db])]
+        if examples:
+            modes = [("base", d + "/tools", ["--no-usage"]), ("usage", f"{work}/{c}-tools", ["--no-usage"])]
+        for mode, tools_dir, extra in modes:
+            p = subprocess.run([bin_, "rank", "--tools", tools_dir, "--batch", f"{work}/{c}-new.jsonl", "--limit", "5"] + extra,
                                env=env, capture_output=True, text=True)
             if p.returncode:
                 sys.exit(p.stderr)
@@ -139,6 +165,8 @@ def run(bin_, ev, work, seed, per_tool, wrong, quiet=False, max_past=0, unseen=0
         hu = statistics.mean(r["usage-hostile"] for r in res.values())
         hostile = f"; hostile tool first {hb:.3f} -> {hu:.3f}"
     who = principal if principals == 1 else f"{principals} principals"
+    if examples:
+        who = f"authors ({examples} examples per tool)"
     print(f"per tool {per_tool or 'all'}, wrong {wrong:.0%}, by {who}{', attack ' + str(attack) if attack else ''}: "
           f"macro base {b:.3f} usage {u:.3f} ({u - b:+.3f}) worst corpus {worst:+.3f}{unseen}{hostile}", flush=True)
     return b, u
@@ -159,6 +187,7 @@ def main():
     ap.add_argument("--principal", default="owner")
     ap.add_argument("--principals", type=int, default=1)
     ap.add_argument("--attack", type=int, default=0)
+    ap.add_argument("--examples", type=int, default=0)
     ap.add_argument("--curve")
     a = ap.parse_args()
     if not a.curve:
@@ -166,7 +195,7 @@ def main():
         for seed in range(a.seed, a.seed + a.splits):
             got.append(run(a.bin, a.eval, a.work, seed, None if a.per_tool == "all" else int(a.per_tool), a.wrong,
                            quiet=a.splits > 1, max_past=a.max_past, unseen=a.unseen, also=a.also,
-                           principal=a.principal, principals=a.principals, attack=a.attack))
+                           principal=a.principal, principals=a.principals, attack=a.attack, examples=a.examples))
         if a.splits > 1:
             d = [u - b for b, u in got]
             print(f"{a.splits} splits (seeds {a.seed}-{a.seed + a.splits - 1}): macro base {statistics.mean(b for b, _ in got):.3f} "
