@@ -386,44 +386,54 @@ func TestTrustHostileExamples(t *testing.T) {
 
 // The owner's five successful "call --for" of a tool for a request it was
 // not offered for make it offered first for that request and its
-// rewordings; a request unlike it is answered as before.
+// rewordings, through the answerability and tier gates: git_status (warm)
+// for a request the text ranking gives to file_edit, code_stats (cold) for
+// one whose score left it under the cold tier's minimum. A request unlike
+// them is answered as before, and rank --explain says why in words.
 func TestTrustOwnerIsHeard(t *testing.T) {
-	e := newTrustEnv(t, "", nil)
 	repo := t.TempDir()
 	for _, args := range [][]string{{"init", "-q"}, {"config", "user.email", "a@b"}, {"config", "user.name", "a"}} {
 		if out, err := osexec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
 			t.Fatalf("git %v: %v %s", args, err, out)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(repo, "notes.txt"), []byte("x\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(repo, "notes.py"), []byte("print(1)\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	const request = "which files did I modify"
-	rewordings := []string{request, "what files have I modified", "which files did I change", "show me the files I modified", "modified files?"}
-	for _, q := range rewordings[:1] {
-		if got := e.offered(q); len(got) > 0 && got[0] == "git_status" {
-			t.Fatalf("%q already offers git_status first: %v (nothing to show)", q, got)
-		}
-	}
-	unlike := "what time is it in tokyo"
-	beforeUnlike := e.offered(unlike)
-	for range 5 {
-		if out := e.run("call", "--tools", e.tools, "--cwd", repo, "--usage-db", e.db, "--for", request, "git_status", "{}"); !strings.Contains(out, "notes.txt") {
-			t.Fatalf("call git_status: %s", out)
-		}
-	}
-	for _, q := range rewordings {
-		if got := e.offered(q); len(got) == 0 || got[0] != "git_status" {
-			t.Errorf("after 5 successful calls of git_status for %q, %q offers %v", request, q, got)
-		}
-	}
-	if got := e.offered(unlike); !slices.Equal(got, beforeUnlike) {
-		t.Errorf("%q, unlike the request: %v, before %v", unlike, got, beforeUnlike)
-	}
-	// The explanation says what the history did, in words.
-	out := e.run("rank", "--tools", e.tools, "--usage-db", e.db, "--explain", request)
-	if !strings.Contains(out, "you called it 5 times") {
-		t.Errorf("rank --explain does not say why git_status is offered:\n%s", out)
+	for _, tc := range []struct {
+		tool, output string
+		rewordings   []string // the request first
+	}{
+		{"git_status", "notes.py", []string{"which files did I modify", "what files have I modified", "which files did I change",
+			"show me the files I modified", "modified files?"}},
+		{"code_stats", "Python", []string{"is this project getting too large", "is the project getting too big", "has this project grown too large"}},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			e := newTrustEnv(t, "", nil)
+			request := tc.rewordings[0]
+			if got := e.offered(request); len(got) > 0 && got[0] == tc.tool {
+				t.Fatalf("%q already offers %s first: %v (nothing to show)", request, tc.tool, got)
+			}
+			const unlike = "what time is it in tokyo"
+			beforeUnlike := e.offered(unlike)
+			for range 5 {
+				if out := e.run("call", "--tools", e.tools, "--cwd", repo, "--usage-db", e.db, "--for", request, tc.tool, "{}"); !strings.Contains(out, tc.output) {
+					t.Fatalf("call %s: %s", tc.tool, out)
+				}
+			}
+			for _, q := range tc.rewordings {
+				if got := e.offered(q); len(got) == 0 || got[0] != tc.tool {
+					t.Errorf("after 5 successful calls of %s for %q, %q offers %v", tc.tool, request, q, got)
+				}
+			}
+			if got := e.offered(unlike); !slices.Equal(got, beforeUnlike) {
+				t.Errorf("%q, unlike the request: %v, before %v", unlike, got, beforeUnlike)
+			}
+			out := e.run("rank", "--tools", e.tools, "--usage-db", e.db, "--explain", request)
+			if !strings.Contains(out, "offered because you called it 5 times for requests like this") {
+				t.Errorf("rank --explain does not say why %s is offered:\n%s", tc.tool, out)
+			}
+		})
 	}
 }
 
