@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""usage-check.py BIN EVAL WORK [--seed N] [--splits N] [--per-tool K|all] [--wrong F] [--max-past N] [--unseen F] [--also F] [--principal P] [--principals N] [--attack K] [--examples K] [--curve OUT.json]
+"""usage-check.py BIN EVAL WORK [--seed N] [--splits N] [--per-tool K|all] [--wrong F] [--max-past N] [--unseen F] [--also F] [--principal P] [--principals N] [--attack K] [--examples K] [--count N] [--curve OUT.json]
 
 What the usage history is worth on labelled corpora (EVAL/C/tools/*.meta, EVAL/C/queries.jsonl),
 through the commands a user runs: each corpus's answerable requests are split in two halves
@@ -23,7 +23,8 @@ tool of the catalog drawn by the seed, the same for all), as a crowd of cheap na
 hostile tool's share of the new half's first places is printed too. With --examples K, there is no
 history: up to K of each tool's past requests become its author's examples (a copy of the catalog
 with "examples" in the .meta files), and the new half is ranked with that catalog against the
-catalog as it is.
+catalog as it is. With --count N, each past request stands for N successful calls (the owner's
+repeats count on their own: docs/usage.md).
 
 With --curve, it runs the protocol for K = 1, 2, 5, 10 and all past requests per tool, with
 correct calls and with 30% credited to a wrong tool, and writes the points for
@@ -59,7 +60,7 @@ def with_examples(src, dst, old, k):
             json.dump(m, out)
 
 
-def run(bin_, ev, work, seed, per_tool, wrong, quiet=False, max_past=0, unseen=0.0, also=0.0, principal="owner", principals=1, attack=0, examples=0):
+def run(bin_, ev, work, seed, per_tool, wrong, quiet=False, max_past=0, unseen=0.0, also=0.0, principal="owner", principals=1, attack=0, examples=0, count=1):
     os.makedirs(work, exist_ok=True)
     env = dict(os.environ, XDG_CACHE_HOME=work + "/cache", XDG_STATE_HOME=work + "/state", HOME=work)
 
@@ -106,7 +107,10 @@ def run(bin_, ev, work, seed, per_tool, wrong, quiet=False, max_past=0, unseen=0
                 if wrong and rng.random() < wrong:
                     t = rng.choice(tools)
                 called.add(t)
-                f.write(json.dumps({"request": q["query"], "tool": t}) + "\n")
+                line = {"request": q["query"], "tool": t}
+                if count > 1:
+                    line["count"] = count
+                f.write(json.dumps(line) + "\n")
                 if also and also_rng.random() < also:
                     # the same request led to a second call: its tool's companion, as a step
                     # that follows it in a workflow
@@ -188,6 +192,7 @@ def main():
     ap.add_argument("--principals", type=int, default=1)
     ap.add_argument("--attack", type=int, default=0)
     ap.add_argument("--examples", type=int, default=0)
+    ap.add_argument("--count", type=int, default=1)
     ap.add_argument("--curve")
     a = ap.parse_args()
     if not a.curve:
@@ -195,7 +200,7 @@ def main():
         for seed in range(a.seed, a.seed + a.splits):
             got.append(run(a.bin, a.eval, a.work, seed, None if a.per_tool == "all" else int(a.per_tool), a.wrong,
                            quiet=a.splits > 1, max_past=a.max_past, unseen=a.unseen, also=a.also,
-                           principal=a.principal, principals=a.principals, attack=a.attack, examples=a.examples))
+                           principal=a.principal, principals=a.principals, attack=a.attack, examples=a.examples, count=a.count))
         if a.splits > 1:
             d = [u - b for b, u in got]
             print(f"{a.splits} splits (seeds {a.seed}-{a.seed + a.splits - 1}): macro base {statistics.mean(b for b, _ in got):.3f} "
