@@ -422,17 +422,14 @@ func (ix *Index) setUsage(ctx context.Context, uses []Use, hdr *viewHeader, sour
 		ix.usage.view.Store(nil)
 		return UsageFit{}, err
 	}
-	if err := u.setTrust(ctx, 0); err != nil {
-		return UsageFit{}, err
-	}
+	// The principals heard first (each vote in full), then the words
+	// weighed by voice, then each entry's trust against them.
 	if err := ix.hear(ctx, u, stats); err != nil {
 		return UsageFit{}, err
 	}
-	if u.reweigh(); u.trust != nil {
-		// The words weigh otherwise now: trust again.
-		if err := u.setTrust(ctx, 0); err != nil {
-			return UsageFit{}, err
-		}
+	u.reweigh()
+	if err := u.setTrust(ctx, 0); err != nil {
+		return UsageFit{}, err
 	}
 	if err := u.setCross(ctx, 0); err != nil {
 		return UsageFit{}, err

@@ -19,9 +19,12 @@ import (
 // strength), and the weight of usageGrid with the best
 // Recall@5 of the tool it led to (see cut) wins (the smaller on a tie), among those
 // whose gain over no usage is clear (see below; 0, no usage, when none
-// is). The sample takes the principals in turn, so that one principal's
-// many records do not decide the weight either, and each request counts
-// as far as its principal is heard (usagevoice.go). The authors'
+// is). The sample takes the voices in turn (usagevoice.go), and within a
+// voice its principals, so that neither one principal's many records nor
+// a crowd's many names decide the weight, and each request counts as far
+// as its principal is heard; a voice weighing under usageHeard is left
+// out of it (its requests would count for nothing, and take the sample's
+// places). The authors'
 // examples are not in it: they do not vote (applyUsage).
 func (ix *Index) fitUsage(ctx context.Context, u *usageView) error {
 	var sample []int32
@@ -53,7 +56,36 @@ func (ix *Index) fitUsage(ctx context.Context, u *usageView) error {
 	for j := range ks {
 		sample[j] = ks[j].i
 	}
-	sample = roundRobin(sample, u.principal)
+	// The voices take turns, and within a voice its principals: a crowd
+	// of a thousand names is one voice's turn, not a thousand.
+	byVoice := make(map[int32][]int32)
+	var voices []int32
+	for _, i := range sample {
+		v := u.voice.of[u.principal[i]]
+		if u.voice.weight[v] < usageHeard {
+			continue // its requests would count for nothing
+		}
+		if _, ok := byVoice[v]; !ok {
+			voices = append(voices, v)
+		}
+		byVoice[v] = append(byVoice[v], i)
+	}
+	slices.Sort(voices)
+	turns := make([][]int32, len(voices))
+	for k, v := range voices {
+		turns[k] = roundRobin(byVoice[v], u.principal)
+	}
+	sample = sample[:0]
+	for more := true; more; {
+		more = false
+		for k := range turns {
+			if len(turns[k]) > 0 {
+				sample = append(sample, turns[k][0])
+				turns[k] = turns[k][1:]
+				more = true
+			}
+		}
+	}
 	if len(sample) > usageLOO {
 		sample = sample[:usageLOO]
 	}

@@ -90,14 +90,7 @@ func (u *usageView) trustOf(i int32) float32 {
 	if u.tools[own] == "" {
 		return 1
 	}
-	// An entry all of whose words more than usageCommon past requests
-	// share is not judged: its near requests are too many to gather (a
-	// ranking passes such words over too, but for the rarest).
-	rarest := math.MaxInt
-	for _, tw := range u.row(i) {
-		rarest = min(rarest, len(u.post[tw.id]))
-	}
-	if rarest > usageCommon {
+	if !u.judgeable(i) {
 		return 1
 	}
 	sc := u.getScratch()
@@ -112,6 +105,18 @@ func (u *usageView) trustOf(i int32) float32 {
 		}
 	}
 	return float32((sc.toolP[own] + usageTrustK) / (best + usageTrustK))
+}
+
+// judgeable reports whether entry i's near requests can be gathered to
+// judge it: not when all its words are shared by more than usageCommon
+// past requests (too many; a ranking passes such words over too, but for
+// the rarest).
+func (u *usageView) judgeable(i int32) bool {
+	rarest := math.MaxInt
+	for _, tw := range u.row(i) {
+		rarest = min(rarest, len(u.post[tw.id]))
+	}
+	return rarest <= usageCommon
 }
 
 // entryQuery is entry i's request as a message: its words and, when it
@@ -155,7 +160,7 @@ func (u *usageView) setCross(ctx context.Context, start int) error {
 			return
 		}
 		cross[i] = 1
-		if u.voice.role[u.principal[i]] != RoleOther {
+		if u.voice.role[u.principal[i]] != RoleOther || !u.judgeable(int32(i)) {
 			return
 		}
 		older := int64(0)

@@ -74,6 +74,9 @@ const (
 	usageEstablished = 0.3
 	usageTrustSample = 16
 	usageTrustRanks  = 256
+	// usageHeard is the least weight of a voice whose requests
+	// leave-one-out samples (usagefit.go).
+	usageHeard = 0.05
 	// usageCrossK: an entry the believed others contradict fully keeps
 	// usageCrossK/(1+usageCrossK) of its vote (usagetrust.go).
 	usageCrossK = 0.05
