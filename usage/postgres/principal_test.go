@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -174,3 +175,39 @@ func TestMigrateLayout1(t *testing.T) {
 func hexOf(b []byte) string { return hex.EncodeToString(b) }
 
 func nanos(t time.Time) string { return strconv.FormatInt(t.UnixNano(), 10) }
+
+// As in the embedded store, the per-tool cap evicts the owner's entries
+// last: a flood of another principal's new requests pushes out its own
+// oldest, never the owner's.
+func TestOwnerEvictedLast(t *testing.T) {
+	_, dsn := server(t)
+	ctx := context.Background()
+	s := open(t, dsn, usage.Options{PerTool: 5, PerAgentTool: -1})
+	t0 := time.Now().Add(-time.Hour)
+	for i := range 3 {
+		if err := s.Record(ctx, usage.Event{Request: fmt.Sprint("mine ", i), Tool: "t", OK: true, Principal: usage.Owner, Time: t0.Add(time.Duration(i) * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		if err := s.Record(ctx, usage.Event{Request: fmt.Sprint("flood ", i), Tool: "t", OK: true, Principal: "mcp:flood", Time: t0.Add(time.Duration(10+i) * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	es, _, err := s.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, flood := 0, 0
+	for _, e := range es {
+		switch e.Key.Principal {
+		case usage.Owner:
+			owner++
+		case "mcp:flood":
+			flood++
+		}
+	}
+	if owner != 3 || flood != 2 {
+		t.Errorf("kept %d of the owner's entries and %d of the flood's, want 3 and 2", owner, flood)
+	}
+}
