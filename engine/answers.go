@@ -24,6 +24,39 @@ type answers struct {
 	// expired is told of every answer that leaves the memory (age, cap,
 	// or the engine's close), whether or not a call followed it.
 	expired func(*asked)
+	// bounds are the sessions' rates of adding evidence (admit), at most
+	// sessionKept of them, the least recently used forgotten first.
+	bounds map[boundKey]*bound
+}
+
+// The bound on the rate at which one session adds evidence to the usage
+// history (capture.go): sessionBurst requests or tools new to the session
+// at once, one more every sessionRefill (about 20 an hour), the
+// (request, tool) pairs it recorded remembered up to sessionSeen (their
+// further calls are free: they add evidence to no new entry). A working
+// session asks about a few things an hour; twenty calls, each claiming
+// another wording of one request, are what a hostile page can make an
+// agent do.
+const (
+	sessionBurst  = 5
+	sessionRefill = 3 * time.Minute
+	sessionSeen   = 64
+	sessionKept   = 4096
+)
+
+// boundKey is one session of one principal (a client that names no
+// session: the principal's one-off calls).
+type boundKey struct {
+	session   sessionKey
+	principal string
+}
+
+// bound is a session's tokens (at the last time counted) and the pairs it
+// recorded.
+type bound struct {
+	tokens float64
+	at     time.Time
+	seen   map[string]bool
 }
 
 // sessionKey is one session of one agent of one client of one transport:
@@ -40,9 +73,7 @@ type sessionAnswers struct {
 	// offered it; last is the session's latest answer.
 	offered map[string]string
 	last    string
-	// uses counts the calls and loads in the session so far; answers how
-	// many of its answers are remembered.
-	uses    uint64
+	// answers is how many of its answers are remembered.
 	answers int
 }
 
@@ -53,10 +84,6 @@ type asked struct {
 	Caller  Caller
 	Offered []string
 	At      time.Time
-	// uses is the session's uses when the answer was given; wentOn is
-	// set when it leaves the memory: the session used a tool after it.
-	uses   uint64
-	wentOn bool
 	// Called: a call has followed it. Loaded are the tools loaded after
 	// it that no call has followed it for yet.
 	Called bool
@@ -72,7 +99,74 @@ func newAnswers(now func() time.Time, expired func(*asked)) *answers {
 	if now == nil {
 		now = time.Now
 	}
-	return &answers{byID: map[string]*asked{}, sessions: map[sessionKey]*sessionAnswers{}, now: now, expired: expired}
+	return &answers{byID: map[string]*asked{}, sessions: map[sessionKey]*sessionAnswers{}, now: now, expired: expired,
+		bounds: map[boundKey]*bound{}}
+}
+
+// admit says whether c's session, speaking as principal, may record an
+// event of request (normalized) and tool now, and counts it.
+func (m *answers) admit(c Caller, principal, request, tool string) bool {
+	if m == nil {
+		return true
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	k := boundKey{keyOf(c), principal}
+	b := m.bounds[k]
+	if b == nil {
+		if len(m.bounds) >= sessionKept {
+			var oldest boundKey
+			var at time.Time
+			for k2, b2 := range m.bounds {
+				if at.IsZero() || b2.at.Before(at) {
+					oldest, at = k2, b2.at
+				}
+			}
+			delete(m.bounds, oldest)
+		}
+		b = &bound{tokens: sessionBurst, at: now, seen: map[string]bool{}}
+		m.bounds[k] = b
+	}
+	b.tokens = min(sessionBurst, b.tokens+float64(now.Sub(b.at))/float64(sessionRefill))
+	b.at = now
+	pair := tool + "\x00" + request
+	if b.seen[pair] {
+		return true
+	}
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	if len(b.seen) < sessionSeen {
+		b.seen[pair] = true
+	}
+	return true
+}
+
+// settle returns a copy of the answer a client says it answered without
+// a tool (cited, given to c's session, still remembered; or the session's
+// latest), marked as followed; nil when there is none.
+func (m *answers) settle(c Caller, cited string) *asked {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := keyOf(c)
+	id := cited
+	if id == "" {
+		if s := m.sessions[k]; s != nil {
+			id = s.last
+		}
+	}
+	a := m.byID[id]
+	if id == "" || a == nil || keyOf(a.Caller) != k || m.now().Sub(a.At) > answerTTL {
+		return nil
+	}
+	a.Called = true
+	c2 := *a
+	return &c2
 }
 
 // newAnswerID is a random ID, 16 hex digits.
@@ -106,7 +200,7 @@ func (m *answers) remember(a *Answer, q Request) {
 			m.sessions[k] = s
 		}
 		s.answers++
-		s.last, rec.uses = rec.ID, s.uses
+		s.last = rec.ID
 		for _, t := range rec.Offered {
 			s.offered[t] = rec.ID
 		}
@@ -122,9 +216,9 @@ func (m *answers) remember(a *Answer, q Request) {
 // copy of the answer it follows (nil: none): the answer cited, if it was
 // given to c's session and is still remembered; else, in a session, the
 // session's latest answer that offered tool, else its latest answer (the
-// request the agent is working on, which found the tool some other way;
-// tool "" only counts the use). A call marks the answer called; a load
-// notes the tool as loaded after it.
+// request the agent is working on, which found the tool some other way).
+// A call marks the answer called; a load notes the tool as loaded after
+// it.
 func (m *answers) follow(c Caller, cited, tool string, load bool) *asked {
 	if m == nil {
 		return nil
@@ -133,9 +227,6 @@ func (m *answers) follow(c Caller, cited, tool string, load bool) *asked {
 	defer m.mu.Unlock()
 	k := keyOf(c)
 	s := m.sessions[k]
-	if c.Session != "" && s != nil {
-		s.uses++
-	}
 	id := cited
 	if id == "" && s != nil && tool != "" {
 		if id = s.offered[tool]; id == "" {
@@ -185,9 +276,8 @@ func (m *answers) expireLocked() []*asked {
 	return gone
 }
 
-// dropLocked forgets the oldest answer and returns it, its session's part
-// settled: whether the session used a tool after it, and its tools no
-// longer linked to it.
+// dropLocked forgets the oldest answer and returns it, its tools no longer
+// linked to it in its session.
 func (m *answers) dropLocked() *asked {
 	id := m.order[0]
 	m.order = m.order[1:]
@@ -198,7 +288,6 @@ func (m *answers) dropLocked() *asked {
 	}
 	k := keyOf(a.Caller)
 	if s := m.sessions[k]; s != nil {
-		a.wentOn = s.uses > a.uses
 		for _, t := range a.Offered {
 			if s.offered[t] == id {
 				delete(s.offered, t)

@@ -16,7 +16,7 @@ import (
 )
 
 // recorded is a usage store that also keeps every event recorded, in
-// order, as "request → tool ok [offered]".
+// order, as "request → tool ok [offered] source/agent principal".
 type recorded struct {
 	usage.Store
 	mu     sync.Mutex
@@ -30,7 +30,7 @@ func (r *recorded) Record(ctx context.Context, evs ...usage.Event) error {
 		if tool == "" {
 			tool = "(no tool)"
 		}
-		r.events = append(r.events, fmt.Sprintf("%s → %s %v %v %s/%s", ev.Request, tool, ev.OK, ev.Offered, ev.Source, ev.Agent))
+		r.events = append(r.events, fmt.Sprintf("%s → %s %v %v %s/%s %s", ev.Request, tool, ev.OK, ev.Offered, ev.Source, ev.Agent, ev.Principal))
 	}
 	r.mu.Unlock()
 	return r.Store.Record(ctx, evs...)
@@ -64,8 +64,9 @@ func TestCaptureRule(t *testing.T) {
 		disk  = "is my disk full?"
 		todo  = "any TODO left in the code?"
 	)
-	agent := engine.Caller{Transport: "9p", Client: "s/a", Session: "s", Agent: "a"}
-	other := engine.Caller{Transport: "9p", Client: "s/b", Session: "s", Agent: "b"}
+	agent := engine.Caller{Transport: "9p", Client: "9p:a", Session: "s", Agent: "a"}
+	other := engine.Caller{Transport: "9p", Client: "9p:b", Session: "s", Agent: "b"}
+	api := engine.Caller{Session: "x"}
 	byTool := agent
 	byTool.ByTool = true
 	owner := engine.Caller{Transport: "cli", Client: "owner"}
@@ -75,6 +76,7 @@ func TestCaptureRule(t *testing.T) {
 		rank, call, load string
 		who              engine.Caller
 		cite             string // "answer N": the Nth answer's ID (from 1)
+		none             bool   // the client says no tool fits (cite: which answer)
 		request          string // CallRequest.Request
 		args             string
 	}
@@ -85,43 +87,71 @@ func TestCaptureRule(t *testing.T) {
 	}{
 		{"an earlier answer's tool after a ranking that offered nothing", []step{
 			{rank: git, who: agent}, {rank: pizza, who: agent}, {load: "git_status", who: agent}, {call: "git_status", who: agent},
-		}, []string{git + " → git_status true [git_status] 9p/a"}},
-		{"an answer nothing followed: answered without a tool", []step{
+		}, []string{git + " → git_status true [git_status] 9p/a 9p:a"}},
+		{"an answer nothing followed records nothing", []step{
 			{rank: pizza, who: agent},
-		}, []string{pizza + " → (no tool) true [] 9p/a"}},
+		}, nil},
+		{"the client says no tool fits: answered without a tool", []step{
+			{rank: pizza, who: agent}, {none: true, who: agent},
+		}, []string{pizza + " → (no tool) true [] 9p/a 9p:a"}},
+		{"the client says no tool fits, citing an answer", []step{
+			{rank: pizza, who: agent}, {rank: disk, who: agent}, {none: true, who: agent, cite: "answer 1"},
+		}, []string{pizza + " → (no tool) true [] 9p/a 9p:a"}},
+		{"another session cannot say it of an answer", []step{
+			{rank: pizza, who: other}, {none: true, who: agent, cite: "answer 1"},
+		}, nil},
 		{"a one-off ranking records nothing", []step{
 			{rank: pizza, who: owner},
 		}, nil},
 		{"a load the call did not follow: recorded once the answer is forgotten", []step{
 			{rank: disk, who: agent}, {load: "disk_usage", who: agent},
-		}, []string{disk + " → disk_usage true [disk_usage] 9p/a"}},
+		}, []string{disk + " → disk_usage true [disk_usage] 9p/a 9p:a"}},
 		{"a load and its call count once", []step{
 			{rank: disk, who: agent}, {load: "disk_usage", who: agent}, {call: "disk_usage", who: agent},
-		}, []string{disk + " → disk_usage true [disk_usage] 9p/a"}},
+		}, []string{disk + " → disk_usage true [disk_usage] 9p/a 9p:a"}},
 		{"a tool no answer offered follows the latest answer", []step{
 			{rank: disk, who: agent}, {rank: git, who: agent}, {call: "find_todos", who: agent},
-		}, []string{git + " → find_todos false [git_status] 9p/a"}},
+		}, []string{git + " → find_todos false [git_status] 9p/a 9p:a"}},
 		{"another session's answer is not followed", []step{
 			{rank: git, who: other}, {call: "git_status", who: agent},
-		}, []string{git + " → (no tool) true [git_status] 9p/b"}},
+		}, nil},
 		{"an answer cited by its own session links any tool", []step{
 			{rank: git, who: agent}, {call: "disk_usage", who: agent, cite: "answer 1"},
-		}, []string{git + " → disk_usage true [git_status] 9p/a"}},
+		}, []string{git + " → disk_usage true [git_status] 9p/a 9p:a"}},
 		{"an answer cited by another session is not", []step{
 			{rank: git, who: other}, {call: "git_status", who: agent, cite: "answer 1"},
-		}, []string{git + " → (no tool) true [git_status] 9p/b"}},
+		}, nil},
 		{"a failed call is recorded as failed", []step{
 			{rank: todo, who: agent}, {call: "find_todos", who: agent},
-		}, []string{todo + " → find_todos false [find_todos] 9p/a"}},
+		}, []string{todo + " → find_todos false [find_todos] 9p/a 9p:a"}},
 		{"a call that did not run is no use", []step{
 			{rank: todo, who: agent}, {call: "find_todos", who: agent, args: `{"nope": 1}`},
-		}, []string{todo + " → (no tool) true [find_todos] 9p/a"}},
+		}, nil},
 		{"a tool's own connection records nothing", []step{
 			{rank: disk, who: agent}, {load: "disk_usage", who: byTool}, {call: "disk_usage", who: byTool},
-		}, []string{disk + " → (no tool) true [disk_usage] 9p/a"}},
+		}, nil},
 		{"the request the call gives (call --for)", []step{
 			{call: "disk_usage", who: owner, request: disk}, {call: "disk_usage", who: owner},
-		}, []string{disk + " → disk_usage true [] cli/"}},
+		}, []string{disk + " → disk_usage true [] cli/ owner"}},
+		{"a program that names no client is the api", []step{
+			{call: "disk_usage", who: api, request: disk},
+		}, []string{disk + " → disk_usage true [] api/ api"}},
+		{"a session adds evidence at a bounded rate; its repeats and the owner's are free", []step{
+			{call: "disk_usage", who: agent, request: "disk 1"}, {call: "disk_usage", who: agent, request: "disk 2"},
+			{call: "disk_usage", who: agent, request: "disk 3"}, {call: "disk_usage", who: agent, request: "disk 4"},
+			{call: "disk_usage", who: agent, request: "disk 5"}, {call: "disk_usage", who: agent, request: "disk 6"},
+			{call: "disk_usage", who: agent, request: "disk 1"}, {call: "git_status", who: agent, request: "disk 1"},
+			{call: "disk_usage", who: other, request: "disk 6"},
+			{call: "disk_usage", who: owner, request: "disk 7"}, {call: "disk_usage", who: owner, request: "disk 8"},
+			{call: "disk_usage", who: owner, request: "disk 9"}, {call: "disk_usage", who: owner, request: "disk 10"},
+			{call: "disk_usage", who: owner, request: "disk 11"}, {call: "disk_usage", who: owner, request: "disk 12"},
+		}, []string{
+			"disk 1 → disk_usage true [] 9p/a 9p:a", "disk 2 → disk_usage true [] 9p/a 9p:a", "disk 3 → disk_usage true [] 9p/a 9p:a",
+			"disk 4 → disk_usage true [] 9p/a 9p:a", "disk 5 → disk_usage true [] 9p/a 9p:a", "disk 1 → disk_usage true [] 9p/a 9p:a",
+			"disk 6 → disk_usage true [] 9p/b 9p:b",
+			"disk 7 → disk_usage true [] cli/ owner", "disk 8 → disk_usage true [] cli/ owner", "disk 9 → disk_usage true [] cli/ owner",
+			"disk 10 → disk_usage true [] cli/ owner", "disk 11 → disk_usage true [] cli/ owner", "disk 12 → disk_usage true [] cli/ owner",
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -149,6 +179,17 @@ func TestCaptureRule(t *testing.T) {
 					ids = append(ids, a.ID)
 				case s.load != "":
 					eng.Loaded(s.who, s.load)
+				case s.none:
+					cited := ""
+					if s.cite != "" {
+						var n int
+						fmt.Sscanf(s.cite, "answer %d", &n)
+						cited = ids[n-1]
+					}
+					err := eng.NoToolFits(s.who, cited)
+					if (err != nil) != (s.who != agent || tc.want == nil) {
+						t.Errorf("NoToolFits: %v", err)
+					}
 				default:
 					c := engine.CallRequest{Tool: s.call, Arguments: []byte(s.args), Caller: s.who, Request: s.request,
 						Context: exec.CallContext{WorkDir: t.TempDir(), Session: s.who.Session, Agent: s.who.Agent}}

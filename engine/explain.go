@@ -35,6 +35,8 @@ type Explanation struct {
 	// weighed: the weight leave-one-out over the installation's own past
 	// requests chose, and what it saw (nil: no history in effect).
 	Usage *index.UsageFit `json:"usage,omitempty"`
+	// History says in words how the usage history counts (historywords.go).
+	History string `json:"history,omitempty"`
 }
 
 // ToolExplanation is one ranked tool's part of an Explanation.
@@ -68,6 +70,9 @@ type ToolExplanation struct {
 	// answer (none for an offered tool), in the order of
 	// SuggestionKinds.
 	Suggest []Suggestion `json:"suggest,omitempty"`
+	// History says in words what the usage history did to it
+	// (historywords.go).
+	History string `json:"history,omitempty"`
 }
 
 // explain builds a's explanation for q, whose ranking a holds; pol is nil

@@ -60,6 +60,7 @@ func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalo
 		a.Tools = inCatalog(a.Tools, cat, iq.Allow)
 		if q.Explain {
 			a.Explain = explain(&a, q, cat, nil, thresholds.Context{}, ix.UsageFit())
+			explainHistory(ctx, ix, a.Explain, q)
 			e.suggest(ctx, ix, &a, q, iq, cat, nil, thresholds.Context{}, nil)
 		}
 		e.noTools(&a, cat)
@@ -83,6 +84,7 @@ func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalo
 		c := thresholds.Context{Tier: thresholds.TierOf(cat), Hot: thresholds.ProfileHot(cat, q.Profile, allow),
 			Degraded: r.Degraded || q.Mode == index.Lexical, Answerable: r.Answerable, Unmatched: thresholds.UnmatchedIn(r)}
 		a.Explain = explain(&a, q, cat, e.pol, c, ix.UsageFit())
+		explainHistory(ctx, ix, a.Explain, q)
 		a.Explain.limited(cut, q.Limit)
 		iq.Allow = allow
 		e.suggest(ctx, ix, &a, q, iq, cat, e.pol, c, cut)

@@ -23,9 +23,14 @@ type Caller struct {
 	// Transport is the front end: "cli", "mcp", "9p" ("" is the Go API);
 	// the usage history's source.
 	Transport string
-	// Client is the transport's identity of the client: "owner" (the
-	// user at the terminal, the CLI), the MCP session, the 9P session's
-	// agent ("S/A"). The usage history does not weigh events by it yet.
+	// Client is the transport's identity of the client, the principal of
+	// the usage events it records (usage.Event.Principal), never read from
+	// what the client sends: "owner" (the user at the terminal: the CLI),
+	// "mcp:NAME" (an MCP client: the name it gives over stdio, its token's
+	// identity over HTTP), "9p:AGENT" (a 9P session's agent;
+	// "9p:AGENT@tcp:HOST" from another host); "" for a program of the Go
+	// API that names none ("api"). The usage history weighs each event by
+	// what its principal has earned (index/usagevoice.go).
 	Client string
 	// Session names the conversation whose calls and loads follow its
 	// answers ("": none; each ranking is one-off, and a call follows an

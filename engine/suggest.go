@@ -39,8 +39,9 @@ const (
 	SuggestKeyword SuggestionKind = "keyword"
 	// SuggestExample: the request itself in the tool's "examples"
 	// (Suggestion.Example): the usage history counts it as a request
-	// that led to the tool. Given only while the history's weight is
-	// above 0 (else examples change nothing).
+	// that led to the tool, in its author's voice (which can bring the
+	// tool in, not push out another the tool's text or the history
+	// supports).
 	SuggestExample SuggestionKind = "example"
 	// SuggestThreshold: the levels of the thresholds file under which
 	// this ranking offers the tool (Suggestion.Thresholds: each field,
@@ -155,9 +156,9 @@ func (s suggestion) forTool(te ToolExplanation) []Suggestion {
 		out = append(out, Suggestion{Kind: SuggestKeyword, Words: words,
 			Text: fmt.Sprintf(`its text lacks %s: add to "keywords" in its .meta those that say what it does`, quoteAll(words))})
 	}
-	if s.fit.Weight > 0 && len(s.q.Query) <= maxExample && len(t.Examples) < maxExamples {
+	if len(s.q.Query) <= maxExample && len(t.Examples) < maxExamples {
 		out = append(out, Suggestion{Kind: SuggestExample, Example: s.q.Query,
-			Text: fmt.Sprintf(`add this request to "examples" in its .meta: the usage history (weight %.3g) counts those`, s.fit.Weight)})
+			Text: `add this request to "examples" in its .meta, as a request it serves (examples bring a tool in; they never push out another)`})
 	}
 	if s.pol != nil {
 		if _, ch, ok := s.pol.Admit(s.hits, s.c, te.Name); ok && len(ch) > 0 && fewEnough(ch) {
@@ -264,7 +265,9 @@ func (e *Engine) suggest(ctx context.Context, ix *index.Index, a *Answer, q Requ
 	}
 	s := suggestion{q: q, cat: cat, pol: pol, hits: thresholds.FromRanking(a.Ranking), c: c, fit: ix.UsageFit()}
 	ex.suggest(s, cut, q.Limit)
-	if pol != nil && s.fit.Weight > 0 {
+	if pol != nil && s.fit.Entries > 0 {
+		// (Whatever the weight chosen for the votes: the owner's
+		// repeated calls and the tools' examples count regardless.)
 		e.suggestHistory(ctx, ix, a, iq, pol, c, q.Limit)
 	}
 	e.expected(ctx, ix, a, q, iq, cat, pol, c)

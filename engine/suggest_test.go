@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolsrv/toolsrv/registry"
+	"github.com/toolsrv/toolsrv/usage"
 )
 
 // copyCatalog copies the .meta files of dir into a new directory.
@@ -171,7 +172,7 @@ func TestSuggestionsBringTheToolIn(t *testing.T) {
 			}},
 		{"example", SuggestExample, "weather",
 			func(t *testing.T) setup {
-				return setup{dir: historyCatalog(t), req: Request{Query: "mail me the forecast"}}
+				return setup{dir: historyCatalog(t), req: Request{Query: "bring a jacket?"}}
 			},
 			func(t *testing.T, s setup, sg Suggestion, _ *Engine) setup {
 				editMeta(t, s.dir, "weather", func(m map[string]any) { m["examples"] = append(m["examples"].([]any), sg.Example) })
@@ -179,16 +180,25 @@ func TestSuggestionsBringTheToolIn(t *testing.T) {
 			}},
 		{"history", SuggestHistory, "weather",
 			func(t *testing.T) setup {
-				return setup{dir: historyCatalog(t), req: Request{Query: "mail me the forecast"}}
+				// The owner called send_mail for this request, five times:
+				// the history lifts it, and weather is left out.
+				st, _, err := usage.Open(ctx, filepath.Join(t.TempDir(), "usage.db"), usage.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for range 5 {
+					if err := st.Record(ctx, usage.Event{Request: "mail me the forecast", Tool: "send_mail", OK: true, Principal: usage.Owner, Source: "cli"}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return setup{dir: historyCatalog(t), req: Request{Query: "mail me the forecast"}, opt: Options{Usage: st}}
 			},
 			func(t *testing.T, s setup, sg Suggestion, _ *Engine) setup {
 				if !strings.Contains(sg.Text, "send_mail") {
 					t.Errorf("the history suggestion %q does not name what it lifted (send_mail)", sg.Text)
 				}
-				// Without the history: the tools' examples are all it has.
-				for _, n := range []string{"price_lookup", "send_mail", "weather", "todo_add", "git_log"} {
-					editMeta(t, s.dir, n, func(m map[string]any) { delete(m, "examples") })
-				}
+				// Without the history (the engine before closed the store).
+				s.opt.Usage = nil
 				return s
 			}},
 	}

@@ -16,7 +16,8 @@ import (
 )
 
 // A tool's examples (requests from its author) teach the ranking words
-// its description lacks, as the usage history does.
+// its description lacks: where no tool's own text supports the request,
+// the tool whose examples match it comes first.
 func TestExamplesTeachTheRanking(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -75,8 +76,10 @@ func TestExamplesTeachTheRanking(t *testing.T) {
 		write(n, `{"description":"`+d+`","cmd":"cat","examples":`+exs[n]+`}`)
 	}
 	after := rank()
-	if ex := explained(); ex.Usage == nil || ex.Usage.Entries != 32 || ex.Usage.Sample == 0 {
-		t.Errorf("32 examples: the explanation's usage %+v, want 32 entries and the sample the weight was chosen on", ex.Usage)
+	// The examples speak in a step of their own (their authors'), not
+	// through the votes whose weight leave-one-out chooses: no sample.
+	if ex := explained(); ex.Usage == nil || ex.Usage.Entries != 32 || ex.Usage.Sample != 0 {
+		t.Errorf("32 examples: the explanation's usage %+v, want 32 entries and no sample", ex.Usage)
 	}
 	if len(after) == 0 || after[0] != "price_lookup" {
 		t.Errorf("%q with examples: %v (without: %v)", q, after, before)

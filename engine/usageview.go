@@ -71,27 +71,46 @@ func (l *lazyEmbedder) EmbedDocuments(ctx context.Context, texts []string) ([][]
 func uses(entries []usage.Entry, room int) []index.Use {
 	out := make([]index.Use, 0, len(entries)+room)
 	for _, e := range entries {
-		out = append(out, index.Use{Request: e.Text, Tool: e.Key.Tool, Agent: e.Key.Agent,
-			Count: int(e.Count), Failed: int(e.Failed), Last: e.Last, ID: useID(e.Key)})
+		out = append(out, index.Use{Request: requestOf(e), Tool: e.Key.Tool, Principal: usage.Unit(e.Key.Principal),
+			Role: roleOf(e.Key.Principal), Count: int(e.Count), Failed: int(e.Failed), First: e.First, Last: e.Last, ID: useID(e.Key)})
 	}
 	return out
 }
 
+// requestOf is the request an entry votes with: its latest wording, or,
+// should that not be a wording of its key (a shared store's row changed
+// by another instance: an entry keeps its key, not its text), the key's.
+func requestOf(e usage.Entry) string {
+	if usage.Normalize(e.Text) != e.Key.Request {
+		return e.Key.Request
+	}
+	return e.Text
+}
+
+// roleOf is what a principal's word is to the ranking: the owner's is
+// believed, any other's earns its weight (index/usagevoice.go).
+func roleOf(principal string) index.Role {
+	if principal == usage.Owner {
+		return index.RoleOwner
+	}
+	return index.RoleOther
+}
+
 // useID is the index's identity of a store entry (index.Use.ID).
-func useID(k usage.Key) string { return k.Agent + "\x00" + k.Tool + "\x00" + k.Request }
+func useID(k usage.Key) string {
+	return k.Principal + "\x00" + k.Agent + "\x00" + k.Tool + "\x00" + k.Request
+}
 
-// examplesAgent is the agent the tools' examples are recorded as: their
-// authors, one voice among the agents.
-const examplesAgent = "(examples)"
-
-// examples are the catalog's example requests as usage entries, and a
-// digest of them (to tell when they changed).
+// examples are the catalog's example requests as usage entries, each
+// tool's its author's (principal author:TOOL: they can bring their tool
+// in, not push another out), and a digest of them (to tell when they
+// changed).
 func examples(cat *registry.Catalog) ([]index.Use, string) {
 	var out []index.Use
 	h := sha256.New()
 	for _, t := range cat.Tools {
 		for _, ex := range t.Examples {
-			out = append(out, index.Use{Request: ex, Tool: t.Name, Agent: examplesAgent, Count: 1})
+			out = append(out, index.Use{Request: ex, Tool: t.Name, Principal: usage.PrefixAuthor + t.Name, Role: index.RoleAuthor, Count: 1})
 			fmt.Fprintf(h, "%s\x00%s\x00", t.Name, ex)
 		}
 	}
@@ -227,4 +246,14 @@ func (e *Engine) UsageFit() index.UsageFit {
 		return index.UsageFit{}
 	}
 	return e.ix.UsageFit()
+}
+
+// UsagePrincipals says how the ranking hears each principal of the
+// history in effect (with the tools' authors): its belief and voice
+// (nil: no history).
+func (e *Engine) UsagePrincipals() []index.PrincipalTrust {
+	if e.ix == nil {
+		return nil
+	}
+	return e.ix.UsagePrincipals()
 }

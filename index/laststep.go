@@ -133,7 +133,7 @@ func (ix *Index) rankLearned(v *view, q Query, lexQ map[string]float64, lx *lexi
 	if m != nil {
 		v.applyLastStep(m, ix.probeLogitsFor(m), &r, q.Text, lexQ, qvec)
 	}
-	if u != nil && u.w > 0 {
+	if u != nil && u.speaks() {
 		p, none := u.evidence(uq, r.Hits, -1)
 		applyUsage(&r, p, none, u.w, func(t string) (bool, bool) {
 			_, ok := v.byName[t]

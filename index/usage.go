@@ -7,19 +7,22 @@ package index
 // A past request's nearness is s = a·dense + (1−a)·lexical: the cosine of
 // the two texts' vectors (Options.UsageEmbedder, the built-in embedder:
 // local, cheap, and stable, so the vectors can be cached by text), and
-// the cosine of their IDF-weighted words (IDF over the past requests).
-// Its vote is the kernel exp(β·(s−1)). A tool's usage evidence is the
-// share of the votes it gets, against a fixed mass k0 that stands for
-// "none of the past requests": P(t) = Σ_{requests of t} vote /
-// (Σ all votes + k0). Far requests give tiny votes, so a message like no
-// past request gets nothing; requests near it that went to different
-// tools split the evidence. Each agent's requests vote among themselves
-// and the agents' shares are averaged, so one agent's flood of records
-// moves a tool at most by its share among the agents; a request whose
-// calls all failed does not vote; one merged entry (identical requests of
-// an agent for a tool) is one vote however often it was made; and each
-// vote is weighed by its entry's trust, how far the rest of the history
-// agrees with its label (usagetrust.go).
+// the cosine of their IDF-weighted words (IDF over the past requests,
+// each counted as far as its voice is heard: usagevoice.go). Its vote is
+// the kernel exp(β·(s−1)). A tool's usage evidence is the share of the
+// votes it gets, against a fixed mass k0 that stands for "none of the
+// past requests": P(t) = Σ_{requests of t} vote / (Σ all votes + k0).
+// Far requests give tiny votes, so a message like no past request gets
+// nothing; requests near it that went to different tools split the
+// evidence. Each voice's requests (the owner's, an established
+// principal's, the crowd's: usagevoice.go) vote among themselves and the
+// voices' shares are weighed by what each has earned, so no flood of
+// records, nor crowd of made-up names, moves a tool by more than its
+// voice's weight; a request whose calls all failed does not vote; one
+// merged entry (identical requests of a principal for a tool) is one vote
+// however often it was made; and each vote is weighed by its entry's
+// trust, how far its principal's other entries agree with its label, and
+// its cross trust, how far the others do (usagetrust.go).
 //
 // A candidate's score becomes min(1, score + w·P(t)), tools the usage
 // points to join the ranking, and the answerability moves toward 1 by
@@ -60,11 +63,16 @@ type Use struct {
 	Request string
 	// Tool is the tool called; "" when the request was answered and no
 	// tool was used.
-	Tool  string
-	Agent string
-	// Count calls, of which Failed failed.
+	Tool string
+	// Principal is who recorded it (its unit of belief: the usage
+	// package's Unit), and Role what the principal's word is to the
+	// ranking (usagevoice.go).
+	Principal string
+	Role      Role
+	// Count calls, of which Failed failed; First and Last the times of
+	// the first and the latest (zero: unknown).
 	Count, Failed int
-	Last          time.Time
+	First, Last   time.Time
 	// ID identifies the entry from one version of the history to the next
 	// (History.Since); "": none.
 	ID string
@@ -118,12 +126,21 @@ type usageView struct {
 	text   []string // per entry: the request
 	toolID []int32  // per entry: its tool's index in tools
 	tools  []string // the tools named, "" among them if any
-	agent  []int32  // per entry
-	agents int
-	// agentNames are the agents by id; ids the entries' Use.ID digests
-	// (zero: none): what a delta (usagedelta.go) needs.
-	agentNames []string
-	ids        [][16]byte
+	// principal: per entry, its principal's id; principals their names,
+	// voice their roles, belief and voices (usagevoice.go); ids the
+	// entries' Use.ID digests (zero: none): what a delta (usagedelta.go)
+	// needs.
+	principal   []int32
+	nprincipals int
+	principals  []string
+	voice       voices
+	ids         [][16]byte
+	// calls: per entry, its calls that succeeded (what the owner's
+	// repeats count by: usagevoice.go); first when it was first recorded
+	// (Unix seconds, 0: unknown; what cross trust tells a principal's
+	// older entries by: usagetrust.go).
+	calls []int32
+	first []int64
 	// fullN is the entries of the last full build, drift the entries
 	// added and removed by deltas since.
 	fullN, drift int
@@ -143,8 +160,11 @@ type usageView struct {
 	dict    map[string]int32
 	idf     []float64
 	byTool  map[string][]int32
-	// trust is each entry's vote's weight (usagetrust.go; nil: all 1).
+	// trust is each entry's vote's weight by how far its principal's
+	// other entries agree with it, cross by how far the other principals'
+	// do (usagetrust.go; nil: all 1).
 	trust []float32
+	cross []float32
 	// made is the history the view is of (SetUsageSaved; zero: SetUsage),
 	// history its History.Source (in memory only: a view read from the
 	// saved file has none, nor its rows' texts). rows: every row that is
@@ -353,13 +373,13 @@ func withIDs(uses []Use) bool {
 func extraDigest(extra []Use) string {
 	h := sha256.New()
 	for _, e := range extra {
-		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%d\x00%d\x00", e.Agent, e.Tool, e.Request, e.ID, e.Count, e.Failed)
+		fmt.Fprintf(h, "%s\x00%d\x00%s\x00%s\x00%s\x00%d\x00%d\x00", e.Principal, e.Role, e.Tool, e.Request, e.ID, e.Count, e.Failed)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
 // rebuilt is the history u is of as Uses again (the entries that vote,
-// each as one uncounted call: what a whole build keeps of them), with
+// each with its successful calls: what a whole build keeps of them), with
 // removed and changed taken out and changed put in, and the entries
 // that are not the history's (no ID, or one of Extra's: History.Extra)
 // replaced by extra. u must have its rows (u.rows, u.text).
@@ -377,7 +397,9 @@ func (u *usageView) rebuilt(changed []Use, removed []string, extra []Use) []Use 
 	out := make([]Use, 0, u.n+len(changed)+len(extra))
 	for i := 0; i < u.n; i++ {
 		if id := u.ids[i]; id != ([16]byte{}) && !gone[id] {
-			out = append(out, Use{Request: u.text[i], Tool: u.toolOf(int32(i)), Agent: u.agentNames[u.agent[i]], Count: 1, key: id})
+			p := u.principal[i]
+			out = append(out, Use{Request: u.text[i], Tool: u.toolOf(int32(i)), Principal: u.principals[p], Role: u.voice.role[p],
+				Count: int(max(u.calls[i], 1)), First: timeOf(u.first[i]), key: id})
 		}
 	}
 	out = append(out, changed...)
@@ -389,7 +411,7 @@ func (u *usageView) rebuilt(changed []Use, removed []string, extra []Use) []Use 
 // entry of it in uses has its ID), and saves it (with
 // Options.UsageViewPath). The caller holds usage.apply.
 func (ix *Index) setUsage(ctx context.Context, uses []Use, hdr *viewHeader, source string, rows bool) (UsageFit, error) {
-	u, err := ix.buildUsage(ctx, orderedUses(uses))
+	u, stats, err := ix.buildUsage(ctx, orderedUses(uses))
 	if err != nil || u == nil {
 		if err == nil {
 			ix.removeUsageVectors()
@@ -400,7 +422,16 @@ func (ix *Index) setUsage(ctx context.Context, uses []Use, hdr *viewHeader, sour
 		ix.usage.view.Store(nil)
 		return UsageFit{}, err
 	}
+	// The principals heard first (each vote in full), then the words
+	// weighed by voice, then each entry's trust against them.
+	if err := ix.hear(ctx, u, stats); err != nil {
+		return UsageFit{}, err
+	}
+	u.reweigh()
 	if err := u.setTrust(ctx, 0); err != nil {
+		return UsageFit{}, err
+	}
+	if err := u.setCross(ctx, 0); err != nil {
 		return UsageFit{}, err
 	}
 	if err := ix.fitUsage(ctx, u); err != nil {
@@ -452,7 +483,7 @@ func orderedUses(uses []Use) []Use {
 		}
 		return of
 	}
-	agent := rank(func(u *Use) string { return u.Agent })
+	agent := rank(func(u *Use) string { return u.Principal })
 	tool := rank(func(u *Use) string { return u.Tool })
 	perm := make([]int32, len(uses))
 	for i := range perm {
@@ -486,16 +517,28 @@ func (ix *Index) UsageFit() UsageFit {
 	return UsageFit{}
 }
 
-// buildUsage makes the view of uses (nil when none votes).
-func (ix *Index) buildUsage(ctx context.Context, uses []Use) (*usageView, error) {
+// buildUsage makes the view of uses (nil when none votes), and its
+// principals' calls (all their entries').
+func (ix *Index) buildUsage(ctx context.Context, uses []Use) (*usageView, []principalStats, error) {
 	u := &usageView{dict: map[string]int32{}, byTool: map[string][]int32{}}
 	agents := map[string]int32{}
+	byName := map[string]*principalStats{}
+	for i := range uses {
+		e := &uses[i]
+		st := byName[e.Principal]
+		if st == nil {
+			st = &principalStats{role: e.Role}
+			byName[e.Principal] = st
+		}
+		st.calls += int64(max(e.Count, 1))
+		st.ok += int64(max(e.Count, 1) - min(max(e.Failed, 0), max(e.Count, 1)))
+	}
 	toolIDs := map[string]int32{}
 	texts := make([]string, 0, len(uses))
 	df := map[string]int{}
 	entryTerms := make([][]string, 0, len(uses))
 	u.toolID = make([]int32, 0, len(uses))
-	u.agent = make([]int32, 0, len(uses))
+	u.principal = make([]int32, 0, len(uses))
 	// The requests' words, tokenized on all cores.
 	toks := make([][]string, len(uses))
 	parallel.Each(len(uses), func(i int) {
@@ -511,11 +554,11 @@ func (ix *Index) buildUsage(ctx context.Context, uses []Use) (*usageView, error)
 		if len(ts) == 0 {
 			continue
 		}
-		a, ok := agents[e.Agent]
+		a, ok := agents[e.Principal]
 		if !ok {
 			a = int32(len(agents))
-			agents[e.Agent] = a
-			u.agentNames = append(u.agentNames, e.Agent)
+			agents[e.Principal] = a
+			u.principals = append(u.principals, e.Principal)
 		}
 		u.ids = append(u.ids, e.idKey())
 		i := int32(u.n)
@@ -527,7 +570,9 @@ func (ix *Index) buildUsage(ctx context.Context, uses []Use) (*usageView, error)
 			u.tools = append(u.tools, e.Tool)
 		}
 		u.toolID = append(u.toolID, tid)
-		u.agent = append(u.agent, a)
+		u.principal = append(u.principal, a)
+		u.calls = append(u.calls, int32(min(max(e.Count, 1)-max(e.Failed, 0), math.MaxInt32)))
+		u.first = append(u.first, unixOf(e.First))
 		u.byTool[e.Tool] = append(u.byTool[e.Tool], i)
 		texts = append(texts, e.Request)
 		entryTerms = append(entryTerms, ts)
@@ -536,9 +581,14 @@ func (ix *Index) buildUsage(ctx context.Context, uses []Use) (*usageView, error)
 		}
 	}
 	if u.n == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	u.agents = len(agents)
+	u.nprincipals = len(agents)
+	stats := make([]principalStats, len(u.principals))
+	for p, name := range u.principals {
+		stats[p] = *byName[name]
+	}
+	u.initVoices(stats)
 	u.fullN = u.n
 	u.text = texts
 	// Terms, their IDF over the past requests, each entry's unit
@@ -584,12 +634,27 @@ func (ix *Index) buildUsage(ctx context.Context, uses []Use) (*usageView, error)
 	u.wordsAt = append(u.wordsAt, int32(len(u.words)))
 	qvecs, qscale, dim, err := ix.usageEmbed(ctx, texts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if qvecs != nil {
 		u.dim, u.qvecs, u.qscale = dim, qvecs, qscale
 	}
-	return u, nil
+	return u, stats, nil
+}
+
+// unixOf is t in Unix seconds (0: zero); timeOf the reverse.
+func unixOf(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Unix()
+}
+
+func timeOf(s int64) time.Time {
+	if s == 0 {
+		return time.Time{}
+	}
+	return time.Unix(s, 0)
 }
 
 // uniq returns the distinct strings of ts, in their first order.
@@ -688,33 +753,50 @@ func (ix *Index) usageQueryOf(ctx context.Context, u *usageView, text string) us
 	return q
 }
 
-// evidence is P(t) for the tools the past requests near q point to, and
-// P(none); exclude is a past request left out (-1: none): entry exclude
-// and every other entry of the same request text (its calls of other
-// tools, other agents' entries), as leave-one-out needs (usagefit.go).
-func (u *usageView) evidence(q usageQuery, pool []Hit, exclude int32) (map[string]float64, float64) {
+// usageEvidence is what the history says of a message.
+type usageEvidence struct {
+	// p is each tool's share of the votes, P(t) (by every voice but the
+	// authors', each as far as it is believed: usagevoice.go), and none
+	// that of requests answered without a tool.
+	p    map[string]float64
+	none float64
+	// owner is, per tool, how firmly the owner's own calls say it
+	// (ownerFirmness); calls how many successful ones said it.
+	owner map[string]float64
+	calls map[string]int
+	// author is, per tool, its author's examples' share of theirs.
+	author map[string]float64
+}
+
+// evidence is what the history says of q (see usageEvidence), and its
+// none (applyUsage takes both); exclude is a past request left out (-1:
+// none): entry exclude and every other entry of the same request text
+// (its calls of other tools, other principals' entries), as leave-one-out
+// needs (usagefit.go).
+func (u *usageView) evidence(q usageQuery, pool []Hit, exclude int32) (usageEvidence, float64) {
 	sc := u.getScratch()
 	defer u.putScratch(sc)
-	if !u.vote(q, pool, leftOut{exclude, true}, true, usageCommon, sc) {
-		return nil, 0
+	if !u.vote(q, pool, leftOut{exclude, true}, ranking, usageCommon, sc) {
+		return usageEvidence{}, 0
 	}
 	type tp struct {
 		t int32
 		p float64
 	}
 	ts := make([]tp, 0, len(sc.tools))
-	var none, best float64
+	var ev usageEvidence
+	var best float64
 	for _, t := range sc.tools {
 		v := sc.toolP[t]
 		if u.tools[t] == "" {
-			none = v
+			ev.none = v
 			continue
 		}
 		best = max(best, v)
 		ts = append(ts, tp{t, v})
 	}
 	// Evidence under a thousandth of the best moves no score.
-	ts = slices.DeleteFunc(ts, func(x tp) bool { return x.p < best/1000 })
+	ts = slices.DeleteFunc(ts, func(x tp) bool { return x.p < best/1000 || x.p == 0 })
 	if len(ts) > usageKeep {
 		// The tools with the most evidence; the rest would move no
 		// score by more than a small fraction of theirs.
@@ -726,19 +808,67 @@ func (u *usageView) evidence(q usageQuery, pool []Hit, exclude int32) (map[strin
 		})
 		ts = ts[:usageKeep]
 	}
-	p := make(map[string]float64, len(ts))
+	ev.p = make(map[string]float64, len(ts))
 	for _, x := range ts {
-		p[u.tools[x.t]] = x.p
+		ev.p[u.tools[x.t]] = x.p
 	}
-	return p, none
+	for _, t := range sc.apart {
+		name := u.tools[t]
+		if name == "" {
+			continue
+		}
+		if f := sc.ownerP[t] * ownerFirmness(sc.ownerN[t]); f > 0 {
+			if ev.owner == nil {
+				ev.owner, ev.calls = map[string]float64{}, map[string]int{}
+			}
+			ev.owner[name], ev.calls[name] = f, int(sc.ownerN[t])
+		}
+		if a := sc.authorP[t]; a > 0 {
+			if ev.author == nil {
+				ev.author = map[string]float64{}
+			}
+			ev.author[name] = a
+		}
+	}
+	return ev, ev.none
 }
 
+// voting says how a vote counts the entries near a message.
+type voting struct {
+	// trusted: each vote weighed by its entry's trust and cross trust
+	// (usagetrust.go); else in full.
+	trusted bool
+	// weighed: the principals' votes are their voices' (usagevoice.go),
+	// each voice's shares weighed by its weight over max(1, the weights
+	// of the voices heard); else each principal's shares alike,
+	// averaged.
+	weighed bool
+	// only, if ≥ 0, is the one principal whose entries vote; except, if
+	// ≥ 0, one whose entries do not, but for those first recorded before
+	// olderThan (Unix seconds; 0: none).
+	only, except int32
+	olderThan    int64
+	// judge, if > 0, is the weight of the voice being judged (cross
+	// trust): the others are heard over the weights of the voices heard,
+	// or judge if that is more (rather than 1), so that what a believed
+	// principal says of another counts in full, and what a crowd says of
+	// a believed principal counts as little as the crowd weighs beside it.
+	judge float64
+	// apart: the owner's calls and the authors' examples are also
+	// counted apart (sc.ownerP, ownerN, authorP; a ranking's evidence).
+	apart bool
+}
+
+// ranking is how a ranking's evidence is voted.
+var ranking = voting{trusted: true, weighed: true, only: -1, except: -1, apart: true}
+
 // vote sets sc.toolP of sc.tools to the tools' shares of the votes of the
-// past requests near q (false: none is near); each vote weighed by its
-// entry's trust (usagetrust.go) when trusted, in full otherwise; words
+// past requests near q (false: none is near), counted as o says; words
 // more than common past requests share are passed over but for the
-// rarest (candidates); out is left out of the votes.
-func (u *usageView) vote(q usageQuery, pool []Hit, out leftOut, trusted bool, common int, sc *usageScratch) bool {
+// rarest (candidates); out is left out of the votes. The authors'
+// examples never vote here: they are counted apart (o.apart) or not at
+// all.
+func (u *usageView) vote(q usageQuery, pool []Hit, out leftOut, o voting, common int, sc *usageScratch) bool {
 	sc.qwords = q.words
 	for _, tw := range q.words {
 		sc.qw[tw.id] = tw.w
@@ -747,12 +877,26 @@ func (u *usageView) vote(q usageQuery, pool []Hit, out leftOut, trusted bool, co
 	if len(cand) == 0 {
 		return false
 	}
-	// The candidates' votes, each agent's sum, and the tools' shares
-	// (dense arrays: a vote costs no map lookup).
+	// Each candidate's kernel and vote, each unit's (voice's, or
+	// principal's) sum, and the tools' shares (dense arrays: a vote
+	// costs no map lookup).
 	votes := slices.Grow(sc.votes[:0], len(cand))[:len(cand)]
-	sc.votes = votes
+	kern := slices.Grow(sc.kern[:0], len(cand))[:len(cand)]
+	sc.votes, sc.kern = votes, kern
 	active := 0
+	var heard, authorSum float64
+	unitOf := func(i int32) int32 {
+		if o.weighed {
+			return u.voice.of[u.principal[i]]
+		}
+		return u.principal[i]
+	}
 	for c, i := range cand {
+		votes[c], kern[c] = 0, 0
+		p := u.principal[i]
+		if (o.only >= 0 && p != o.only) || (o.except >= 0 && p == o.except && !(u.first[i] > 0 && u.first[i] < o.olderThan)) {
+			continue
+		}
 		var s float64
 		for _, tw := range u.row(i) {
 			s += float64(sc.qw[tw.id] * tw.w)
@@ -763,23 +907,79 @@ func (u *usageView) vote(q usageQuery, pool []Hit, out leftOut, trusted bool, co
 			d := float64(ip[0]) * q.vec.scale * float64(u.qscale[i])
 			s = usageDense*d + (1-usageDense)*s
 		}
-		votes[c] = math.Exp(usageBeta * (s - 1))
-		if trusted && u.trust != nil {
-			votes[c] *= float64(u.trust[i])
+		k := math.Exp(usageBeta * (s - 1))
+		kern[c] = k
+		if u.voice.role[p] == RoleAuthor {
+			if o.apart {
+				authorSum += k
+			}
+			continue
 		}
-		a := u.agent[i]
-		if sc.agentSum[a] == 0 {
+		v := k
+		if o.trusted && u.trust != nil {
+			v *= float64(u.trust[i])
+		}
+		votes[c] = v
+		a := unitOf(i)
+		if sc.sum[a] == 0 && v > 0 {
 			active++
-			sc.agents = append(sc.agents, a)
+			sc.units = append(sc.units, a)
+			if o.weighed {
+				heard += u.voice.weight[a]
+			}
 		}
-		sc.agentSum[a] += votes[c]
+		sc.sum[a] += v
+	}
+	norm := float64(active)
+	switch {
+	case o.weighed && o.judge > 0:
+		norm = max(o.judge, heard)
+	case o.weighed:
+		norm = max(1, heard)
+	}
+	if active == 0 && authorSum == 0 {
+		return false
+	}
+	mark := func(t int32) {
+		if !sc.isApart[t] {
+			sc.isApart[t] = true
+			sc.apart = append(sc.apart, t)
+		}
 	}
 	for c, i := range cand {
 		t := u.toolID[i]
+		if votes[c] == 0 {
+			if kern[c] > 0 && o.apart && u.voice.role[u.principal[i]] == RoleAuthor {
+				mark(t)
+				sc.authorP[t] += kern[c] / (authorSum + usageK0)
+			}
+			continue
+		}
+		a := unitOf(i)
+		share := votes[c] / (sc.sum[a] + usageK0)
+		if o.trusted && int(i) < len(u.cross) {
+			// What other principals contradict is lost, not given to
+			// the principal's other tools. (An entry a delta is adding
+			// has no cross trust yet: it counts in full while the
+			// added ones' are set, as every entry does in a whole
+			// build's first pass.)
+			share *= float64(u.cross[i])
+		}
 		if sc.toolP[t] == 0 {
 			sc.tools = append(sc.tools, t)
 		}
-		sc.toolP[t] += votes[c] / (sc.agentSum[u.agent[i]] + usageK0) / float64(active)
+		if o.weighed {
+			sc.toolP[t] += u.voice.weight[a] * share / norm
+		} else {
+			sc.toolP[t] += share / norm
+		}
+		if o.apart && u.voice.role[u.principal[i]] == RoleOwner {
+			mark(t)
+			sc.ownerP[t] += share
+			if kern[c] >= usageOwnerNear {
+				sc.ownerN[t] += float64(u.calls[i])
+			}
+		}
 	}
 	return true
 }
@@ -831,9 +1031,24 @@ func (u *usageView) candidates(q usageQuery, pool []Hit, out leftOut, sc *usageS
 			cand = append(cand, i)
 		}
 	}
-	// touched is a set: reordering it in place loses nothing.
-	for _, i := range topByScore(touched, lex, usageLexical) {
-		add(i)
+	// touched is a set: reordering it in place loses nothing. Each group
+	// of voices has slots of its own (the owner's; the established
+	// principals'; the others'; the authors': voiceGroup), so that no
+	// crowd of requests, however many and however alike, pushes another
+	// voice's near requests out of the vote.
+	var groups [voiceGroups][]int32
+	for g := range groups {
+		groups[g] = sc.groups[g][:0]
+	}
+	for _, i := range touched {
+		g := u.voiceGroup(i)
+		groups[g] = append(groups[g], i)
+	}
+	for g := range groups {
+		for _, i := range topByScore(groups[g], lex, usageLexical) {
+			add(i)
+		}
+		sc.groups[g] = groups[g]
 	}
 	for k, h := range pool {
 		if k == usagePool {
@@ -859,28 +1074,37 @@ type leftOut struct {
 }
 
 // usageScratch is the per-ranking memory of evidence, zero between
-// uses: arrays by entry, term, agent and tool, and the slots set.
+// uses: arrays by entry, term, unit (voice or principal) and tool, and
+// the slots set.
 type usageScratch struct {
-	lex      []float32    // by entry: the rare words' lexical cosine
-	touched  []int32      // entries with lex set
-	qw       []float32    // by term: the message's weight
-	qwords   []termWeight // the terms with qw set
-	agentSum []float64    // by agent: the sum of its votes
-	agents   []int32      // agents with agentSum set
-	toolP    []float64    // by tool id: its evidence
-	tools    []int32      // tools with toolP set
-	seen     []uint64     // by entry: a candidate already (bitmap)
-	cand     []int32      // the candidates being gathered
-	votes    []float64    // by candidate: its vote
-	own      []int32      // a tool's entries being selected
+	lex     []float32    // by entry: the rare words' lexical cosine
+	touched []int32      // entries with lex set
+	qw      []float32    // by term: the message's weight
+	qwords  []termWeight // the terms with qw set
+	sum     []float64    // by unit: the sum of its votes
+	units   []int32      // units with sum set
+	toolP   []float64    // by tool id: its evidence
+	tools   []int32      // tools with toolP set
+	// by tool id, apart: the owner's share, its successful calls near,
+	// and the authors' share; isApart marks the tools in apart.
+	ownerP, ownerN, authorP []float64
+	isApart                 []bool
+	apart                   []int32
+	seen                    []uint64  // by entry: a candidate already (bitmap)
+	cand                    []int32   // the candidates being gathered
+	votes, kern             []float64 // by candidate: its vote, its kernel
+	own                     []int32   // a tool's entries being selected
+	groups                  [voiceGroups][]int32
 }
 
 func (u *usageView) getScratch() *usageScratch {
 	if sc, ok := u.scratch.Get().(*usageScratch); ok {
 		return sc
 	}
+	nt := len(u.tools)
 	return &usageScratch{lex: make([]float32, u.n), qw: make([]float32, len(u.idf)),
-		agentSum: make([]float64, u.agents), toolP: make([]float64, len(u.tools)),
+		sum: make([]float64, max(u.nprincipals, len(u.voice.weight))), toolP: make([]float64, nt),
+		ownerP: make([]float64, nt), ownerN: make([]float64, nt), authorP: make([]float64, nt), isApart: make([]bool, nt),
 		seen: make([]uint64, (u.n+63)/64)}
 }
 
@@ -892,13 +1116,16 @@ func (u *usageView) putScratch(sc *usageScratch) {
 	for _, tw := range sc.qwords {
 		sc.qw[tw.id] = 0
 	}
-	for _, a := range sc.agents {
-		sc.agentSum[a] = 0
+	for _, a := range sc.units {
+		sc.sum[a] = 0
 	}
 	for _, t := range sc.tools {
 		sc.toolP[t] = 0
 	}
-	sc.touched, sc.agents, sc.tools, sc.qwords = sc.touched[:0], sc.agents[:0], sc.tools[:0], nil
+	for _, t := range sc.apart {
+		sc.ownerP[t], sc.ownerN[t], sc.authorP[t], sc.isApart[t] = 0, 0, 0, false
+	}
+	sc.touched, sc.units, sc.tools, sc.apart, sc.qwords = sc.touched[:0], sc.units[:0], sc.tools[:0], sc.apart[:0], nil
 	u.scratch.Put(sc)
 }
 
@@ -951,15 +1178,118 @@ func topByScore(ids []int32, score []float32, n int) []int32 {
 	return ids[:n]
 }
 
-// applyUsage adds w·P(t) to the hits' scores, adds the tools the usage
-// points to (at most usageInject that the ranking lacks), re-sorts (named
-// tools stay first) and moves the answerability. known says whether a
-// tool is in the catalog (and allowed): a removed tool's usage does
-// nothing.
-func applyUsage(r *Ranking, p map[string]float64, none, w float64, known func(string) (bool, bool)) {
-	if w == 0 || (len(p) == 0 && none == 0) {
-		return
+// applyUsage moves the ranking r by the history's evidence ev (none its
+// none; see evidence), in three steps, each re-sorting (named tools stay
+// first) and moving the answerability:
+//
+//   - the votes: w·P(t) added to each tool's score (w chosen by
+//     leave-one-out, usagefit.go), the answerability raised by w·max P and
+//     lowered by w·P(none);
+//   - the owner's word: a tool the owner called successfully, again and
+//     again, for requests like this one gets (1−score)·firmness more, and
+//     the answerability (1−a)·firmness (usagevoice.go);
+//   - the authors' examples: usageAuthorW·P_author(t) more, but never
+//     past a tool that scored more before and is supported (by its own
+//     text or the history, supported): examples bring their tool in where
+//     there is room, they push no other out.
+//
+// It adds the tools the evidence points to that the ranking lacks (at
+// most usageInject per step). known says whether a tool is in the
+// catalog (and allowed): a removed tool's usage does nothing.
+func applyUsage(r *Ranking, ev usageEvidence, none, w float64, known func(string) (bool, bool)) {
+	named := 0
+	for named < len(r.Hits) && r.Hits[named].Named {
+		named++
 	}
+	// The votes.
+	if w > 0 && (len(ev.p) > 0 || none > 0) {
+		inject(r, ev.p, known)
+		best := 0.0
+		rest := r.Hits[named:]
+		for i := range rest {
+			if pt := ev.p[rest[i].Name]; pt > 0 {
+				before := rest[i].Score
+				rest[i].Score = math.Min(1, rest[i].Score+w*pt)
+				rest[i].Usage += rest[i].Score - before
+				best = math.Max(best, pt)
+			}
+		}
+		sortRest(r.Hits[named:])
+		if r.Answerable != nil && named == 0 {
+			a := *r.Answerable
+			a += (1 - a) * math.Min(1, w*best)
+			a -= a * math.Min(1, w*none)
+			r.Answerable = &a
+		}
+	}
+	// The owner's word.
+	if len(ev.owner) > 0 {
+		inject(r, ev.owner, known)
+		best := 0.0
+		rest := r.Hits[named:]
+		for i := range rest {
+			if f := ev.owner[rest[i].Name]; f > 0 {
+				before := rest[i].Score
+				rest[i].Score += (1 - rest[i].Score) * f
+				rest[i].Usage += rest[i].Score - before
+				best = math.Max(best, f)
+			}
+		}
+		sortRest(rest)
+		if r.Answerable != nil && named == 0 {
+			a := *r.Answerable
+			a += (1 - a) * best
+			r.Answerable = &a
+		}
+	}
+	// The authors' examples.
+	if len(ev.author) > 0 {
+		inject(r, ev.author, known)
+		rest := r.Hits[named:] // best first
+		best := 0.0
+		lowest := math.Inf(1) // the lowest supported score so far
+		for i := range rest {
+			h := &rest[i]
+			sup := supported(h) && h.Score > 0 // before the examples
+			pa := ev.author[h.Name]
+			if pa > 0 {
+				best = max(best, pa)
+				score := math.Min(1, h.Score+usageAuthorW*pa)
+				if lowest < math.Inf(1) {
+					// Just below the supported tools before it.
+					score = math.Min(score, lowest*(1-1e-3))
+				}
+				if score > h.Score {
+					h.Usage += score - h.Score
+					h.Score = score
+				}
+			}
+			if sup {
+				lowest = min(lowest, h.Score)
+			}
+		}
+		sortRest(rest)
+		if r.Answerable != nil && named == 0 {
+			a := *r.Answerable
+			a += (1 - a) * math.Min(1, usageAuthorW*best)
+			r.Answerable = &a
+		}
+	}
+}
+
+// supported reports whether a hit is supported by more than its
+// author's examples: it scores at least usageSupportFloor, and its text
+// matches the message (a word of it: lexical), or resembles it (dense at
+// least usageSupportDense), or the history raised it, or the message
+// names it. A tool only weakly near the message (a dense score under
+// usageSupportDense and no word of it) is not.
+func supported(h *Hit) bool {
+	return h.Score >= usageSupportFloor && (h.Lexical > 0 || h.Dense >= usageSupportDense || h.Usage > 0 || h.Named)
+}
+
+// inject adds to r the tools of p it lacks (the usageInject with the most
+// of p that the catalog has and allows), with no score.
+func inject(r *Ranking, p map[string]float64, known func(string) (bool, bool)) {
 	in := make(map[string]bool, len(r.Hits))
 	for _, h := range r.Hits {
 		in[h.Name] = true
@@ -980,46 +1310,25 @@ func applyUsage(r *Ranking, p map[string]float64, none, w float64, known func(st
 		}
 		return strings.Compare(a.name, b.name)
 	})
-	// The best usageInject of them the catalog has (and allows): asked in
-	// order, so that the rest are never looked up.
+	// Asked in order, so that the rest are never looked up.
 	n := 0
 	for _, c := range extra {
 		if n == usageInject {
 			break
 		}
 		if ok, allowed := known(c.name); ok && allowed {
-			extra[n] = c
+			r.Hits = append(r.Hits, Hit{Name: c.name})
 			n++
 		}
 	}
-	extra = extra[:n]
-	for _, c := range extra {
-		r.Hits = append(r.Hits, Hit{Name: c.name})
-	}
-	named := 0
-	for named < len(r.Hits) && r.Hits[named].Named {
-		named++
-	}
-	best := 0.0
-	rest := r.Hits[named:]
-	for i := range rest {
-		if pt := p[rest[i].Name]; pt > 0 {
-			before := rest[i].Score
-			rest[i].Score = math.Min(1, rest[i].Score+w*pt)
-			rest[i].Usage = rest[i].Score - before
-			best = math.Max(best, pt)
-		}
-	}
-	slices.SortStableFunc(rest, func(a, b Hit) int {
+}
+
+// sortRest sorts hits best first, ties by name.
+func sortRest(hits []Hit) {
+	slices.SortStableFunc(hits, func(a, b Hit) int {
 		if c := cmp.Compare(b.Score, a.Score); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-	if r.Answerable != nil && named == 0 {
-		a := *r.Answerable
-		a += (1 - a) * math.Min(1, w*best)
-		a -= a * math.Min(1, w*none)
-		r.Answerable = &a
-	}
 }

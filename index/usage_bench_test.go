@@ -42,7 +42,7 @@ func synthUses(docs []document, n int) []Use {
 			continue
 		}
 		seen[req] = len(out)
-		out = append(out, Use{Request: req, Tool: d.name, Agent: fmt.Sprintf("agent%d", r.IntN(5)),
+		out = append(out, Use{Request: req, Tool: d.name, Principal: fmt.Sprintf("agent%d", r.IntN(5)),
 			Count: 1, Last: time.Unix(1.7e9, 0)})
 	}
 	return out
@@ -50,8 +50,9 @@ func synthUses(docs []document, n int) []Use {
 
 // BenchmarkRankUsage measures a ranking at 10k tools with no usage and
 // with 100k usage events (merged into fewer entries, as the store merges
-// them; the store's default caps would keep 50,000 at most), in one run;
-// and logs what applying the history costs.
+// them; the store's default caps would keep 50,000 at most), the owner's,
+// and the same with a crowd of 2,000 principals besides, in one run; and
+// logs what applying the history costs.
 //
 //	go test -run '^$' -bench BenchmarkRankUsage -benchtime 2000x ./index/
 func BenchmarkRankUsage(b *testing.B) {
@@ -70,19 +71,32 @@ func BenchmarkRankUsage(b *testing.B) {
 		}
 	}
 	b.Run("events=0", rank)
-	if _, err := ix.SetUsage(ctx, uses); err != nil { // embeds every request once
-		b.Fatal(err)
+	// The history as the owner's (one voice, as before principals), and
+	// with a crowd of 2,000 new principals making one claim each besides
+	// (judged: voices, groups of candidates, cross trust).
+	crowd := owned(uses)
+	for i, u := range synthUses(docs, 2000) {
+		u.Principal, u.Role = fmt.Sprint("9p:new", i), RoleOther
+		crowd = append(crowd, u)
 	}
-	runtime.GC() // the garbage of SetUsage is not the rankings'
-	b.Run("events=100k", func(b *testing.B) {
-		fit := ix.UsageFit()
-		if fit.Weight == 0 {
-			b.Fatalf("the history has no weight (%+v): the benchmark would measure nothing", fit)
+	for _, h := range []struct {
+		name string
+		uses []Use
+	}{{"owner", owned(uses)}, {"owner+crowd", crowd}} {
+		if _, err := ix.SetUsage(ctx, h.uses); err != nil { // embeds every request once
+			b.Fatal(err)
 		}
-		b.ReportMetric(float64(fit.Entries), "entries")
-		b.ReportMetric(fit.Weight, "weight")
-		rank(b)
-	})
+		runtime.GC() // the garbage of SetUsage is not the rankings'
+		b.Run("events=100k/"+h.name, func(b *testing.B) {
+			fit := ix.UsageFit()
+			if fit.Weight == 0 {
+				b.Fatalf("the history has no weight (%+v): the benchmark would measure nothing", fit)
+			}
+			b.ReportMetric(float64(fit.Entries), "entries")
+			b.ReportMetric(fit.Weight, "weight")
+			rank(b)
+		})
+	}
 	// What applying the history costs (the request vectors cached, as
 	// at a restart; the weight chosen by leave-one-out), once.
 	start := time.Now()
@@ -101,7 +115,7 @@ func BenchmarkRankUsage(b *testing.B) {
 func BenchmarkUsageTrust(b *testing.B) {
 	ctx := context.Background()
 	ix, docs := synthUsageIndex(b)
-	u, err := ix.buildUsage(ctx, orderedUses(synthUses(docs, 100000)))
+	u, _, err := ix.buildUsage(ctx, orderedUses(synthUses(docs, 100000)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -146,7 +160,7 @@ func BenchmarkUsageReload(b *testing.B) {
 	b.Run("delta", func(b *testing.B) {
 		for b.Loop() {
 			version++
-			added := Use{Request: fmt.Sprint("show the weather forecast ", version), Tool: docs[0].name, Agent: "agent0", Count: 1, ID: fmt.Sprint("new", version)}
+			added := Use{Request: fmt.Sprint("show the weather forecast ", version), Tool: docs[0].name, Principal: "agent0", Count: 1, ID: fmt.Sprint("new", version)}
 			since := func(context.Context, int64) ([]Use, []string, error) { return []Use{added}, nil, nil }
 			if _, err := ix.SetUsageSaved(ctx, History{Source: "s", Version: version, Load: load, Since: since}); err != nil {
 				b.Fatal(err)
@@ -157,6 +171,16 @@ func BenchmarkUsageReload(b *testing.B) {
 	b.Run("whole", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := ix.SetUsage(ctx, uses); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// The same history as the owner's: no principal judged (no rankings
+	// of their requests, no cross trust, the words weighed alike).
+	b.Run("whole-owner", func(b *testing.B) {
+		mine := owned(uses)
+		for b.Loop() {
+			if _, err := ix.SetUsage(ctx, mine); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -57,7 +57,18 @@ func bitcoinUses(agent, tool string, n int) []Use {
 		if i >= len(phr) {
 			r = fmt.Sprintf("%s (%d)", r, i)
 		}
-		out = append(out, Use{Request: r, Tool: tool, Agent: agent, Count: 1})
+		out = append(out, Use{Request: r, Tool: tool, Principal: agent, Count: 1})
+	}
+	return out
+}
+
+// owned is uses as the owner's (each believed in full: what the tests of
+// the signal's workings, not of whom it believes, take).
+func owned(uses []Use) []Use {
+	out := make([]Use, len(uses))
+	for i, u := range uses {
+		u.Role = RoleOwner
+		out[i] = u
 	}
 	return out
 }
@@ -106,10 +117,10 @@ func TestUsageTeachesAndIsBounded(t *testing.T) {
 		"where is bitcoin at", "bitcoin now", "my bitcoin", "bitcoin this morning", "bitcoin tonight", "hows bitcoin",
 		"bitcoin lately", "bitcoin this week", "bitcoin at noon", "bitcoin status", "bitcoin check"} {
 		for _, a := range []string{"claude", "codex"} {
-			taught = append(taught, Use{Request: r, Tool: "web_search", Agent: a, Count: 1})
+			taught = append(taught, Use{Request: r, Tool: "web_search", Principal: a, Count: 1})
 		}
 	}
-	fit, err := ix.SetUsage(ctx, taught)
+	fit, err := ix.SetUsage(ctx, owned(taught))
 	if err != nil {
 		t.Fatal(err)
 	}

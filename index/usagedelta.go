@@ -72,9 +72,10 @@ func (ix *Index) deltaOf(ctx context.Context, u *usageView, version int64, want 
 // words are rebuilt by the delta, the postings and tools' entries by its
 // reindex).
 func (u *usageView) clone() *usageView {
-	return &usageView{n: u.n, agents: u.agents, fullN: u.fullN, drift: u.drift, dim: u.dim, text: slices.Clone(u.text),
-		toolID: slices.Clone(u.toolID), tools: slices.Clone(u.tools), agent: slices.Clone(u.agent),
-		agentNames: slices.Clone(u.agentNames), ids: slices.Clone(u.ids), trust: slices.Clone(u.trust),
+	return &usageView{n: u.n, nprincipals: u.nprincipals, fullN: u.fullN, drift: u.drift, dim: u.dim, text: slices.Clone(u.text),
+		toolID: slices.Clone(u.toolID), tools: slices.Clone(u.tools), principal: slices.Clone(u.principal),
+		principals: slices.Clone(u.principals), voice: u.voice.clone(), calls: slices.Clone(u.calls), first: slices.Clone(u.first),
+		ids: slices.Clone(u.ids), trust: slices.Clone(u.trust), cross: slices.Clone(u.cross),
 		qvecs: slices.Clone(u.qvecs), qscale: slices.Clone(u.qscale), words: u.words, wordsAt: u.wordsAt,
 		idf: slices.Clone(u.idf), dict: maps.Clone(u.dict), w: u.w, loo: u.loo, made: u.made, history: u.history, rows: u.rows}
 }
@@ -115,7 +116,8 @@ func (ix *Index) applyDelta(ctx context.Context, u *usageView, changed []Use, re
 			addTerms = append(addTerms, ts)
 		}
 	}
-	if u.drift+drop+len(adds) > u.fullN/20 || u.n-drop+len(adds) == 0 || len(u.trust) != u.n {
+	if u.drift+drop+len(adds) > u.fullN/20 || u.n-drop+len(adds) == 0 || len(u.trust) != u.n || len(u.calls) != u.n || len(u.first) != u.n ||
+		(u.cross != nil && len(u.cross) != u.n) {
 		return false
 	}
 	// The new requests' vectors: a few, embedded here.
@@ -160,7 +162,10 @@ func (ix *Index) applyDelta(ctx context.Context, u *usageView, changed []Use, re
 		if int(i) == p {
 			continue
 		}
-		u.toolID[p], u.agent[p], u.ids[p], u.trust[p] = u.toolID[i], u.agent[i], u.ids[i], u.trust[i]
+		u.toolID[p], u.principal[p], u.ids[p], u.trust[p], u.calls[p], u.first[p] = u.toolID[i], u.principal[i], u.ids[i], u.trust[i], u.calls[i], u.first[i]
+		if u.cross != nil {
+			u.cross[p] = u.cross[i]
+		}
 		if u.text != nil {
 			u.text[p] = u.text[i]
 		}
@@ -170,7 +175,13 @@ func (ix *Index) applyDelta(ctx context.Context, u *usageView, changed []Use, re
 		}
 	}
 	n := end + len(adds)
-	toolID, agent, ids := u.toolID[:end], u.agent[:end], u.ids[:end]
+	toolID, agent, ids, calls, first := u.toolID[:end], u.principal[:end], u.ids[:end], u.calls[:end], u.first[:end]
+	for p := range u.voice.entries {
+		u.voice.entries[p] = 0
+	}
+	for _, p := range agent {
+		u.voice.entries[p]++
+	}
 	var text []string
 	if u.text != nil {
 		clear(u.text[end:]) // no request of a row gone left behind
@@ -191,8 +202,8 @@ func (ix *Index) applyDelta(ctx context.Context, u *usageView, changed []Use, re
 	for i, t := range u.tools {
 		toolOf[t] = int32(i)
 	}
-	agentOf := make(map[string]int32, len(u.agentNames))
-	for i, a := range u.agentNames {
+	agentOf := make(map[string]int32, len(u.principals))
+	for i, a := range u.principals {
 		agentOf[a] = int32(i)
 	}
 	for k, e := range adds {
@@ -202,13 +213,17 @@ func (ix *Index) applyDelta(ctx context.Context, u *usageView, changed []Use, re
 			toolOf[e.Tool] = t
 			u.tools = append(u.tools, e.Tool)
 		}
-		a, ok := agentOf[e.Agent]
+		a, ok := agentOf[e.Principal]
 		if !ok {
-			a = int32(len(u.agentNames))
-			agentOf[e.Agent] = a
-			u.agentNames = append(u.agentNames, e.Agent)
+			a = int32(len(u.principals))
+			agentOf[e.Principal] = a
+			u.principals = append(u.principals, e.Principal)
+			u.voice.join(e.Role)
 		}
+		u.voice.entries[a]++
 		toolID, agent, ids = append(toolID, t), append(agent, a), append(ids, useID(e.ID))
+		calls = append(calls, int32(min(max(e.Count, 1)-max(e.Failed, 0), math.MaxInt32)))
+		first = append(first, unixOf(e.First))
 		if u.text != nil {
 			text = append(text, e.Request)
 		}
@@ -237,14 +252,18 @@ func (ix *Index) applyDelta(ctx context.Context, u *usageView, changed []Use, re
 		}
 	}
 	wordsAt = append(wordsAt, int32(len(words)))
-	u.n, u.toolID, u.agent, u.ids, u.text = n, toolID, agent, ids, text
+	u.n, u.toolID, u.principal, u.ids, u.text, u.calls, u.first = n, toolID, agent, ids, text, calls, first
 	u.wordsAt, u.words, u.qscale, u.qvecs = wordsAt, words, qscale, qvecs
-	u.agents = len(u.agentNames)
+	u.nprincipals = len(u.principals)
 	u.drift += drop + len(adds)
 	u.loo.Entries = n
 	u.trust = u.trust[:end]
+	if u.cross != nil {
+		u.cross = u.cross[:end]
+	}
 	u.reindex()
-	// The added entries' trust, against the history as it is now (the
-	// others' stays as it was, until the next whole build).
-	return u.setTrust(ctx, end) == nil
+	// The added entries' trust and cross trust, against the history as it
+	// is now (the others' stays as it was, and the principals' belief,
+	// until the next whole build).
+	return u.setTrust(ctx, end) == nil && u.setCross(ctx, end) == nil
 }

@@ -19,12 +19,17 @@ import (
 // strength), and the weight of usageGrid with the best
 // Recall@5 of the tool it led to (see cut) wins (the smaller on a tie), among those
 // whose gain over no usage is clear (see below; 0, no usage, when none
-// is). The sample takes the agents in turn, so that one agent's many
-// records do not decide the weight either.
+// is). The sample takes the voices in turn (usagevoice.go), and within a
+// voice its principals, so that neither one principal's many records nor
+// a crowd's many names decide the weight, and each request counts as far
+// as its principal is heard; a voice weighing under usageHeard is left
+// out of it (its requests would count for nothing, and take the sample's
+// places). The authors'
+// examples are not in it: they do not vote (applyUsage).
 func (ix *Index) fitUsage(ctx context.Context, u *usageView) error {
 	var sample []int32
 	for i := 0; i < u.n; i++ {
-		if u.toolOf(int32(i)) != "" {
+		if u.toolOf(int32(i)) != "" && u.voice.role[u.principal[i]] != RoleAuthor {
 			sample = append(sample, int32(i))
 		}
 	}
@@ -51,7 +56,36 @@ func (ix *Index) fitUsage(ctx context.Context, u *usageView) error {
 	for j := range ks {
 		sample[j] = ks[j].i
 	}
-	sample = roundRobin(sample, u.agent)
+	// The voices take turns, and within a voice its principals: a crowd
+	// of a thousand names is one voice's turn, not a thousand.
+	byVoice := make(map[int32][]int32)
+	var voices []int32
+	for _, i := range sample {
+		v := u.voice.of[u.principal[i]]
+		if u.voice.weight[v] < usageHeard {
+			continue // its requests would count for nothing
+		}
+		if _, ok := byVoice[v]; !ok {
+			voices = append(voices, v)
+		}
+		byVoice[v] = append(byVoice[v], i)
+	}
+	slices.Sort(voices)
+	turns := make([][]int32, len(voices))
+	for k, v := range voices {
+		turns[k] = roundRobin(byVoice[v], u.principal)
+	}
+	sample = sample[:0]
+	for more := true; more; {
+		more = false
+		for k := range turns {
+			if len(turns[k]) > 0 {
+				sample = append(sample, turns[k][0])
+				turns[k] = turns[k][1:]
+				more = true
+			}
+		}
+	}
 	if len(sample) > usageLOO {
 		sample = sample[:usageLOO]
 	}
@@ -79,7 +113,8 @@ func (ix *Index) fitUsage(ctx context.Context, u *usageView) error {
 			errs[j] = err
 			return
 		}
-		p, none := u.evidence(ix.usageQueryOf(ctx, u, u.text[i]), r.Hits, i)
+		ev, none := u.evidence(ix.usageQueryOf(ctx, u, u.text[i]), r.Hits, i)
+		ev = usageEvidence{p: ev.p} // the votes alone: their weight is what is chosen
 		ix.mu.RLock()
 		defer ix.mu.RUnlock()
 		v := ix.v
@@ -91,7 +126,7 @@ func (ix *Index) fitUsage(ctx context.Context, u *usageView) error {
 				a := *r.Answerable
 				rr.Answerable = &a
 			}
-			applyUsage(&rr, p, none, w, known)
+			applyUsage(&rr, ev, none, w, known)
 			for k := 0; k < len(rr.Hits) && k < cut; k++ {
 				if rr.Hits[k].Name == u.toolOf(i) {
 					hits[j][g] = true
@@ -103,18 +138,25 @@ func (ix *Index) fitUsage(ctx context.Context, u *usageView) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	// Each sampled request counts as far as its principal's voice is
+	// heard: a history only of principals not believed yet (a new MCP
+	// client's, an imported file's) cannot show a clear gain by agreeing
+	// with itself.
 	var sums [len(usageGrid)]float64
 	var helped, hurt [len(usageGrid)]float64
-	for _, h := range hits {
+	var n float64
+	for j, h := range hits {
+		wt := u.voice.weight[u.voice.of[u.principal[sample[j]]]]
+		n += wt
 		for g := range usageGrid {
 			if h[g] {
-				sums[g]++
+				sums[g] += wt
 			}
 			switch {
 			case h[g] && !h[0]:
-				helped[g]++
+				helped[g] += wt
 			case !h[g] && h[0]:
-				hurt[g]++
+				hurt[g] += wt
 			}
 		}
 	}
@@ -131,9 +173,10 @@ func (ix *Index) fitUsage(ctx context.Context, u *usageView) error {
 			best = g
 		}
 	}
-	n := float64(len(sample))
 	u.w = usageGrid[best]
-	u.loo.Weight, u.loo.Recall, u.loo.Base = u.w, sums[best]/n, sums[0]/n
+	if n > 0 {
+		u.loo.Weight, u.loo.Recall, u.loo.Base = u.w, sums[best]/n, sums[0]/n
+	}
 	return nil
 }
 
@@ -157,8 +200,8 @@ func clearGain(helped, hurt float64) bool {
 	return net >= usageMinNet && net >= math.Sqrt(helped+hurt)
 }
 
-// roundRobin reorders entries so that the agents take turns (each agent's
-// entries in their order).
+// roundRobin reorders entries so that the principals take turns (each
+// one's entries in their order).
 func roundRobin(entries []int32, agent []int32) []int32 {
 	by := map[int32][]int32{}
 	var order []int32

@@ -14,7 +14,7 @@ import (
 func TestUsageLeaveOneOutLeavesTheRequestOut(t *testing.T) {
 	uses := bitcoinUses("claude", "web_search", 6)
 	uses = append(uses, bitcoinUses("claude", "calculator", 3)...) // a second call for three of the requests
-	uses = append(uses, Use{Request: "bitcoin price today", Tool: "web_search", Agent: "gpt", Count: 1})
+	uses = append(uses, Use{Request: "bitcoin price today", Tool: "web_search", Principal: "gpt", Count: 1})
 	ix, u := usageViewOf(t, uses)
 	ctx := context.Background()
 	for i := range int32(u.n) {

@@ -31,16 +31,21 @@ import (
 // forgets and when it starts a new file.
 //
 // Layout (little-endian): usageViewMagic, the base (32 bytes), the version
-// (int64); uint32 fullN, drift, n, agents, dim, tools; the tool names and
-// the agent names (each uint32 length, bytes); n tool ids, n agent ids
-// (int32); n entry ID digests (16 bytes each); n trusts (float32, each
-// in (0, 1]); when dim > 0, n scales (float32) and n×dim components
-// (int8); n+1 word offsets (int32), the
-// words' term ids (int32) and weights (float32); uint32 terms, their
-// strings and IDFs (float64); the weight and the fit (uint32 entries,
-// sample, then float64 weight, recall, base).
+// (int64); uint32 fullN, drift, n, principals, dim, tools; the tool names
+// and the principal names (each uint32 length, bytes); n tool ids, n
+// principal ids (int32); n entry ID digests (16 bytes each); n trusts
+// (float32, each in (0, 1]); uint32 1 and n cross trusts (float32, in (0,
+// 1]), or uint32 0; n successful calls (int32); n first times (int64,
+// Unix seconds); per principal its role
+// (byte), belief (float32) and voice (int32); uint32 voices, each one's
+// kind (byte) and weight (float64); the crowd's and the late voice's
+// (int32, −1: none) and whether the owner or an author speaks (byte);
+// when dim > 0, n scales (float32) and n×dim components (int8); n+1 word
+// offsets (int32), the words' term ids (int32) and weights (float32);
+// uint32 terms, their strings and IDFs (float64); the weight and the fit
+// (uint32 entries, sample, then float64 weight, recall, base).
 
-const usageViewMagic = "toolsrv-usage-view 4\n"
+const usageViewMagic = "toolsrv-usage-view 5\n"
 
 // usageViewEvery is the least time between two saves of the view by one
 // index (a server reloading a busy history would otherwise write the
@@ -175,21 +180,21 @@ func encodeUsageView(w io.Writer, h viewHeader, u *usageView) error {
 	b = le.AppendUint32(b, uint32(u.fullN))
 	b = le.AppendUint32(b, uint32(u.drift))
 	b = le.AppendUint32(b, uint32(u.n))
-	b = le.AppendUint32(b, uint32(u.agents))
+	b = le.AppendUint32(b, uint32(u.nprincipals))
 	b = le.AppendUint32(b, uint32(u.dim))
 	b = le.AppendUint32(b, uint32(len(u.tools)))
 	for _, t := range u.tools {
 		b = le.AppendUint32(b, uint32(len(t)))
 		b = append(b, t...)
 	}
-	for _, a := range u.agentNames {
+	for _, a := range u.principals {
 		b = le.AppendUint32(b, uint32(len(a)))
 		b = append(b, a...)
 	}
 	for _, x := range u.toolID {
 		b = le.AppendUint32(b, uint32(x))
 	}
-	for _, x := range u.agent {
+	for _, x := range u.principal {
 		b = le.AppendUint32(b, uint32(x))
 	}
 	for _, id := range u.ids {
@@ -197,6 +202,38 @@ func encodeUsageView(w io.Writer, h viewHeader, u *usageView) error {
 	}
 	for _, x := range u.trust {
 		b = le.AppendUint32(b, math.Float32bits(x))
+	}
+	if u.cross != nil {
+		b = le.AppendUint32(b, 1)
+		for _, x := range u.cross {
+			b = le.AppendUint32(b, math.Float32bits(x))
+		}
+	} else {
+		b = le.AppendUint32(b, 0)
+	}
+	for _, x := range u.calls {
+		b = le.AppendUint32(b, uint32(x))
+	}
+	for _, x := range u.first {
+		b = le.AppendUint64(b, uint64(x))
+	}
+	v := &u.voice
+	for p := range u.nprincipals {
+		b = append(b, byte(v.role[p]))
+		b = le.AppendUint32(b, math.Float32bits(v.belief[p]))
+		b = le.AppendUint32(b, uint32(v.of[p]))
+	}
+	b = le.AppendUint32(b, uint32(len(v.kind)))
+	for k := range v.kind {
+		b = append(b, byte(v.kind[k]))
+		b = le.AppendUint64(b, math.Float64bits(v.weight[k]))
+	}
+	b = le.AppendUint32(b, uint32(v.crowd))
+	b = le.AppendUint32(b, uint32(v.late))
+	if v.apart {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
 	}
 	if u.dim > 0 {
 		for _, x := range u.qscale {
@@ -233,7 +270,8 @@ func encodeUsageView(w io.Writer, h viewHeader, u *usageView) error {
 
 // savedSize is the size of u's saved view (encodeUsageView).
 func (u *usageView) savedSize() int {
-	size := len(usageViewMagic) + viewHeaderSize + 4*2 + 4*4 + 16*len(u.ids) + 4*len(u.trust) + len(u.qvecs) + 4*len(u.qscale) + 4*(2*u.n+len(u.wordsAt)) +
+	size := len(usageViewMagic) + viewHeaderSize + 4*2 + 4*4 + 16*len(u.ids) + 4*len(u.trust) + 4 + 4*len(u.cross) + 4*len(u.calls) + 8*len(u.first) +
+		9*u.nprincipals + 4 + 9*len(u.voice.kind) + 9 + len(u.qvecs) + 4*len(u.qscale) + 4*(2*u.n+len(u.wordsAt)) +
 		8*len(u.words) + 4 + 12*len(u.idf) + 8 + 8 + 3*8
 	for t := range u.dict {
 		size += len(t)
@@ -241,7 +279,7 @@ func (u *usageView) savedSize() int {
 	for _, t := range u.tools {
 		size += 4 + len(t)
 	}
-	for _, a := range u.agentNames {
+	for _, a := range u.principals {
 		size += 4 + len(a)
 	}
 	return size
@@ -340,15 +378,18 @@ func decodeView(b []byte) (*usageView, viewHeader, error) {
 	}
 	r := &viewReader{b: b[len(usageViewMagic)+viewHeaderSize:]}
 	fullN, drift := r.u32(), r.u32()
-	u := &usageView{n: r.u32(), agents: r.u32(), dim: r.u32(), fullN: fullN, drift: drift}
+	u := &usageView{n: r.u32(), nprincipals: r.u32(), dim: r.u32(), fullN: fullN, drift: drift}
 	const most = 1 << 26
-	if u.n <= 0 || u.n > most || u.agents > u.n || u.dim > 1<<16 {
+	if u.n <= 0 || u.n > most || u.nprincipals > u.n || u.dim > 1<<16 {
 		return nil, h, errUsageView
 	}
 	u.tools = r.strs(r.u32())
-	u.agentNames = r.strs(u.agents)
+	u.principals = r.strs(u.nprincipals)
 	u.toolID = r.ids(u.n, len(u.tools))
-	u.agent = r.ids(u.n, u.agents)
+	u.principal = r.ids(u.n, u.nprincipals)
+	if r.bad {
+		return nil, h, errUsageView
+	}
 	if p := r.take(16 * u.n); p != nil {
 		u.ids = make([][16]byte, u.n)
 		for i := range u.ids {
@@ -360,6 +401,79 @@ func decodeView(b []byte) (*usageView, viewHeader, error) {
 		if !(x > 0 && x <= 1) {
 			return nil, h, errUsageView
 		}
+	}
+	switch r.u32() {
+	case 0:
+	case 1:
+		u.cross = r.f32s(u.n)
+		for _, x := range u.cross {
+			if !(x > 0 && x <= 1) {
+				return nil, h, errUsageView
+			}
+		}
+	default:
+		return nil, h, errUsageView
+	}
+	u.calls = make([]int32, u.n)
+	for i := range u.calls {
+		if u.calls[i] = int32(r.u32()); u.calls[i] < 0 {
+			return nil, h, errUsageView
+		}
+	}
+	u.first = make([]int64, u.n)
+	if p := r.take(8 * u.n); p != nil {
+		for i := range u.first {
+			if u.first[i] = int64(binary.LittleEndian.Uint64(p[8*i:])); u.first[i] < 0 {
+				return nil, h, errUsageView
+			}
+		}
+	}
+	v := &u.voice
+	v.role, v.belief, v.of = make([]Role, u.nprincipals), make([]float32, u.nprincipals), make([]int32, u.nprincipals)
+	v.entries = make([]int32, u.nprincipals)
+	for p := range u.nprincipals {
+		rb := r.take(1)
+		if rb == nil || rb[0] > byte(RoleAuthor) {
+			return nil, h, errUsageView
+		}
+		v.role[p] = Role(rb[0])
+		v.belief[p] = math.Float32frombits(uint32(r.u32()))
+		v.of[p] = int32(r.u32())
+		if !(v.belief[p] >= 0 && v.belief[p] <= 1) {
+			return nil, h, errUsageView
+		}
+	}
+	nv := r.u32()
+	if nv > u.nprincipals+2 || r.bad {
+		return nil, h, errUsageView
+	}
+	v.kind, v.weight = make([]voiceKind, nv), make([]float64, nv)
+	for k := range nv {
+		kb := r.take(1)
+		if kb == nil || kb[0] > byte(voiceLate) {
+			return nil, h, errUsageView
+		}
+		v.kind[k], v.weight[k] = voiceKind(kb[0]), r.f64()
+		if !(v.weight[k] >= 0 && v.weight[k] <= 1) {
+			return nil, h, errUsageView
+		}
+	}
+	for p := range u.nprincipals {
+		if v.of[p] < 0 || int(v.of[p]) >= nv {
+			return nil, h, errUsageView
+		}
+	}
+	for _, p := range u.principal {
+		v.entries[p]++
+	}
+	v.crowd, v.late = int32(r.u32()), int32(r.u32())
+	if v.crowd < -1 || int(v.crowd) >= nv || v.late < -1 || int(v.late) >= nv {
+		return nil, h, errUsageView
+	}
+	if ab := r.take(1); ab == nil || ab[0] > 1 {
+		return nil, h, errUsageView
+	} else {
+		v.apart = ab[0] == 1
 	}
 	if u.dim > 0 {
 		u.qscale = r.f32s(u.n)

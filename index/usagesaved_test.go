@@ -34,9 +34,9 @@ func savedUsageIndex(t *testing.T, dir, path string) *Index {
 // answered by web_search, by two agents, and a few by other tools.
 func savedHistory() []Use {
 	uses := append(bitcoinUses("claude", "web_search", 30), bitcoinUses("codex", "web_search", 30)...)
-	uses = append(uses, Use{Request: "convert ten dollars to euros", Tool: "calculator", Agent: "claude", Count: 3, Failed: 1},
-		Use{Request: "tell me a joke", Tool: "", Agent: "codex", Count: 1})
-	return uses
+	uses = append(uses, Use{Request: "convert ten dollars to euros", Tool: "calculator", Principal: "claude", Count: 3, Failed: 1},
+		Use{Request: "tell me a joke", Tool: "", Principal: "codex", Count: 1})
+	return owned(uses)
 }
 
 // loads gives uses, in a random order, counting the calls.
@@ -196,13 +196,13 @@ func TestUsageViewSaved(t *testing.T) {
 func TestOrderedUses(t *testing.T) {
 	var uses []Use
 	for i := 0; i < 300; i++ {
-		uses = append(uses, Use{Agent: fmt.Sprint("agent", i%3), Tool: fmt.Sprint("tool", i%17), Request: fmt.Sprint("request ", i%41, " ", i)})
+		uses = append(uses, Use{Principal: fmt.Sprint("agent", i%3), Tool: fmt.Sprint("tool", i%17), Request: fmt.Sprint("request ", i%41, " ", i)})
 	}
 	rand.Shuffle(len(uses), func(i, j int) { uses[i], uses[j] = uses[j], uses[i] })
 	got := orderedUses(uses)
 	want := append([]Use(nil), uses...)
 	slices.SortFunc(want, func(a, b Use) int {
-		return cmp.Or(strings.Compare(a.Agent, b.Agent), strings.Compare(a.Tool, b.Tool), strings.Compare(a.Request, b.Request))
+		return cmp.Or(strings.Compare(a.Principal, b.Principal), strings.Compare(a.Tool, b.Tool), strings.Compare(a.Request, b.Request))
 	})
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("orderedUses: %v\nwant %v", got[:5], want[:5])
@@ -282,9 +282,9 @@ func TestUsageVectorsCached(t *testing.T) {
 // must keep true).
 func checkView(t *testing.T, u *usageView) {
 	t.Helper()
-	if len(u.toolID) != u.n || len(u.agent) != u.n || len(u.ids) != u.n || len(u.trust) != u.n || len(u.wordsAt) != u.n+1 ||
-		(u.dim > 0 && (len(u.qscale) != u.n || len(u.qvecs) != u.n*u.dim)) || u.agents != len(u.agentNames) {
-		t.Fatalf("view of %d entries: %d tools, %d agents, %d ids, %d offsets, %d scales", u.n, len(u.toolID), len(u.agent), len(u.ids), len(u.wordsAt), len(u.qscale))
+	if len(u.toolID) != u.n || len(u.principal) != u.n || len(u.ids) != u.n || len(u.trust) != u.n || len(u.wordsAt) != u.n+1 ||
+		(u.dim > 0 && (len(u.qscale) != u.n || len(u.qvecs) != u.n*u.dim)) || u.nprincipals != len(u.principals) {
+		t.Fatalf("view of %d entries: %d tools, %d agents, %d ids, %d offsets, %d scales", u.n, len(u.toolID), len(u.principal), len(u.ids), len(u.wordsAt), len(u.qscale))
 	}
 	pairs := 0
 	for i := 0; i < u.n; i++ {
@@ -295,8 +295,8 @@ func checkView(t *testing.T, u *usageView) {
 			}
 		}
 		pairs += len(row)
-		if int(u.toolID[i]) >= len(u.tools) || int(u.agent[i]) >= u.agents || !(u.trust[i] > 0 && u.trust[i] <= 1) {
-			t.Fatalf("entry %d: tool %d, agent %d, trust %v", i, u.toolID[i], u.agent[i], u.trust[i])
+		if int(u.toolID[i]) >= len(u.tools) || int(u.principal[i]) >= u.nprincipals || !(u.trust[i] > 0 && u.trust[i] <= 1) {
+			t.Fatalf("entry %d: tool %d, agent %d, trust %v", i, u.toolID[i], u.principal[i], u.trust[i])
 		}
 	}
 	posted, byTool := 0, 0
@@ -338,7 +338,7 @@ func TestUsageViewDelta(t *testing.T) {
 	first.WaitSaves()
 	checkView(t, first.usage.Load())
 
-	added := Use{Request: "what is ethereum trading at", Tool: "calculator", Agent: "gemini", Count: 1, ID: "gemini/calculator/ethereum"}
+	added := Use{Request: "what is ethereum trading at", Tool: "calculator", Principal: "gemini", Count: 1, ID: "gemini/calculator/ethereum"}
 	gone := uses[0]
 	since := func(changed []Use, removed []string, err error) func(context.Context, int64) ([]Use, []string, error) {
 		return func(_ context.Context, v int64) ([]Use, []string, error) {
@@ -373,12 +373,12 @@ func TestUsageViewDelta(t *testing.T) {
 		}
 		if !reflect.DeepEqual(u.qvecs[i*u.dim:(i+1)*u.dim], was.qvecs[j*was.dim:(j+1)*was.dim]) || u.qscale[i] != was.qscale[j] ||
 			!reflect.DeepEqual(u.row(int32(i)), was.row(int32(j))) || u.toolOf(int32(i)) != was.toolOf(int32(j)) ||
-			u.agentNames[u.agent[i]] != was.agentNames[was.agent[j]] || u.trust[i] != was.trust[j] {
+			u.principals[u.principal[i]] != was.principals[was.principal[j]] || u.trust[i] != was.trust[j] {
 			t.Errorf("entry %d (was %d) changed in the delta", i, j)
 		}
 	}
 	p, _ := u.evidence(later.usageQueryOf(ctx, u, added.Request), nil, -1)
-	if p["calculator"] == 0 || len(u.byTool[gone.Tool]) != len(first.usage.Load().byTool[gone.Tool])-1 {
+	if p.p["calculator"] == 0 || len(u.byTool[gone.Tool]) != len(first.usage.Load().byTool[gone.Tool])-1 {
 		t.Errorf("after the delta: evidence %v; %d entries of %s (were %d)", p, len(u.byTool[gone.Tool]), gone.Tool, len(first.usage.Load().byTool[gone.Tool]))
 	}
 	// The delta was saved: a third start of version 2 takes it as it is.
@@ -391,7 +391,7 @@ func TestUsageViewDelta(t *testing.T) {
 	// the source cannot tell: read whole.
 	var many []Use
 	for i := 0; i < 5; i++ {
-		many = append(many, Use{Request: fmt.Sprint("convert unit number ", i), Tool: "calculator", Agent: "a", Count: 1, ID: fmt.Sprint("many", i)})
+		many = append(many, Use{Request: fmt.Sprint("convert unit number ", i), Tool: "calculator", Principal: "a", Count: 1, ID: fmt.Sprint("many", i)})
 	}
 	for k, s := range []func(context.Context, int64) ([]Use, []string, error){
 		func(context.Context, int64) ([]Use, []string, error) { return many, nil, nil },
@@ -430,7 +430,7 @@ func TestUsageViewDeltaInMemory(t *testing.T) {
 	if err := os.Remove(path); err != nil { // only the view in memory is left to start from
 		t.Fatal(err)
 	}
-	added := Use{Request: "what is ethereum trading at", Tool: "calculator", Agent: "gemini", Count: 1, ID: "gemini/calculator/ethereum"}
+	added := Use{Request: "what is ethereum trading at", Tool: "calculator", Principal: "gemini", Count: 1, ID: "gemini/calculator/ethereum"}
 	asked := int64(-1)
 	fit, err := ix.SetUsageSaved(ctx, History{Source: "s", Version: 2, Load: loads(uses, &calls),
 		Since: func(_ context.Context, v int64) ([]Use, []string, error) {
@@ -447,13 +447,13 @@ func TestUsageViewDeltaInMemory(t *testing.T) {
 		t.Fatalf("reload: %d full reads (want 1), changes since %d (want 1), %d entries (were %d), weight %v (was %v)",
 			calls, asked, u.n, old.n, fit.Weight, old.w)
 	}
-	if p, _ := u.evidence(ix.usageQueryOf(ctx, u, added.Request), nil, -1); p["calculator"] == 0 {
+	if p, _ := u.evidence(ix.usageQueryOf(ctx, u, added.Request), nil, -1); p.p["calculator"] == 0 {
 		t.Errorf("the added entry does not vote: %v", p)
 	}
 	if !reflect.DeepEqual(old.qvecs, before.qvecs) || !reflect.DeepEqual(old.toolID, before.toolID) ||
 		!reflect.DeepEqual(old.tools, before.tools) || !reflect.DeepEqual(old.dict, before.dict) ||
 		!reflect.DeepEqual(old.idf, before.idf) || !reflect.DeepEqual(old.trust, before.trust) ||
-		!reflect.DeepEqual(old.agentNames, before.agentNames) || !reflect.DeepEqual(old.ids, before.ids) {
+		!reflect.DeepEqual(old.principals, before.principals) || !reflect.DeepEqual(old.ids, before.ids) {
 		t.Error("the delta changed the view rankings were reading")
 	}
 	// The same version again: nothing read, the same view.
@@ -467,7 +467,7 @@ func TestUsageViewDeltaInMemory(t *testing.T) {
 func savedHistoryIDs() []Use {
 	uses := savedHistory()
 	for i := range uses {
-		uses[i].ID = uses[i].Agent + "/" + uses[i].Tool + "/" + uses[i].Request
+		uses[i].ID = uses[i].Principal + "/" + uses[i].Tool + "/" + uses[i].Request
 	}
 	return uses
 }
@@ -637,7 +637,7 @@ func TestUsageViewRebuiltFromItsRows(t *testing.T) {
 	uses := savedHistoryIDs()
 	calls := 0
 	ix := savedUsageIndex(t, dir, "") // no saved file: only the view in memory
-	extra := []Use{{Request: "what time is it in tokyo", Tool: "calculator", Agent: "(examples)", Count: 1}}
+	extra := []Use{{Request: "what time is it in tokyo", Tool: "calculator", Principal: "(examples)", Count: 1}}
 	if _, err := ix.SetUsageSaved(ctx, History{Source: "s", Version: 1, Extra: extra, Load: loads(uses, &calls)}); err != nil {
 		t.Fatal(err)
 	}
@@ -652,7 +652,7 @@ func TestUsageViewRebuiltFromItsRows(t *testing.T) {
 		checkView(t, a)
 		if a.n != b.n || !reflect.DeepEqual(a.text, b.text) || !reflect.DeepEqual(a.ids, b.ids) ||
 			!reflect.DeepEqual(a.toolID, b.toolID) || !reflect.DeepEqual(a.tools, b.tools) ||
-			!reflect.DeepEqual(a.agent, b.agent) || !reflect.DeepEqual(a.agentNames, b.agentNames) ||
+			!reflect.DeepEqual(a.principal, b.principal) || !reflect.DeepEqual(a.principals, b.principals) ||
 			!reflect.DeepEqual(a.qvecs, b.qvecs) || !reflect.DeepEqual(a.qscale, b.qscale) ||
 			!reflect.DeepEqual(a.words, b.words) || !reflect.DeepEqual(a.wordsAt, b.wordsAt) ||
 			!reflect.DeepEqual(a.idf, b.idf) || !reflect.DeepEqual(a.trust, b.trust) || a.w != b.w || a.loo != b.loo {
@@ -665,7 +665,7 @@ func TestUsageViewRebuiltFromItsRows(t *testing.T) {
 	// More than a twentieth changed: built whole, from the view's rows.
 	var many []Use
 	for i := 0; i < 5; i++ {
-		many = append(many, Use{Request: fmt.Sprint("convert unit number ", i), Tool: "calculator", Agent: "a", Count: 1, ID: fmt.Sprint("many", i)})
+		many = append(many, Use{Request: fmt.Sprint("convert unit number ", i), Tool: "calculator", Principal: "a", Count: 1, ID: fmt.Sprint("many", i)})
 	}
 	asked := int64(-1)
 	if _, err := ix.SetUsageSaved(ctx, History{Source: "s", Version: 2, Extra: extra, Load: loads(uses, &calls),
@@ -682,7 +682,7 @@ func TestUsageViewRebuiltFromItsRows(t *testing.T) {
 	same("after a large change", append(append([]Use(nil), now...), extra...))
 
 	// Other examples, the same history: built whole from the rows.
-	extra2 := []Use{{Request: "multiply these two numbers", Tool: "calculator", Agent: "(examples)", Count: 1}}
+	extra2 := []Use{{Request: "multiply these two numbers", Tool: "calculator", Principal: "(examples)", Count: 1}}
 	if _, err := ix.SetUsageSaved(ctx, History{Source: "s", Version: 2, Extra: extra2, Load: loads(uses, &calls)}); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package index
 import (
 	"context"
 	"math"
+	"time"
 
 	"github.com/toolsrv/toolsrv/internal/parallel"
 )
@@ -14,14 +15,30 @@ import (
 //
 //	(P₋ᵢ(own) + usageTrustK) / (max over tools of P₋ᵢ + usageTrustK)
 //
-// where P₋ᵢ is the usage evidence for its own request with it left out,
-// unweighted by trust (evidence, with each entry's full vote). An entry
-// whose neighbours agree with it, or that has no neighbours (a tool's
-// only request, a request like no other), keeps its full vote; one whose
-// near requests all went to another tool votes at as little as
-// usageTrustK/(1+usageTrustK) of it. A request answered without a tool
-// ("none") keeps its full vote. Trust is computed when the history is
-// built whole, and for the entries a delta adds (usagedelta.go).
+// where P₋ᵢ is the usage evidence of its own principal's other entries
+// for its request (each with its full vote): how far what its recorder
+// said elsewhere agrees with it. An entry whose neighbours agree with it,
+// or that has no neighbours (a tool's only request, a request like no
+// other), keeps its full vote; one whose near requests all went to
+// another tool votes at as little as usageTrustK/(1+usageTrustK) of it.
+// A request answered without a tool ("none") keeps its full vote. Trust
+// is computed when the history is built whole, and for the entries a
+// delta adds (usagedelta.go).
+//
+// Cross trust is the same question put to the other principals, each
+// voice as far as it is heard (usagevoice.go), and to the entry's own
+// principal's entries first recorded at least usageSeniority before it
+// (what it said before: a burst of new claims that contradict what a
+// principal has long said, all from one session, do not vouch for one
+// another):
+//
+//	(P_others(own) + usageCrossK) / (max over tools of P_others + usageCrossK)
+//
+// (1 when no other tool has more of them). The owner's entries are not
+// judged by it. Unlike trust, which moves a principal's vote among its
+// own tools, what cross trust takes from a vote is lost (evidence):
+// entries that the believed principals contradict do not carry their
+// recorder's voice to the tool they name, however many they are.
 //
 // usageTrustK was chosen on usage simulated from the training sources
 // (bench/scripts/usage-check.py on the catalogs "learn export" writes;
@@ -42,6 +59,12 @@ const usageTrustK = 0.3
 // the trust of all takes 0.2 s on two cores, against 0.46 s with
 // usageCommon for both.
 const usageTrustCommon = 128
+
+// usageSeniority is how much earlier a principal's entry must have been
+// first recorded to judge its later ones (cross trust): an hour, longer
+// than a session's burst (about 20 new entries an hour at most: the
+// engine's bound).
+const usageSeniority = time.Hour
 
 // setTrust sets the trust of u's entries from start on (on all cores).
 func (u *usageView) setTrust(ctx context.Context, start int) error {
@@ -67,19 +90,12 @@ func (u *usageView) trustOf(i int32) float32 {
 	if u.tools[own] == "" {
 		return 1
 	}
-	// An entry all of whose words more than usageCommon past requests
-	// share is not judged: its near requests are too many to gather (a
-	// ranking passes such words over too, but for the rarest).
-	rarest := math.MaxInt
-	for _, tw := range u.row(i) {
-		rarest = min(rarest, len(u.post[tw.id]))
-	}
-	if rarest > usageCommon {
+	if !u.judgeable(i) {
 		return 1
 	}
 	sc := u.getScratch()
 	defer u.putScratch(sc)
-	if !u.vote(u.entryQuery(i), nil, leftOut{entry: i}, false, usageTrustCommon, sc) {
+	if !u.vote(u.entryQuery(i), nil, leftOut{entry: i}, voting{only: u.principal[i], except: -1}, usageTrustCommon, sc) {
 		return 1
 	}
 	best := 0.0
@@ -89,6 +105,18 @@ func (u *usageView) trustOf(i int32) float32 {
 		}
 	}
 	return float32((sc.toolP[own] + usageTrustK) / (best + usageTrustK))
+}
+
+// judgeable reports whether entry i's near requests can be gathered to
+// judge it: not when all its words are shared by more than usageCommon
+// past requests (too many; a ranking passes such words over too, but for
+// the rarest).
+func (u *usageView) judgeable(i int32) bool {
+	rarest := math.MaxInt
+	for _, tw := range u.row(i) {
+		rarest = min(rarest, len(u.post[tw.id]))
+	}
+	return rarest <= usageCommon
 }
 
 // entryQuery is entry i's request as a message: its words and, when it
@@ -107,4 +135,46 @@ func (u *usageView) entryQuery(i int32) usageQuery {
 		q.vec = v
 	}
 	return q
+}
+
+// setCross sets the cross trust of u's entries from start on (on all
+// cores); none when no principal is judged (the owner alone, say).
+func (u *usageView) setCross(ctx context.Context, start int) error {
+	judged := false
+	for p, r := range u.voice.role {
+		judged = judged || (r == RoleOther && u.voice.entries[p] > 0)
+	}
+	if !judged && u.cross == nil {
+		return nil
+	}
+	cross := make([]float32, u.n)
+	copy(cross, u.cross)
+	if u.cross == nil {
+		for i := range start {
+			cross[i] = 1
+		}
+	}
+	parallel.Each(u.n-start, func(k int) {
+		i := int32(start + k)
+		if k%256 == 0 && ctx.Err() != nil {
+			return
+		}
+		cross[i] = 1
+		if u.voice.role[u.principal[i]] != RoleOther || !u.judgeable(int32(i)) {
+			return
+		}
+		older := int64(0)
+		if u.first[i] > 0 {
+			older = u.first[i] - int64(usageSeniority/time.Second)
+		}
+		own, best := u.othersThan(i, older, u.voice.weight[u.voice.of[u.principal[i]]])
+		if best > own {
+			cross[i] = float32((own + usageCrossK) / (best + usageCrossK))
+		}
+	})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	u.cross = cross
+	return nil
 }

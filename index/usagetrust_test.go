@@ -12,9 +12,9 @@ import (
 func TestUsageTrust(t *testing.T) {
 	uses := bitcoinUses("claude", "web_search", 8)
 	uses = append(uses,
-		Use{Request: "bitcoin value in dollars today", Tool: "calculator", Agent: "claude", Count: 1}, // wrong
-		Use{Request: "commit my staged changes", Tool: "git_commit", Agent: "claude", Count: 1},       // alone
-		Use{Request: "tell me a joke", Tool: "", Agent: "claude", Count: 1})
+		Use{Request: "bitcoin value in dollars today", Tool: "calculator", Principal: "claude", Count: 1}, // wrong
+		Use{Request: "commit my staged changes", Tool: "git_commit", Principal: "claude", Count: 1},       // alone
+		Use{Request: "tell me a joke", Tool: "", Principal: "claude", Count: 1})
 	ix, u := usageViewOf(t, uses)
 	ctx := context.Background()
 	if len(u.trust) != u.n {
@@ -47,7 +47,7 @@ func TestUsageTrust(t *testing.T) {
 	u.trust = nil // every vote in full
 	whole, _ := u.evidence(q, nil, -1)
 	u.trust = trust
-	if trusted["calculator"] >= whole["calculator"]*0.6 || trusted["web_search"] <= whole["web_search"] {
+	if trusted.p["calculator"] >= whole.p["calculator"]*0.6 || trusted.p["web_search"] <= whole.p["web_search"] {
 		t.Errorf("evidence with trust %v, in full %v: want calculator's share cut and web_search's raised", trusted, whole)
 	}
 }

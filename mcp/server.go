@@ -19,6 +19,7 @@ import (
 	"github.com/toolsrv/toolsrv/exec"
 	"github.com/toolsrv/toolsrv/registry"
 	"github.com/toolsrv/toolsrv/thresholds"
+	"github.com/toolsrv/toolsrv/usage"
 )
 
 // The tools "toolsrv mcp" always lists.
@@ -91,13 +92,15 @@ func NewServer(o ServerOptions) *Server {
 		native: map[string]*nativeTool{}}
 	instructions := "This server holds many tools. Call find_tools with the user's request to get the few that fit " +
 		"(with their input schemas), then call_tool with one of their names and its arguments. " +
-		"find_tools may answer that no tool fits: then answer without a tool."
+		"find_tools may answer that no tool fits: then answer without a tool. " +
+		"When you answer a request without any tool, say so with call_tool {\"noToolFits\": true}: toolsrv learns from it."
 	find := findToolsTool
 	if o.Native {
 		instructions = "This server holds many tools. Call find_tools with the user's request to get the few that fit: " +
 			"they are added to your tool list (find_tools' \"native\" gives the name each is listed under), so call them " +
 			"directly; call_tool reaches any tool find_tools returned by its name too. " +
-			"find_tools may answer that no tool fits: then answer without a tool."
+			"find_tools may answer that no tool fits: then answer without a tool. " +
+			"When you answer a request without any tool, say so with call_tool {\"noToolFits\": true}: toolsrv learns from it."
 		t := *findToolsTool
 		t.Description = findToolsTool.Description + " The tools it returns are also added to your tool list, under the names its \"native\" gives (" +
 			"the least recently used ones leave the list past " + strconv.Itoa(o.NativeCap) + "): call them directly."
@@ -148,13 +151,14 @@ var callToolTool = &sdk.Tool{
 	Name:  CallTool,
 	Title: "Call a tool",
 	Description: "Call a tool that find_tools returned, by its name, with arguments that match its input schema. " +
-		"The tool runs sandboxed; its output is the result, and a failing tool is an error result that says why.",
+		"The tool runs sandboxed; its output is the result, and a failing tool is an error result that says why. " +
+		"If you answered the user's request without any tool, say so instead: {\"noToolFits\": true} (and the answer's id), no tool is called.",
 	InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-		`"tool":{"type":"string","description":"the tool's name, as find_tools gave it"},` +
+		`"tool":{"type":"string","description":"the tool's name, as find_tools gave it (required unless noToolFits)"},` +
 		`"arguments":{"type":"object","description":"the tool's arguments (an object matching its input schema)"},` +
 		`"answer":{"type":"string","description":"the id of the find_tools answer that offered the tool (default: this session's last one)"},` +
-		`"request":{"type":"string","description":"the user's request this call serves, in their words, when it did not come from find_tools: toolsrv learns from it which tools this installation uses for which requests (kept on this machine only)"}},` +
-		`"required":["tool"]}`),
+		`"request":{"type":"string","description":"the user's request this call serves, in their words, when it did not come from find_tools: toolsrv learns from it which tools this installation uses for which requests (kept on this machine only)"},` +
+		`"noToolFits":{"type":"boolean","description":"true (and no tool): the request of the answer was answered without any tool; toolsrv learns that no tool fits requests like it"}}}`),
 }
 
 // Found is find_tools' answer (its structured content, and its text): the
@@ -210,43 +214,86 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	if err := json.Unmarshal(orEmpty(req.Params.Arguments), &c); err != nil {
 		return errorResult("call_tool: the arguments must be an object {\"tool\": \"...\", \"arguments\": {...}}: %v", err), nil
 	}
-	if c.Tool == "" {
-		return errorResult("call_tool: \"tool\" is required: a tool name that find_tools returned"), nil
+	none, err := noToolFits(orEmpty(req.Params.Arguments))
+	switch {
+	case err != nil:
+		return errorResult("call_tool: %v", err), nil
+	case none && c.Tool != "":
+		return errorResult("call_tool: give either \"tool\" (a call) or \"noToolFits\": true (no tool was called), not both"), nil
+	case none:
+		if err := s.opts.Engine.NoToolFits(s.caller(req), c.Answer); err != nil {
+			return errorResult("call_tool: %v", err), nil
+		}
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "noted: the request was answered without a tool"}}}, nil
+	case c.Tool == "":
+		return errorResult("call_tool: \"tool\" is required: a tool name that find_tools returned (or \"noToolFits\": true when you answered without one)"), nil
 	}
 	return s.call(ctx, req, c), nil
 }
 
+// noToolFits reads call_tool's "noToolFits": true or false, or their
+// text; absent is false.
+func noToolFits(args []byte) (bool, error) {
+	var v struct {
+		NoToolFits any `json:"noToolFits"`
+	}
+	if err := json.Unmarshal(args, &v); err != nil {
+		return false, nil // the call's own decoding says what is wrong
+	}
+	switch x := v.NoToolFits.(type) {
+	case nil:
+		return false, nil
+	case bool:
+		return x, nil
+	case string:
+		if b, err := strconv.ParseBool(strings.TrimSpace(x)); err == nil {
+			return b, nil
+		}
+	}
+	return false, errors.New(`"noToolFits" must be true or false`)
+}
+
 // caller is who asks with req: an MCP client, its session named by this
-// server. A request of a revision served without sessions (2026-07-28
-// over HTTP) has none: it is one-off, and a call follows an answer only
-// by citing it (engine.Caller). Client is the identity the bearer token
-// gives (Principal) over HTTP, else the session's name.
+// server. Its principal (engine.Caller.Client) is the identity its bearer
+// token gives over HTTP (Principal: "mcp:http@owner" for the owner's
+// token), else the name it gave itself in its initialize request (which
+// cannot hold "@", so that no client names itself a token's holder). A
+// request of a revision served without sessions (2026-07-28 over HTTP)
+// has no session: it is one-off, and a call follows an answer only by
+// citing it.
 func (s *Server) caller(req sdk.Request) engine.Caller {
 	c := engine.Caller{Transport: "mcp", Agent: s.opts.Call.Agent}
-	if req == nil {
-		return c
+	var ss *sdk.ServerSession
+	if req != nil {
+		ss, _ = req.GetSession().(*sdk.ServerSession)
 	}
-	principal := Principal(req)
-	ss, _ := req.GetSession().(*sdk.ServerSession)
+	switch principal := Principal(req); {
+	case principal != "":
+		c.Client = usage.MCPClient("http@" + principal)
+	default:
+		name := ""
+		if ss != nil {
+			if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+				name = p.ClientInfo.Name
+			}
+		}
+		c.Client = usage.MCPClient(strings.ReplaceAll(name, "@", "_"))
+	}
 	if ss == nil || stateless(req) {
-		c.Client = principal
 		return c
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	name, ok := s.sessions[ss]
+	sess, ok := s.sessions[ss]
 	if !ok {
 		if len(s.sessions) >= maxSessions {
 			clear(s.sessions) // many sessions: the oldest lose their links, nothing else
 		}
 		s.nextSess++
-		name = "mcp-" + strconv.FormatUint(s.nextSess, 10)
-		s.sessions[ss] = name
+		sess = "mcp-" + strconv.FormatUint(s.nextSess, 10)
+		s.sessions[ss] = sess
 	}
-	c.Session, c.Client = name, name
-	if principal != "" {
-		c.Client = principal
-	}
+	c.Session = sess
 	return c
 }
 

@@ -29,6 +29,12 @@ type Access struct {
 	// (peer credentials of the server's own user) and toolsrv serve
 	// --stdio's, which reach it under ssh through that socket.
 	Unauthenticated string
+	// Host is the peer's host when it is not one of this host's own
+	// processes ("tcp:ADDR" for a TCP peer, "ssh:ADDR" for a client
+	// relayed under ssh): the usage history records its agents as that
+	// host's (usage.NinePAgent), one principal whatever agent names it
+	// uses.
+	Host string
 }
 
 // scoped reports whether the connection is confined to one agent.

@@ -276,7 +276,7 @@ func TestLoadsToldWithTheirCaller(t *testing.T) {
 	mustWrite(t, owner, "session/s/agent/a/tools", "echo_text")
 	mu.Lock()
 	defer mu.Unlock()
-	agent := engine.Caller{Transport: "9p", Client: "s/a", Session: "s", Agent: "a"}
+	agent := engine.Caller{Transport: "9p", Client: "9p:a", Session: "s", Agent: "a"}
 	byTool := agent
 	byTool.ByTool = true
 	if want := []engine.Caller{agent, byTool, agent}; !reflect.DeepEqual(loads, want) {

@@ -29,7 +29,7 @@
 //	session/S/err                r   why the last refused request in this session failed
 //	session/S/agent/             d   mkdir session/S/agent/A starts agent A (profile A applies), rmdir ends it
 //	session/S/agent/A/tools      rw  read: the loaded tools (same format as /tools); write names, one per line: load them
-//	session/S/agent/A/ctl        rw  write "tool_load NAME", "tool_unload NAME", "turn" (one per line);
+//	session/S/agent/A/ctl        rw  write "tool_load NAME", "tool_unload NAME", "turn", "no_tool [ANSWER]" (one per line);
 //	                                 read: "session S", "agent A", "turn N", then notices
 //	session/S/agent/A/schemas    r   JSON array of the loaded tools as the model sees them:
 //	                                 {"name","description","prompt","parameters"} (never the keywords)

@@ -60,6 +60,11 @@ type Options struct {
 	// the engine's Loaded, which decides what that records (a tool's own
 	// connection is engine.Caller.ByTool).
 	Loaded func(c engine.Caller, tool string)
+	// NoToolFits, when set, is told by an agent's ctl "no_tool [ANSWER]"
+	// that it answered the request of ANSWER (its latest answer when
+	// none) without a tool: the engine's NoToolFits, which records it.
+	// nil makes no_tool answer ENOSYS.
+	NoToolFits func(c engine.Caller, answer string) error
 	// Profiles returns an agent's profile when its directory is made; nil
 	// gives every agent an empty profile (nothing auto-loaded, all allowed).
 	Profiles func(agent string) (*registry.Profile, error)

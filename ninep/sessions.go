@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolsrv/toolsrv/engine"
 	"github.com/toolsrv/toolsrv/registry"
+	"github.com/toolsrv/toolsrv/usage"
 )
 
 // maxNotices is how many ctl notices an agent keeps.
@@ -56,7 +57,7 @@ type agent struct {
 // caller is who acts through agent ag on connection c: the agent of its
 // session, or a tool of the agent (a connection confined to it).
 func (ag *agent) caller(c *conn) engine.Caller {
-	return engine.Caller{Transport: "9p", Client: ag.sess.name + "/" + ag.name, Session: ag.sess.name, Agent: ag.name,
+	return engine.Caller{Transport: "9p", Client: usage.NinePAgent(ag.name, c.acc.Host), Session: ag.sess.name, Agent: ag.name,
 		ByTool: c.acc.scoped()}
 }
 
@@ -430,6 +431,16 @@ func (s *Server) agentCtl(c *conn, ag *agent, line string) error {
 		}
 		return err
 	}
+	if verb == "no_tool" {
+		ag.mu.Unlock()
+		if s.opts.NoToolFits == nil {
+			return Refuse(linux.ENOSYS, "this server keeps no usage history")
+		}
+		if err := s.opts.NoToolFits(ag.caller(c), arg); err != nil {
+			return Refuse(linux.EINVAL, "no_tool: %v", err)
+		}
+		return nil
+	}
 	defer ag.mu.Unlock()
 	switch verb {
 	case "tool_unload":
@@ -446,7 +457,7 @@ func (s *Server) agentCtl(c *conn, ag *agent, line string) error {
 		ag.turnLocked(cat, s.opts.WarmTurns)
 		return nil
 	}
-	return Refuse(linux.EINVAL, "unknown command %q; the agent ctl takes tool_load NAME, tool_unload NAME or turn", line)
+	return Refuse(linux.EINVAL, "unknown command %q; the agent ctl takes tool_load NAME, tool_unload NAME, turn or no_tool [ANSWER]", line)
 }
 
 // loadedTools returns the agent's loaded tools, by name.

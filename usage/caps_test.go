@@ -17,7 +17,8 @@ func TestCaps(t *testing.T) {
 		// agent by i
 		n           int
 		tool, agent func(i int) string
-		want        map[string]int // entries kept per tool
+		principal   func(i int) string // nil: none
+		want        map[string]int     // entries kept per tool
 		kept        func(i int) bool
 	}{
 		{
@@ -48,6 +49,28 @@ func TestCaps(t *testing.T) {
 			kept:  func(i int) bool { return (i%8 == 0) || i >= 35 },
 		},
 		{
+			// A flood of others' new entries pushes out the others' oldest,
+			// never the owner's (the first four).
+			name:      "the owner's entries go last",
+			opts:      Options{PerTool: 6, PerAgentTool: -1},
+			n:         30,
+			tool:      func(i int) string { return "t" },
+			agent:     func(i int) string { return "" },
+			principal: func(i int) string { return map[bool]string{true: Owner, false: "mcp:flood"}[i < 4] },
+			want:      map[string]int{"t": 6},
+			kept:      func(i int) bool { return i < 4 || i >= 28 },
+		},
+		{
+			name:      "the owner's entries go last in all too",
+			opts:      Options{Total: 5, PerAgentTool: -1},
+			n:         30,
+			tool:      func(i int) string { return fmt.Sprint("t", i%3) },
+			agent:     func(i int) string { return "" },
+			principal: func(i int) string { return map[bool]string{true: Owner, false: fmt.Sprint("9p:a", i)}[i < 2] },
+			want:      map[string]int{"t0": 2, "t1": 2, "t2": 1},
+			kept:      func(i int) bool { return i < 2 || i >= 27 },
+		},
+		{
 			name:  "no tool counts as a tool",
 			opts:  Options{PerTool: 3, PerAgentTool: -1},
 			n:     10,
@@ -64,7 +87,11 @@ func TestCaps(t *testing.T) {
 			start := c.t
 			for i := range tc.n {
 				c.add(time.Second)
-				record(t, s, Event{Request: fmt.Sprint("r ", i), Tool: tc.tool(i), Agent: tc.agent(i), OK: true})
+				ev := Event{Request: fmt.Sprint("r ", i), Tool: tc.tool(i), Agent: tc.agent(i), OK: true}
+				if tc.principal != nil {
+					ev.Principal = tc.principal(i)
+				}
+				record(t, s, ev)
 			}
 			got := snapshot(t, s)
 			per := map[string]int{}
@@ -174,7 +201,7 @@ func TestCountSaturates(t *testing.T) {
 	}
 	record(t, s, Event{Request: "loop", Tool: "t", Agent: "other", OK: true})
 	got := snapshot(t, s)
-	if got[Key{"loop", "t", "looping"}].Count != 5 || got[Key{"loop", "t", "other"}].Count != 1 {
+	if got[Key{"loop", "t", "looping", ""}].Count != 5 || got[Key{"loop", "t", "other", ""}].Count != 1 {
 		t.Fatalf("%v", got)
 	}
 }

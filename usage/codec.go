@@ -16,12 +16,17 @@ import (
 // whole entry in Go, so ten columns took 4-5 times as long as one (100,000
 // entries: some 300 ms of CPU against 100).
 //
-// The format: a version byte (1), then the normalized request, the text,
-// the tool, the agent (each a uvarint length and the bytes), count,
-// failed (in 1/failScale), first, last (Unix ns), version (varints), and the number of
-// offered tools and each one (length and bytes).
+// The format: a version byte (2), then the normalized request, the text,
+// the tool, the agent, the principal (each a uvarint length and the
+// bytes), count, failed (in 1/failScale), first, last (Unix ns), version
+// (varints), and the number of offered tools and each one (length and
+// bytes). Format 1, the layout before principals, has no principal: it is
+// read (the migration to layout 2 reads it) with the principal "".
 
-const recFormat = 1
+const (
+	recFormat  = 2
+	recFormat1 = 1
+)
 
 // errRec is a record that does not decode: the store is damaged.
 var errRec = fmt.Errorf("an entry does not decode: %w", errDamaged)
@@ -38,6 +43,7 @@ func encodeEntry(b []byte, e *Entry, failed int64) []byte {
 	str(e.Text)
 	str(e.Key.Tool)
 	str(e.Key.Agent)
+	str(e.Key.Principal)
 	b = binary.AppendVarint(b, e.Count)
 	b = binary.AppendVarint(b, failed)
 	b = binary.AppendVarint(b, e.First.UnixNano())
@@ -69,7 +75,7 @@ func decodeEntry(rec []byte, e *Entry, a *arena) (int64, error) {
 // length and e's failures in 1/failScale. s holds the same bytes as b:
 // e's strings are parts of it; its offered list comes from a.
 func decodeNext(b []byte, s string, e *Entry, a *arena) (int, int64, error) {
-	if len(b) == 0 || b[0] != recFormat {
+	if len(b) == 0 || (b[0] != recFormat && b[0] != recFormat1) {
 		return 0, 0, errRec
 	}
 	i := 1
@@ -98,6 +104,10 @@ func decodeNext(b []byte, s string, e *Entry, a *arena) (int, int64, error) {
 	e.Text = str()
 	e.Key.Tool = str()
 	e.Key.Agent = str()
+	e.Key.Principal = ""
+	if b[0] == recFormat {
+		e.Key.Principal = str()
+	}
 	e.Count = num()
 	failed := num()
 	e.Failed = (failed + failScale/2) / failScale
@@ -162,7 +172,7 @@ func (a *arena) list(n int) []string {
 // key has the same hash in either.
 func (k Key) Hash() []byte {
 	h := sha256.New()
-	for _, s := range []string{k.Request, k.Tool, k.Agent} {
+	for _, s := range []string{k.Request, k.Tool, k.Agent, k.Principal} {
 		var n [binary.MaxVarintLen64]byte
 		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
 		h.Write([]byte(s))

@@ -1,10 +1,13 @@
 // Package usage keeps which tool an installation's agents called for which
 // request, so that ranking can learn from use.
 //
-// A capture path (MCP, 9P, the CLI) records an Event per answered request;
-// a Store merges identical ones into an Entry per (normalized request,
-// tool, agent) with the calls counted, the failures, the first and last
-// times and the latest wording. The ranking follows the store through a
+// A capture path (MCP, 9P, the CLI) records an Event per answered request,
+// with its principal, who recorded it (principal.go: the owner, an MCP
+// client, a 9P agent, an imported file, another instance of a shared
+// store); a Store merges identical ones into an Entry per (normalized
+// request, tool, agent, principal) with the calls counted, the failures,
+// the first and last times and the latest wording. An installation's key
+// (seal.go) tells what it wrote itself from what anyone could have. The ranking follows the store through a
 // Follower: the history whole once (Snapshot), then what changed since
 // the version it has (Changes), looking at every poll and when a shared
 // store says another host recorded (Notifier). The Follower is the only
@@ -13,7 +16,7 @@
 // itself; it keeps nothing of the history (the ranking's view does).
 //
 //	store, warnings, err := usage.Open(ctx, usage.DefaultPath(os.Getenv), usage.Options{})
-//	err = store.Record(ctx, usage.Event{Request: msg, Tool: "git_status", OK: true, Agent: "claude", Source: usage.SourceMCP})
+//	err = store.Record(ctx, usage.Event{Request: msg, Tool: "git_status", OK: true, Agent: "claude", Principal: "mcp:claude-code", Source: usage.SourceMCP})
 //	f := usage.NewFollower(store)
 //	name, version, err := f.Head(ctx)   // which history, at which version
 //	d, err := f.Since(ctx, -1)          // the whole history (d.Full)

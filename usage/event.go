@@ -24,6 +24,11 @@ type Event struct {
 	// Agent names the agent (an MCP client, a 9P session's profile); ""
 	// when unknown.
 	Agent string `json:"agent"`
+	// Principal is who recorded it (principal.go): the owner at the
+	// terminal, an MCP client, a 9P session's agent, an imported file,
+	// another instance of a shared store. The path the event came by sets
+	// it, never the request's text; "" is an unknown one.
+	Principal string `json:"principal,omitempty"`
 	// Time is when it happened; zero means now. A time in the future is
 	// taken as now.
 	Time time.Time `json:"time"`
@@ -61,11 +66,12 @@ const (
 )
 
 // Key identifies an Entry: identical requests for the same tool by the
-// same agent are one entry.
+// same agent and principal are one entry.
 type Key struct {
-	Request string `json:"request"` // Normalize(the request text)
-	Tool    string `json:"tool"`
-	Agent   string `json:"agent"`
+	Request   string `json:"request"` // Normalize(the request text)
+	Tool      string `json:"tool"`
+	Agent     string `json:"agent"`
+	Principal string `json:"principal"`
 }
 
 // Entry is what the store keeps of the events of one Key.
@@ -154,6 +160,7 @@ func prepare(ev Event, now time.Time) (prepared, error) {
 	}
 	ev.Tool = cut(strings.ToValidUTF8(ev.Tool, "\uFFFD"), MaxName)
 	ev.Agent = cut(strings.ToValidUTF8(ev.Agent, "\uFFFD"), MaxName)
+	ev.Principal = cut(strings.ToValidUTF8(ev.Principal, "\uFFFD"), MaxName)
 	if len(ev.Offered) > MaxOffered {
 		ev.Offered = ev.Offered[:MaxOffered]
 	}
@@ -168,7 +175,7 @@ func prepare(ev Event, now time.Time) (prepared, error) {
 	if n == 0 {
 		n = 1
 	}
-	return prepared{Event: ev, key: Key{Request: norm, Tool: ev.Tool, Agent: ev.Agent}, count: n}, nil
+	return prepared{Event: ev, key: Key{Request: norm, Tool: ev.Tool, Agent: ev.Agent, Principal: ev.Principal}, count: n}, nil
 }
 
 // cut shortens s to at most n bytes at a rune boundary.

@@ -46,7 +46,7 @@ func TestPrepare(t *testing.T) {
 }
 
 func TestCodec(t *testing.T) {
-	e := Entry{Key: Key{"show status", "git_status", "claude"}, Text: "Show  status", Count: 5, Failed: 2,
+	e := Entry{Key: Key{"show status", "git_status", "claude", "mcp:claude"}, Text: "Show  status", Count: 5, Failed: 2,
 		First: time.Unix(0, 1), Last: time.Unix(0, 1e18), Offered: []string{"git_status", "", "ls"}, Version: 1 << 50}
 	rec := encodeEntry(nil, &e, 2*failScale)
 	var got Entry

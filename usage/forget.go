@@ -13,9 +13,9 @@ import (
 // check says what is wrong with f, or nil.
 func (f Filter) check() error {
 	switch {
-	case f.All && (f.Tool != "" || f.Agent != "" || !f.Before.IsZero()):
+	case f.All && (f.Tool != "" || f.Agent != "" || f.Principal != "" || !f.Before.IsZero()):
 		return errors.New("usage: Filter.All forgets everything; set nothing else with it")
-	case !f.All && f.Tool == "" && f.Agent == "" && f.Before.IsZero():
+	case !f.All && f.Tool == "" && f.Agent == "" && f.Principal == "" && f.Before.IsZero():
 		return errors.New("usage: an empty Filter matches nothing (set All to forget everything)")
 	}
 	return nil
@@ -53,6 +53,9 @@ func (s *fileStore) Forget(ctx context.Context, f Filter) (int, error) {
 			}
 			if f.Agent != "" {
 				cond, args = append(cond, "agent = ?"), append(args, f.Agent)
+			}
+			if f.Principal != "" {
+				cond, args = append(cond, "principal = ?"), append(args, f.Principal)
 			}
 			if !f.Before.IsZero() {
 				cond, args = append(cond, "last < ?"), append(args, f.Before.UnixNano())

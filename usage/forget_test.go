@@ -47,7 +47,7 @@ func TestForget(t *testing.T) {
 			want := map[Key]bool{}
 			for _, e := range evs {
 				if !tc.gone(e) {
-					want[Key{Normalize(e.Request), e.Tool, e.Agent}] = true
+					want[Key{Normalize(e.Request), e.Tool, e.Agent, e.Principal}] = true
 				}
 			}
 			n, err := s.Forget(ctx, tc.f)

@@ -70,7 +70,7 @@ func (s *fileStore) Changes(ctx context.Context, after int64) ([]Entry, []Key, i
 			return err
 		}
 		// A key removed and then added again is a change, not a removal.
-		rows, err := tx.QueryContext(ctx, `SELECT DISTINCT r.norm, r.tool, r.agent FROM removed r WHERE r.version > ?
+		rows, err := tx.QueryContext(ctx, `SELECT DISTINCT r.norm, r.tool, r.agent, r.principal FROM removed r WHERE r.version > ?
 			AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.hash = r.hash)`, after)
 		if err != nil {
 			return err
@@ -78,7 +78,7 @@ func (s *fileStore) Changes(ctx context.Context, after int64) ([]Entry, []Key, i
 		defer rows.Close()
 		for rows.Next() {
 			var k Key
-			if err := rows.Scan(&k.Request, &k.Tool, &k.Agent); err != nil {
+			if err := rows.Scan(&k.Request, &k.Tool, &k.Agent, &k.Principal); err != nil {
 				return err
 			}
 			removed = append(removed, k)
@@ -126,11 +126,11 @@ func (s *fileStore) Stats(ctx context.Context) (Stats, error) {
 		if err != nil {
 			return err
 		}
-		tools, agents := map[string]bool{}, map[string]bool{}
+		tools, agents, principals := map[string]bool{}, map[string]bool{}, map[string]bool{}
 		for i, e := range entries {
 			st.Events += e.Count
 			st.Failed += e.Failed
-			tools[e.Key.Tool], agents[e.Key.Agent] = true, true
+			tools[e.Key.Tool], agents[e.Key.Agent], principals[e.Key.Principal] = true, true, true
 			if i == 0 || e.First.Before(st.Oldest) {
 				st.Oldest = e.First
 			}
@@ -138,7 +138,7 @@ func (s *fileStore) Stats(ctx context.Context) (Stats, error) {
 				st.Newest = e.Last
 			}
 		}
-		st.Entries, st.Tools, st.Agents = len(entries), len(tools), len(agents)
+		st.Entries, st.Tools, st.Agents, st.Principals = len(entries), len(tools), len(agents), len(principals)
 		rows, err := tx.QueryContext(ctx, `SELECT source, events FROM sources`)
 		if err != nil {
 			return err

@@ -37,7 +37,7 @@ func (s *fileStore) record(ctx context.Context, tx *sql.Tx, preps []prepared, no
 	st, err := prepareAll(ctx, tx, map[string]string{
 		"seen":   `INSERT OR IGNORE INTO seen (id, at) VALUES (?, ?)`,
 		"get":    `SELECT id, rec FROM entries WHERE hash = ?`,
-		"insert": `INSERT INTO entries (hash, tool, agent, last, version, rec) VALUES (?, ?, ?, ?, ?, ?)`,
+		"insert": `INSERT INTO entries (hash, tool, agent, principal, last, version, rec) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		"update": `UPDATE entries SET last = ?, version = ?, rec = ? WHERE id = ?`,
 	})
 	if err != nil {
@@ -75,7 +75,7 @@ func (s *fileStore) record(ctx context.Context, tx *sql.Tx, preps []prepared, no
 			merge(&e, &failed, p, s.opts.MaxCount)
 			e.Version = v
 			buf = encodeEntry(buf[:0], &e, failed)
-			_, err = st["insert"].ExecContext(ctx, hash, e.Key.Tool, e.Key.Agent, e.Last.UnixNano(), v, buf)
+			_, err = st["insert"].ExecContext(ctx, hash, e.Key.Tool, e.Key.Agent, e.Key.Principal, e.Last.UnixNano(), v, buf)
 			grown[Key{Tool: p.key.Tool, Agent: p.key.Agent}] = true
 			added++
 		case err == nil:
@@ -118,7 +118,10 @@ func (s *fileStore) record(ctx context.Context, tx *sql.Tx, preps []prepared, no
 
 // enforce applies the retention and the caps (grown: the (tool, agent)
 // pairs that got a new entry), evicting the oldest Last first, and
-// remembers the evicted keys as removed at version v.
+// remembers the evicted keys as removed at version v. The per-tool and
+// total caps evict the owner's entries last: others' entries, however
+// many and however new (a flood of made-up requests), never push out what
+// the owner did; the owner's own push out the owner's oldest.
 func (s *fileStore) enforce(ctx context.Context, tx *sql.Tx, v int64, now time.Time, grown map[Key]bool) (int, error) {
 	o := s.opts
 	removed := 0
@@ -147,7 +150,7 @@ func (s *fileStore) enforce(ctx context.Context, tx *sql.Tx, v int64, now time.T
 	}
 	if o.PerTool > 0 {
 		for t := range tools {
-			if err := evict(`id IN (SELECT id FROM entries WHERE tool = ? ORDER BY last DESC, id DESC LIMIT -1 OFFSET ?)`,
+			if err := evict(`id IN (SELECT id FROM entries WHERE tool = ? ORDER BY principal = 'owner' DESC, last DESC, id DESC LIMIT -1 OFFSET ?)`,
 				t, o.PerTool); err != nil {
 				return removed, err
 			}
@@ -159,7 +162,7 @@ func (s *fileStore) enforce(ctx context.Context, tx *sql.Tx, v int64, now time.T
 			return removed, err
 		}
 		if n > int64(o.Total) {
-			if err := evict(`id IN (SELECT id FROM entries ORDER BY last, id LIMIT ?)`, n-int64(o.Total)); err != nil {
+			if err := evict(`id IN (SELECT id FROM entries ORDER BY principal = 'owner', last, id LIMIT ?)`, n-int64(o.Total)); err != nil {
 				return removed, err
 			}
 		}
@@ -198,8 +201,8 @@ func evictWhere(ctx context.Context, tx *sql.Tx, v int64, cond string, args ...a
 		return 0, fmt.Errorf("evicting: %w", err)
 	}
 	for _, k := range keys {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO removed (version, hash, norm, tool, agent) VALUES (?, ?, ?, ?, ?)`,
-			v, k.Hash(), k.Request, k.Tool, k.Agent); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO removed (version, hash, norm, tool, agent, principal) VALUES (?, ?, ?, ?, ?, ?)`,
+			v, k.Hash(), k.Request, k.Tool, k.Agent, k.Principal); err != nil {
 			return 0, err
 		}
 	}

@@ -8,8 +8,9 @@ import (
 )
 
 // schemaVersion is the layout below; a store of a later one is refused
-// (a newer toolsrv wrote it), never changed.
-const schemaVersion = 1
+// (a newer toolsrv wrote it), never changed, and one of an earlier one is
+// migrated (migrate).
+const schemaVersion = 2
 
 // schema is the embedded store's layout.
 //
@@ -17,9 +18,9 @@ const schemaVersion = 1
 //     oldest version Changes can answer from (horizon), the number of
 //     entries (for the total cap without counting rows).
 //   - entries: one row per key; rec is the whole entry (see encodeEntry),
-//     hash is a hash of its key, and tool, agent, last (Unix ns) and
-//     version are copies of its fields for the queries that select by
-//     them: the caps (by tool and agent, by last use), Changes (by
+//     hash is a hash of its key, and tool, agent, principal, last (Unix
+//     ns) and version are copies of its fields for the queries that select
+//     by them: the caps (by tool and agent, by last use), Changes (by
 //     version), Forget.
 //   - removed: keys removed by eviction or expiry, with the version that
 //     removed them, for Changes; the oldest are dropped beyond
@@ -36,8 +37,10 @@ var schema = []string{
 		agent TEXT NOT NULL,
 		last INTEGER NOT NULL,
 		version INTEGER NOT NULL,
-		rec BLOB NOT NULL)`,
+		rec BLOB NOT NULL,
+		principal TEXT NOT NULL DEFAULT '')`,
 	`CREATE INDEX entries_tool ON entries (tool, agent, last)`,
+	`CREATE INDEX entries_principal ON entries (principal)`,
 	`CREATE INDEX entries_last ON entries (last)`,
 	`CREATE INDEX entries_version ON entries (version)`,
 	`CREATE TABLE removed (
@@ -46,7 +49,8 @@ var schema = []string{
 		hash BLOB NOT NULL,
 		norm TEXT NOT NULL,
 		tool TEXT NOT NULL,
-		agent TEXT NOT NULL)`,
+		agent TEXT NOT NULL,
+		principal TEXT NOT NULL DEFAULT '')`,
 	`CREATE INDEX removed_version ON removed (version)`,
 	`CREATE TABLE seen (id TEXT NOT NULL UNIQUE, at INTEGER NOT NULL)`,
 	`CREATE TABLE sources (source TEXT PRIMARY KEY, events INTEGER NOT NULL) WITHOUT ROWID`,
@@ -67,6 +71,9 @@ func ensureSchema(ctx context.Context, db *sql.DB, base int64) error {
 	}
 	if v > schemaVersion {
 		return fmt.Errorf("%w (layout %d; this one knows %d): use that toolsrv, or another --usage-db", errNewerSchema, v, schemaVersion)
+	}
+	if v > 0 {
+		return migrate(ctx, db)
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
@@ -91,6 +98,105 @@ func ensureSchema(ctx context.Context, db *sql.DB, base int64) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// migrate brings a store of an earlier layout to schemaVersion, in one
+// transaction (BEGIN IMMEDIATE: another process migrating waits, then
+// finds it done).
+//
+// 1 → 2, principals: every entry gets the principal Legacy(its agent)
+// (see Legacy for why not the owner's), its record rewritten in the new
+// format and its key's hash computed anew (the hash covers the
+// principal). The removed keys are dropped and the horizon raised: a
+// reader of the old layout takes the history whole again (ErrResnapshot);
+// a view derived from the old layout is of another format, which its
+// reader does not take.
+func migrate(ctx context.Context, db *sql.DB) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done {
+			conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
+		}
+	}()
+	var v int64
+	if err := conn.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'schema'`).Scan(&v); err != nil {
+		return err
+	}
+	if v == schemaVersion {
+		done = true
+		_, err := conn.ExecContext(ctx, `COMMIT`)
+		return err
+	}
+	if v != 1 {
+		return fmt.Errorf("the usage store has layout %d, which no toolsrv wrote: %w", v, errDamaged)
+	}
+	for _, stmt := range []string{
+		`ALTER TABLE entries ADD COLUMN principal TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE removed ADD COLUMN principal TEXT NOT NULL DEFAULT ''`,
+		`CREATE INDEX entries_principal ON entries (principal)`,
+		`DELETE FROM removed`,
+	} {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("migrating the usage store to layout %d: %w", schemaVersion, err)
+		}
+	}
+	type row struct {
+		id  int64
+		rec []byte
+	}
+	var rows []row
+	rs, err := conn.QueryContext(ctx, `SELECT id, rec FROM entries`)
+	if err != nil {
+		return err
+	}
+	for rs.Next() {
+		var r row
+		if err := rs.Scan(&r.id, &r.rec); err != nil {
+			rs.Close()
+			return err
+		}
+		rows = append(rows, r)
+	}
+	rs.Close()
+	if err := rs.Err(); err != nil {
+		return err
+	}
+	var buf []byte
+	for _, r := range rows {
+		var e Entry
+		failed, err := decodeEntry(r.rec, &e, nil)
+		if err != nil {
+			return err
+		}
+		e.Key.Principal = Legacy(e.Key.Agent)
+		buf = encodeEntry(buf[:0], &e, failed)
+		if _, err := conn.ExecContext(ctx, `UPDATE entries SET hash = ?, principal = ?, rec = ? WHERE id = ?`,
+			e.Key.Hash(), e.Key.Principal, buf, r.id); err != nil {
+			return fmt.Errorf("migrating the usage store to layout %d: %w", schemaVersion, err)
+		}
+	}
+	if _, err := conn.ExecContext(ctx, `UPDATE meta SET value = value + 1 WHERE key = 'version'`); err != nil {
+		return err
+	}
+	for _, stmt := range []string{
+		`UPDATE meta SET value = (SELECT value FROM meta WHERE key = 'version') WHERE key = 'horizon'`,
+		`UPDATE meta SET value = 2 WHERE key = 'schema'`,
+	} {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	done = true
+	_, err = conn.ExecContext(ctx, `COMMIT`)
+	return err
 }
 
 // layoutVersion is the store's layout version, 0 for an empty file.

@@ -43,26 +43,29 @@ type Store interface {
 var ErrResnapshot = errors.New("usage store: changes unknown, take a new snapshot")
 
 // Filter says which entries Forget removes: All, or those of Tool (when
-// set) and of Agent (when set) and last used before Before (when set).
-// A filter with nothing set matches nothing and is an error.
+// set) and of Agent (when set) and of Principal (when set) and last used
+// before Before (when set). A filter with nothing set matches nothing and
+// is an error.
 type Filter struct {
-	Tool   string
-	Agent  string
-	Before time.Time
-	All    bool
+	Tool      string
+	Agent     string
+	Principal string
+	Before    time.Time
+	All       bool
 }
 
 // Stats describes a store.
 type Stats struct {
 	// Where is the store: a path, or a URL without its password.
 	Where string `json:"where"`
-	// Entries kept, the calls they count and of them failed, the tools
-	// and agents they name.
-	Entries int   `json:"entries"`
-	Events  int64 `json:"events"`
-	Failed  int64 `json:"failed"`
-	Tools   int   `json:"tools"`
-	Agents  int   `json:"agents"`
+	// Entries kept, the calls they count and of them failed, the tools,
+	// agents and principals they name.
+	Entries    int   `json:"entries"`
+	Events     int64 `json:"events"`
+	Failed     int64 `json:"failed"`
+	Tools      int   `json:"tools"`
+	Agents     int   `json:"agents"`
+	Principals int   `json:"principals"`
 	// Sources counts the events recorded by source since the store was
 	// made or last emptied (Forget All), evicted or not.
 	Sources map[string]int64 `json:"sources"`

@@ -51,7 +51,7 @@ func runEval(ctx context.Context, env *cliEnv, args []string) int {
 	noLearned := fs.Bool("no-learned", false, "rank with the fixed fusion, without the learned last step")
 	thrFile := fs.String("thresholds", "", "thresholds file for the offered-set figures (default: as toolsrv rank)")
 	asJSON := fs.Bool("json", false, "print the figures as JSON")
-	usageFile := fs.String("usage", "", "usage lines to rank with (the format of \"toolsrv usage import\"), applied to each corpus in a history of its own: the lines naming its tools, and those naming none")
+	usageFile := fs.String("usage", "", "usage lines to rank with (the format of \"toolsrv usage import\"), applied to each corpus in a history of its own: the lines naming its tools, and those naming none; recorded as the owner's")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -65,7 +65,9 @@ func runEval(ctx context.Context, env *cliEnv, args []string) int {
 		if err != nil {
 			return fail(fmt.Errorf("--usage: %w", err))
 		}
-		_, history, err = parseImport(f)
+		// The lines are the owner's (who gives them here), as a history
+		// of one's own calls would be.
+		_, history, err = parseImport(f, importWho{given: usagedb.Owner})
 		f.Close()
 		if err != nil {
 			return fail(fmt.Errorf("--usage %s: %w", *usageFile, err))

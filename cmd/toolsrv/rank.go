@@ -242,13 +242,8 @@ func printExplanation(w io.Writer, ex *engine.Explanation) {
 	if ex.Reason != "" {
 		fmt.Fprintln(w, "  decision:", ex.Reason)
 	}
-	if u := ex.Usage; u != nil {
-		how := fmt.Sprintf("weight %g", u.Weight)
-		if u.Weight == 0 {
-			how = "not used (weight 0: no clear gain)"
-		}
-		fmt.Fprintf(w, "  usage history: %d past requests, %s; chosen on %d of them, each ranked as new: Recall@5 %.3f with it, %.3f without\n",
-			u.Entries, how, u.Sample, u.Recall, u.Base)
+	if ex.History != "" {
+		fmt.Fprintln(w, "  usage history:", ex.History)
 	}
 	// With tools expected (--expect), only theirs are worth the lines.
 	focus := slices.ContainsFunc(ex.Tools, func(t engine.ToolExplanation) bool { return t.Expected })
@@ -290,6 +285,9 @@ func printExplanation(w io.Writer, ex *engine.Explanation) {
 			sig += fmt.Sprintf(", usage history +%.3f", t.Usage)
 		}
 		fmt.Fprintln(w, "      "+sig)
+		if t.History != "" {
+			fmt.Fprintln(w, "      history: "+t.History)
+		}
 		if len(t.Matched) == 0 {
 			fmt.Fprintln(w, "      matched: no word of the message")
 		} else {

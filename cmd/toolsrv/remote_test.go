@@ -69,6 +69,17 @@ func TestRemoteCLI(t *testing.T) {
 		"definition bad is not usable on this host")
 	want(run("", "9p", "--addr", "ssh:127.0.0.1:1", "ls", "/"), 1, "", "ssh could not connect to 127.0.0.1")
 
+	// An agent that reaches the host over ssh is that host's to its usage
+	// history (one principal per host: 9p:AGENT@ssh:ADDR).
+	want(run("", "9p", "--addr", s.Addr, "mkdir", "session/cli/agent/a"), 0, "", "")
+	want(run("", "9p", "--addr", s.Addr, "write", "session/cli/agent/a/rank", "how full is the disk"), 0, "# answer ", "")
+	want(run("", "9p", "--addr", s.Addr, "write", "session/cli/agent/a/ctl", "tool_load disk_usage"), 0, "", "")
+	want(run("", "9p", "--addr", s.Addr, "write", "session/cli/agent/a/call/disk_usage", "{}"), 0, `"ok":true`, "")
+	if out, err := osexec.Command(host.Cmd, "usage", "ls", "--json").CombinedOutput(); err != nil ||
+		!strings.Contains(string(out), `"9p:a@ssh:127.0.0.1"`) {
+		t.Errorf("the remote host's usage history: %v\n%s", err, out)
+	}
+
 	// toolsrv serve --remote: the remote's tools and the directory sent.
 	local, send, dir := t.TempDir(), t.TempDir(), t.TempDir()
 	writeFile(t, filepath.Join(local, "weather.meta"), `{"description": "Current weather forecast for a city", "cmd": "/bin/true"}`)
@@ -196,7 +207,7 @@ func TestPeerAccessTCP(t *testing.T) {
 	defer a.Close()
 	defer b.Close()
 	acc := peerAccess(nil, a)
-	if acc.Denied != "" || acc.Session != "" || !strings.Contains(acc.Unauthenticated, "TCP") {
+	if acc.Denied != "" || acc.Session != "" || !strings.Contains(acc.Unauthenticated, "TCP") || acc.Host != "tcp:pipe" {
 		t.Errorf("access %+v", acc)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -166,10 +167,11 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	agents, guard := sv.agents, srvd.guard
 
 	srv, err := ninep.New(ninep.Options{
-		Source: loggedSource{reg, log},
-		Ranker: eng,
-		Caller: eng,
-		Loaded: eng.Loaded,
+		Source:     loggedSource{reg, log},
+		Ranker:     eng,
+		Caller:     eng,
+		Loaded:     eng.Loaded,
+		NoToolFits: eng.NoToolFits,
 		Profiles: loggedProfiles(func(name string) (*registry.Profile, error) {
 			return registry.LoadProfile(agents, name)
 		}, log),
@@ -266,19 +268,46 @@ func peerAccess(r *exec.Runner, nc net.Conn) ninep.Access {
 	p, err := r.Identify(nc)
 	switch {
 	case errors.Is(err, exec.ErrNotUnix):
-		return ninep.Access{Unauthenticated: "this is a TCP connection, whose peer the operating system cannot identify"}
+		host := nc.RemoteAddr().String()
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		return ninep.Access{Unauthenticated: "this is a TCP connection, whose peer the operating system cannot identify", Host: "tcp:" + host}
 	case err != nil:
 		return ninep.Access{Denied: "refused: the connecting process could not be identified: " + err.Error()}
 	case p.UID != os.Getuid() && p.UID != 0:
 		return ninep.Access{Denied: fmt.Sprintf("refused: the connecting process runs as uid %d; this server serves uid %d only", p.UID, os.Getuid())}
 	case !p.Tool:
-		return ninep.Access{}
+		return ninep.Access{Host: sshHost(p.PID)}
 	case p.Call != nil && p.Call.Session != "" && p.Call.Agent != "":
 		return ninep.Access{Session: p.Call.Session, Agent: p.Call.Agent}
 	case p.Call != nil:
 		return ninep.Access{Denied: "refused: this connection comes from a tool called without a session and agent; it may do nothing here"}
 	}
 	return ninep.Access{Denied: "refused: this connection comes from a sandboxed tool that is not a running call of this server (a call of another toolsrv, or of a call that has ended); it may do nothing here"}
+}
+
+// sshHost is the remote host a process of this user serves under ssh (a
+// "toolsrv serve --stdio" relay, a shell of a remote login): "ssh:ADDR"
+// from its SSH_CONNECTION, which sshd sets; "" for a local process (or one
+// whose environment cannot be read). The usage history records its 9P
+// agents as that host's.
+func sshHost(pid int) string {
+	if pid <= 0 {
+		return ""
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return ""
+	}
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, []byte("SSH_CONNECTION=")); ok {
+			if f := strings.Fields(string(v)); len(f) > 0 {
+				return "ssh:" + f[0]
+			}
+		}
+	}
+	return ""
 }
 
 // workDirGuard protects the home directory and toolsrv's own files from

@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -29,9 +31,12 @@ const usageAbout = `The usage history: which tool this installation's agents cal
 request (or that they answered it without a tool), kept to rank tools for
 requests like it.
 
-What is kept: for each request (lowercased, runs of spaces made one), tool
-and agent, the request's latest wording, how many calls and how many of
-them failed, when first and last, and the tools offered with it. Requests
+What is kept: for each request (lowercased, runs of spaces made one), tool,
+agent and principal (who recorded it: owner, mcp:NAME, 9p:AGENT, an
+imported file, another instance), the request's latest wording, how many
+calls and how many of them failed, when first and last, and the tools
+offered with it. The ranking believes each principal as far as its record
+has earned (toolsrv usage principals); the owner's word counts. Requests
 are what users wrote: they stay in one file of yours (mode 0600, in a
 directory only you can enter), are never sent anywhere, and are never
 logged.
@@ -51,11 +56,12 @@ var usageSubcommands = map[string]struct {
 	summary string
 	run     func(ctx context.Context, env *cliEnv, args []string) int
 }{
-	"ls":     {"list the entries, most recently used first", runUsageLs},
-	"stats":  {"say what the history holds, where, and how it is bounded", runUsageStats},
-	"export": {"write every entry as JSON lines (the import format)", runUsageExport},
-	"import": {"record the JSON lines of a file (all or none)", runUsageImport},
-	"forget": {"remove entries: of a tool, of an agent, before a date, or all", runUsageForget},
+	"ls":         {"list the entries, most recently used first", runUsageLs},
+	"stats":      {"say what the history holds, where, and how it is bounded", runUsageStats},
+	"export":     {"write every entry as JSON lines (the import format)", runUsageExport},
+	"import":     {"record the JSON lines of a file (all or none)", runUsageImport},
+	"forget":     {"remove entries: of a tool, of an agent, of a principal, before a date, or all", runUsageForget},
+	"principals": {"who recorded the history, and how far the ranking believes each", runUsagePrincipals},
 }
 
 func runUsage(ctx context.Context, env *cliEnv, args []string) int {
@@ -79,7 +85,7 @@ func runUsage(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-7s %s\n", n, usageSubcommands[n].summary)
+		fmt.Fprintf(w, "  %-10s %s\n", n, usageSubcommands[n].summary)
 	}
 	fmt.Fprintln(w, "\nEvery subcommand takes --usage-db PATH|URL and --usage-namespace NAME; import also --tools DIR (the catalog it checks the tools against).")
 	return code
@@ -128,11 +134,12 @@ func usageFlags(env *cliEnv, sub, synopsis, about string) (*flag.FlagSet, *dirLi
 }
 
 func runUsageLs(ctx context.Context, env *cliEnv, args []string) int {
-	fs, _, db := usageFlags(env, "ls", "[--json] [--tool NAME] [--agent NAME]",
-		"Lists the entries, most recently used first: calls, failed, last use, tool, agent, request.\nA tool of \"-\" means the request was answered without a tool.")
+	fs, _, db := usageFlags(env, "ls", "[--json] [--tool NAME] [--agent NAME] [--principal NAME]",
+		"Lists the entries, most recently used first: calls, failed, last use, tool, agent, principal (who\nrecorded it), request. A tool of \"-\" means the request was answered without a tool.")
 	asJSON := fs.Bool("json", false, "print the entries as a JSON array")
 	tool := fs.String("tool", "", "only the entries of this tool")
 	agent := fs.String("agent", "", "only the entries of this agent")
+	principal := fs.String("principal", "", "only the entries this principal recorded (owner, mcp:NAME, 9p:AGENT, ...)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -152,7 +159,7 @@ func runUsageLs(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	entries := all[:0]
 	for _, e := range all {
-		if (*tool == "" || e.Key.Tool == *tool) && (*agent == "" || e.Key.Agent == *agent) {
+		if (*tool == "" || e.Key.Tool == *tool) && (*agent == "" || e.Key.Agent == *agent) && (*principal == "" || e.Key.Principal == *principal) {
 			entries = append(entries, e)
 		}
 	}
@@ -167,10 +174,10 @@ func runUsageLs(ctx context.Context, env *cliEnv, args []string) int {
 		return 0
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CALLS\tFAILED\tLAST\tTOOL\tAGENT\tREQUEST")
+	fmt.Fprintln(tw, "CALLS\tFAILED\tLAST\tTOOL\tAGENT\tPRINCIPAL\tREQUEST")
 	for _, e := range entries {
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", e.Count, e.Failed, e.Last.Local().Format("2006-01-02 15:04"),
-			orDash(e.Key.Tool), orDash(e.Key.Agent), oneLine(e.Text, 100))
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\n", e.Count, e.Failed, e.Last.Local().Format("2006-01-02 15:04"),
+			orDash(e.Key.Tool), orDash(oneLine(e.Key.Agent, 40)), orDash(oneLine(e.Key.Principal, 60)), oneLine(e.Text, 100))
 	}
 	tw.Flush()
 	if len(entries) == 0 {
@@ -192,6 +199,9 @@ func sortEntries(es []usagedb.Entry) {
 		}
 		if a.Key.Agent != b.Key.Agent {
 			return a.Key.Agent < b.Key.Agent
+		}
+		if a.Key.Principal != b.Key.Principal {
+			return a.Key.Principal < b.Key.Principal
 		}
 		return a.Key.Request < b.Key.Request
 	})
@@ -243,7 +253,7 @@ func runUsageStats(ctx context.Context, env *cliEnv, args []string) int {
 	default:
 		line("store", "%s, not made yet (it is made at the first recorded call)", st.Where)
 	}
-	line("entries", "%d: %d calls, %d failed; %d tools, %d agents", st.Entries, st.Events, st.Failed, st.Tools, st.Agents)
+	line("entries", "%d: %d calls, %d failed; %d tools, %d agents, %d principals", st.Entries, st.Events, st.Failed, st.Tools, st.Agents, st.Principals)
 	if st.Entries > 0 {
 		line("dates", "%s to %s", st.Oldest.Local().Format(time.DateTime), st.Newest.Local().Format(time.DateTime))
 	}
@@ -286,23 +296,29 @@ func humanBytes(n int64) string {
 // is accepted, so that events logged elsewhere import as they are, and
 // ignored: an import's source is "import".
 type importLine struct {
-	Request *string  `json:"request"`
-	Tool    *string  `json:"tool"`
-	OK      *bool    `json:"ok"`
-	Agent   string   `json:"agent,omitempty"`
-	Time    string   `json:"time,omitempty"`
-	Count   *int64   `json:"count,omitempty"`
-	Failed  *int64   `json:"failed,omitempty"`
-	Offered []string `json:"offered,omitempty"`
-	ID      string   `json:"id,omitempty"`
-	Source  string   `json:"source,omitempty"`
+	Request *string `json:"request"`
+	Tool    *string `json:"tool"`
+	OK      *bool   `json:"ok"`
+	Agent   string  `json:"agent,omitempty"`
+	// Principal and Seal: who recorded the entry, kept by an import when
+	// this installation's export sealed the line (lineSeal).
+	Principal string   `json:"principal,omitempty"`
+	Seal      string   `json:"seal,omitempty"`
+	Time      string   `json:"time,omitempty"`
+	Count     *int64   `json:"count,omitempty"`
+	Failed    *int64   `json:"failed,omitempty"`
+	Offered   []string `json:"offered,omitempty"`
+	ID        string   `json:"id,omitempty"`
+	Source    string   `json:"source,omitempty"`
 }
 
 func runUsageExport(ctx context.Context, env *cliEnv, args []string) int {
 	fs, _, db := usageFlags(env, "export", "",
 		"Writes every entry as a line of JSON, in the format usage import reads:\n"+
-			`{"request": "...", "tool": "NAME", "ok": true, "agent": "...", "time": "RFC3339", "count": N, "failed": N, "offered": [...]}`+"\n"+
-			"time is the last use; count (when more than 1) the calls; failed (when any) how many of them failed.")
+			`{"request": "...", "tool": "NAME", "ok": true, "agent": "...", "principal": "...", "seal": "...", "time": "RFC3339", "count": N, "failed": N, "offered": [...]}`+"\n"+
+			"time is the last use; count (when more than 1) the calls; failed (when any) how many of them failed;\n"+
+			"principal who recorded it, and seal this installation's seal of the line: an import here keeps the\n"+
+			"principal of a line it sealed, and takes any other line as the imported file's.")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -316,6 +332,11 @@ func runUsageExport(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	defer s.Close()
 	entries, _, err := s.Snapshot(ctx)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "toolsrv usage export:", err)
+		return 1
+	}
+	key, err := usagedb.InstanceKey(stateDir(env))
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv usage export:", err)
 		return 1
@@ -335,6 +356,8 @@ func runUsageExport(ctx context.Context, env *cliEnv, args []string) int {
 		if e.Failed > 0 {
 			l.Failed = &e.Failed
 		}
+		l.Principal = e.Key.Principal
+		l.Seal = lineSeal(key, &l)
 		if err := enc.Encode(l); err != nil {
 			fmt.Fprintln(env.stderr, "toolsrv usage export:", err)
 			return 1
@@ -351,14 +374,19 @@ func runUsageExport(ctx context.Context, env *cliEnv, args []string) int {
 const maxImportLine = 1 << 20
 
 func runUsageImport(ctx context.Context, env *cliEnv, args []string) int {
-	fs, tools, db := usageFlags(env, "import", "[--tools DIR] FILE|-",
+	fs, tools, db := usageFlags(env, "import", "[--tools DIR] [--principal NAME] FILE|-",
 		"Records the calls of FILE (- for standard input), one JSON object a line:\n"+
 			`  {"request": "...", "tool": "NAME", "ok": true, "agent": "...", "time": "2026-03-01T12:00:00Z"}`+"\n"+
 			"request and tool are required (tool \"\" for a request answered without a tool); ok defaults to true,\n"+
 			"time to now (RFC3339); agent is optional. Optional too: count (the calls the line stands for),\n"+
 			"failed (how many of them failed; ok then says nothing), offered (the tools offered), id (a repeated\n"+
 			"id is recorded once). A file with any invalid line imports nothing and names the lines.\n"+
-			"Lines naming a tool the catalog (--tools) does not know are kept (it may come later) and counted.")
+			"Lines naming a tool the catalog (--tools) does not know are kept (it may come later) and counted.\n"+
+			"Who recorded them (their principal): the file (import:NAME#DIGEST), which the ranking believes as\n"+
+			"far as its lines earn, but the lines this installation exported (usage export seals them), which\n"+
+			"keep theirs; --principal NAME records every line as NAME's: --principal owner vouches for the file\n"+
+			"as your own calls.")
+	principal := fs.String("principal", "", "record every line as this principal's (owner: as your own calls)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -366,7 +394,7 @@ func runUsageImport(ctx context.Context, env *cliEnv, args []string) int {
 		return usageError(fs, "give one FILE (or - for standard input)")
 	}
 	in := env.stdin
-	name := "standard input"
+	name, base := "standard input", "stdin"
 	if fs.Arg(0) != "-" {
 		f, err := os.Open(fs.Arg(0))
 		if err != nil {
@@ -374,9 +402,24 @@ func runUsageImport(ctx context.Context, env *cliEnv, args []string) int {
 			return 1
 		}
 		defer f.Close()
-		in, name = f, fs.Arg(0)
+		in, name, base = f, fs.Arg(0), filepath.Base(fs.Arg(0))
 	}
-	lines, evs, err := parseImport(in)
+	content, err := io.ReadAll(io.LimitReader(in, maxImport+1))
+	if err == nil && len(content) > maxImport {
+		err = fmt.Errorf("larger than %d MiB: split it", maxImport>>20)
+	}
+	if err != nil {
+		fmt.Fprintf(env.stderr, "toolsrv usage import: %s: nothing imported: %v\n", name, err)
+		return 1
+	}
+	key, err := usagedb.InstanceKey(stateDir(env))
+	if err != nil {
+		fmt.Fprintln(env.stderr, "toolsrv usage import:", err)
+		return 1
+	}
+	sum := sha256.Sum256(content)
+	who := importWho{file: usagedb.PrefixImport + base + "#" + hex.EncodeToString(sum[:4]), given: *principal, key: key}
+	lines, evs, err := parseImport(bytes.NewReader(content), who)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "toolsrv usage import: %s: nothing imported: %v\n", name, err)
 		return 1
@@ -399,9 +442,22 @@ func runUsageImport(ctx context.Context, env *cliEnv, args []string) int {
 			old++
 			continue
 		}
-		keys[usagedb.Key{Request: usagedb.Normalize(*l.Request), Tool: *l.Tool, Agent: l.Agent}] = true
+		keys[usagedb.Key{Request: usagedb.Normalize(*l.Request), Tool: *l.Tool, Agent: l.Agent, Principal: l.Principal}] = true
 	}
 	fmt.Fprintf(env.stdout, "imported %d line(s) from %s into %d entr%s\n", len(lines), name, len(keys), plural(len(keys), "y", "ies"))
+	byWho := map[string]int{}
+	for _, l := range lines {
+		byWho[l.Principal]++
+	}
+	var whos []string
+	for p, n := range byWho {
+		if p == "" {
+			p = "(no principal)"
+		}
+		whos = append(whos, fmt.Sprintf("%s (%d)", p, n))
+	}
+	sort.Strings(whos)
+	fmt.Fprintf(env.stdout, "recorded as: %s\n", strings.Join(whos, ", "))
 	if old > 0 {
 		fmt.Fprintf(env.stdout, "%d line(s) are older than the history keeps (%d days): not kept\n", old, int(usagedb.DefaultRetention/(24*time.Hour)))
 	}
@@ -451,10 +507,61 @@ func importCatalog(ctx context.Context, env *cliEnv, tools *dirList, s usagedb.S
 	return eng.Catalog(), prepared, nil
 }
 
-// parseImport reads the import format: every line checked, the lines and
-// the events they make, or an error that names each bad line (the first
-// 10).
-func parseImport(r io.Reader) ([]importLine, []usagedb.Event, error) {
+// maxImport is the largest file import reads (it reads it whole, to name
+// it by its content).
+const maxImport = 256 << 20
+
+// importWho says whose an import's lines are: given (--principal), else a
+// line's own principal when key sealed it (an export of this
+// installation's), else the file's.
+type importWho struct {
+	file, given string
+	key         []byte
+}
+
+// of is the principal of line l.
+func (w importWho) of(l *importLine) string {
+	switch {
+	case w.given != "":
+		return w.given
+	case l.Seal != "" && usagedb.Sealed(w.key, l.Seal, lineFields(l)...):
+		return l.Principal
+	}
+	return w.file
+}
+
+// lineFields are what an export's seal binds: who recorded it, what for,
+// and how many calls.
+func lineFields(l *importLine) []string {
+	count, failed := int64(1), int64(0)
+	if l.Count != nil {
+		count = *l.Count
+	}
+	if l.Failed != nil {
+		failed = *l.Failed
+	}
+	return []string{"usage export 1", l.Principal, deref(l.Tool), l.Agent, usagedb.Normalize(deref(l.Request)),
+		strconv.FormatInt(count, 10), strconv.FormatInt(failed, 10)}
+}
+
+// lineSeal is this installation's seal of an exported line.
+func lineSeal(key []byte, l *importLine) string { return usagedb.Seal(key, lineFields(l)...) }
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// stateDir is where this user's toolsrv state lives (the directory of the
+// default usage store): the installation's key is there.
+func stateDir(env *cliEnv) string { return filepath.Dir(usagedb.DefaultPath(env.getenv)) }
+
+// parseImport reads the import format: every line checked, the lines (each
+// with the principal who says whose it is) and the events they make, or an
+// error that names each bad line (the first 10).
+func parseImport(r io.Reader, who importWho) ([]importLine, []usagedb.Event, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxImportLine)
 	var (
@@ -470,7 +577,7 @@ func parseImport(r io.Reader) ([]importLine, []usagedb.Event, error) {
 		if len(text) == 0 {
 			continue
 		}
-		l, lineEvs, err := parseImportLine(text)
+		l, lineEvs, err := parseImportLine(text, who)
 		if err != nil {
 			if nbad++; nbad <= 10 {
 				bad = append(bad, fmt.Sprintf("line %d: %v", n, err))
@@ -497,7 +604,7 @@ func parseImport(r io.Reader) ([]importLine, []usagedb.Event, error) {
 
 // parseImportLine checks one line and makes its events: one for the calls
 // that succeeded, one for those that failed.
-func parseImportLine(text []byte) (importLine, []usagedb.Event, error) {
+func parseImportLine(text []byte, who importWho) (importLine, []usagedb.Event, error) {
 	var l importLine
 	dec := json.NewDecoder(bytes.NewReader(text))
 	dec.DisallowUnknownFields()
@@ -545,7 +652,8 @@ func parseImportLine(text []byte) (importLine, []usagedb.Event, error) {
 	case l.OK != nil && !*l.OK:
 		failed = count
 	}
-	ev := usagedb.Event{Request: *l.Request, Tool: *l.Tool, Agent: l.Agent, Time: at, Offered: l.Offered,
+	l.Principal = who.of(&l)
+	ev := usagedb.Event{Request: *l.Request, Tool: *l.Tool, Agent: l.Agent, Principal: l.Principal, Time: at, Offered: l.Offered,
 		Source: usagedb.SourceImport, ID: l.ID}
 	if len(l.ID) > usagedb.MaxID {
 		return l, nil, fmt.Errorf(`"id" is longer than %d bytes`, usagedb.MaxID)
@@ -632,14 +740,16 @@ func plural(n int, one, many string) string {
 }
 
 func runUsageForget(ctx context.Context, env *cliEnv, args []string) int {
-	fs, _, db := usageFlags(env, "forget", "(--tool NAME | --agent NAME | --before DATE | --all)",
-		"Removes entries from the usage history: those of a tool, of an agent, last used before a date\n"+
+	fs, _, db := usageFlags(env, "forget", "(--tool NAME | --agent NAME | --principal NAME | --before DATE | --all)",
+		"Removes entries from the usage history: those of a tool, of an agent, recorded by a principal\n"+
+			"(toolsrv usage principals lists them), last used before a date\n"+
 			"(YYYY-MM-DD, local midnight, or RFC3339), or all. What it removes is gone from the disk too:\n"+
 			"the store is rewritten and its log emptied; --all also removes damaged copies set aside.\n"+
 			"On a shared PostgreSQL store it forgets in the namespace alone, and needs the server: the rows are\n"+
 			"deleted at once, and PostgreSQL frees their space at its next vacuum (see docs/postgres.md).")
 	tool := fs.String("tool", "", "forget the entries of this tool")
 	agent := fs.String("agent", "", "forget the entries of this agent")
+	principal := fs.String("principal", "", "forget the entries this principal recorded (owner, mcp:NAME, 9p:AGENT, import:FILE#DIGEST, ...)")
 	before := fs.String("before", "", "forget the entries last used before DATE (YYYY-MM-DD or RFC3339)")
 	all := fs.Bool("all", false, "forget everything")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -652,12 +762,12 @@ func runUsageForget(ctx context.Context, env *cliEnv, args []string) int {
 	given := 0
 	fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
-		case "tool", "agent", "before", "all":
+		case "tool", "agent", "principal", "before", "all":
 			given++
 		}
 	})
 	if given != 1 {
-		return usageError(fs, "give exactly one of --tool, --agent, --before and --all")
+		return usageError(fs, "give exactly one of --tool, --agent, --principal, --before and --all")
 	}
 	switch {
 	case *all:
@@ -666,6 +776,8 @@ func runUsageForget(ctx context.Context, env *cliEnv, args []string) int {
 		f.Tool = *tool
 	case *agent != "":
 		f.Agent = *agent
+	case *principal != "":
+		f.Principal = *principal
 	case *before != "":
 		t, err := parseDate(*before)
 		if err != nil {
@@ -699,4 +811,134 @@ func parseDate(s string) (time.Time, error) {
 		return t, nil
 	}
 	return time.Time{}, fmt.Errorf("%q is not a date (YYYY-MM-DD) or an RFC3339 time", s)
+}
+
+// principalRow is one principal as usage principals lists it: what the
+// store holds of it and how the ranking hears it.
+type principalRow struct {
+	Principal string    `json:"principal"`
+	Entries   int       `json:"entries"`
+	Calls     int64     `json:"calls"`
+	Failed    int64     `json:"failed"`
+	Last      time.Time `json:"last"`
+	// The ranking's side (index.PrincipalTrust), of the principal's unit
+	// (another instance's principals are one: instance:ID).
+	Unit   string  `json:"unit,omitempty"`
+	Role   string  `json:"role"`
+	Belief float64 `json:"belief"`
+	Voice  string  `json:"voice"`
+	Weight float64 `json:"weight"`
+}
+
+func runUsagePrincipals(ctx context.Context, env *cliEnv, args []string) int {
+	fs, tools, db := usageFlags(env, "principals", "[--tools DIR] [--json]",
+		"Lists who recorded the usage history (each principal: owner, mcp:NAME, 9p:AGENT, import:FILE#DIGEST,\n"+
+			"instance:ID/..., legacy:AGENT) with its entries, calls and last use, and how far the ranking of the\n"+
+			"catalog (--tools) believes it: its role, its belief (what its record has earned: its calls that\n"+
+			"succeeded and agree with the tools' own texts and with the others), the voice it speaks in (owner,\n"+
+			"own: established, crowd: with every principal not established, late: new since the last whole\n"+
+			"build) and that voice's weight. The tools' authors (their examples) are listed as author:TOOL.\n"+
+			"toolsrv usage ls --principal NAME shows a principal's entries; usage forget --principal NAME\n"+
+			"forgets them.")
+	asJSON := fs.Bool("json", false, "print the principals as a JSON array")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 0 {
+		return usageError(fs, "unexpected argument %q", fs.Arg(0))
+	}
+	s, err := openUsage(ctx, env, "usage principals", db, usagedb.Options{})
+	if err != nil {
+		fmt.Fprintln(env.stderr, "toolsrv usage principals:", err)
+		return 1
+	}
+	entries, _, err := s.Snapshot(ctx)
+	if err != nil {
+		s.Close()
+		fmt.Fprintln(env.stderr, "toolsrv usage principals:", err)
+		return 1
+	}
+	rows := map[string]*principalRow{}
+	for _, e := range entries {
+		r := rows[e.Key.Principal]
+		if r == nil {
+			r = &principalRow{Principal: e.Key.Principal}
+			rows[e.Key.Principal] = r
+		}
+		r.Entries++
+		r.Calls += e.Count
+		r.Failed += e.Failed
+		if e.Last.After(r.Last) {
+			r.Last = e.Last
+		}
+	}
+	// How the ranking hears them: an engine of the catalog with the
+	// history (it closes the store).
+	dirs, err := resolveToolPath(env, tools).existing(env, "usage principals")
+	if err != nil {
+		s.Close()
+		fmt.Fprintln(env.stderr, "toolsrv usage principals:", err)
+		return 1
+	}
+	ef := engineFlags{name: embed.Default, timeout: 60 * time.Second, alpha: 0.5}
+	opts := ef.options(env, dirs, nil)
+	opts.NoThresholds = true
+	opts.Usage = s
+	eng, err := newEngine(ctx, env, opts)
+	if err != nil {
+		s.Close()
+		fmt.Fprintln(env.stderr, "toolsrv usage principals:", err)
+		return 1
+	}
+	heard := eng.UsagePrincipals()
+	eng.Close()
+	byUnit := map[string]int{}
+	for i, p := range heard {
+		byUnit[p.Principal] = i
+	}
+	out := make([]principalRow, 0, len(rows))
+	for _, r := range rows {
+		unit := usagedb.Unit(r.Principal)
+		if unit != r.Principal {
+			r.Unit = unit
+		}
+		r.Role, r.Voice = "other", "-"
+		if i, ok := byUnit[unit]; ok {
+			h := heard[i]
+			r.Role, r.Belief, r.Voice, r.Weight = h.Role, h.Belief, h.Voice, h.Weight
+		}
+		out = append(out, *r)
+	}
+	for _, h := range heard {
+		if h.Role == "author" {
+			out = append(out, principalRow{Principal: h.Principal, Entries: h.Entries, Role: h.Role, Belief: h.Belief, Voice: h.Voice, Weight: h.Weight})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Weight != out[j].Weight {
+			return out[i].Weight > out[j].Weight
+		}
+		return out[i].Principal < out[j].Principal
+	})
+	if *asJSON {
+		if err := writeJSON(env.stdout, out); err != nil {
+			return 1
+		}
+		return 0
+	}
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PRINCIPAL\tROLE\tBELIEF\tVOICE\tWEIGHT\tENTRIES\tCALLS\tFAILED\tLAST")
+	for _, r := range out {
+		last := "-"
+		if !r.Last.IsZero() {
+			last = r.Last.Local().Format("2006-01-02 15:04")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%s\t%.2f\t%d\t%d\t%d\t%s\n", oneLine(r.Principal, 60), r.Role, r.Belief, r.Voice, r.Weight,
+			r.Entries, r.Calls, r.Failed, last)
+	}
+	tw.Flush()
+	if len(out) == 0 {
+		fmt.Fprintln(env.stderr, "toolsrv usage principals: no history")
+	}
+	return 0
 }

@@ -198,7 +198,7 @@ func TestUsagePostgresServingProcesses(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("process %d's view holds %d entries 3 minutes after the last Record, want %d", i, v.latest(), base[i]+3*n)
+				t.Fatalf("process %d's view holds %d entries 3 minutes after the last Record, want %d\n%s", i, v.latest(), base[i]+3*n, strings.Join(v.snapshot(), "\n"))
 			}
 			time.Sleep(50 * time.Millisecond)
 		}

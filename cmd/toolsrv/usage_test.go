@@ -102,14 +102,29 @@ func TestUsageExportImport(t *testing.T) {
 	if !strings.Contains(out, `"request":"show  git status","tool":"alpha","ok":false,"agent":"claude"`) || !strings.Contains(out, `"count":2,"failed":1`) {
 		t.Errorf("export:\n%s", out)
 	}
+	// Into another store of the same installation: the lines are sealed
+	// by its key, and keep their principals.
 	other := filepath.Join(t.TempDir(), "usage.db")
-	code, rep, errs := runCLIWith(t, out, nil, "usage", "import", "--usage-db", other, "--tools", cliFixture(t), "-")
+	code, rep, errs := runCLIWith(t, out, env, "usage", "import", "--usage-db", other, "--tools", cliFixture(t), "-")
 	if code != 0 || !strings.Contains(rep, "imported 3 line(s) from standard input into 3 entries") {
 		t.Fatalf("exit %d, %s\n%s", code, errs, rep)
 	}
-	code, out2, _ := runCLIWith(t, "", nil, "usage", "export", "--usage-db", other)
+	code, out2, _ := runCLIWith(t, "", env, "usage", "export", "--usage-db", other)
 	if code != 0 || out2 != out {
 		t.Errorf("round trip:\n%s\nthen\n%s", out, out2)
+	}
+	// Into another installation's (another key): the file is their
+	// principal; a line whose principal was changed by hand is the file's
+	// too, even here.
+	third := filepath.Join(t.TempDir(), "usage.db")
+	code, rep, errs = runCLIWith(t, out, nil, "usage", "import", "--usage-db", third, "-")
+	if code != 0 || !strings.Contains(rep, "recorded as: import:stdin#") {
+		t.Fatalf("import elsewhere: exit %d, %s\n%s", code, errs, rep)
+	}
+	forged := strings.Replace(out, `"agent":"codex"`, `"agent":"codex","principal":"owner"`, 1)
+	code, rep, errs = runCLIWith(t, forged, env, "usage", "import", "--usage-db", filepath.Join(t.TempDir(), "u.db"), "-")
+	if code != 0 || strings.Contains(rep, "owner") || !strings.Contains(rep, "import:stdin#") {
+		t.Errorf("a line claiming the owner, with the seal of another principal: exit %d, %s\n%s", code, errs, rep)
 	}
 }
 

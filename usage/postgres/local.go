@@ -245,7 +245,7 @@ func (l *local) forget(ctx context.Context, f usage.Filter, view map[usage.Key]u
 	}
 	var drop []string
 	for _, ev := range evs {
-		k := usage.Key{Request: usage.Normalize(ev.Request), Tool: ev.Tool, Agent: ev.Agent}
+		k := usage.Key{Request: usage.Normalize(ev.Request), Tool: ev.Tool, Agent: ev.Agent, Principal: ev.Principal}
 		if matches(f, k, ev.Time) {
 			drop = append(drop, ev.ID)
 		}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -47,6 +48,8 @@ type store struct {
 	where   string // the URL without its password, and the namespace
 	user    string
 	local   *local
+	// in is this instance's identity in the namespace (principal.go).
+	in ident
 
 	// schema: whether the tables were checked (or made) on this server;
 	// a layout error found once is kept.
@@ -133,6 +136,16 @@ func Open(ctx context.Context, dsn string, opts usage.Options) (usage.Store, []s
 	if err == nil {
 		err = s.local.open(ctx, warn)
 	}
+	// This instance's key (principal.go). Without it (the directory
+	// unwritable now) this process seals with a key of its own: what it
+	// records is then, to later processes, another instance's.
+	ikey, kerr := usage.InstanceKey(dir)
+	if kerr != nil {
+		ikey = make([]byte, 32)
+		rand.Read(ikey)
+		warn(fmt.Sprintf("%v: this process's calls are recorded under a key of its own, which later ones will take as another instance's", kerr))
+	}
+	s.in = ident{key: ikey, id: usage.InstanceID(ikey)}
 	if err == nil {
 		s.view, s.viewVersion, err = s.local.loadView(ctx)
 	}

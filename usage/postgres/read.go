@@ -93,9 +93,11 @@ func (s *store) scanEntries(ctx context.Context, tx pgx.Tx, out []usage.Entry, c
 	for rows.Next() {
 		var e usage.Entry
 		var failed int64
-		if err := scanEntry(rows, &e, &failed); err != nil {
+		seal, err := scanEntry(rows, &e, &failed)
+		if err != nil {
 			return nil, err
 		}
+		e.Key.Principal = s.in.presented(e.Key, seal)
 		out = append(out, e)
 	}
 	return out, rows.Err()
@@ -126,7 +128,7 @@ func (s *store) changes(ctx context.Context, after int64) ([]usage.Entry, []usag
 		b.Queue(`SELECT version, horizon FROM toolsrv_usage_ns WHERE namespace = $1`, s.ns)
 		b.Queue(`SELECT `+entryCols+` FROM toolsrv_usage_entries WHERE namespace = $1 AND version > $2`, s.ns, after)
 		// A key removed and then added again is a change, not a removal.
-		b.Queue(`SELECT DISTINCT r.norm, r.tool, r.agent FROM toolsrv_usage_removed r
+		b.Queue(`SELECT DISTINCT r.norm, r.tool, r.agent, r.principal, r.seal FROM toolsrv_usage_removed r
 			WHERE r.namespace = $1 AND r.version > $2
 			AND NOT EXISTS (SELECT 1 FROM toolsrv_usage_entries e WHERE e.namespace = $1 AND e.hash = r.hash)`, s.ns, after)
 		b.Queue(`COMMIT`)
@@ -154,10 +156,12 @@ func (s *store) changes(ctx context.Context, after int64) ([]usage.Entry, []usag
 			for rows.Next() {
 				var e usage.Entry
 				var failed int64
-				if err := scanEntry(rows, &e, &failed); err != nil {
+				seal, err := scanEntry(rows, &e, &failed)
+				if err != nil {
 					rows.Close()
 					return err
 				}
+				e.Key.Principal = s.in.presented(e.Key, seal)
 				changed = append(changed, e)
 			}
 			rows.Close()
@@ -170,9 +174,11 @@ func (s *store) changes(ctx context.Context, after int64) ([]usage.Entry, []usag
 			defer rows.Close()
 			for rows.Next() {
 				var k usage.Key
-				if err := rows.Scan(&k.Request, &k.Tool, &k.Agent); err != nil {
+				var seal string
+				if err := rows.Scan(&k.Request, &k.Tool, &k.Agent, &k.Principal, &seal); err != nil {
 					return err
 				}
+				k.Principal = s.in.presented(k, seal)
 				removed = append(removed, k)
 			}
 			return rows.Err()
@@ -238,9 +244,9 @@ func (s *store) Stats(ctx context.Context) (usage.Stats, error) {
 	err = s.tx(ctx, readTx, func(tx pgx.Tx) error {
 		var oldest, newest *int64
 		err := tx.QueryRow(ctx, `SELECT count(*), coalesce(sum(count), 0), coalesce(sum((failed + $2) / $3), 0),
-			count(DISTINCT tool), count(DISTINCT agent), min(first), max(last)
+			count(DISTINCT tool), count(DISTINCT agent), count(DISTINCT principal), min(first), max(last)
 			FROM toolsrv_usage_entries WHERE namespace = $1`, s.ns, usage.FailScale/2, usage.FailScale).
-			Scan(&st.Entries, &st.Events, &st.Failed, &st.Tools, &st.Agents, &oldest, &newest)
+			Scan(&st.Entries, &st.Events, &st.Failed, &st.Tools, &st.Agents, &st.Principals, &oldest, &newest)
 		if err != nil {
 			return err
 		}
@@ -276,11 +282,11 @@ func (s *store) Stats(ctx context.Context) (usage.Stats, error) {
 	}
 	s.viewMu.Lock()
 	defer s.viewMu.Unlock()
-	tools, agents := map[string]bool{}, map[string]bool{}
+	tools, agents, principals := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, e := range s.view {
 		st.Events += e.Count
 		st.Failed += e.Failed
-		tools[e.Key.Tool], agents[e.Key.Agent] = true, true
+		tools[e.Key.Tool], agents[e.Key.Agent], principals[e.Key.Principal] = true, true, true
 		if st.Oldest.IsZero() || e.First.Before(st.Oldest) {
 			st.Oldest = e.First
 		}
@@ -288,7 +294,7 @@ func (s *store) Stats(ctx context.Context) (usage.Stats, error) {
 			st.Newest = e.Last
 		}
 	}
-	st.Entries, st.Tools, st.Agents, st.Version = len(s.view), len(tools), len(agents), s.viewVersion
+	st.Entries, st.Tools, st.Agents, st.Principals, st.Version = len(s.view), len(tools), len(agents), len(principals), s.viewVersion
 	st.Where += " unreachable (" + firstLine(err) + "): the local copy"
 	return st, nil
 }
@@ -325,6 +331,10 @@ func (s *store) Forget(ctx context.Context, f usage.Filter) (int, error) {
 			if f.Agent != "" {
 				args = append(args, f.Agent)
 				cond = append(cond, fmt.Sprintf("agent = $%d", len(args)))
+			}
+			if f.Principal != "" {
+				args = append(args, s.in.storedPrincipal(f.Principal))
+				cond = append(cond, fmt.Sprintf("principal = $%d", len(args)))
 			}
 			if !f.Before.IsZero() {
 				args = append(args, f.Before.UnixNano())
@@ -393,5 +403,6 @@ func matches(f usage.Filter, k usage.Key, last time.Time) bool {
 	if f.All {
 		return true
 	}
-	return (f.Tool == "" || k.Tool == f.Tool) && (f.Agent == "" || k.Agent == f.Agent) && (f.Before.IsZero() || last.Before(f.Before))
+	return (f.Tool == "" || k.Tool == f.Tool) && (f.Agent == "" || k.Agent == f.Agent) && (f.Principal == "" || k.Principal == f.Principal) &&
+		(f.Before.IsZero() || last.Before(f.Before))
 }

@@ -63,14 +63,21 @@ type entryState struct {
 func (s *store) record(ctx context.Context, conn *pgxpool.Conn, preps []usage.Prepared, now time.Time) (err error) {
 	ids := make([]string, len(preps))
 	hashes := map[string]bool{}
+	seals := map[string]string{} // by stored key's hash
 	var hashList [][]byte
+	stored := make([]usage.Prepared, len(preps))
 	for i, p := range preps {
 		ids[i] = p.ID
+		// Stored under this instance's principal (principal.go).
+		k, seal := s.in.stored(p.Key)
+		p.Key, seals[string(k.Hash())] = k, seal
+		stored[i] = p
 		if h := p.Key.Hash(); !hashes[string(h)] {
 			hashes[string(h)] = true
 			hashList = append(hashList, h)
 		}
 	}
+	preps = stored
 	defer func() {
 		if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
 			rctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -123,7 +130,7 @@ func (s *store) record(ctx context.Context, conn *pgxpool.Conn, preps []usage.Pr
 		defer rows.Close()
 		for rows.Next() {
 			var st entryState
-			if err := scanEntry(rows, &st.e, &st.failed); err != nil {
+			if _, err := scanEntry(rows, &st.e, &st.failed); err != nil {
 				return err
 			}
 			st.exists = true
@@ -180,9 +187,9 @@ func (s *store) record(ctx context.Context, conn *pgxpool.Conn, preps []usage.Pr
 				s.ns, []byte(h), e.Text, e.Count, st.failed, e.First.UnixNano(), e.Last.UnixNano(), offered, v)
 			continue
 		}
-		w.Queue(`INSERT INTO toolsrv_usage_entries (namespace, hash, norm, text, tool, agent, count, failed, first, last, offered, version)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-			s.ns, []byte(h), e.Key.Request, e.Text, e.Key.Tool, e.Key.Agent, e.Count, st.failed, e.First.UnixNano(), e.Last.UnixNano(), offered, v)
+		w.Queue(`INSERT INTO toolsrv_usage_entries (namespace, hash, norm, text, tool, agent, principal, seal, count, failed, first, last, offered, version)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+			s.ns, []byte(h), e.Key.Request, e.Text, e.Key.Tool, e.Key.Agent, e.Key.Principal, seals[h], e.Count, st.failed, e.First.UnixNano(), e.Last.UnixNano(), offered, v)
 		grown[usage.Key{Tool: e.Key.Tool, Agent: e.Key.Agent}] = true
 		added++
 	}
@@ -218,14 +225,16 @@ func bump(ctx context.Context, tx pgx.Tx, ns, channel string, v int64) error {
 
 // enforce queues the retention and the caps (grown: the (tool, agent)
 // pairs that got a new entry), evicting the oldest Last first, each
-// evicted key remembered as removed at version v.
+// evicted key remembered as removed at version v. As in the embedded
+// store, the per-tool and total caps evict the owners' entries (an
+// instance's owner: ID/owner) last.
 func (s *store) enforce(w *pgx.Batch, v int64, now time.Time, grown map[usage.Key]bool) {
 	o := s.opts
 	evict := func(cond string, args ...any) {
 		w.Queue(`WITH gone AS (DELETE FROM toolsrv_usage_entries WHERE namespace = $1 AND `+cond+`
-				RETURNING hash, norm, tool, agent),
-			kept AS (INSERT INTO toolsrv_usage_removed (namespace, version, hash, norm, tool, agent)
-				SELECT $1, $2, hash, norm, tool, agent FROM gone)
+				RETURNING hash, norm, tool, agent, principal, seal),
+			kept AS (INSERT INTO toolsrv_usage_removed (namespace, version, hash, norm, tool, agent, principal, seal)
+				SELECT $1, $2, hash, norm, tool, agent, principal, seal FROM gone)
 			UPDATE toolsrv_usage_ns SET entries = entries - (SELECT count(*) FROM gone)
 			WHERE namespace = $1 AND EXISTS (SELECT 1 FROM gone)`, append([]any{s.ns, v}, args...)...)
 	}
@@ -246,11 +255,11 @@ func (s *store) enforce(w *pgx.Batch, v int64, now time.Time, grown map[usage.Ke
 	if o.PerTool > 0 {
 		for t := range tools {
 			evict(`hash IN (SELECT hash FROM toolsrv_usage_entries WHERE namespace = $1 AND tool = $3
-				ORDER BY last DESC, id DESC OFFSET $4)`, t, o.PerTool)
+				ORDER BY principal LIKE '%/owner' DESC, last DESC, id DESC OFFSET $4)`, t, o.PerTool)
 		}
 	}
 	if o.Total > 0 {
-		evict(`hash IN (SELECT hash FROM toolsrv_usage_entries WHERE namespace = $1 ORDER BY last, id
+		evict(`hash IN (SELECT hash FROM toolsrv_usage_entries WHERE namespace = $1 ORDER BY principal LIKE '%/owner', last, id
 			LIMIT greatest(0, (SELECT entries FROM toolsrv_usage_ns WHERE namespace = $1) - $3))`, o.Total)
 	}
 }
@@ -285,19 +294,20 @@ func (s *store) prune(w *pgx.Batch, now time.Time) {
 }
 
 // entryCols are the columns scanEntry reads.
-const entryCols = `norm, text, tool, agent, count, failed, first, last, offered, version`
+const entryCols = `norm, text, tool, agent, principal, seal, count, failed, first, last, offered, version`
 
-// scanEntry reads a row of entryCols into e (failed: its failures in
-// 1/usage.FailScale).
-func scanEntry(row pgx.Row, e *usage.Entry, failed *int64) error {
+// scanEntry reads a row of entryCols into e, its key as stored (failed:
+// its failures in 1/usage.FailScale), and returns its seal.
+func scanEntry(row pgx.Row, e *usage.Entry, failed *int64) (string, error) {
 	var first, last int64
-	if err := row.Scan(&e.Key.Request, &e.Text, &e.Key.Tool, &e.Key.Agent, &e.Count, failed, &first, &last, &e.Offered, &e.Version); err != nil {
-		return err
+	var seal string
+	if err := row.Scan(&e.Key.Request, &e.Text, &e.Key.Tool, &e.Key.Agent, &e.Key.Principal, &seal, &e.Count, failed, &first, &last, &e.Offered, &e.Version); err != nil {
+		return "", err
 	}
 	e.Failed = (*failed + usage.FailScale/2) / usage.FailScale
 	e.First, e.Last = time.Unix(0, first), time.Unix(0, last)
 	if len(e.Offered) == 0 {
 		e.Offered = nil
 	}
-	return nil
+	return seal, nil
 }

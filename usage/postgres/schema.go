@@ -7,12 +7,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/toolsrv/toolsrv/usage"
 )
 
 // schemaVersion is the newest layout this toolsrv knows: migrations[i]
 // brings a database from layout i to i+1. A database at a later layout
 // was laid out by a newer toolsrv: it is refused, never changed.
-const schemaVersion = 1
+const schemaVersion = 2
 
 // migrations lay out the tables, one step per layout version. Every table
 // holds a namespace column, and row-level security ties it to the role
@@ -67,6 +69,58 @@ var migrations = [][]string{
 			events bigint NOT NULL,
 			PRIMARY KEY (namespace, source))`,
 	}, rls("toolsrv_usage_ns", "toolsrv_usage_entries", "toolsrv_usage_removed", "toolsrv_usage_events", "toolsrv_usage_sources")...),
+	// 2: principals (who recorded an entry, principal.go) and the seal of
+	// an instance's own entries. Existing entries get the principal
+	// legacy:AGENT (usage.Legacy says why) and their key's hash anew
+	// (rehash); removed keys are dropped and every namespace's horizon
+	// raised, so that readers take their history whole again.
+	{
+		`ALTER TABLE toolsrv_usage_entries ADD COLUMN principal text NOT NULL DEFAULT '', ADD COLUMN seal text NOT NULL DEFAULT ''`,
+		`ALTER TABLE toolsrv_usage_removed ADD COLUMN principal text NOT NULL DEFAULT '', ADD COLUMN seal text NOT NULL DEFAULT ''`,
+		`UPDATE toolsrv_usage_entries SET principal = 'legacy:' || agent`,
+		`DELETE FROM toolsrv_usage_removed`,
+		`UPDATE toolsrv_usage_ns SET version = version + 1, horizon = version + 1`,
+	},
+}
+
+// migrationCode are the steps of a migration that SQL alone cannot take,
+// by the layout they bring a database to, run after its statements.
+var migrationCode = map[int]func(ctx context.Context, tx pgx.Tx) error{
+	2: rehash,
+}
+
+// rehash gives every entry the hash of its key (usage.Key.Hash: the
+// principal is part of it). It runs as the role owning the tables (only
+// it may alter them), which row-level security does not bind: every
+// namespace's entries.
+func rehash(ctx context.Context, tx pgx.Tx) error {
+	rows, err := tx.Query(ctx, `SELECT namespace, hash, norm, tool, agent, principal FROM toolsrv_usage_entries`)
+	if err != nil {
+		return err
+	}
+	type row struct {
+		ns   string
+		hash []byte
+		k    usage.Key
+	}
+	var all []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.ns, &r.hash, &r.k.Request, &r.k.Tool, &r.k.Agent, &r.k.Principal); err != nil {
+			rows.Close()
+			return err
+		}
+		all = append(all, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	var b pgx.Batch
+	for _, r := range all {
+		b.Queue(`UPDATE toolsrv_usage_entries SET hash = $3 WHERE namespace = $1 AND hash = $2`, r.ns, r.hash, r.k.Hash())
+	}
+	return tx.SendBatch(ctx, &b).Close()
 }
 
 // Tables are the tables toolsrv lays out (for the grants of doc.go and
@@ -145,6 +199,11 @@ func ensureSchema(ctx context.Context, conn interface {
 	for ; v < schemaVersion; v++ {
 		for _, stmt := range migrations[v] {
 			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return migrateError(err, user)
+			}
+		}
+		if code := migrationCode[v+1]; code != nil {
+			if err := code(ctx, tx); err != nil {
 				return migrateError(err, user)
 			}
 		}

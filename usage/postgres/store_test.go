@@ -66,6 +66,17 @@ func same(a, b []usage.Entry) string {
 	return ""
 }
 
+// seenFrom is es, entries recorded by instance rec, as another instance
+// of the namespace reads them: each principal rec's (principal.go).
+func seenFrom(es []usage.Entry, rec usage.Store) []usage.Entry {
+	out := make([]usage.Entry, len(es))
+	for i, e := range es {
+		e.Key.Principal = usage.PrefixInstance + rec.(*store).in.id + "/" + e.Key.Principal
+		out[i] = e
+	}
+	return out
+}
+
 // events makes n events over a few tools, agents and requests, some
 // repeated and some failing, at times t0 + i s.
 func events(n int, t0 time.Time, prefix string) []usage.Event {

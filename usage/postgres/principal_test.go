@@ -1,0 +1,213 @@
+package postgres
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolsrv/toolsrv/usage"
+)
+
+// Two instances of one namespace: what each records under a principal is
+// its own to itself, and the other instance's ("instance:ID/…") to the
+// other; a row written by hand under A's ID without A's seal (a teammate
+// with the namespace's password) is not A's owner to A; forgetting by
+// principal removes what it names, on the server and in the reader's view.
+func TestPrincipalsOfInstances(t *testing.T) {
+	pg, dsn := server(t)
+	ctx := context.Background()
+	a := open(t, dsn, usage.Options{})
+	b := open(t, dsn, usage.Options{})
+	idA, idB := a.(*store).in.id, b.(*store).in.id
+	if idA == idB {
+		t.Fatalf("two instances with one ID %s", idA)
+	}
+	t0 := time.Now().Add(-time.Minute)
+	if err := a.Record(ctx, usage.Event{Request: "show git status", Tool: "git_status", OK: true, Principal: usage.Owner, Time: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Record(ctx, usage.Event{Request: "show git status", Tool: "fortune", OK: true, Principal: usage.Owner, Time: t0},
+		usage.Event{Request: "show git status", Tool: "fortune", OK: true, Agent: "a7", Principal: "9p:a7", Time: t0}); err != nil {
+		t.Fatal(err)
+	}
+	// By hand, under A's ID, with no seal (and with a copied one of
+	// another key): not A's owner.
+	pg.SQL(t, `INSERT INTO toolsrv_usage_entries (namespace, hash, norm, text, tool, agent, principal, seal, count, failed, first, last, offered, version)
+		SELECT namespace, '\x00'::bytea || hash, norm, text, 'fortune', 'forged', '`+idA+`/owner', seal, 5, 0, first, last, offered, version
+		FROM toolsrv_usage_entries WHERE tool = 'git_status'`)
+	principals := func(s usage.Store) map[string]string { // principal → tool
+		es, _, err := s.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, e := range es {
+			out[e.Key.Principal] += e.Key.Tool + " "
+		}
+		return out
+	}
+	gotA := principals(a)
+	wantA := map[string]string{
+		usage.Owner:                           "git_status ",
+		usage.PrefixInstance + idA + "/owner": "fortune ", // the forged row
+		usage.PrefixInstance + idB + "/owner": "fortune ",
+		usage.PrefixInstance + idB + "/9p:a7": "fortune ",
+	}
+	if !sameMap(gotA, wantA) {
+		t.Errorf("A sees %v, want %v", gotA, wantA)
+	}
+	gotB := principals(b)
+	wantB := map[string]string{
+		usage.Owner:                           "fortune ",
+		"9p:a7":                               "fortune ",
+		usage.PrefixInstance + idA + "/owner": "git_status fortune ", // A's, and the forged one: neither sealed by B
+	}
+	if !sameMap(gotB, wantB) {
+		t.Errorf("B sees %v, want %v", gotB, wantB)
+	}
+	for p, unit := range map[string]string{usage.PrefixInstance + idB + "/9p:a7": usage.PrefixInstance + idB, usage.Owner: usage.Owner} {
+		if got := usage.Unit(p); got != unit {
+			t.Errorf("Unit(%q) = %q, want %q", p, got, unit)
+		}
+	}
+
+	// A forgets B's instance's agent: gone for both.
+	if n, err := a.Forget(ctx, usage.Filter{Principal: usage.PrefixInstance + idB + "/9p:a7"}); err != nil || n != 1 {
+		t.Fatalf("forget %s/9p:a7: %d %v", idB, n, err)
+	}
+	if got := principals(b); got["9p:a7"] != "" {
+		t.Errorf("after forgetting it, B still sees 9p:a7: %v", got)
+	}
+	// B forgets its owner's.
+	if n, err := b.Forget(ctx, usage.Filter{Principal: usage.Owner}); err != nil || n != 1 {
+		t.Fatalf("B forgets its owner's: %d %v", n, err)
+	}
+	if got := principals(a); got[usage.PrefixInstance+idB+"/owner"] != "" || got[usage.Owner] == "" {
+		t.Errorf("after B forgot its owner's entries, A sees %v", got)
+	}
+}
+
+func sameMap(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v && !sameWords(b[k], v) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameWords(a, b string) bool {
+	x, y := strings.Fields(a), strings.Fields(b)
+	if len(x) != len(y) {
+		return false
+	}
+	m := map[string]int{}
+	for _, w := range x {
+		m[w]++
+	}
+	for _, w := range y {
+		m[w]--
+	}
+	for _, n := range m {
+		if n != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// A database laid out by the toolsrv before principals (layout 1, with
+// entries) is migrated when an instance opens it: every entry kept, its
+// principal legacy:AGENT, under its new key's hash (a new event of the
+// same key merges into it); readers of the old versions take the history
+// whole again.
+func TestMigrateLayout1(t *testing.T) {
+	pg, dsn := server(t)
+	ctx := context.Background()
+	pg.SQL(t, `CREATE TABLE toolsrv_usage_schema (version integer NOT NULL)`, `INSERT INTO toolsrv_usage_schema VALUES (1)`)
+	pg.SQL(t, migrations[0]...)
+	t0 := time.Now().Add(-time.Hour)
+	old := usage.Key{Request: "show git status", Tool: "git_status", Agent: "claude"}
+	pg.SQL(t, `INSERT INTO toolsrv_usage_ns (namespace, version, horizon, entries) VALUES ('postgres', 100, 1, 2)`,
+		`INSERT INTO toolsrv_usage_entries (namespace, hash, norm, text, tool, agent, count, failed, first, last, offered, version) VALUES
+		('postgres', '\x`+hexOf(old.Hash())+`', 'show git status', 'Show git status', 'git_status', 'claude', 3, 0, `+nanos(t0)+`, `+nanos(t0)+`, '{}', 90),
+		('postgres', '\x01', 'tell me a joke', 'tell me a joke', '', '', 1, 0, `+nanos(t0)+`, `+nanos(t0)+`, '{}', 95)`,
+		`INSERT INTO toolsrv_usage_removed (namespace, version, hash, norm, tool, agent) VALUES ('postgres', 99, '\x02', 'gone', 't', 'a')`)
+	s := open(t, dsn, usage.Options{})
+	es, _, err := s.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[usage.Key]int64{}
+	for _, e := range es {
+		got[e.Key] = e.Count
+	}
+	want := map[usage.Key]int64{
+		{Request: "show git status", Tool: "git_status", Agent: "claude", Principal: "legacy:claude"}: 3,
+		{Request: "tell me a joke", Principal: "legacy:"}:                                             1,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("after the migration: %v, want %v", got, want)
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("%+v: %d calls, want %d (all: %v)", k, got[k], n, got)
+		}
+	}
+	if _, _, _, err := s.Changes(ctx, 95); err != usage.ErrResnapshot {
+		t.Errorf("Changes after an old version: %v, want ErrResnapshot", err)
+	}
+	// The migrated entry's key hash is its new key's: a row of it is
+	// found by it.
+	k := usage.Key{Request: "show git status", Tool: "git_status", Agent: "claude", Principal: "legacy:claude"}
+	if out := pg.SQL(t, `SELECT count(*) FROM toolsrv_usage_entries WHERE hash = '\x`+hexOf(k.Hash())+`'`); !strings.Contains(out, "1") {
+		t.Errorf("no row under the migrated key's hash: %q", out)
+	}
+}
+
+func hexOf(b []byte) string { return hex.EncodeToString(b) }
+
+func nanos(t time.Time) string { return strconv.FormatInt(t.UnixNano(), 10) }
+
+// As in the embedded store, the per-tool cap evicts the owner's entries
+// last: a flood of another principal's new requests pushes out its own
+// oldest, never the owner's.
+func TestOwnerEvictedLast(t *testing.T) {
+	_, dsn := server(t)
+	ctx := context.Background()
+	s := open(t, dsn, usage.Options{PerTool: 5, PerAgentTool: -1})
+	t0 := time.Now().Add(-time.Hour)
+	for i := range 3 {
+		if err := s.Record(ctx, usage.Event{Request: fmt.Sprint("mine ", i), Tool: "t", OK: true, Principal: usage.Owner, Time: t0.Add(time.Duration(i) * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		if err := s.Record(ctx, usage.Event{Request: fmt.Sprint("flood ", i), Tool: "t", OK: true, Principal: "mcp:flood", Time: t0.Add(time.Duration(10+i) * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	es, _, err := s.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, flood := 0, 0
+	for _, e := range es {
+		switch e.Key.Principal {
+		case usage.Owner:
+			owner++
+		case "mcp:flood":
+			flood++
+		}
+	}
+	if owner != 3 || flood != 2 {
+		t.Errorf("kept %d of the owner's entries and %d of the flood's, want 3 and 2", owner, flood)
+	}
+}
