@@ -11,17 +11,20 @@ build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/toolsrv
 	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))toolsrv-sandbox ./cmd/toolsrv-sandbox
 
-# The full suite, as CI runs it (.ci/run). The MCP tests talk to real MCP
-# servers and the MCP Inspector from npm (npm-deps), and run the official
-# MCP conformance suite (conformance-deps), both installed first where npm
-# is. Tests whose npm packages, conformance suite, OpenSSH, diod or
-# PostgreSQL (Debian's postgresql package: the shared usage store's tests
-# run a server of their own in a temporary directory) are missing skip,
-# unless TOOLSRV_TEST_REQUIRE names them (.ci/run requires all five:
+# The full suite, as CI runs it (.ci/run), and package exec's suite again
+# with every call on a helper prepared for it (as serve and mcp run calls:
+# exec.Options.Prepare). The MCP tests talk to real MCP servers and the MCP
+# Inspector from npm (npm-deps), and run the official MCP conformance suite
+# (conformance-deps), both installed first where npm is. Tests whose npm
+# packages, conformance suite, OpenSSH, diod or PostgreSQL (Debian's
+# postgresql package: the shared usage store's tests run a server of their
+# own in a temporary directory) are missing skip, unless
+# TOOLSRV_TEST_REQUIRE names them (.ci/run requires all five:
 # npm,conformance,sshd,diod,postgres).
 test: test-npm-deps
 	$(GO) vet ./...
 	$(GO) test -race -timeout 30m ./...
+	TOOLSRV_TEST_PREPARE=1 $(GO) test -race -timeout 30m ./exec
 
 # The quick suite: long tests (fork bombs, memory hogs, timeouts, real ssh
 # logins) skip, and there is no race detector: under 2 minutes on 2 cores.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -39,6 +40,11 @@ type Config struct {
 	// UsageSize is the catalog size the usage history is measured at
 	// with UsageEvents events (0 events: skip it).
 	UsageSize, UsageEvents int
+	// Binary is the toolsrv binary whose calls are measured (calls.go:
+	// Calls calls after CallWarmup, every way in turn); "" or 0 calls:
+	// skip them.
+	Binary            string
+	Calls, CallWarmup int
 	// WorkDir holds the synthetic tool directories and index caches.
 	WorkDir string
 	// NewEmbedder makes a fresh embedder (one per build, so nothing is
@@ -88,19 +94,24 @@ type SizeResult struct {
 	RegistryLoad time.Duration `json:"registryLoad"`
 	// ColdBuild embeds every tool (empty cache); WarmBuild is a new index
 	// over the cache the cold build saved (zero embedder calls expected).
-	ColdBuild      time.Duration `json:"coldBuild"`
-	ColdEmbedded   int           `json:"coldEmbedded"`
-	WarmBuild      time.Duration `json:"warmBuild"`
-	WarmEmbedded   int           `json:"warmEmbedded"`
-	ChromemBuild   time.Duration `json:"chromemBuild"`
-	Rank           Latency       `json:"rank"`           // index.Rank, hybrid, text in, K=10
-	RankLexical    Latency       `json:"rankLexical"`    // index.Rank, BM25 only
-	RankFixed      Latency       `json:"rankFixed"`      // index.Rank, hybrid without the learned last step
-	ChromemText    Latency       `json:"chromemText"`    // EmbedQuery + chromem QueryEmbedding, K=10
-	ChromemVector  Latency       `json:"chromemVector"`  // chromem QueryEmbedding alone
-	QueryEmbedding Latency       `json:"queryEmbedding"` // EmbedQuery alone
-	NineP          *Latency      `json:"ninep,omitempty"`
-	NinePNote      string        `json:"ninepNote,omitempty"`
+	ColdBuild    time.Duration `json:"coldBuild"`
+	ColdEmbedded int           `json:"coldEmbedded"`
+	WarmBuild    time.Duration `json:"warmBuild"`
+	WarmEmbedded int           `json:"warmEmbedded"`
+	ChromemBuild time.Duration `json:"chromemBuild"`
+	Rank         Latency       `json:"rank"`        // index.Rank, hybrid, text in, K=10
+	RankLexical  Latency       `json:"rankLexical"` // index.Rank, BM25 only
+	RankFixed    Latency       `json:"rankFixed"`   // index.Rank, hybrid without the learned last step
+	// RankAll is Rank scoring every tool (index.Query.Exhaustive) instead
+	// of pruning; PruneDiffers counts the queries (of Rank's) whose top 10
+	// differ between the two (0: the pruning is exact).
+	RankAll        Latency  `json:"rankAll"`
+	PruneDiffers   int      `json:"pruneDiffers"`
+	ChromemText    Latency  `json:"chromemText"`    // EmbedQuery + chromem QueryEmbedding, K=10
+	ChromemVector  Latency  `json:"chromemVector"`  // chromem QueryEmbedding alone
+	QueryEmbedding Latency  `json:"queryEmbedding"` // EmbedQuery alone
+	NineP          *Latency `json:"ninep,omitempty"`
+	NinePNote      string   `json:"ninepNote,omitempty"`
 }
 
 // LiveResult holds the live-update figures: a .meta file written, then
@@ -120,6 +131,7 @@ type Report struct {
 	Sizes []SizeResult `json:"sizes"`
 	Live  *LiveResult  `json:"live,omitempty"`
 	Usage *UsageResult `json:"usage,omitempty"`
+	Calls *CallResult  `json:"calls,omitempty"`
 	// Embedder is the embedder's ID.
 	Embedder string `json:"embedder"`
 }
@@ -335,6 +347,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Embedder: probe.ID()}
+	if cfg.Binary != "" && cfg.Calls > 0 {
+		progress(fmt.Sprintf("calls: %d after %d", cfg.Calls, cfg.CallWarmup))
+		cr, err := runCalls(ctx, cfg)
+		if err != nil {
+			return rep, fmt.Errorf("calls: %w", err)
+		}
+		rep.Calls = cr
+	}
 	for _, n := range cfg.Sizes {
 		progress(fmt.Sprintf("%d tools", n))
 		sr, err := runSize(ctx, cfg, n, pool, queries, progress)
@@ -432,11 +452,14 @@ func runSize(ctx context.Context, cfg Config, n int, pool *textPool, queries []s
 		qs[i] = queries[(i*104729)%len(queries)]
 	}
 	progress(fmt.Sprintf("%d tools: rank latency", n))
+	if sr.Rank, sr.RankAll, sr.PruneDiffers, err = timePruning(ctx, ix, qs); err != nil {
+		return nil, err
+	}
 	for _, m := range []struct {
 		mode  index.Mode
 		fixed bool
 		out   *Latency
-	}{{index.Hybrid, false, &sr.Rank}, {index.Lexical, false, &sr.RankLexical}, {index.Hybrid, true, &sr.RankFixed}} {
+	}{{index.Lexical, false, &sr.RankLexical}, {index.Hybrid, true, &sr.RankFixed}} {
 		lat, err := timeRank(ctx, ix, qs, m.mode, m.fixed)
 		if err != nil {
 			return nil, err
@@ -472,7 +495,7 @@ func runSize(ctx context.Context, cfg Config, n int, pool *textPool, queries []s
 	}
 	sr.ChromemBuild = time.Since(t0)
 	var text, vec, qemb []time.Duration
-	for i, q := range append(qs[:5:5], qs...) {
+	for i, q := range withWarmup(qs) {
 		s := time.Now()
 		v, err := qe.EmbedQuery(ctx, q)
 		if err != nil {
@@ -483,7 +506,7 @@ func runSize(ctx context.Context, cfg Config, n int, pool *textPool, queries []s
 			return nil, fmt.Errorf("chromem: %w", err)
 		}
 		e := time.Now()
-		if i >= 5 { // the first five warm up
+		if i >= warmups(len(qs)) { // the first five warm up
 			text = append(text, e.Sub(s))
 			vec = append(vec, e.Sub(m))
 			qemb = append(qemb, m.Sub(s))
@@ -495,6 +518,16 @@ func runSize(ctx context.Context, cfg Config, n int, pool *textPool, queries []s
 	return sr, nil
 }
 
+// withWarmup is qs after its first few (warmups), which warm up caches
+// and are not timed.
+func withWarmup(qs []string) []string {
+	w := warmups(len(qs))
+	return append(qs[:w:w], qs...)
+}
+
+// warmups is how many queries of n withWarmup puts first.
+func warmups(n int) int { return min(5, n) }
+
 func firstProblem(cat *registry.Catalog) string {
 	if len(cat.Problems) == 0 {
 		return "none"
@@ -505,7 +538,7 @@ func firstProblem(cat *registry.Catalog) string {
 func timeRank(ctx context.Context, ix *index.Index, qs []string, mode index.Mode, fixed bool) (Latency, error) {
 	var out []time.Duration
 	runtime.GC()
-	for i, q := range append(qs[:5:5], qs...) {
+	for i, q := range withWarmup(qs) {
 		s := time.Now()
 		r, err := ix.Rank(ctx, index.Query{Text: q, K: 10, Mode: mode, NoLastStep: fixed})
 		d := time.Since(s)
@@ -515,11 +548,50 @@ func timeRank(ctx context.Context, ix *index.Index, qs []string, mode index.Mode
 		if mode != index.Lexical && r.Degraded {
 			return Latency{}, fmt.Errorf("ranking is degraded (%s): the benchmark needs the embedder working", r.Reason)
 		}
-		if i >= 5 {
+		if i >= warmups(len(qs)) {
 			out = append(out, d)
 		}
 	}
 	return Summarize(out), nil
+}
+
+// timePruning times the hybrid top-10 ranking of every query pruned (the
+// default), then scoring every tool (index.Query.Exhaustive), and counts
+// the queries whose hits differ (names, scores and their parts, order).
+// Two passes, not one alternating: a ranking that scores every tool reads
+// all the float32 vectors, which leaves the next pruned one's caches cold.
+func timePruning(ctx context.Context, ix *index.Index, qs []string) (pruned, all Latency, differ int, err error) {
+	var hits [][]index.Hit
+	for _, exhaustive := range []bool{false, true} {
+		var ts []time.Duration
+		runtime.GC()
+		for i, q := range withWarmup(qs) {
+			s := time.Now()
+			r, err := ix.Rank(ctx, index.Query{Text: q, K: 10, Exhaustive: exhaustive})
+			d := time.Since(s)
+			if err != nil {
+				return pruned, all, 0, err
+			}
+			if r.Degraded {
+				return pruned, all, 0, fmt.Errorf("ranking is degraded (%s): the benchmark needs the embedder working", r.Reason)
+			}
+			if i < warmups(len(qs)) {
+				continue
+			}
+			ts = append(ts, d)
+			if !exhaustive {
+				hits = append(hits, r.Hits)
+			} else if !slices.Equal(hits[i-warmups(len(qs))], r.Hits) {
+				differ++
+			}
+		}
+		if exhaustive {
+			all = Summarize(ts)
+		} else {
+			pruned = Summarize(ts)
+		}
+	}
+	return pruned, all, differ, nil
 }
 
 func chromemCollection(ctx context.Context, vecs [][]float32) (*chromem.Collection, error) {

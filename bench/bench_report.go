@@ -56,6 +56,10 @@ const (
 	// without; a start with them at most 150 ms later.
 	targetUsageRatio = 1.3
 	targetUsageStart = 150 * time.Millisecond
+	// The pruned ranking at 100k tools; calls: a warm server's no slower
+	// than bubblewrap's, the CLI's at most 1.5× its start without a call.
+	targetPrune100k = time.Millisecond
+	targetCallShow  = 1.5
 )
 
 func ms(d time.Duration) string {
@@ -83,8 +87,21 @@ func (r *Report) Markdown(m Machine, command string) string {
 	for _, s := range r.Sizes {
 		fmt.Fprintf(&b, "| %d | %d | %s | %s | %s (%d) | %s (%d) | %s |\n", s.Tools, s.Dim, ms(s.WriteFiles), ms(s.RegistryLoad), ms(s.ColdBuild), s.ColdEmbedded, ms(s.WarmBuild), s.WarmEmbedded, ms(s.ChromemBuild))
 	}
+	if c := r.Calls; c != nil {
+		fmt.Fprintf(&b, "\nCalls of a tool that reads its input and says ok (`%s`), %d after %d of warm-up, the ways in turn each round, ms:\n\n", callTool, c.Calls, c.Warmup)
+		b.WriteString("| way | p50 | p99 |\n|---|---:|---:|\n")
+		fmt.Fprintf(&b, "| warm `toolsrv mcp`, `call_tool` over stdio | %s | %s |\n", ms(c.MCP.P50), ms(c.MCP.P99))
+		fmt.Fprintf(&b, "| `toolsrv call` (a new process) | %s | %s |\n", ms(c.CLICall.P50), ms(c.CLICall.P99))
+		fmt.Fprintf(&b, "| `toolsrv show` of the tool (the same start, no call) | %s | %s |\n", ms(c.CLIShow.P50), ms(c.CLIShow.P99))
+		if c.Bwrap != nil {
+			fmt.Fprintf(&b, "| bubblewrap (`--ro-bind / / --dev /dev --proc /proc --unshare-all --die-with-parent`) | %s | %s |\n", ms(c.Bwrap.P50), ms(c.Bwrap.P99))
+		} else {
+			fmt.Fprintf(&b, "| bubblewrap | – (%s) | |\n", c.BwrapNote)
+		}
+		fmt.Fprintf(&b, "| the bare command (fork and exec) | %s | %s |\n", ms(c.Bare.P50), ms(c.Bare.P99))
+	}
 	b.WriteString("\nRank latency, p50 / p99 in ms (text in, top 10 out; same queries for every column):\n\n")
-	b.WriteString("| tools | toolsrv hybrid (index.Rank) | without the learned last step | ratio of p50s | BM25 alone (index.Rank, bm25) | chromem text in (EmbedQuery + QueryEmbedding) | chromem QueryEmbedding alone | EmbedQuery alone | 9P rank transaction |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| tools | toolsrv hybrid (index.Rank) | scoring every tool (not pruned) | without the learned last step | ratio of p50s | BM25 alone (index.Rank, bm25) | chromem text in (EmbedQuery + QueryEmbedding) | chromem QueryEmbedding alone | EmbedQuery alone | 9P rank transaction |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range r.Sizes {
 		np := s.NinePNote
 		if s.NineP != nil {
@@ -94,7 +111,7 @@ func (r *Report) Markdown(m Machine, command string) string {
 		if s.RankFixed.P50 > 0 {
 			ratio = fmt.Sprintf("%.2f", float64(s.Rank.P50)/float64(s.RankFixed.P50))
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Tools, lat(s.Rank), lat(s.RankFixed), ratio, lat(s.RankLexical), lat(s.ChromemText), lat(s.ChromemVector), lat(s.QueryEmbedding), np)
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Tools, lat(s.Rank), lat(s.RankAll), lat(s.RankFixed), ratio, lat(s.RankLexical), lat(s.ChromemText), lat(s.ChromemVector), lat(s.QueryEmbedding), np)
 	}
 	if l := r.Live; l != nil {
 		fmt.Fprintf(&b, "\nLive update at %d tools (%d writes; write-then-rename of a new .meta → top hit for its unique word, through the registry watcher and index.Follow), ms:\n\n", l.Tools, l.Rankable.N+l.Misses)
@@ -137,6 +154,33 @@ func (r *Report) Checks() []string {
 			check("rank p50 at 1k tools", s.Rank.P50, targetRank1k)
 		case 100000:
 			check("rank p50 at 100k tools", s.Rank.P50, targetRank100k)
+			check("rank p50 at 100k tools, pruned", s.Rank.P50, targetPrune100k)
+		}
+		if s.Rank.N > 0 {
+			if s.PruneDiffers == 0 {
+				out = append(out, fmt.Sprintf("pruned top 10 at %d tools: the same as scoring every tool for all %d queries: met", s.Tools, s.Rank.N))
+			} else {
+				out = append(out, fmt.Sprintf("pruned top 10 at %d tools: DIFFERS from scoring every tool for %d of %d queries: MISSED", s.Tools, s.PruneDiffers, s.Rank.N))
+			}
+		}
+	}
+	if c := r.Calls; c != nil {
+		if c.Bwrap != nil {
+			what := "warm toolsrv mcp call_tool p50 against bubblewrap's"
+			if c.MCP.P50 <= c.Bwrap.P50 {
+				out = append(out, fmt.Sprintf("%s: %s ms ≤ %s ms: met", what, ms(c.MCP.P50), ms(c.Bwrap.P50)))
+			} else {
+				out = append(out, fmt.Sprintf("%s: %s ms > %s ms: MISSED (×%.2f)", what, ms(c.MCP.P50), ms(c.Bwrap.P50), float64(c.MCP.P50)/float64(c.Bwrap.P50)))
+			}
+		}
+		if c.CLIShow.P50 > 0 {
+			ratio := float64(c.CLICall.P50) / float64(c.CLIShow.P50)
+			what := "toolsrv call p50 against toolsrv show's"
+			if ratio <= targetCallShow {
+				out = append(out, fmt.Sprintf("%s: ×%.2f ≤ ×%.1f: met", what, ratio, targetCallShow))
+			} else {
+				out = append(out, fmt.Sprintf("%s: ×%.2f > ×%.1f: MISSED", what, ratio, targetCallShow))
+			}
 		}
 	}
 	if r.Live != nil && r.Live.Rankable.N > 0 {

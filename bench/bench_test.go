@@ -44,6 +44,9 @@ func TestRunSmall(t *testing.T) {
 			t.Errorf("%s latency %+v: want 8 samples, p99 ≥ p50 > 0", name, l)
 		}
 	}
+	if s.RankAll.N != 8 || s.PruneDiffers != 0 {
+		t.Errorf("scoring every tool: %+v, %d queries differ from the pruned ranking; want 8 samples, none differing", s.RankAll, s.PruneDiffers)
+	}
 	if s.NineP != nil || s.NinePNote == "" {
 		t.Errorf("no 9P function was given, yet NineP = %+v, note %q", s.NineP, s.NinePNote)
 	}

@@ -194,15 +194,15 @@ func runUsage(ctx context.Context, cfg Config, pool *textPool, queries []string,
 	// Alternate the two, query by query, so that the machine's moods
 	// fall on both alike.
 	var a, b []time.Duration
-	for i, q := range append(qs[:5:5], qs...) {
+	for i, q := range withWarmup(qs) {
 		for k, ix := range []*index.Index{plain.Index(), used.Index()} {
 			s := time.Now()
 			if _, err := ix.Rank(ctx, index.Query{Text: q, K: 10}); err != nil {
 				return nil, err
 			}
-			if d := time.Since(s); i >= 5 && k == 0 {
+			if d := time.Since(s); i >= warmups(len(qs)) && k == 0 {
 				a = append(a, d)
-			} else if i >= 5 {
+			} else if i >= warmups(len(qs)) {
 				b = append(b, d)
 			}
 		}

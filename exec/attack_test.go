@@ -65,6 +65,49 @@ func attackHelper() []string {
 	return out
 }
 
+// attackProcess tries what a tool could do to process pid, another
+// process of toolsrv's it can see (hostProcesses): signal it, attach to
+// it, read its environment, descriptors and memory, write its memory. Each
+// line says "held" or "escaped".
+func attackProcess(pid int) []string {
+	var out []string
+	say := func(what string, err error) {
+		if err != nil {
+			out = append(out, fmt.Sprintf("held %s: %v", what, err))
+		} else {
+			out = append(out, "escaped "+what)
+		}
+	}
+	say("signal 0 to it", unix.Kill(pid, 0))
+	say("SIGKILL to it", unix.Kill(pid, unix.SIGKILL))
+	say("SIGSTOP to it", unix.Kill(pid, unix.SIGSTOP))
+	err := unix.PtraceSeize(pid)
+	if err == nil {
+		unix.PtraceDetach(pid)
+	}
+	say("PTRACE_SEIZE", err)
+	for _, f := range []string{"environ", "mem", "maps", "cwd", "root"} {
+		_, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, f))
+		if f == "cwd" || f == "root" {
+			_, err = os.ReadDir(fmt.Sprintf("/proc/%d/%s", pid, f))
+		}
+		say("reading /proc/PID/"+f, err)
+	}
+	// (Listing /proc/PID/fd shows the descriptors' numbers only, as for
+	// any process of the user's; opening them is what counts.)
+	for _, fd := range []int{0, 1, 2, 3, 4} {
+		f, err := os.OpenFile(fmt.Sprintf("/proc/%d/fd/%d", pid, fd), os.O_WRONLY, 0)
+		if err == nil {
+			f.Close()
+		}
+		say(fmt.Sprintf("opening its descriptor %d", fd), err)
+	}
+	buf := make([]byte, 8)
+	_, err = unix.ProcessVMWritev(pid, []unix.Iovec{{Base: &buf[0], Len: 8}}, []unix.RemoteIovec{{Base: 0x400000, Len: 8}}, 0)
+	say("process_vm_writev into it", err)
+	return out
+}
+
 // pokeThread attaches to thread tid, stops it, and writes word back to
 // addr, or the word at the top of the thread's stack back there when addr
 // is 0 (the value it already holds: a write that changes nothing, but one

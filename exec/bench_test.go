@@ -43,6 +43,9 @@ func BenchmarkCallOverhead(b *testing.B) {
 		// Without the PID and mount namespaces (and the /proc mount): what
 		// they cost a call is the difference to the row above.
 		{"sandboxed-nonet-hostProcesses", "true_host", Options{}},
+		// A resident server's calls: each on a helper prepared for it
+		// while the one before ran (Options.Prepare).
+		{"sandboxed-prepared", "true", Options{Prepare: true}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			c.opts.SelfExe, c.opts.Logger = self, quiet
@@ -50,6 +53,7 @@ func BenchmarkCallOverhead(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			defer r.Close()
 			tool := f.tool(c.tool)
 			cc := CallContext{WorkDir: work}
 			b.ResetTimer()

@@ -92,9 +92,18 @@ type Options struct {
 	// instead of starting one. Whoever prestarted it discards it if no
 	// call took it (Helper.Discard).
 	Prestarted *sandbox.Helper
+	// Prepare keeps, for each tool and policy called, a helper prepared
+	// for its next call (prepared.go): a resident server's calls then pay
+	// only for their tool's own start. Close discards them.
+	Prepare bool
 
 	// landlockABI replaces LandlockABI (tests simulate a kernel without it).
 	landlockABI func() (int, error)
+	// prepareEvery, with Prepare, prepares a helper for a call that finds
+	// none and waits for it (tests run every call on a prepared helper);
+	// prepareIdle replaces preparedIdle.
+	prepareEvery bool
+	prepareIdle  time.Duration
 }
 
 // CallContext is who calls and where.
@@ -199,6 +208,8 @@ type Runner struct {
 	budget     *semaphore.Weighted
 	budgetSize int64
 
+	prep *preparer // nil without Options.Prepare
+
 	warned sync.Map // keys of the warnings said already (warnOnce)
 }
 
@@ -292,6 +303,9 @@ func NewRunner(opts Options) (*Runner, error) {
 	r := &Runner{opts: opts, log: opts.Logger, gates: newGates(), iso: newIsolation(opts.Isolation),
 		calls: newCallTable(), temp: tempDirs{root: opts.TempRoot, pid: os.Getpid()},
 		budget: semaphore.NewWeighted(opts.ProcessBudget), budgetSize: opts.ProcessBudget}
+	if opts.Prepare {
+		r.prep = newPreparer(opts.prepareIdle)
+	}
 	if r.log == nil {
 		r.log = slog.Default()
 	}

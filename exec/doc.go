@@ -58,6 +58,26 @@
 // started for the call would not get: the process marks its inherited
 // descriptors close-on-exec first, and the helper marks them again.
 //
+// A resident server goes further (Options.Prepare: serve and mcp): after a
+// call it prepares a helper for the next call of the same tool and policy
+// (sandbox.Prepare, "toolsrv __sandbox +"), which does everything short of
+// starting the tool: its namespaces, /proc, temporary directory and
+// protected paths, limits, capabilities, not dumpable, and the launching
+// thread confined; it reports that it is ready and waits. The call sends
+// the environment (sandbox.Go) and the tool starts at once. Each prepared
+// helper serves one call and ends with it. It is used only for the call it
+// was prepared for: the key is the whole policy (but its temporary
+// directory, its own), the command, the namespaces and the helper binary,
+// and every path of the policy but the system ones must still be the file
+// (device and inode) it was before and after the preparation, since the
+// Landlock rules and mounts hold those; otherwise it is thrown away and the
+// call starts its own. Unused ones end after two minutes, beyond eight the
+// least recently used, all at Runner.Close; a dead server takes them along.
+// (toolsrv call cannot be one process: the helper must be the init of the
+// call's PID namespace and make its mounts, which a multi-threaded process
+// cannot do for another namespace, and hold nothing of toolsrv's memory,
+// descriptors or environment; the CLI must outlive the tool to report.)
+//
 // Isolation (Options.Isolation; IsolationAuto uses namespaces where the
 // kernel allows them): the helper starts in a fresh PID namespace, whose
 // init it is, a mount namespace in which it mounts that PID namespace's

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -110,6 +111,12 @@ func probeMain() int {
 		lines := attackHelper()
 		fmt.Println(strings.Join(lines, "\n"))
 		return 0
+	case "attack-pid":
+		// What a tool that sees the host's processes can do to another
+		// process of toolsrv's (Path: its PID).
+		pid, _ := strconv.Atoi(a.Path)
+		fmt.Println(strings.Join(attackProcess(pid), "\n"))
+		return 0
 	default:
 		err = fmt.Errorf("unknown op %q", a.Op)
 	}
@@ -176,16 +183,24 @@ func (f *fixture) tool(name string) *registry.Tool {
 	return tool
 }
 
+// runner makes a runner of the test binary as helper. With
+// TOOLSRV_TEST_PREPARE=1 in the environment, every sandboxed call runs on
+// a helper prepared for it (Options.Prepare): the suites check that
+// prepared helpers keep every guarantee (make test runs them both ways).
 func (f *fixture) runner(mod func(*Options)) *Runner {
 	f.t.Helper()
 	opts := Options{SelfExe: f.selfExe, KillGrace: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if mod != nil {
 		mod(&opts)
 	}
+	if os.Getenv("TOOLSRV_TEST_PREPARE") == "1" && opts.Prestarted == nil && !opts.Prepare {
+		opts.Prepare, opts.prepareEvery = true, true
+	}
 	r, err := NewRunner(opts)
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	f.t.Cleanup(r.Close)
 	return r
 }
 
@@ -193,10 +208,16 @@ func (f *fixture) cc() CallContext {
 	return CallContext{WorkDir: f.work, Session: "s1", Agent: "a1", ToolsPath: f.tools}
 }
 
-// call runs tool NAME with args through r.
+// call runs tool NAME with args through r. (A resident runner removes a
+// call's temporary directory right after the call, in the background:
+// call waits for that too.)
 func (f *fixture) call(r *Runner, name, args string) (*Result, error) {
 	f.t.Helper()
-	return r.Call(context.Background(), f.tool(name), []byte(args), f.cc())
+	res, err := r.Call(context.Background(), f.tool(name), []byte(args), f.cc())
+	if r.prep != nil {
+		r.prep.removing.Wait()
+	}
+	return res, err
 }
 
 func (f *fixture) mustOK(res *Result, err error) *Result {

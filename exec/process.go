@@ -32,14 +32,7 @@ func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc Cal
 	fail := func(kind error, msg string, err error, res *Result) (*Result, error) {
 		return res, &CallError{Tool: t.Name, Kind: kind, Msg: msg, Err: err, Result: res}
 	}
-	tmp, err := r.temp.make()
-	if err != nil {
-		return fail(ErrStart, "cannot make the call's temporary directory", err, nil)
-	}
-	defer os.RemoveAll(tmp)
-
-	pol := r.callPolicy(t, cc.WorkDir, tmp, protect, sandboxed, lim)
-	res, st, err := r.start(ctx, t, stdin, cc, pol, timeout)
+	pol, res, st, err := r.runHelper(ctx, t, stdin, cc, protect, sandboxed, timeout, lim)
 	if err != nil {
 		return fail(ErrStart, "starting the sandbox helper", err, nil)
 	}
@@ -60,6 +53,41 @@ func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc Cal
 		r.log.Warn("tool output truncated", "tool", t.Name, "stdout", res.StdoutBytes, "stderr", res.StderrBytes, "cap", r.opts.OutputCap)
 	}
 	return res, nil
+}
+
+// runHelper runs a call of t through a sandbox helper: one prepared for it
+// (Options.Prepare, prepared.go) when the runner has one, else one
+// started for it. It returns the call's policy.
+func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, cc CallContext, protect []string, sandboxed bool, timeout time.Duration, lim Limits) (sandbox.Policy, *Result, outcome, error) {
+	if r.prep != nil && sandboxed {
+		pol := r.callPolicy(t, cc.WorkDir, "", protect, sandboxed, lim)
+		ns, host := r.namespacesFor(t, pol)
+		if !ns && r.iso.root {
+			pol.Processes = 0 // root is exempt from RLIMIT_NPROC: only a PID namespace limits it
+		}
+		spec := r.callSpec(t.Command.Argv, cc.WorkDir, pol, ns, host)
+		if ph := r.takePrepared(ctx, spec); ph != nil {
+			defer r.removeTemp(ph.tmp)
+			pol.TempDir = ph.tmp
+			if err := ph.h.Go(r.toolEnv(t, cc, ph.tmp, true)); err == nil {
+				hp := r.liveHelper(ph.h, cc)
+				r.prepareNext(spec)
+				res, st, err := r.supervise(ctx, t.Name, stdin, hp, pol.Unconfined, timeout)
+				return pol, res, st, err
+			} else {
+				r.log.Debug("the prepared sandbox helper is gone; starting another", "err", err)
+			}
+		}
+		r.prepareNext(spec)
+	}
+	tmp, err := r.temp.make()
+	if err != nil {
+		return sandbox.Policy{}, nil, outcome{}, fmt.Errorf("making the call's temporary directory: %w", err)
+	}
+	defer r.removeTemp(tmp)
+	pol := r.callPolicy(t, cc.WorkDir, tmp, protect, sandboxed, lim)
+	res, st, err := r.start(ctx, t, stdin, cc, pol, timeout)
+	return pol, res, st, err
 }
 
 // callPolicy is the sandbox policy of a call of t in workdir (resolved)
@@ -87,34 +115,49 @@ type outcome struct {
 // a kernel that refuses the namespaces gets the call retried without them
 // (and every later call goes without).
 func (r *Runner) start(ctx context.Context, t *registry.Tool, stdin []byte, cc CallContext, pol sandbox.Policy, timeout time.Duration) (*Result, outcome, error) {
-	ns := r.iso.namespaces()
+	ns, host := r.namespacesFor(t, pol)
 	if !ns && r.iso.root {
 		pol.Processes = 0 // root is exempt from RLIMIT_NPROC: only a PID namespace limits it
 	}
-	host, ok := r.hostProcesses(t, pol)
-	if !ok && ns { // (without namespaces every call sees the host's processes)
-		r.warnOnce("hostProcesses "+t.Name, "the tool asks to see the host's processes, but this kernel's Landlock cannot keep it from signalling them (ABI 6, Linux 6.12, can): it sees only its own call's processes",
-			"tool", t.Name, "landlockABI", r.abi)
-	}
-	res, st, err := r.runHelper(ctx, t, stdin, cc, pol, timeout, ns, host)
+	res, st, err := r.startHelper(ctx, t, stdin, cc, pol, timeout, ns, host)
 	if ns && r.iso.mode == IsolationAuto && err != nil && nsStartError(err) {
 		r.iso.disable(err)
 		r.log.Warn("the kernel refused namespaces for tool calls; calls run without them (see the threat model: weaker process limits and lifetime)", "err", err)
 		if r.iso.root {
 			pol.Processes = 0
 		}
-		return r.runHelper(ctx, t, stdin, cc, pol, timeout, false, host)
+		return r.startHelper(ctx, t, stdin, cc, pol, timeout, false, host)
 	}
 	return res, st, err
 }
 
-// runHelper runs one call's helper: with namespaces when ns, without the
-// PID namespace when host (the tool sees the host's processes).
-func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, cc CallContext, pol sandbox.Policy, timeout time.Duration, ns, host bool) (*Result, outcome, error) {
+// namespacesFor says whether a call of t under pol gets namespaces, and
+// whether it sees the host's processes (warning once when t asks to and
+// cannot).
+func (r *Runner) namespacesFor(t *registry.Tool, pol sandbox.Policy) (ns, host bool) {
+	ns = r.iso.namespaces()
+	host, ok := r.hostProcesses(t, pol)
+	if !ok && ns { // (without namespaces every call sees the host's processes)
+		r.warnOnce("hostProcesses "+t.Name, "the tool asks to see the host's processes, but this kernel's Landlock cannot keep it from signalling them (ABI 6, Linux 6.12, can): it sees only its own call's processes",
+			"tool", t.Name, "landlockABI", r.abi)
+	}
+	return ns, host
+}
+
+// startHelper starts one call's helper (with namespaces when ns, without
+// the PID namespace when host: the tool sees the host's processes) and
+// waits for the call.
+func (r *Runner) startHelper(ctx context.Context, t *registry.Tool, stdin []byte, cc CallContext, pol sandbox.Policy, timeout time.Duration, ns, host bool) (*Result, outcome, error) {
 	hp, err := r.forkHelper(t.Command.Argv, r.toolEnv(t, cc, pol.TempDir, !pol.Unconfined), cc.WorkDir, pol, ns, host, cc)
 	if err != nil {
 		return nil, outcome{}, err
 	}
+	return r.supervise(ctx, t.Name, stdin, hp, pol.Unconfined, timeout)
+}
+
+// supervise feeds a started helper's tool stdin, enforces the timeout and
+// collects the capped output and how the tool ended.
+func (r *Runner) supervise(ctx context.Context, name string, stdin []byte, hp *helperProc, unconfined bool, timeout time.Duration) (*Result, outcome, error) {
 	pid, startAt := hp.Pid, hp.StartAt
 	pipes := [3][2]*os.File{{nil, hp.Stdin}, {hp.Stdout, nil}, {hp.Stderr, nil}}
 	statusR := hp.Status
@@ -194,7 +237,7 @@ func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, 
 	select {
 	case <-copied:
 	case <-time.After(drainDelay):
-		r.log.Warn("a process of the call still holds its output open after the call ended; closing", "tool", t.Name)
+		r.log.Warn("a process of the call still holds its output open after the call ended; closing", "tool", name)
 		pipes[1][0].Close()
 		pipes[2][0].Close()
 		statusR.Close()
@@ -204,7 +247,7 @@ func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, 
 	pipes[1][0].Close()
 	pipes[2][0].Close()
 
-	res := &Result{Unsandboxed: pol.Unconfined, Duration: dur}
+	res := &Result{Unsandboxed: unconfined, Duration: dur}
 	var outTrunc, errTrunc bool
 	res.Stdout, outTrunc, res.StdoutBytes = stdout.bytes()
 	res.Stderr, errTrunc, res.StderrBytes = stderr.bytes()
@@ -290,6 +333,18 @@ func (r *Runner) forkHelper(argv, env []string, dir string, pol sandbox.Policy, 
 	r.calls.add(live)
 	r.log.Debug("sandbox helper", "pid", h.Pid, "prestarted", prestarted, "namespaces", ns, "pidNamespace", nsc.PID)
 	return &helperProc{Helper: h, r: r, pidNS: nsc.PID}, nil
+}
+
+// liveHelper registers a prepared helper that a call just started (Go) as
+// that call's, as forkHelper registers the ones it starts.
+func (r *Runner) liveHelper(h *sandbox.Helper, cc CallContext) *helperProc {
+	live := &liveCall{pid: h.Pid, pidfd: h.PidFD, cc: cc}
+	if h.NS.PID {
+		live.pidNS, _ = nsInode(h.Pid, "pid")
+	}
+	r.calls.add(live)
+	r.log.Debug("sandbox helper", "pid", h.Pid, "prepared", true, "pidNamespace", h.NS.PID)
+	return &helperProc{Helper: h, r: r, pidNS: h.NS.PID}
 }
 
 // forget unregisters the helper and closes its pidfd.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 )
 
 // BM25 parameters (the usual defaults).
@@ -28,6 +29,15 @@ type lexicon struct {
 	docPos   [][]int32        // by slot: where in each term's postings the slot is
 	totalLen float64
 	n        int
+	// maxTF and minDL are, by term id, at least the largest weighted term
+	// frequency and at most the shortest document length among its
+	// postings (0: none yet): what bounds any one posting's score
+	// (termBound). A removal leaves them as they were, still bounds.
+	maxTF, minDL []float32
+	// gen counts the changes of the documents (add, remove); norms is the
+	// length normalisation of every slot for one gen (lengthNorms).
+	gen   uint64
+	norms atomic.Pointer[lenNorms]
 
 	// scratch for add (reused between documents)
 	tk  tokenized
@@ -70,6 +80,8 @@ func (l *lexicon) termID(t string) int32 {
 	l.terms = append(l.terms, t)
 	l.postings = append(l.postings, nil)
 	l.pos = append(l.pos, 0)
+	l.maxTF = append(l.maxTF, 0)
+	l.minDL = append(l.minDL, 0)
 	return id
 }
 
@@ -166,12 +178,17 @@ func (l *lexicon) place(slot int, length float32) {
 		l.postings[c.id] = append(l.postings[c.id], posting{int32(slot), c.tf})
 		ids[i] = c.id
 		l.pos[c.id] = 0
+		l.maxTF[c.id] = max(l.maxTF[c.id], c.tf)
+		if m := l.minDL[c.id]; m == 0 || length < m {
+			l.minDL[c.id] = length
+		}
 	}
 	l.docLen[slot] = length
 	l.docTerms[slot] = ids
 	l.docPos[slot] = pos
 	l.totalLen += float64(length)
 	l.n++
+	l.gen++
 }
 
 // remove drops the document in slot. Each of its postings is swap-deleted
@@ -203,6 +220,7 @@ func (l *lexicon) remove(slot int) {
 	l.docTerms[slot] = nil
 	l.docPos[slot] = nil
 	l.n--
+	l.gen++
 }
 
 // df is the number of documents containing term.
@@ -221,30 +239,165 @@ func (l *lexicon) idf(term string) float64 {
 	return math.Log(1 + (float64(l.n)-df+0.5)/(df+0.5))
 }
 
+// termScore is one posting's BM25 contribution: qwIdf is the term's query
+// weight times its IDF, f the document's weighted frequency of the term
+// and norm its length normalisation (lengthNorm). Every BM25 score of the
+// index is summed from it, in score's order, so scores computed two ways
+// (every posting of a term, or one document's terms) are equal to the bit.
+func termScore(qwIdf, f, norm float64) float64 {
+	return qwIdf * f * (bm25K1 + 1) / (f + norm)
+}
+
+// lengthNorm is the part of a posting's score that depends on its
+// document's length dl alone, given the mean length avg.
+func lengthNorm(dl, avg float64) float64 {
+	return bm25K1 * (1 - bm25B + bm25B*dl/avg)
+}
+
+// lenNorms is lengthNorm of every slot, for the lexicon's documents as of
+// gen.
+type lenNorms struct {
+	gen  uint64
+	norm []float64 // by slot
+}
+
+// lengthNorms is lengthNorm of every slot for avg, the mean length (made
+// at the first scoring after the documents changed: two divisions a
+// posting were a third of a ranking's lexical part). Callers hold the
+// index's lock for reading at least, so gen does not change meanwhile.
+func (l *lexicon) lengthNorms(avg float64) []float64 {
+	if c := l.norms.Load(); c != nil && c.gen == l.gen && len(c.norm) == len(l.docLen) {
+		return c.norm
+	}
+	c := &lenNorms{gen: l.gen, norm: make([]float64, len(l.docLen))}
+	for s, dl := range l.docLen {
+		c.norm[s] = lengthNorm(float64(dl), avg)
+	}
+	l.norms.Store(c)
+	return c.norm
+}
+
+// bm25Plan is a message's terms as the lexicon scores them.
+type bm25Plan struct {
+	terms []planTerm // in the order score sums them (sorted by term)
+	norm  float64    // the calibration: see score
+	avg   float64    // the mean document length
+	lens  []float64  // by slot: lengthNorm
+}
+
+// planTerm is one term of a plan.
+type planTerm struct {
+	id    int32   // -1: no document has it (or a stopword)
+	qwIdf float64 // query weight × IDF
+	ub    float64 // at least any one document's score for the term (termBound)
+}
+
+// plan lays out query (term → query weight) for scoring: each term's
+// weight, IDF and bound, in a fixed order (float sums that depend on map
+// order would make the same query score differently from one run to the
+// next), and the calibration norm.
+func (l *lexicon) plan(query map[string]float64) bm25Plan {
+	p := bm25Plan{terms: make([]planTerm, 0, len(query))}
+	if l.n == 0 {
+		return p
+	}
+	p.avg = l.totalLen / float64(l.n)
+	p.lens = l.lengthNorms(p.avg)
+	for _, t := range slices.Sorted(maps.Keys(query)) {
+		qw := query[t]
+		idf := l.idf(t)
+		p.norm += qw * idf
+		pt := planTerm{id: -1, qwIdf: qw * idf}
+		if id, ok := l.dict[t]; ok && id >= 0 && len(l.postings[id]) > 0 {
+			pt.id = id
+			pt.ub = l.termBound(id, pt.qwIdf, p.avg)
+		}
+		p.terms = append(p.terms, pt)
+	}
+	return p
+}
+
+// termBound is at least the score termScore gives any document for term
+// id: the score is increasing in the frequency and decreasing in the
+// length, so the largest frequency with the shortest length bounds it
+// (rounded up, for safety).
+func (l *lexicon) termBound(id int32, qwIdf, avg float64) float64 {
+	return termScore(qwIdf, float64(l.maxTF[id]), lengthNorm(float64(l.minDL[id]), avg)) * (1 + 1e-9)
+}
+
 // score adds each query term's BM25 contribution (times its query weight) to
 // out (indexed by slot) and returns the norm that calibrates the scores: the
 // score of a document of average length that contains every query word
 // exactly once. A score at or above the norm matches the whole query.
 func (l *lexicon) score(query map[string]float64, out []float64) (norm float64) {
-	if l.n == 0 {
-		return 0
-	}
-	avg := l.totalLen / float64(l.n)
-	// In a fixed order: float sums that depend on map order would make the
-	// same query score differently from one run to the next.
-	for _, t := range slices.Sorted(maps.Keys(query)) {
-		qw := query[t]
-		idf := l.idf(t)
-		norm += qw * idf
-		id, ok := l.dict[t]
-		if !ok || id < 0 {
-			continue
-		}
-		for _, p := range l.postings[id] {
-			f := float64(p.tf)
-			dl := float64(l.docLen[p.slot])
-			out[p.slot] += qw * idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*dl/avg))
+	p := l.plan(query)
+	l.scoreAll(&p, out)
+	return p.norm
+}
+
+// scoreAll adds the score of every posting of p's terms to out.
+func (l *lexicon) scoreAll(p *bm25Plan, out []float64) {
+	for _, t := range p.terms {
+		if t.id >= 0 {
+			for _, q := range l.postings[t.id] {
+				out[q.slot] += termScore(t.qwIdf, float64(q.tf), p.lens[q.slot])
+			}
 		}
 	}
-	return norm
+}
+
+// addScores adds the score of every posting of t (a term of p) to out,
+// appends to touched each slot out had no score for yet (0), and returns
+// it.
+func (l *lexicon) addScores(p *bm25Plan, t planTerm, out []float64, touched []int32) []int32 {
+	for _, q := range l.postings[t.id] {
+		if out[q.slot] == 0 {
+			touched = append(touched, q.slot)
+		}
+		out[q.slot] += termScore(t.qwIdf, float64(q.tf), p.lens[q.slot])
+	}
+	return touched
+}
+
+// docScore is the BM25 score of the document in slot s for p's terms,
+// summed in the order score sums them (so equal to what score gives it,
+// to the bit), from the document's own terms rather than the terms'
+// postings. mark (by term id) holds 1 + each of p's terms' place in p, as
+// p.mark sets it; tf is scratch of len(p.terms), all zero, which it
+// leaves so.
+func (l *lexicon) docScore(p *bm25Plan, s int, mark []int32, tf []float32) float64 {
+	pos := l.docPos[s]
+	for i, id := range l.docTerms[s] {
+		if k := mark[id]; k > 0 {
+			tf[k-1] = l.postings[id][pos[i]].tf
+		}
+	}
+	var sum float64
+	norm := p.lens[s]
+	for i, t := range p.terms {
+		if f := tf[i]; f > 0 {
+			sum += termScore(t.qwIdf, float64(f), norm)
+			tf[i] = 0
+		}
+	}
+	return sum
+}
+
+// mark sets mark[id] to 1 + the place in p of each of p's terms the
+// lexicon has (mark: by term id, all zero), for docScore; unmark clears
+// them again.
+func (p *bm25Plan) mark(mark []int32) {
+	for i, t := range p.terms {
+		if t.id >= 0 {
+			mark[t.id] = int32(i + 1)
+		}
+	}
+}
+
+func (p *bm25Plan) unmark(mark []int32) {
+	for _, t := range p.terms {
+		if t.id >= 0 {
+			mark[t.id] = 0
+		}
+	}
 }

@@ -6,20 +6,28 @@
 // of the documents:
 //
 //   - dense vectors from an [embed.Embedder], stored in a chromem-go
-//     collection (persisted in a file of our own under the user cache
-//     directory, one file per embedder and tool directory set, readable by
-//     this user only: files 0600 in a directory made 0700) and mirrored in
-//     a flat float32 matrix plus an int8 copy with one scale per row. An
-//     embedder whose vectors depend on the text and model alone (Ollama)
-//     also keeps every vector it made in its vector library, a chromem-go
-//     collection persisted with chromem's own export and shared by every
-//     catalog (library.go: what it holds, and why the int8 scan stays
-//     beside it). A top-k ranking scans the int8 copy (AVX2 kernel on amd64),
-//     bounds every tool's score with the quantisation error, and re-scores
-//     exactly every tool that can still reach the top k, so it returns the
-//     same tools, order and scores as the exact float32 scan (see quant.go);
-//     a full ranking (K = 0) scans the float32 matrix;
+//     collection (the source of truth, persisted in a file of our own under
+//     the user cache directory, one file per embedder and tool directory
+//     set, readable by this user only: files 0600 in a directory made 0700)
+//     and mirrored in a flat float32 matrix plus a 4-bit and an 8-bit copy
+//     (vec.Rows; the vector file keeps each vector's int8 row; quant.go).
+//     An embedder whose vectors depend on the text and model alone
+//     (Ollama) also keeps every vector it made in its vector library, a
+//     chromem-go collection persisted with chromem's own export and shared
+//     by every catalog (library.go: what it holds, and why the index's own
+//     scan stays beside it);
 //   - a BM25 index over the same fields (BM25F-style field weights).
+//
+// A top-k ranking of a catalog of 2,048 tools or more is pruned
+// (prune.go): every tool's score is bounded from below and above, by the
+// 4-bit scan's rigorous error bound on the dense side and, on the lexical
+// side, by reading the postings of the message's informative words and
+// bounding what its common words may add (MaxScore's split); a tool the
+// 4-bit bounds leave in contention is bounded again from its int8 row,
+// and only the tools still in contention are scored exactly, with the very
+// arithmetic of a full ranking, so the answer is the same tools, order and
+// scores as scoring every tool (Query.Exhaustive does that). A full
+// ranking (K = 0) scores every tool.
 //
 // Rank fuses the two into a score calibrated to [0,1] that means the same
 // thing across queries: the lexical part is the share of the query's

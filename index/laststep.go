@@ -8,11 +8,11 @@ package index
 // otherwise rankings are the fixed fusion, as before.
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
 	"sort"
-	"sync"
 
 	"github.com/toolsrv/toolsrv/learn"
 )
@@ -119,7 +119,7 @@ func (ix *Index) LearnedID() string {
 
 // rankLearned is v.rank followed by the learned last step when it applies.
 // Caller holds Index.mu for reading.
-func (ix *Index) rankLearned(v *view, q Query, lexQ map[string]float64, lex []float64, norm float64, qvec []float32, sc *rankScratch, u *usageView, uq usageQuery) Ranking {
+func (ix *Index) rankLearned(v *view, q Query, lexQ map[string]float64, lx *lexical, qvec []float32, u *usageView, uq usageQuery) Ranking {
 	alpha := ix.opts.LexicalWeight
 	m := ix.lastStep(v, q, qvec)
 	bq := q
@@ -129,7 +129,7 @@ func (ix *Index) rankLearned(v *view, q Query, lexQ map[string]float64, lex []fl
 	if u != nil && bq.K > 0 && bq.K < usagePool {
 		bq.K = usagePool
 	}
-	r := v.rank(bq, lex, norm, qvec, alpha, sc)
+	r := v.rank(bq, lx, qvec, alpha)
 	if m != nil {
 		v.applyLastStep(m, ix.probeLogitsFor(m), &r, q.Text, lexQ, qvec)
 	}
@@ -217,8 +217,6 @@ type queryTerm struct {
 	rare bool
 }
 
-var markPool = sync.Pool{New: func() any { return new([]int16) }}
-
 // poolFeatures computes the last step's features for pool (hits of v,
 // best hybrid first, none named). Caller holds Index.mu for reading.
 func (v *view) poolFeatures(lexQ map[string]float64, qvec []float32, pool []Hit, tw []float32, tv [][]float32) poolSet {
@@ -303,21 +301,40 @@ func (v *view) queryWords(lexQ map[string]float64, q *[learn.NumAns]float64) (qt
 }
 
 // coverAll sets each candidate's coverage anywhere in the document
-// (CandCovAll) and whether it has the rarest word (CandRare): it walks the
-// postings of the query's words, marking the pool's slots.
+// (CandCovAll) and whether it has the rarest word (CandRare): it looks each
+// candidate's own words up among the query's (a candidate has a few dozen
+// words; a common word, thousands of tools), and adds the weights of those
+// it has in the query's order.
 func (v *view) coverAll(cand [][learn.NumCand]float64, slots []int, qts []queryTerm, inv float64) {
-	mp := markPool.Get().(*[]int16)
-	mark := growZero(*mp, len(v.slots)) // zero outside the pool: reset after use
-	for i, s := range slots {
-		mark[s] = int16(i + 1)
-	}
-	for _, qt := range qts {
-		if qt.id < 0 {
-			continue
+	type known struct{ id, k int32 }
+	byID := make([]known, 0, len(qts))
+	for k, qt := range qts {
+		if qt.id >= 0 {
+			byID = append(byID, known{qt.id, int32(k)})
 		}
-		for _, p := range v.lex.postings[qt.id] {
-			if k := mark[p.slot]; k > 0 {
-				f := &cand[k-1]
+	}
+	if len(byID) == 0 {
+		return
+	}
+	slices.SortFunc(byID, func(a, b known) int { return cmp.Compare(a.id, b.id) })
+	var maybe [16]uint64 // a bit for each query word's id mod 1024: most words miss it
+	for _, x := range byID {
+		maybe[x.id>>6&15] |= 1 << (x.id & 63)
+	}
+	has := make([]bool, len(qts))
+	for i, s := range slots {
+		clear(has)
+		for _, id := range v.lex.docTerms[s] {
+			if maybe[id>>6&15]&(1<<(id&63)) == 0 {
+				continue
+			}
+			if j, ok := slices.BinarySearchFunc(byID, id, func(x known, id int32) int { return cmp.Compare(x.id, id) }); ok {
+				has[byID[j].k] = true
+			}
+		}
+		f := &cand[i]
+		for k, qt := range qts {
+			if has[k] {
 				f[learn.CandCovAll] += qt.w * inv
 				if qt.rare {
 					f[learn.CandRare] = 1
@@ -325,11 +342,6 @@ func (v *view) coverAll(cand [][learn.NumCand]float64, slots []int, qts []queryT
 			}
 		}
 	}
-	for _, s := range slots {
-		mark[s] = 0
-	}
-	*mp = mark
-	markPool.Put(mp)
 }
 
 // poolCosines returns the candidates' exact cosines with the query (the

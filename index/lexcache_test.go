@@ -30,7 +30,8 @@ func sameLexical(t *testing.T, what string, a, b *view) {
 	check("docPos", slices.EqualFunc(la.docPos, lb.docPos, eq32))
 	check("totalLen", la.totalLen == lb.totalLen && la.n == lb.n)
 	check("short terms", slices.EqualFunc(a.short.bySlot, b.short.bySlot, func(x, y []uint32) bool { return slices.Equal(x, y) }))
-	check("quantized rows", slices.Equal(a.qmat, b.qmat) && slices.Equal(a.qscale, b.qscale))
+	check("4-bit rows", a.q4.Equal(b.q4))
+	check("8-bit rows", slices.Equal(a.q8, b.q8) && slices.Equal(a.q8scale, b.q8scale))
 	check("slots", slices.EqualFunc(a.slots, b.slots, func(x, y slot) bool {
 		return x.name == y.name && x.hash == y.hash && x.lex == y.lex && x.live == y.live && x.vec == y.vec
 	}))

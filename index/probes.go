@@ -186,8 +186,9 @@ func (ix *Index) probeLogit(ctx context.Context, v *view, m *learn.Model, text s
 	if len(qvec) != v.dim {
 		return 0, fmt.Errorf("probe %q: %d dimensions, the index has %d", text, len(qvec), v.dim)
 	}
-	lex, norm := v.lexScores(lexQ, sc)
-	r := v.rank(q, lex, norm, qvec, ix.opts.LexicalWeight, sc)
+	lx := v.lexicalFor(q, lexQ, ix.opts.LexicalWeight, sc)
+	defer lx.release()
+	r := v.rank(q, lx, qvec, ix.opts.LexicalWeight)
 	pool := r.Hits
 	if len(pool) > 0 && pool[0].Named {
 		return namedLogit, nil

@@ -51,6 +51,10 @@ type Query struct {
 	NoLastStep bool
 	// NoUsage ranks without the usage history (usage.go).
 	NoUsage bool
+	// Exhaustive scores every tool exactly instead of pruning a top-K
+	// ranking (prune.go): the same hits, slower. For measuring and
+	// checking the pruning.
+	Exhaustive bool
 	// poolOnly ranks without the re-scoring (Candidates: the pool the
 	// last step sees).
 	poolOnly bool
@@ -131,10 +135,12 @@ func (ix *Index) Rank(ctx context.Context, q Query) (Ranking, error) {
 		sc = new(rankScratch)
 	}
 	defer ix.scratch.Put(sc)
+	alpha := ix.opts.LexicalWeight
 	ix.mu.RLock()
 	gen := v.gen
-	lex, norm := v.lexScores(lexQ, sc)
+	lx := v.lexicalFor(q, lexQ, alpha, sc)
 	ix.mu.RUnlock()
+	defer func() { lx.release() }()
 
 	// The usage signal's side of the message, while the query embedding
 	// is computed.
@@ -177,11 +183,13 @@ func (ix *Index) Rank(ctx context.Context, q Query) (Ranking, error) {
 			qvec, degraded = nil, "index rebuilt with another embedder during the query"
 		}
 		v = cur
-		lex, norm = v.lexScores(lexQ, sc)
+		lx.release()
+		lx = v.lexicalFor(q, lexQ, alpha, sc)
 	} else if v.gen != gen { // updated in place meanwhile
-		lex, norm = v.lexScores(lexQ, sc)
+		lx.release()
+		lx = v.lexicalFor(q, lexQ, alpha, sc)
 	}
-	r := ix.rankLearned(v, q, lexQ, lex, norm, qvec, sc, u, uq)
+	r := ix.rankLearned(v, q, lexQ, lx, qvec, u, uq)
 	if degraded != "" {
 		r.Degraded, r.Reason = true, degraded
 		if q.Mode == Dense {

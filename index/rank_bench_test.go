@@ -77,7 +77,8 @@ func synthSource(docs []document) source {
 // BenchmarkRank measures rank latency at 1k, 10k and 100k tools with the
 // built-in embedder, beside chromem-go's own QueryEmbedding over the very
 // same stored vectors (top 10, and the whole collection as Rank needs for
-// a full ranking), and the flat-matrix scan Rank uses.
+// a full ranking), and the flat-matrix scan Rank uses; -exhaustive: every
+// tool scored exactly rather than pruned (the same hits).
 //
 //	go test -run '^$' -bench BenchmarkRank -benchtime 200x ./index/
 func BenchmarkRank(b *testing.B) {
@@ -103,23 +104,35 @@ func BenchmarkRank(b *testing.B) {
 			qvecs[i], _ = v.emb.EmbedQuery(ctx, q)
 			qvecs[i] = normalized(qvecs[i])
 		}
-		b.Run(fmt.Sprintf("n=%d/hybrid-k10", n), func(b *testing.B) {
-			for i := 0; b.Loop(); i++ {
-				if _, err := ix.Rank(ctx, Query{Text: queries[i%len(queries)], K: 10}); err != nil {
-					b.Fatal(err)
-				}
+		for _, exhaustive := range []bool{false, true} {
+			name := "hybrid-k10"
+			if exhaustive {
+				name += "-exhaustive" // every tool scored: what pruning saves
 			}
-		})
+			b.Run(fmt.Sprintf("n=%d/%s", n, name), func(b *testing.B) {
+				for i := 0; b.Loop(); i++ {
+					if _, err := ix.Rank(ctx, Query{Text: queries[i%len(queries)], K: 10, Exhaustive: exhaustive}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 		b.Run(fmt.Sprintf("n=%d/hybrid-all", n), func(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
 				ix.Rank(ctx, Query{Text: queries[i%len(queries)]})
 			}
 		})
-		b.Run(fmt.Sprintf("n=%d/bm25-k10", n), func(b *testing.B) {
-			for i := 0; b.Loop(); i++ {
-				ix.Rank(ctx, Query{Text: queries[i%len(queries)], K: 10, Mode: Lexical})
+		for _, exhaustive := range []bool{false, true} {
+			name := "bm25-k10"
+			if exhaustive {
+				name += "-exhaustive"
 			}
-		})
+			b.Run(fmt.Sprintf("n=%d/%s", n, name), func(b *testing.B) {
+				for i := 0; b.Loop(); i++ {
+					ix.Rank(ctx, Query{Text: queries[i%len(queries)], K: 10, Mode: Lexical, Exhaustive: exhaustive})
+				}
+			})
+		}
 		b.Run(fmt.Sprintf("n=%d/query-embedding", n), func(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
 				v.emb.EmbedQuery(ctx, queries[i%len(queries)])

@@ -2,26 +2,44 @@ package index
 
 import (
 	"math"
+
+	"github.com/toolsrv/toolsrv/internal/vec"
 )
 
-// rank scores every live document. Caller holds Index.mu for reading.
-// sc (may be nil) provides reusable buffers.
-func (v *view) rank(q Query, lex []float64, norm float64, qvec []float32, alpha float64, sc *rankScratch) Ranking {
+// rank ranks v's tools for q, whose lexical side is lx: by exact pruning
+// when lx allows it (prune.go), else by scoring every tool (rankAll); both
+// give the same hits. Caller holds Index.mu for reading.
+func (v *view) rank(q Query, lx *lexical, qvec []float32, alpha float64) Ranking {
 	named := namedTools(q.Text, v.byName)
-	if qvec != nil && v.dim == len(qvec) && q.Mode != Lexical && q.K > 0 && q.K < len(v.byName) && v.quantOK() {
-		r, _ := v.rankQuant(q, lex, norm, qvec, alpha, named, sc)
-		return r
+	if lx.pruned {
+		if r, ok := v.rankPruned(q, lx, qvec, alpha, named); ok {
+			return r
+		}
+		lx.complete(v)
 	}
+	return v.rankAll(q, lx.all, lx.plan.norm, qvec, alpha, named, lx.sc)
+}
+
+// complete gives lx every slot's lexical score (all), for rankAll.
+func (lx *lexical) complete(v *view) {
+	lx.release()
+	lx.all = lx.sc.lexBuf(len(v.slots))
+	v.lex.scoreAll(&lx.plan, lx.all)
+}
+
+// rankAll scores every live document: lex is every slot's BM25 score and
+// norm its calibration. Caller holds Index.mu for reading.
+func (v *view) rankAll(q Query, lex []float64, norm float64, qvec []float32, alpha float64, named map[string]bool, sc *rankScratch) Ranking {
 	var dense []float64
 	if qvec != nil && v.dim == len(qvec) {
 		dense = v.denseScores(qvec, sc)
 	}
 
 	// A top-k ranking keeps only the k best hits; a full one lays out all.
-	var top *topHits
+	var top *vec.Best[Hit]
 	var hits []Hit
 	if q.K > 0 && q.K < len(v.byName) {
-		top = newTopHits(q.K)
+		top = vec.NewBest(q.K, better)
 	} else {
 		hits = make([]Hit, 0, len(v.byName))
 	}
@@ -50,24 +68,17 @@ func (v *view) rank(q Query, lex []float64, norm float64, qvec []float32, alpha 
 			h.Named, h.Score = true, 1
 		}
 		if top != nil {
-			top.push(h)
+			top.Push(h)
 		} else {
 			hits = append(hits, h)
 		}
 	}
 	if top != nil {
-		hits = top.sorted()
+		hits = top.Sorted(func(a, b Hit) int { return compareHits(&a, &b) })
 	} else {
 		sortHits(hits)
 	}
 	return Ranking{Hits: hits, Revision: v.rev}
-}
-
-// lexScores returns the BM25 score of every slot and the calibration norm.
-// sc (may be nil) provides the buffer.
-func (v *view) lexScores(lexQ map[string]float64, sc *rankScratch) ([]float64, float64) {
-	lex := sc.lexBuf(len(v.slots))
-	return lex, v.lex.score(lexQ, lex)
 }
 
 // denseScores returns, per slot, the calibrated dense score: the cosine
@@ -92,23 +103,78 @@ func (v *view) denseScores(q []float32, sc *rankScratch) []float64 {
 	return cos
 }
 
-func dot(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3, s4, s5, s6, s7 float32
-	i := 0
-	for ; i+8 <= len(a); i += 8 {
-		x, y := (*[8]float32)(a[i:i+8]), (*[8]float32)(b[i:i+8]) // no bounds checks below
-		s0 += x[0] * y[0]
-		s1 += x[1] * y[1]
-		s2 += x[2] * y[2]
-		s3 += x[3] * y[3]
-		s4 += x[4] * y[4]
-		s5 += x[5] * y[5]
-		s6 += x[6] * y[6]
-		s7 += x[7] * y[7]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3) + (s4 + s5) + (s6 + s7)
+// dot is the float32 dot product every exact score is computed with
+// (vec.Dot).
+func dot(a, b []float32) float32 { return vec.Dot(a, b) }
+
+// rankScratch holds one ranking's per-tool buffers, reused between
+// queries (Index.scratch) so that a query at 100k tools does not allocate
+// and clear megabytes. lexBuf and denseBuf accept a nil receiver (fresh
+// buffers).
+type rankScratch struct {
+	lex, dense []float64
+	// the pruned ranking's (prune.go): acc, mark and tf are all zero
+	// between rankings (their users clear what they set)
+	acc     []float64
+	touched []int32
+	mark    []int32
+	tf      []float32
+	floors  []*vec.Floor
+	cands   [][]cand
+	dots    [][]int32
+	pass    [][]int32
+	// rescored is how many tools the last pruned ranking scored exactly.
+	rescored int
 }
+
+// lexBuf and denseBuf return the buffer resized to n zeros (a new slice if
+// sc is nil).
+func (sc *rankScratch) lexBuf(n int) []float64 {
+	if sc == nil {
+		return make([]float64, n)
+	}
+	sc.lex = growZero(sc.lex[:0], n)
+	return sc.lex
+}
+
+func (sc *rankScratch) denseBuf(n int) []float64 {
+	if sc == nil {
+		return make([]float64, n)
+	}
+	sc.dense = growZero(sc.dense[:0], n)
+	return sc.dense
+}
+
+// accBuf, markBuf and tfBuf return their buffer, all zeros, at least n long.
+func (sc *rankScratch) accBuf(n int) []float64 {
+	sc.acc = growZero(sc.acc, n)
+	return sc.acc
+}
+
+func (sc *rankScratch) markBuf(n int) []int32 {
+	sc.mark = growZero(sc.mark, n)
+	return sc.mark
+}
+
+func (sc *rankScratch) tfBuf(n int) []float32 {
+	sc.tf = growZero(sc.tf, n)
+	return sc.tf
+}
+
+// parts readies the buffers of p parts of a scan for the best k: each an
+// empty floor, an empty candidate list and room for a chunk's dot products.
+func (sc *rankScratch) parts(p, k int) {
+	for len(sc.floors) < p {
+		sc.floors = append(sc.floors, vec.NewFloor(k))
+		sc.cands = append(sc.cands, nil)
+		sc.dots = append(sc.dots, make([]int32, pruneChunk))
+		sc.pass = append(sc.pass, make([]int32, 0, pruneChunk))
+	}
+	for i := range p {
+		sc.floors[i].Reset(k)
+		sc.cands[i] = sc.cands[i][:0]
+	}
+}
+
+// floor is part p's floor (after parts).
+func (sc *rankScratch) floor(p int) *vec.Floor { return sc.floors[p] }

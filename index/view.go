@@ -3,30 +3,34 @@ package index
 import (
 	"github.com/toolsrv/toolsrv/embed"
 	"github.com/toolsrv/toolsrv/internal/parallel"
+	"github.com/toolsrv/toolsrv/internal/vec"
 )
 
 // view is what Rank reads: the documents, their vectors and the lexicon.
 // Incremental updates change it in place under Index.mu; rebuilds replace it.
 type view struct {
-	emb    embed.Embedder // the embedder for queries (fitted, or the base)
-	st     *store         // nil until the first vector
-	dim    int
-	slots  []slot
-	free   []int
-	byName map[string]int
-	rows   [][]float32 // by slot: its unit vector (the store's own slice, shared), nil without one
-	qmat   []int8      // slot*dim: the rows quantised (see quant.go)
-	qscale []float32   // by slot: row ≈ qmat row · qscale
-	colSum []float64   // sum of the live rows (the query's background)
-	nvec   int         // live rows with a vector
-	// exactOnly disables the int8 scan (tests compare both paths).
-	exactOnly bool
-	lex       *lexicon
-	short     shortTerms // per-field terms for the learned last step
-	rev       uint64
-	gen       uint64 // bumped by every in-place change (slot scores go stale)
-	missing   int    // live documents without a vector
-	err       error  // why they lack one
+	emb     embed.Embedder // the embedder for queries (fitted, or the base)
+	st      *store         // nil until the first vector
+	dim     int
+	slots   []slot
+	state   []slotState // by slot: what the pruned scan needs of it (prune.go)
+	free    []int
+	byName  map[string]int
+	rows    [][]float32 // by slot: its unit vector (the store's own slice, shared), nil without one
+	q4      *vec.Rows   // by slot: the rows at 4 bits (see quant.go); nil until the first vector
+	q8      []int8      // slot*dim: the rows at 8 bits (see quant.go)
+	q8scale []float32   // by slot: row ≈ q8 row · q8scale
+	colSum  []float64   // sum of the live rows (the query's background)
+	nvec    int         // live rows with a vector
+	lex     *lexicon
+	short   shortTerms // per-field terms for the learned last step
+	rev     uint64
+	gen     uint64 // bumped by every in-place change (slot scores go stale)
+	missing int    // live documents without a vector
+	err     error  // why they lack one
+	// pruneFrom is the catalog size from which top-k rankings are pruned
+	// (pruneMinRows; tests prune small catalogs too).
+	pruneFrom int
 }
 
 type slot struct {
@@ -38,7 +42,7 @@ type slot struct {
 }
 
 func newView(emb embed.Embedder, st *store) *view {
-	v := &view{emb: emb, st: st, byName: map[string]int{}, lex: newLexicon()}
+	v := &view{emb: emb, st: st, byName: map[string]int{}, lex: newLexicon(), pruneFrom: pruneMinRows}
 	if st != nil {
 		v.dim = st.dim
 	}
@@ -46,38 +50,47 @@ func newView(emb embed.Embedder, st *store) *view {
 }
 
 // ahead is what upsertAll makes of a document on other cores: its tokens
-// (unless its lexical entry is cached) and its quantized row.
+// (unless its lexical entry is cached) and its 4-bit and 8-bit rows.
 type ahead struct {
 	tk        tokenized
 	tokenized bool
+	enc       vec.Row4
+	encoded   bool   // enc holds the document's vector
 	q         []int8 // empty when the document has no vector
 	qscale    float32
 }
 
-// make fills a for d, whose vector is vec (nil: none) and its int8 row q
+// make fills a for d, whose vector is row (nil: none) and its int8 row q
 // with scale qs, when the store has it (nil: quantized here).
-func (a *ahead) make(d *document, vec []float32, q []int8, qs float32, lx *lexApply) {
+func (a *ahead) make(d *document, row []float32, q []int8, qs float32, lx *lexApply) {
 	if a.tokenized = !lx.has(d.lexKey); a.tokenized {
 		d.need()
 		a.tk.fill(d.fields)
 	}
-	a.q = growZero(a.q[:0], len(vec))
+	if a.encoded = row != nil; a.encoded {
+		vec.Encode4(&a.enc, row)
+	}
+	a.q = growZero(a.q[:0], len(row))
 	switch {
-	case vec == nil:
-	case len(q) == len(vec):
+	case row == nil:
+	case len(q) == len(row):
 		copy(a.q, q)
 		a.qscale = qs
 	default:
-		a.qscale = quantizeRow(a.q, vec)
+		a.qscale = quantizeRow(a.q, row)
 	}
 }
 
-// row is the quantized row made ahead, nil unless it has dim values.
-func (a *ahead) row(dim int) ([]int8, float32) {
-	if a == nil || dim == 0 || len(a.q) != dim {
-		return nil, 0
+// rows are the rows made ahead: the 4-bit one (nil for none) and the
+// int8 one (nil unless it has dim values).
+func (a *ahead) rows(dim int) (*vec.Row4, []int8, float32) {
+	if a == nil || !a.encoded {
+		return nil, nil, 0
 	}
-	return a.q, a.qscale
+	if dim == 0 || len(a.q) != dim {
+		return &a.enc, nil, 0
+	}
+	return &a.enc, a.q, a.qscale
 }
 
 // bulkMin is the fewest documents upsertAll tokenizes ahead.
@@ -149,6 +162,7 @@ func (v *view) upsertAhead(d *document, a *ahead, vec []float32, why error, lx *
 	} else {
 		s = len(v.slots)
 		v.slots = append(v.slots, slot{})
+		v.state = append(v.state, 0)
 	}
 	v.byName[d.name] = s
 	switch {
@@ -167,8 +181,8 @@ func (v *view) upsertAhead(d *document, a *ahead, vec []float32, why error, lx *
 		v.dim = len(vec)
 	}
 	if vec != nil && len(vec) == v.dim {
-		q, scale := a.row(v.dim)
-		v.setRowQuantized(s, vec, hadVec, q, scale)
+		enc, q, qs := a.rows(v.dim)
+		v.setRowEncoded(s, vec, hadVec, enc, q, qs)
 		sl.vec = true
 	} else {
 		v.setRow(s, nil, hadVec)
@@ -178,7 +192,7 @@ func (v *view) upsertAhead(d *document, a *ahead, vec []float32, why error, lx *
 			v.err = why
 		}
 	}
-	v.slots[s] = sl
+	v.setSlot(s, sl)
 	if v.missing == 0 {
 		v.err = nil
 	}
@@ -199,7 +213,7 @@ func (v *view) remove(name string) {
 	v.lex.remove(s)
 	v.short.clear(s)
 	delete(v.byName, name)
-	v.slots[s] = slot{}
+	v.setSlot(s, slot{})
 	v.setRow(s, nil, hadVec)
 	v.free = append(v.free, s)
 	if v.missing == 0 {

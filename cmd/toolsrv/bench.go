@@ -18,14 +18,19 @@ import (
 	"github.com/toolsrv/toolsrv/ninep"
 )
 
-const benchAbout = `Measures, on synthetic catalogs made from the corpora's tool texts: cold and
-warm index build, rank latency (p50/p99) next to chromem-go's QueryEmbedding on
-the same vectors and BM25 alone, 9P rank transactions, and the live update
-(a .meta written → rankable through the registry watcher and index.Follow).
+const benchAbout = `Measures the call path: a tool that reads its input and says ok, called
+--calls times after --call-warmup each way in turn: a warm toolsrv mcp's
+call_tool over stdio, toolsrv call (and toolsrv show of the tool beside it),
+bubblewrap (when installed) and the bare command. Then, on synthetic catalogs
+made from the corpora's tool texts: cold and warm index build, rank latency
+(p50/p99) pruned and scoring every tool (checking that the top 10 are the
+same for every query), next to chromem-go's QueryEmbedding on the same
+vectors and BM25 alone, 9P rank transactions, the live update (a .meta
+written → rankable through the registry watcher and index.Follow), and the
+usage history (rank latency with and without 100k events, start-up).
 Prints a table; --out also writes it (Markdown) with the machine and command.
 Indexes and caches live in --workdir (--cache and --no-cache do not apply).
-and the usage history (rank latency with and without 100k events, start-up).
-Small run for CI: --sizes 1000 --queries 50 --live-updates 10 --usage-events 2000.`
+Small run for CI: --sizes 1000 --queries 50 --live-updates 10 --usage-events 2000 --calls 5.`
 
 // runBench implements `toolsrv bench`.
 func runBench(ctx context.Context, env *cliEnv, args []string) int {
@@ -38,6 +43,8 @@ func runBench(ctx context.Context, env *cliEnv, args []string) int {
 	liveUpdates := fs.Int("live-updates", 50, ".meta files written in the live-update test")
 	usageSize := fs.Int("usage-size", 10000, "catalog size the usage history is measured at")
 	usageEvents := fs.Int("usage-events", 100000, "usage events recorded for the usage measurement (0 skips it)")
+	calls := fs.Int("calls", 50, "calls of a tool timed each way (warm mcp, call, show, bubblewrap, the bare command; 0 skips them)")
+	callWarmup := fs.Int("call-warmup", 10, "calls each way before the timed ones")
 	ef := addEngineFlags(fs)
 	work := fs.String("workdir", "", "scratch directory for synthetic tools and caches (default: a new temp dir, removed after)")
 	out := fs.String("out", "", "also write the results (Markdown) to this file")
@@ -52,8 +59,8 @@ func runBench(ctx context.Context, env *cliEnv, args []string) int {
 	if err := ef.check(); err != nil {
 		return usageError(fs, "%v", err)
 	}
-	if *queries <= 0 || *liveSize < 0 || *liveUpdates < 0 || *usageSize < 0 || *usageEvents < 0 {
-		return usageError(fs, "--queries must be positive; --live-size, --live-updates, --usage-size and --usage-events not negative")
+	if *queries <= 0 || *liveSize < 0 || *liveUpdates < 0 || *usageSize < 0 || *usageEvents < 0 || *calls < 0 || *callWarmup < 0 {
+		return usageError(fs, "--queries must be positive; --live-size, --live-updates, --usage-size, --usage-events, --calls and --call-warmup not negative")
 	}
 	var ns []int
 	for _, s := range strings.Split(*sizes, ",") {
@@ -82,9 +89,14 @@ func runBench(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		defer os.RemoveAll(wd)
 	}
+	self, err := os.Executable()
+	if err != nil && *calls > 0 {
+		fmt.Fprintf(env.stderr, "toolsrv bench: cannot find my own binary for the calls: %v; pass --calls 0\n", err)
+		return 1
+	}
 	cfg := bench.Config{
 		Sizes: ns, Corpora: dirs, Queries: *queries, LiveSize: *liveSize, LiveUpdates: *liveUpdates, WorkDir: wd,
-		UsageSize: *usageSize, UsageEvents: *usageEvents,
+		UsageSize: *usageSize, UsageEvents: *usageEvents, Binary: self, Calls: *calls, CallWarmup: *callWarmup,
 		NewEmbedder: func() (embed.Embedder, error) { return ef.open(env) },
 		NineP:       benchNineP,
 		Logger:      logger(env),
@@ -175,12 +187,13 @@ func benchNineP(ctx context.Context, eng *engine.Engine, queries []string) ([]ti
 	}
 	defer cl.Close()
 	var out []time.Duration
-	for i, q := range append(queries[:5:5], queries...) {
+	w := min(5, len(queries)) // the first few warm up
+	for i, q := range append(queries[:w:w], queries...) {
 		s := time.Now()
 		if _, err := cl.Transact("rank", []byte(q)); err != nil {
 			return nil, fmt.Errorf("9P rank transaction: %w", err)
 		}
-		if i >= 5 {
+		if i >= w {
 			out = append(out, time.Since(s))
 		}
 	}

@@ -132,6 +132,7 @@ func runMCP(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	eng, log := srvd.eng, srvd.log
 	env = srvd.env
+	defer eng.Runner().Close() // the helpers prepared for calls that did not come
 	srvd.warnWorkDir()
 	var profile *registry.Profile
 	if *agent != "" {

@@ -163,6 +163,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	defer eng.Close()
 	reg := eng.Registry()
 	runner := eng.Runner()
+	defer runner.Close() // the helpers prepared for calls that did not come
 	agents, guard := sv.agents, srvd.guard
 
 	srv, err := ninep.New(ninep.Options{

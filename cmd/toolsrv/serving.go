@@ -139,8 +139,10 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 	if err != nil {
 		return fail("cannot find my own binary for the sandbox helper: %v", err)
 	}
+	// Prepare: a resident server keeps a sandbox helper prepared for
+	// each tool's next call (exec.Options.Prepare).
 	ropts := exec.Options{SelfExe: exec.DefaultHelper(self), AllowUnsandboxed: f.allowUnsandboxed, BypassSocket: f.socket,
-		Getenv: env.getenv, Logger: logger(env)}
+		Getenv: env.getenv, Logger: logger(env), Prepare: true}
 	if s.tune != nil {
 		s.tune(&ropts)
 	}

@@ -6,8 +6,10 @@
 // tool), starts the tool as its child and stays as the call's init (or
 // child subreaper) until the tool and everything it started are gone; then
 // it reports a Status on its status pipe. The parent's side of starting it
-// is here too (StartHelper, and Prestart for a helper that waits for its
-// call), so that a package with few imports can start one early.
+// is here too (StartHelper; Prestart for a helper that waits for its call;
+// Prepare for one that prepares everything for a known call but its
+// environment, reports Status.Ready and starts the tool at its Go), so
+// that a package with few imports can start one early.
 //
 // It is separate from package exec so that it imports nothing but
 // go-landlock and x/sys: a binary whose main only calls HelperMain starts

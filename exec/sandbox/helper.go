@@ -75,7 +75,8 @@ func LandlockABI() (int, error) {
 // (128+N for a signal). It returns ExitSandbox when the sandbox could not
 // be applied or the tool not started. args are os.Args[2:]:
 // POLICY "--" ARGV..., or PrestartArg alone for a helper that Prestart
-// started (its Order, read from OrderFD, gives the rest).
+// started (its Order, read from OrderFD, gives the rest), or PrepareArg
+// alone for one that Prepare started (its Order, then its Go).
 func HelperMain(args []string) int {
 	// The server's signals are taken from here on (see supervisor).
 	sup := newSupervisor()
@@ -87,16 +88,22 @@ func HelperMain(args []string) int {
 	holdThreads(heldThreads)
 	h := &helper{status: os.NewFile(StatusFD, "status")}
 	env := os.Environ()
-	if len(args) == 1 && args[0] == PrestartArg {
-		// Prestarted: the call comes on OrderFD.
+	var ords *orders // a prestarted or prepared helper's order pipe
+	prepared := len(args) == 1 && args[0] == PrepareArg
+	if len(args) == 1 && (args[0] == PrestartArg || prepared) {
+		// Prestarted or prepared: the call comes on OrderFD.
+		ords = newOrders(os.NewFile(OrderFD, "order"))
 		var ok bool
 		var err error
-		args, env, ok, err = prestartedCall()
+		args, env, ok, err = orderedCall(ords)
 		if err != nil {
 			return h.fail(err)
 		}
 		if !ok {
 			return 0 // discarded: no call
+		}
+		if !prepared {
+			ords.close()
 		}
 	}
 	p, argv, err := parseCall(args)
@@ -119,6 +126,24 @@ func HelperMain(args []string) int {
 	l, err := restrictHelper(p)
 	if err != nil {
 		return h.fail(err)
+	}
+	if prepared {
+		// Everything but the start: the launching thread confines itself
+		// now, and the call's Go brings the environment.
+		if err := l.prepare(p, selfLimit); err != nil {
+			return h.fail(err)
+		}
+		h.report(Status{Ready: true})
+		var g Go
+		ok, err := ords.next(&g, "go")
+		ords.close()
+		if err != nil {
+			return h.fail(err)
+		}
+		if !ok {
+			return 0 // discarded: no call
+		}
+		env = g.Env
 	}
 	// A call ended before its tool started does not start it.
 	if st, ending := sup.ending(); ending {
@@ -148,7 +173,9 @@ type helper struct {
 // report writes st on the status pipe.
 func (h *helper) report(st Status) {
 	if h.status != nil {
-		st.SharedProc = h.sharedProc
+		if !st.Ready {
+			st.SharedProc = h.sharedProc
+		}
 		json.NewEncoder(h.status).Encode(st)
 	}
 }
@@ -161,12 +188,13 @@ func (h *helper) fail(err error) int {
 	return ExitSandbox
 }
 
-// prestartedCall reads a prestarted helper's call from OrderFD, enters its
-// working directory, and returns its arguments (POLICY "--" ARGV...) and
-// environment. ok is false when the helper was discarded without a call.
-func prestartedCall() (args, env []string, ok bool, err error) {
-	o, ok, err := readOrder(os.NewFile(OrderFD, "order"))
-	if err != nil || !ok {
+// orderedCall reads a prestarted or prepared helper's Order from its
+// order pipe, enters its working directory, and returns its arguments
+// (POLICY "--" ARGV...) and environment. ok is false when the helper was
+// discarded without a call.
+func orderedCall(ords *orders) (args, env []string, ok bool, err error) {
+	var o Order
+	if ok, err = ords.next(&o, "order"); err != nil || !ok {
 		return nil, nil, ok, err
 	}
 	if o.Dir != "" {

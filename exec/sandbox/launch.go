@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -45,11 +46,33 @@ import (
 func launch(l *launcher, p Policy, argv, env []string, selfLimit bool) (pid int, ended *Status, err error) {
 	l.run <- func() {
 		var s started
-		s.pid, s.ended, s.err = launchOnThisThread(p, argv, env, selfLimit)
+		s.pid, s.ended, s.err = launchOnThisThread(p, argv, env, selfLimit, l.confined)
+		l.launched.Store(true) // the thread ends after this
 		l.done <- s
 	}
 	s := <-l.done
 	return s.pid, s.ended, s.err
+}
+
+// prepare confines the launching thread (and takes the memory limit on
+// the helper, when it may) ahead of launch, for a prepared helper: its
+// call then only starts the tool. The thread stays for launch.
+func (l *launcher) prepare(p Policy, selfLimit bool) error {
+	l.run <- func() {
+		var s started
+		if !p.Unconfined {
+			s.err = confine(p)
+		}
+		if s.err == nil && p.Memory > 0 && selfLimit {
+			s.err = limitSelf(p.Memory)
+		}
+		l.done <- s
+	}
+	s := <-l.done
+	if s.err == nil {
+		l.confined = true
+	}
+	return s.err
 }
 
 // launcher is the thread the tool is started from, prepared before the
@@ -62,6 +85,10 @@ func launch(l *launcher, p Policy, argv, env []string, selfLimit bool) (pid int,
 type launcher struct {
 	run  chan func()
 	done chan started
+	// confined: prepare has confined the thread (and limited the
+	// helper's memory where it may).
+	confined bool
+	launched atomic.Bool
 }
 
 type started struct {
@@ -83,8 +110,16 @@ func startLauncher(drop bool) (*launcher, error) {
 			err = dropCapabilities(unix.Syscall, true)
 		}
 		ready <- err
-		if err == nil {
-			(<-l.run)()
+		if err != nil {
+			return
+		}
+		// prepare's function, then launch's, or launch's alone: the
+		// thread ends after launch.
+		for f := range l.run {
+			f()
+			if l.launched.Load() {
+				return
+			}
 		}
 	}()
 	if err := <-ready; err != nil {
@@ -95,14 +130,14 @@ func startLauncher(drop bool) (*launcher, error) {
 
 // launchOnThisThread confines the calling thread, the launcher's, and
 // starts the tool from it (see launch).
-func launchOnThisThread(p Policy, argv, env []string, selfLimit bool) (int, *Status, error) {
-	if !p.Unconfined {
+func launchOnThisThread(p Policy, argv, env []string, selfLimit, confined bool) (int, *Status, error) {
+	if !p.Unconfined && !confined {
 		if err := confine(p); err != nil {
 			return 0, nil, err
 		}
 	}
 	traced := p.Memory > 0 && !selfLimit
-	if p.Memory > 0 && selfLimit {
+	if p.Memory > 0 && selfLimit && !confined {
 		if err := limitSelf(p.Memory); err != nil {
 			return 0, nil, err
 		}

@@ -18,6 +18,12 @@ import (
 // known (Prestart): "toolsrv __sandbox -". It reads its Order on OrderFD.
 const PrestartArg = "-"
 
+// PrepareArg follows HelperArg for a helper prepared for a tool and policy
+// ahead of a call (Prepare): "toolsrv __sandbox +". It reads its Order
+// (without the environment) on OrderFD, prepares everything short of
+// starting the tool, reports Status.Ready, and then reads the call's Go.
+const PrepareArg = "+"
+
 // OrderFD is a prestarted helper's file descriptor for its Order.
 const OrderFD = 4
 
@@ -102,12 +108,18 @@ func (n Namespaces) sysProcAttr(pidfd *int) *syscall.SysProcAttr {
 
 // Order is what a prestarted helper is told once its call is known: what
 // StartHelper would have put in its argv, environment and working
-// directory.
+// directory. A prepared helper's Order has no environment: its Go brings
+// it.
 type Order struct {
 	Policy json.RawMessage `json:"policy"`
 	Argv   []string        `json:"argv"`
 	Env    []string        `json:"env"`
 	Dir    string          `json:"dir"`
+}
+
+// Go starts the tool of a prepared helper, with the call's environment.
+type Go struct {
+	Env []string `json:"env"`
 }
 
 // Helper is a started sandbox helper as its parent holds it: its PID and
@@ -130,6 +142,8 @@ type Helper struct {
 
 	order *os.File // write end of a prestarted helper's order pipe
 	taken atomic.Bool
+	// prepared: the helper was started by Prepare (its Go comes later).
+	prepared bool
 }
 
 // StartHelper starts the helper exe with args (HelperArg POLICY -- ARGV)
@@ -150,6 +164,76 @@ func StartHelper(exe string, args, env []string, dir string, ns Namespaces) (*He
 // anything.
 func Prestart(exe string, ns Namespaces) (*Helper, error) {
 	return startHelper(exe, []string{HelperArg, PrestartArg}, []string{}, "", ns, true)
+}
+
+// Prepare starts the helper exe for a call of o (its policy, argv and
+// working directory; o.Env is not used) before the call comes: the helper
+// makes the call's namespaces, mounts, limits and confinement, with nothing
+// of the call's yet, reports Status.Ready on the status pipe (Ready waits
+// for it), and waits for its Go, which gives the environment and starts
+// the tool at once. A helper that gets no Go (Discard, or its parent
+// ended) exits without running anything. Each prepared helper serves one
+// call.
+func Prepare(exe string, ns Namespaces, o Order) (*Helper, error) {
+	h, err := startHelper(exe, []string{HelperArg, PrepareArg}, []string{}, "", ns, true)
+	if err != nil {
+		return nil, err
+	}
+	h.prepared = true
+	o.Env = nil
+	b, err := json.Marshal(o)
+	if err == nil && len(b) > maxOrder {
+		err = fmt.Errorf("the call's order is %d bytes, over %d", len(b), maxOrder)
+	}
+	if err == nil {
+		_, err = h.order.Write(b)
+	}
+	if err != nil {
+		h.Discard()
+		return nil, err
+	}
+	return h, nil
+}
+
+// Ready waits until a prepared helper has prepared its call, or reports
+// why it could not (the helper then exits, having run nothing).
+func (h *Helper) Ready() error {
+	st, ok, err := ReadStatus(h.Status)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return errors.New("the prepared sandbox helper ended without preparing")
+	case st.Error != "":
+		return errors.New(st.Error)
+	case !st.Ready:
+		return fmt.Errorf("the prepared sandbox helper reported %+v instead of being ready", st)
+	}
+	return nil
+}
+
+// Go starts a prepared helper's tool with env, once: ErrTaken when it was
+// started or discarded before. On any other error the helper is ended
+// (killed and reaped: it ran nothing) and the caller starts another.
+func (h *Helper) Go(env []string) error {
+	if h == nil || !h.prepared || h.order == nil || !h.taken.CompareAndSwap(false, true) {
+		return ErrTaken
+	}
+	b, err := json.Marshal(Go{Env: env})
+	if err == nil && len(b) > maxOrder {
+		err = fmt.Errorf("the call's environment is %d bytes, over %d", len(b), maxOrder)
+	}
+	if err == nil {
+		h.StartAt = time.Now()
+		_, err = h.order.Write(b)
+	}
+	if cerr := h.order.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		h.discard()
+	}
+	return err
 }
 
 func startHelper(exe string, args, env []string, dir string, ns Namespaces, prestart bool) (_ *Helper, err error) {
@@ -216,7 +300,7 @@ var ErrTaken = errors.New("the prestarted helper was taken or discarded")
 // (killed and reaped: it would have run nothing) and the caller starts
 // another.
 func (h *Helper) Use(o Order) error {
-	if h == nil || h.order == nil || !h.taken.CompareAndSwap(false, true) {
+	if h == nil || h.prepared || h.order == nil || !h.taken.CompareAndSwap(false, true) {
 		return ErrTaken
 	}
 	err := h.send(o)
@@ -242,9 +326,10 @@ func (h *Helper) send(o Order) error {
 	return err
 }
 
-// Discard ends a prestarted helper that no call used: it is killed,
-// reaped and its descriptors closed, and Use refuses it from then on. It
-// does nothing to a helper a call used (the runner reaps that one).
+// Discard ends a prestarted or prepared helper that no call used: it is
+// killed, reaped and its descriptors closed, and Use and Go refuse it from
+// then on. It does nothing to a helper a call used (the runner reaps that
+// one).
 func (h *Helper) Discard() {
 	if h != nil && h.order != nil && h.taken.CompareAndSwap(false, true) {
 		h.discard()
@@ -268,21 +353,28 @@ func (h *Helper) discard() {
 	}
 }
 
-// readOrder reads a prestarted helper's Order from f: ok is false when
-// the order pipe was closed without one (the call never came).
-func readOrder(f *os.File) (o Order, ok bool, err error) {
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxOrder+1))
-	switch {
-	case err != nil:
-		return o, false, fmt.Errorf("reading the call's order: %w", err)
-	case len(b) == 0:
-		return o, false, nil
-	case len(b) > maxOrder:
-		return o, false, fmt.Errorf("the call's order is over %d bytes", maxOrder)
-	}
-	if err := json.Unmarshal(b, &o); err != nil {
-		return o, false, fmt.Errorf("bad order: %w", err)
-	}
-	return o, true, nil
+// orders reads a prestarted or prepared helper's messages from its order
+// pipe: the Order, then for a prepared helper its Go; at most maxOrder
+// bytes in all.
+type orders struct {
+	f   *os.File
+	dec *json.Decoder
 }
+
+func newOrders(f *os.File) *orders {
+	return &orders{f: f, dec: json.NewDecoder(io.LimitReader(f, maxOrder+1))}
+}
+
+// next decodes the next message into v: ok is false when the pipe was
+// closed without one (the call never came).
+func (o *orders) next(v any, what string) (ok bool, err error) {
+	switch err := o.dec.Decode(v); {
+	case errors.Is(err, io.EOF):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("bad %s: %w", what, err)
+	}
+	return true, nil
+}
+
+func (o *orders) close() { o.f.Close() }

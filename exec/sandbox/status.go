@@ -11,8 +11,8 @@ import (
 // Status is what the helper reports on its status pipe (StatusFD) when it
 // ends: either why the sandbox could not be applied or the tool not
 // started (Error), or how the tool ended (Exit, or Signal when a signal
-// killed it). One JSON object; nothing written means the helper itself
-// was killed.
+// killed it). One JSON object a line; nothing written means the helper
+// itself was killed. A prepared helper writes one line before (Ready).
 type Status struct {
 	Error  string `json:"error,omitempty"`
 	Exit   int    `json:"exit"`
@@ -24,6 +24,9 @@ type Status struct {
 	// of its own (the tool saw the host's, where PIDs are not its own);
 	// empty when it had one, or had no PID namespace.
 	SharedProc string `json:"sharedProc,omitempty"`
+	// Ready: a prepared helper has prepared its call and waits for its Go
+	// (a line before the one that reports how the tool ended).
+	Ready bool `json:"ready,omitempty"`
 }
 
 // ReadStatus parses what the helper wrote; ok is false when it wrote

@@ -1,11 +1,11 @@
 #include "textflag.h"
 
-// func dotsI8AVX2(q *int16, m *int8, dim, n int, out *int32)
+// func dotsInt8AVX2(q *int16, m *int8, dim, n int, out *int32)
 //
 // out[r] = Σ_i q[i]·m[r·dim+i] for r < n; dim is a positive multiple of 32.
 // Each group of 16 int8 is sign-extended to int16 (VPMOVSXBW) and multiplied
 // with the query's int16 pairwise into int32 (VPMADDWD); two accumulators.
-TEXT ·dotsI8AVX2(SB), NOSPLIT, $0-40
+TEXT ·dotsInt8AVX2(SB), NOSPLIT, $0-40
 	MOVQ q+0(FP), SI
 	MOVQ m+8(FP), DI
 	MOVQ dim+16(FP), CX
