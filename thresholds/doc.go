@@ -11,6 +11,19 @@
 //
 // and at most MaxTools ranked tools are offered, best first.
 //
+// Two rules look at the tool rather than at its score alone, and neither
+// leaves a tool out while offering a worse one of its kind in its place:
+//
+//   - the best tool of the ranking is offered whatever ColdMin; a cold tool
+//     after it below ColdMin ends the set (nothing scoring below it is
+//     offered);
+//   - a tool whose only evidence is the embedding (no word of the message
+//     in its name, description, keywords or examples, not named, nothing
+//     from the usage history) is never offered after another tool: a set
+//     is not padded with tools that share no evidence with the message. A
+//     weak best tool alone is offered alone (or, below MinAnswerable, "no
+//     tool fits" is said).
+//
 // Version 2 adds two levels for rankings made with the learned last step
 // (package learn; index.Ranking.Answerable set), whose scores are
 // probabilities (answerability × the tool's share of the candidates):

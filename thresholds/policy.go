@@ -34,14 +34,10 @@ type Levels struct {
 	// probability the offered set covers). A clear winner is offered alone,
 	// a flat ranking gets more tools (up to MaxTools). 0 disables.
 	Mass float64 `json:"mass,omitempty"`
-	// Noise (version 2): a tool whose only evidence is the embedding (no
-	// word of the message in its name, description, keywords or examples,
-	// not named, nothing from the usage history: Context.Unmatched) is
-	// left out when it scores below Noise × the best score. The other
-	// cuts treat every tool alike; this one drops what is noise beside a
-	// clear winner ("add 17 and 25" offered a todo list, then a git
-	// summary at a tenth of its score), and keeps a second tool that
-	// shares a word with the message. 0 disables.
+	// Noise (version 2) is no longer used: a tool whose only evidence is
+	// the embedding is never offered after another (the noise rule of
+	// Select), whatever its score. It is read and written so that files
+	// that set it still load.
 	Noise float64 `json:"noise,omitempty"`
 }
 
@@ -119,7 +115,7 @@ type Context struct {
 	Answerable *float64
 	// Unmatched says whether a ranked tool's only evidence is the
 	// embedding (UnmatchedIn builds it from a ranking); nil: none is, and
-	// Noise does not apply.
+	// the noise rule does not apply.
 	Unmatched func(name string) bool
 }
 
@@ -251,11 +247,16 @@ const (
 	RuleRelative Rule = "relative"
 	// RuleMass: the tools before it cover mass × the answerability.
 	RuleMass Rule = "mass"
-	// RuleNoise: a tool that matched no word of the message scores below
-	// noise × the best score.
+	// RuleNoise: a tool that matched no word of the message (its only
+	// evidence is the embedding) after another tool was offered: a set is
+	// never padded with tools that share no evidence with the message.
 	RuleNoise Rule = "noise"
-	// RuleColdMin: a cold tool whose score is below coldMin.
+	// RuleColdMin: a cold tool whose score is below coldMin (never the
+	// best tool of the ranking). It ends the set: no tool scoring below it
+	// is offered in its place.
 	RuleColdMin Rule = "coldMin"
+	// RuleBelowCold: a tool scoring below one that coldMin left out.
+	RuleBelowCold Rule = "belowColdMin"
 	// RuleRepeated: the tool was already offered (a repeated name).
 	RuleRepeated Rule = "repeated"
 )
@@ -304,6 +305,12 @@ func (p Policy) Explain(hits []Candidate, c Context, n int) []Verdict {
 // other with the first rule that leaves it out. Without all it stops at
 // the first tool after which none can be offered. offered says whether a
 // name was offered already.
+//
+// Two rules look at one tool rather than at its score: a tool that matched
+// no word of the message is never offered after another one (noise), and a
+// cold tool needs coldMin, unless it is the best of the ranking. Neither
+// leaves a tool out for a worse tool of its kind: noise makes way only for
+// tools with evidence the left-out one lacks, and coldMin ends the set.
 func walk(sorted []Candidate, lv Levels, c Context, cut float64, offered func(string) bool, all bool, visit func(Candidate, Rule, string)) {
 	// Learned scores (version 2): the answerability and the probability
 	// mass the offered set covers.
@@ -313,11 +320,8 @@ func walk(sorted []Candidate, lv Levels, c Context, cut float64, offered func(st
 		mass = lv.Mass * *c.Answerable
 	}
 	covered, n := 0.0, 0
-	noise := 0.0
-	if len(sorted) > 0 && c.Unmatched != nil {
-		noise = lv.Noise * sorted[0].Score
-	}
-	for _, h := range sorted {
+	coldCut := "" // the cold tool coldMin left out: the set ends there
+	for i, h := range sorted {
 		var rule Rule
 		var detail string
 		switch {
@@ -331,10 +335,12 @@ func walk(sorted []Candidate, lv Levels, c Context, cut float64, offered func(st
 			rule, detail = RuleRelative, fmt.Sprintf("score %.3f < %.0f%% of the best score %.3f (relative)", h.Score, 100*lv.Relative, cut/lv.Relative)
 		case covered >= mass:
 			rule, detail = RuleMass, fmt.Sprintf("the tools before it cover %.3f ≥ %.0f%% of the answerability %.3f (mass)", covered, 100*lv.Mass, *c.Answerable)
+		case coldCut != "":
+			rule, detail = RuleBelowCold, fmt.Sprintf("it scores below %s, which coldMin left out: no tool is offered in place of a better one", coldCut)
 		}
 		if rule != "" {
 			// Sorted by score: nothing later can clear Min, the relative
-			// cut, the mass or the count.
+			// cut, the mass, the count or the cold tool's cut.
 			if !all {
 				return
 			}
@@ -342,10 +348,11 @@ func walk(sorted []Candidate, lv Levels, c Context, cut float64, offered func(st
 			continue
 		}
 		switch {
-		case h.Score < noise && c.Unmatched(h.Name):
-			visit(h, RuleNoise, fmt.Sprintf("score %.3f < %.0f%% of the best score %.3f, and it matched no word of the message (noise)", h.Score, 100*lv.Noise, sorted[0].Score))
-		case tierOf(c.Tier, h.Name) == registry.Cold && h.Score < lv.ColdMin:
-			visit(h, RuleColdMin, fmt.Sprintf("a cold tool: score %.3f < coldMin %.3f", h.Score, lv.ColdMin))
+		case n > 0 && c.Unmatched != nil && c.Unmatched(h.Name):
+			visit(h, RuleNoise, "it matched no word of the message (name, description, keywords, examples, usage history): a set is not padded with tools that share no evidence with it")
+		case i > 0 && tierOf(c.Tier, h.Name) == registry.Cold && h.Score < lv.ColdMin:
+			visit(h, RuleColdMin, fmt.Sprintf("a cold tool: score %.3f < coldMin %.3f, and not the best tool", h.Score, lv.ColdMin))
+			coldCut = h.Name
 		case offered(h.Name):
 			visit(h, RuleRepeated, "offered already")
 		default:
@@ -390,9 +397,6 @@ func reason(sel Selection, lv Levels, ranked, n int) string {
 		return s
 	case ranked == 0:
 		s := fmt.Sprintf("no tool fits: best score %.3f < min %.3f", sel.Best, lv.Min)
-		if sel.Best >= lv.Min {
-			s = fmt.Sprintf("no tool fits: best score %.3f clears min %.3f but not the cold-tool min %.3f", sel.Best, lv.Min, lv.ColdMin)
-		}
 		if hot > 0 {
 			s += fmt.Sprintf("; %d hot tool(s) offered", hot)
 		}

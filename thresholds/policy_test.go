@@ -57,10 +57,10 @@ func TestSelect(t *testing.T) {
 			want: []string{"a", "b", "c"}, why: []Why{ByScore, ByScore, ByScore},
 		},
 		{
-			name: "cold tool needs the stricter min",
+			name: "a cold tool below the stricter min ends the set: no worse tool in its place",
 			hits: []Candidate{{"a", 0.7}, {"frost", 0.55}, {"b", 0.5}},
 			ctx:  Context{Tier: tier},
-			want: []string{"a", "b"}, why: []Why{ByScore, ByScore},
+			want: []string{"a"}, why: []Why{ByScore},
 		},
 		{
 			name: "cold tool above the stricter min is offered",
@@ -69,10 +69,10 @@ func TestSelect(t *testing.T) {
 			want: []string{"frost", "a"}, why: []Why{ByScore, ByScore},
 		},
 		{
-			name: "skipped cold tool does not use up a slot",
-			hits: []Candidate{{"a", 0.9}, {"ice", 0.58}, {"frost", 0.57}, {"b", 0.56}, {"c", 0.55}, {"d", 0.54}},
+			name: "the best tool is offered whatever the cold min, and the tools after it as usual",
+			hits: []Candidate{{"ice", 0.58}, {"a", 0.56}, {"frost", 0.5}, {"b", 0.45}},
 			ctx:  Context{Tier: tier},
-			want: []string{"a", "b", "c"}, why: []Why{ByScore, ByScore, ByScore},
+			want: []string{"ice", "a"}, why: []Why{ByScore, ByScore},
 		},
 		{
 			name: "nothing clears: no tool fits, never the least bad",
@@ -81,11 +81,22 @@ func TestSelect(t *testing.T) {
 			noneFits: true, reason: "no tool fits: best score 0.390 < min 0.400",
 		},
 		{
-			name: "only a cold tool clears min: no tool fits, and says why",
+			name: "only a cold tool clears min: it is the best, so it is offered",
 			hits: []Candidate{{"frost", 0.5}, {"a", 0.2}},
 			ctx:  Context{Tier: tier},
-			want: []string{}, why: []Why{},
-			noneFits: true, reason: "cold-tool min",
+			want: []string{"frost"}, why: []Why{ByScore},
+		},
+		{
+			name: "a tool that matched no word of the message never pads the set",
+			hits: []Candidate{{"a", 0.9}, {"b", 0.85}, {"c", 0.8}, {"d", 0.79}},
+			ctx:  Context{Unmatched: func(n string) bool { return n == "b" || n == "c" }},
+			want: []string{"a", "d"}, why: []Why{ByScore, ByScore},
+		},
+		{
+			name: "the best tool is offered alone when it and the rest matched no word",
+			hits: []Candidate{{"a", 0.9}, {"b", 0.85}, {"c", 0.8}},
+			ctx:  Context{Unmatched: func(string) bool { return true }},
+			want: []string{"a"}, why: []Why{ByScore},
 		},
 		{
 			name: "empty ranking: no tool fits",
@@ -193,7 +204,7 @@ func TestLevelsValidate(t *testing.T) {
 func TestApplyUsesRankingDegraded(t *testing.T) {
 	p := Policy{Levels: Levels{Min: 0.3, ColdMin: 0.3, Relative: 0, MaxTools: 5},
 		Degraded: &Levels{Min: 0.8, ColdMin: 0.8, Relative: 0, MaxTools: 5}}
-	r := index.Ranking{Hits: []index.Hit{{Name: "a", Score: 0.9}, {Name: "b", Score: 0.5}}}
+	r := index.Ranking{Hits: []index.Hit{{Name: "a", Score: 0.9, Lexical: 0.5}, {Name: "b", Score: 0.5, Lexical: 0.2}}}
 	if got := p.Apply(r, nil, nil).Names(); !reflect.DeepEqual(got, []string{"a", "b"}) {
 		t.Fatalf("normal ranking offered %v", got)
 	}
@@ -242,7 +253,7 @@ func TestSelectLearned(t *testing.T) {
 		{"a clear winner is offered alone", Levels{MinAnswerable: 0.5, Mass: 0.5, MaxTools: 3}, f(0.95), nil, []string{"a"}, false, "answerability 0.950"},
 		{"more mass, more tools", Levels{MinAnswerable: 0.5, Mass: 0.9, MaxTools: 3}, f(0.95), nil, []string{"a", "b", "c"}, false, ""},
 		{"max tools caps the mass", Levels{MinAnswerable: 0.5, Mass: 1, MaxTools: 2}, f(0.95), nil, []string{"a", "b"}, false, ""},
-		{"cold tool below coldMin", Levels{MinAnswerable: 0.5, Mass: 0.9, MaxTools: 3, ColdMin: 0.4}, f(0.95), cold, []string{"a", "c", "d"}, false, ""},
+		{"cold tool below coldMin ends the set", Levels{MinAnswerable: 0.5, Mass: 0.9, MaxTools: 3, ColdMin: 0.4}, f(0.95), cold, []string{"a"}, false, ""},
 		{"no answerability: mass and cut ignored", Levels{Min: 0.2, ColdMin: 0.2, MinAnswerable: 0.99, Mass: 0.1, MaxTools: 3}, nil, nil, []string{"a", "b"}, false, "cleared min"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

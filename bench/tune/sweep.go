@@ -59,8 +59,8 @@ type Grid struct {
 	// ColdMargin is added to Min for ColdMin: the corpora have no cold
 	// tools, so the cold minimum cannot be tuned on them.
 	ColdMargin float64
-	// MinAnswerable, Mass and Noise (learned scores) are swept too when
-	// set.
+	// MinAnswerable and Mass (learned scores) are swept too when set;
+	// Noise no longer changes a selection (thresholds.Levels.Noise).
 	MinAnswerable, Mass, Noise []float64
 }
 
@@ -70,11 +70,12 @@ type Grid struct {
 // being the one, answerability × share, is at least Min: one tool when one
 // clearly wins, more when the ranking is flat) × 7 relative cuts (a tool
 // scoring below Relative × the best is noise beside it: the mass rule
-// alone keeps adding such tools while the best leaves mass uncovered) × 5
-// noise cuts (the same, for tools that matched no word of the message).
+// alone keeps adding such tools while the best leaves mass uncovered).
+// (Tools that matched no word of the message are never offered after
+// another: the noise rule of thresholds.Policy.Select.)
 func LearnedGrid() Grid {
 	g := Grid{Min: []float64{0, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08}, Relative: []float64{0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4}, MaxTools: []int{1, 2, 3, 4, 5, 6, 8},
-		Mass: []float64{0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1}, Noise: []float64{0, 0.1, 0.25, 0.5, 1}}
+		Mass: []float64{0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1}}
 	for i := 0; i < 50; i++ {
 		g.MinAnswerable = append(g.MinAnswerable, float64(i)/50)
 	}
@@ -133,14 +134,13 @@ func fastSelect(hits []thresholds.Candidate, unmatched []bool, l thresholds.Leve
 		mass = l.Mass * *ans
 	}
 	cut := l.Relative * hits[0].Score
-	noise := l.Noise * hits[0].Score
 	covered := 0.0
 	for i, h := range hits {
 		if i >= 64 || n >= l.MaxTools || h.Score < l.Min || h.Score < cut || covered >= mass {
 			break
 		}
-		if unmatched != nil && unmatched[i] && h.Score < noise {
-			continue
+		if n > 0 && unmatched != nil && unmatched[i] {
+			continue // the noise rule: no padding with tools without evidence
 		}
 		covered += h.Score
 		mask |= 1 << i
