@@ -59,7 +59,8 @@ demo: build
 	$(BIN) rank --tools examples/tools "what's the weather like on mars"
 
 # Rebuild the built-in embedder's table (embed/builtin/model.bin + model.sha256)
-# from Debian packages; see embed/MODEL.md. Needs root for apt-get.
+# from Debian packages and the request → tool data of train/data; see
+# embed/MODEL.md. Needs root for apt-get.
 model:
 	apt-get update -qq -o Acquire::Languages=en
 	apt-get install -y -qq wordnet-base dict-foldoc dict-jargon dict-vera manpages-dev >/dev/null
@@ -71,14 +72,17 @@ model:
 # on the training catalogs' held-out requests; see learn/MODEL.md. About a
 # minute; the model file is deterministic.
 LEARN_TMP ?= /tmp/toolsrv-learn
+# The shipped thresholds are named after the table they were tuned with.
+THRESHOLDS = thresholds/defaults/builtin_v1-$(shell cut -c1-8 embed/builtin/model.sha256).json
 learn:
 	rm -rf $(LEARN_TMP) && mkdir -p $(LEARN_TMP)
 	$(GO) run ./train/cmd/learn extract -data train/data -out $(LEARN_TMP)/samples.gob
 	$(GO) run ./train/cmd/learn fit -samples $(LEARN_TMP)/samples.gob -out learn/model.json
 	$(GO) run ./train/cmd/learn export -data train/data -out $(LEARN_TMP)/corpora
 	$(GO) run ./cmd/toolsrv tune --corpus $(LEARN_TMP)/corpora/train --abstain 0 --tolerance 0.005 \
-		--out thresholds/defaults/builtin_v1-abbe22c2.json --plot bench/tune-builtin.svg --curves $(LEARN_TMP)/curves.json
+		--out $(THRESHOLDS) --plot bench/tune-builtin.svg --curves $(LEARN_TMP)/curves.json
 	$(GO) run ./bench/cmd/tuneplot $(LEARN_TMP)/curves.json bench/tune-builtin.png
+	rm -f $(filter-out $(THRESHOLDS),$(wildcard thresholds/defaults/builtin_v1-*.json))
 
 # Fuzz the .meta parser and the saved usage view's decoder for FUZZTIME (default 10m).
 FUZZTIME ?= 10m

