@@ -12,12 +12,13 @@ build:
 	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))toolsrv-sandbox ./cmd/toolsrv-sandbox
 
 # The full suite, as CI runs it (.ci/run). The MCP tests talk to real MCP
-# servers and the MCP Inspector from npm (npm-deps, installed first where
-# npm is). Tests whose npm packages, OpenSSH, diod or PostgreSQL (Debian's
-# postgresql package: the shared usage store's tests run a server of their
-# own in a temporary directory) are missing skip, unless
-# TOOLSRV_TEST_REQUIRE names them (.ci/run requires all four:
-# npm,sshd,diod,postgres).
+# servers and the MCP Inspector from npm (npm-deps), and run the official
+# MCP conformance suite (conformance-deps), both installed first where npm
+# is. Tests whose npm packages, conformance suite, OpenSSH, diod or
+# PostgreSQL (Debian's postgresql package: the shared usage store's tests
+# run a server of their own in a temporary directory) are missing skip,
+# unless TOOLSRV_TEST_REQUIRE names them (.ci/run requires all five:
+# npm,conformance,sshd,diod,postgres).
 test: test-npm-deps
 	$(GO) vet ./...
 	$(GO) test -race -timeout 30m ./...
@@ -28,8 +29,8 @@ test-short:
 	$(GO) test -short ./...
 
 test-npm-deps:
-	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory npm-deps; \
-	else echo "make test: npm is not installed: the tests of the npm MCP servers skip (apt-get install -y nodejs npm, then make npm-deps)"; fi
+	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory npm-deps conformance-deps; \
+	else echo "make test: npm is not installed: the tests of the npm MCP servers and the MCP conformance suite skip (apt-get install -y nodejs npm, then make npm-deps conformance-deps)"; fi
 
 # The npm MCP servers and the MCP Inspector the MCP tests use, at the
 # versions pinned in mcp/testdata/npm/package-lock.json (npm ci; needs

@@ -102,8 +102,8 @@ func runUsage(ctx context.Context, cfg Config, pool *textPool, queries []string,
 		if err != nil {
 			return nil, 0, err
 		}
-		if d, ok := s.(usage.Derived); ok && fresh {
-			os.Remove(d.DerivedPath()) // no view saved: it is built
+		if p := usage.NewFollower(s).DerivedPath(); p != "" && fresh {
+			os.Remove(p) // no view saved: it is built
 		}
 		eng, err := engine.New(ctx, engine.Options{Dirs: []string{dir}, Embedder: emb, CacheDir: cache,
 			Logger: cfg.Logger, Usage: s, UsageLater: later})

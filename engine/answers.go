@@ -8,33 +8,57 @@ import (
 	"time"
 )
 
-// answers remembers the engine's recent answers by ID, so that a call
-// citing one (CallRequest.Answer) is linked to what was asked and
-// offered. It holds at most answerCap answers, each for answerTTL:
-// enough for an agent that asks, thinks and then calls, and bounded
-// memory for a server that answers all day.
+// answers is the engine's memory of its answers: each by ID, and per
+// session which of its answers last offered each tool, so that a call or
+// a load is linked to the answer it follows (capture.go says what that
+// records). It holds at most answerCap answers, each for answerTTL: enough
+// for an agent that asks, thinks and then calls, and bounded memory for a
+// server that answers all day. Transports keep no answers of their own:
+// they name the session (Caller) and the tool.
 type answers struct {
-	mu    sync.Mutex
-	byID  map[string]*asked
-	order []string // IDs, oldest first
-	now   func() time.Time
+	mu       sync.Mutex
+	byID     map[string]*asked
+	order    []string // IDs, oldest first
+	sessions map[sessionKey]*sessionAnswers
+	now      func() time.Time
 	// expired is told of every answer that leaves the memory (age, cap,
-	// or the engine's close), whether or not a call cited it.
+	// or the engine's close), whether or not a call followed it.
 	expired func(*asked)
+}
+
+// sessionKey is one session of one agent of one client of one transport:
+// calls and loads follow the answers given to the same key. Without a
+// session (a one-off ranking; MCP's 2026-07-28 over HTTP), a call follows
+// an answer only by citing it, given to the same client.
+type sessionKey struct{ transport, session, agent, client string }
+
+func keyOf(c Caller) sessionKey { return sessionKey{c.Transport, c.Session, c.Agent, c.Client} }
+
+// sessionAnswers is what the memory knows of one session.
+type sessionAnswers struct {
+	// offered maps each tool to the ID of the session's latest answer that
+	// offered it; last is the session's latest answer.
+	offered map[string]string
+	last    string
+	// uses counts the calls and loads in the session so far; answers how
+	// many of its answers are remembered.
+	uses    uint64
+	answers int
 }
 
 // asked is one remembered answer.
 type asked struct {
 	ID      string
 	Query   string
-	Session string
-	Agent   string
+	Caller  Caller
 	Offered []string
 	At      time.Time
-	// source is the front end that asked (usage.Event.Source).
-	source string
-	// Called: a call has cited it. Loaded are the tools loaded after it
-	// (9P's tool_load) that no call has cited it for yet.
+	// uses is the session's uses when the answer was given; wentOn is
+	// set when it leaves the memory: the session used a tool after it.
+	uses   uint64
+	wentOn bool
+	// Called: a call has followed it. Loaded are the tools loaded after
+	// it that no call has followed it for yet.
 	Called bool
 	Loaded []string
 }
@@ -48,7 +72,7 @@ func newAnswers(now func() time.Time, expired func(*asked)) *answers {
 	if now == nil {
 		now = time.Now
 	}
-	return &answers{byID: map[string]*asked{}, now: now, expired: expired}
+	return &answers{byID: map[string]*asked{}, sessions: map[sessionKey]*sessionAnswers{}, now: now, expired: expired}
 }
 
 // newAnswerID is a random ID, 16 hex digits.
@@ -58,21 +82,35 @@ func newAnswerID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// remember gives a an ID and keeps what was asked and offered.
+// remember gives a an ID and keeps what was asked and offered, and for q's
+// session, that a offered its tools.
 func (m *answers) remember(a *Answer, q Request) {
 	if m == nil {
 		return
 	}
 	a.ID = newAnswerID()
-	rec := &asked{ID: a.ID, Query: q.Query, Session: q.Session, Agent: q.Agent, Offered: a.Names(), At: m.now(), source: q.Source}
-	if rec.Agent == "" && q.Profile != nil {
-		rec.Agent = q.Profile.Name
+	rec := &asked{ID: a.ID, Query: q.Query, Caller: q.Caller, Offered: a.Names(), At: m.now()}
+	if rec.Caller.Agent == "" && q.Profile != nil {
+		rec.Caller.Agent = q.Profile.Name
 	}
 	var gone []*asked
 	m.mu.Lock()
 	gone = m.expireLocked()
 	m.byID[rec.ID] = rec
 	m.order = append(m.order, rec.ID)
+	if rec.Caller.Session != "" {
+		k := keyOf(rec.Caller)
+		s := m.sessions[k]
+		if s == nil {
+			s = &sessionAnswers{offered: map[string]string{}}
+			m.sessions[k] = s
+		}
+		s.answers++
+		s.last, rec.uses = rec.ID, s.uses
+		for _, t := range rec.Offered {
+			s.offered[t] = rec.ID
+		}
+	}
 	for len(m.order) > answerCap {
 		gone = append(gone, m.dropLocked())
 	}
@@ -80,40 +118,44 @@ func (m *answers) remember(a *Answer, q Request) {
 	m.tell(gone)
 }
 
-// cite returns the answer id names, marking it called for tool (nil:
-// unknown or expired).
-func (m *answers) cite(id, tool string) *asked {
-	if m == nil || id == "" {
+// follow notes a call (load false) or a load of tool by c and returns a
+// copy of the answer it follows (nil: none): the answer cited, if it was
+// given to c's session and is still remembered; else, in a session, the
+// session's latest answer that offered tool, else its latest answer (the
+// request the agent is working on, which found the tool some other way;
+// tool "" only counts the use). A call marks the answer called; a load
+// notes the tool as loaded after it.
+func (m *answers) follow(c Caller, cited, tool string, load bool) *asked {
+	if m == nil {
 		return nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	k := keyOf(c)
+	s := m.sessions[k]
+	if c.Session != "" && s != nil {
+		s.uses++
+	}
+	id := cited
+	if id == "" && s != nil && tool != "" {
+		if id = s.offered[tool]; id == "" {
+			id = s.last
+		}
+	}
 	a := m.byID[id]
-	if a == nil || m.now().Sub(a.At) > answerTTL {
+	if id == "" || a == nil || keyOf(a.Caller) != k || m.now().Sub(a.At) > answerTTL {
 		return nil
 	}
-	a.Called = true
-	a.Loaded = slices.DeleteFunc(a.Loaded, func(n string) bool { return n == tool })
-	c := *a
-	return &c
-}
-
-// load notes that tool was loaded after answer id (false: unknown or
-// expired).
-func (m *answers) load(id, tool string) bool {
-	if m == nil || id == "" {
-		return false
+	if load {
+		if !slices.Contains(a.Loaded, tool) {
+			a.Loaded = append(a.Loaded, tool)
+		}
+	} else {
+		a.Called = true
+		a.Loaded = slices.DeleteFunc(a.Loaded, func(n string) bool { return n == tool })
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	a := m.byID[id]
-	if a == nil || m.now().Sub(a.At) > answerTTL {
-		return false
-	}
-	if !slices.Contains(a.Loaded, tool) {
-		a.Loaded = append(a.Loaded, tool)
-	}
-	return true
+	c2 := *a
+	return &c2
 }
 
 // close lets every remembered answer go (the engine closes).
@@ -143,11 +185,29 @@ func (m *answers) expireLocked() []*asked {
 	return gone
 }
 
+// dropLocked forgets the oldest answer and returns it, its session's part
+// settled: whether the session used a tool after it, and its tools no
+// longer linked to it.
 func (m *answers) dropLocked() *asked {
 	id := m.order[0]
 	m.order = m.order[1:]
 	a := m.byID[id]
 	delete(m.byID, id)
+	if a == nil || a.Caller.Session == "" {
+		return a
+	}
+	k := keyOf(a.Caller)
+	if s := m.sessions[k]; s != nil {
+		a.wentOn = s.uses > a.uses
+		for _, t := range a.Offered {
+			if s.offered[t] == id {
+				delete(s.offered, t)
+			}
+		}
+		if s.answers--; s.answers <= 0 {
+			delete(m.sessions, k)
+		}
+	}
 	return a
 }
 

@@ -17,46 +17,68 @@ var ErrNoRunner = errors.New("this engine runs no tools (Options.Runner is not s
 
 // CallRequest is one call of a tool, the same from every front end (MCP's
 // call_tool takes it as its arguments; 9P's call/NAME and the CLI fill it
-// from the path or the command line). The older name "name" (for tool) is
-// still accepted.
+// from the path or the command line). The older names "name" (for tool)
+// and "answerId" (for answer) are still accepted, and arguments written as
+// JSON text (a command line's client sends that) are read as the object
+// they hold.
 type CallRequest struct {
 	// Tool is the tool's name, as an answer gave it.
 	Tool string `json:"tool"`
 	// Arguments are its arguments, a JSON object ("{}" when empty).
 	Arguments json.RawMessage `json:"arguments,omitempty"`
-	// Answer is the ID of the answer this call follows (Answer.ID): it
-	// links the call to the request and the offered tools. Request is the
-	// user's request when no answer is cited (the CLI's --for). Either
-	// one makes the call part of the usage history.
+	// Answer is the ID of the answer this call follows (Answer.ID), an
+	// answer given to the same session: it links the call to the request
+	// and the offered tools. Without it, the call follows the session's
+	// latest answer that offered the tool. Request is the user's request
+	// when no answer is followed (the CLI's --for). Either one makes the
+	// call part of the usage history.
 	Answer  string `json:"answer,omitempty"`
 	Request string `json:"request,omitempty"`
 
-	// Source says which front end called ("mcp", "9p", "cli", "api"
-	// when empty); Context where and as whom the call runs.
-	Source  string           `json:"-"`
+	// Caller says who calls (set by the transport); Context where and as
+	// whom the call runs.
+	Caller  Caller           `json:"-"`
 	Context exec.CallContext `json:"-"`
 }
 
-// UnmarshalJSON reads a call request, with the older name "name" and the
-// name "answerId".
+// UnmarshalJSON reads a call request, with the older names "name" and
+// "answerId", and arguments written as JSON text.
 func (c *CallRequest) UnmarshalJSON(b []byte) error {
-	type plain CallRequest
 	var v struct {
-		plain
-		Name     *string `json:"name"`
-		AnswerID *string `json:"answerId"`
+		Tool      *string         `json:"tool"`
+		Name      *string         `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Answer    *string         `json:"answer"`
+		AnswerID  *string         `json:"answerId"`
+		Request   *string         `json:"request"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	if v.Tool == "" && v.Name != nil {
-		v.Tool = *v.Name
+	out := CallRequest{Tool: deref(v.Tool), Answer: deref(v.Answer), Request: deref(v.Request)}
+	if out.Tool == "" {
+		out.Tool = deref(v.Name)
 	}
-	if v.Answer == "" && v.AnswerID != nil {
-		v.Answer = *v.AnswerID
+	if out.Answer == "" {
+		out.Answer = deref(v.AnswerID)
 	}
-	*c = CallRequest(v.plain)
+	args := bytes.TrimSpace(v.Arguments)
+	if len(args) > 0 && args[0] == '"' {
+		var text string
+		if json.Unmarshal(args, &text) == nil {
+			args = []byte(text)
+		}
+	}
+	out.Arguments = args
+	*c = out
 	return nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // args returns the arguments, "{}" when none were given.
@@ -85,7 +107,7 @@ func (e *Engine) Call(ctx context.Context, c CallRequest) (*exec.Result, error) 
 // other by the runner.
 func (e *Engine) callTool(ctx context.Context, t *registry.Tool, c CallRequest) (*exec.Result, error) {
 	res, err := e.run(ctx, t, c)
-	e.used(c, t.Name, res, err)
+	e.used(c, t.Name, err)
 	return res, err
 }
 

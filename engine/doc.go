@@ -9,7 +9,17 @@
 //	defer eng.Close()
 //	go eng.Run(ctx) // follows edits of the tool directories
 //	ans, err := eng.Rank(ctx, engine.Request{Query: msg, Context: lastFew, Profile: profile})
-//	// ans.Offered: what goes in the prompt; ans.NoToolFits; ans.Ranking.Degraded
+//	// ans.Tools: what goes in the prompt, best first; ans.NoToolFits and ans.Reason; ans.Degraded
+//
+// One vocabulary serves every front end: a Request (DecodeRequest and
+// ParseRequest read the forms 9P and MCP take) is answered by an Answer
+// (with its Explanation when asked), a CallRequest by a call whose outcome
+// is a CallResult on the wire. The CLI, the 9P server and the MCP server
+// decode, ask the engine and encode: defaults (Options.DefaultLimit), cuts
+// and explanations are the engine's. A Caller, set by the transport, says
+// who asks; the engine alone remembers, per session, the answers it gave
+// and which answer offered which tool, and alone decides what a call or a
+// load records in the usage history (capture.go).
 //
 // New loads the catalog, opens the embedder by name (package embed), builds
 // or reopens the index (its cache makes a restart with nothing changed cost

@@ -56,6 +56,9 @@ type Options struct {
 	// RankTimeout bounds a ranking (2 s): past it, the answer is lexical
 	// and says so.
 	RankTimeout time.Duration
+	// DefaultLimit is the limit of a request that gives none
+	// (Request.Limit; 0: none, the thresholds alone decide).
+	DefaultLimit int
 
 	// Runner, when set, makes calls possible with these options.
 	Runner *exec.Options
@@ -80,6 +83,12 @@ type Options struct {
 	// (DefaultProviderWait) for their first tools.
 	Providers    []Provider
 	ProviderWait time.Duration
+
+	// NoTools, when set, says why a catalog without a tool has none and
+	// what to do about it (a server started before its tool directories
+	// exist or hold a tool): an answer ranked on a catalog without tools
+	// is "no tool fits" with that reason, which clients show.
+	NoTools func(*registry.Catalog) string
 
 	// Getenv reads the environment (os.Getenv); Logger gets events
 	// (slog.Default()).
@@ -108,16 +117,14 @@ type Engine struct {
 	cancel  context.CancelFunc     // ends the subscription and the providers
 
 	answers *answers // recent answers by ID (answers.go)
-	// usageVersion is the usage history's version the index has.
+	// follow follows the usage history (nil without one: usageview.go);
+	// usageVersion is its version the index has, examples the digest of
+	// the tools' examples it has; usageMu serialises loading them.
+	follow       *usage.Follower
 	usageVersion atomic.Int64
-	// usageMu serialises loading the history; usageHeld is the store's
-	// entries as last read (nil: none yet), brought up to date with
-	// Changes rather than read whole at every change (usageview.go).
-	usageMu   sync.Mutex
-	usageHeld *heldEntries
-	// examples is the digest of the tools' examples the index has.
-	examples   atomic.Pointer[string]
-	closeUsage sync.Once
+	examples     atomic.Pointer[string]
+	usageMu      sync.Mutex
+	closeUsage   sync.Once
 }
 
 // New loads the catalog and, unless NoIndex, the embedder, the index and
@@ -138,6 +145,9 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 		o.RankTimeout = 2 * time.Second
 	}
 	e := &Engine{opts: o, log: o.Logger}
+	if o.Usage != nil {
+		e.follow = usage.NewFollower(o.Usage)
+	}
 	e.answers = newAnswers(nil, e.unused)
 	e.reg = registry.New(registry.Options{Dirs: o.Dirs, Host: o.Host, Logger: o.Logger, SchemaCache: e.schemaCache(),
 		CatalogCache: e.catalogCache()})
@@ -229,8 +239,8 @@ func (e *Engine) prepareIndex(ctx context.Context, dirs []string) preparedIndex 
 	// The built usage view is kept in the store's own private place, which
 	// the store removes when it forgets (a session's index shares the
 	// engine's view and saves none).
-	if d, ok := e.opts.Usage.(usage.Derived); ok && !e.opts.NoCache {
-		io.UsageViewPath = d.DerivedPath()
+	if e.follow != nil && !e.opts.NoCache {
+		io.UsageViewPath = e.follow.DerivedPath()
 	}
 	ix := index.New(emb, io)
 	ix.Preload(ctx, dirs)

@@ -30,6 +30,51 @@ func TestMain(m *testing.M) {
 // quiet is a logger for the examples: what they print is their output.
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
+// A prompt assembler: which tools go in the prompt for the user's message,
+// then the call of the one the model chose. The call names the same
+// session (Caller) as the request: it follows the answer that offered the
+// tool, and the usage history (Options.Usage) links the two. The runner
+// re-executes SelfExe as the sandbox helper (the toolsrv binary; here the
+// test binary, see TestMain).
+func Example() {
+	ctx := context.Background()
+	self, err := os.Executable()
+	if err != nil {
+		log.Fatal(err)
+	}
+	eng, err := engine.New(ctx, engine.Options{Dirs: []string{"testdata/tools"}, NoCache: true, Logger: quiet,
+		Runner: &exec.Options{SelfExe: self, Logger: quiet}})
+	if err != nil {
+		log.Fatal(err) // a tool directory that cannot be read, thresholds that do not load, ...
+	}
+	defer eng.Close()
+	who := engine.Caller{Session: "chat-42", Agent: "assistant"}
+	for _, msg := range []string{"what's the weather like on mars", "is my disk full?"} {
+		ans, err := eng.Rank(ctx, engine.Request{Query: msg, Context: []string{"my downloads keep failing"}, Caller: who})
+		if err != nil {
+			log.Fatal(err)
+		}
+		if ans.Degraded {
+			fmt.Println("lexical ranking only:", ans.DegradedReason) // the embedder failed; it still answers
+		}
+		if ans.NoToolFits {
+			fmt.Printf("%q: no tool fits\n", msg) // ans.Reason says why
+			continue
+		}
+		fmt.Printf("%q: offer %v\n", msg, ans.Names()) // ans.Tools: name, score, hot
+		res, err := eng.Call(ctx, engine.CallRequest{Tool: ans.Tools[0].Name, Arguments: []byte(`{}`), Caller: who,
+			Context: exec.CallContext{WorkDir: os.TempDir()}})
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%s: exit %d\n", ans.Tools[0].Name, res.ExitCode)
+	}
+	// Output:
+	// "what's the weather like on mars": no tool fits
+	// "is my disk full?": offer [disk_usage]
+	// disk_usage: exit 0
+}
+
 // An engine over one tool directory, with the built-in embedder and the
 // shipped thresholds. NoCache keeps the index in memory (a real front end
 // caches it under the user's cache directory, so that a restart with
@@ -130,11 +175,17 @@ func ExampleFrontend() {
 	var fe engine.Frontend = eng
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /rank", func(w http.ResponseWriter, r *http.Request) {
-		var req engine.Request
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
+		req, err := engine.DecodeRequest(body) // the JSON MCP and 9P take
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		req.Caller = engine.Caller{Transport: "http", Client: r.RemoteAddr}
 		ans, err := fe.Rank(r.Context(), req)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -157,4 +208,31 @@ func ExampleFrontend() {
 	fmt.Println(ans.Names(), ans.ID != "")
 	// Output:
 	// [find_todos] true
+}
+
+// docs/library.md shows Example's code as it is: the doc's example runs as
+// a test, with its output checked.
+func TestLibraryDocShowsTheExample(t *testing.T) {
+	doc, err := os.ReadFile("../docs/library.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("example_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(doc), "```go\n")
+	block, _, ok2 := strings.Cut(block, "```\n")
+	_, body, ok3 := strings.Cut(string(src), "\nfunc Example() {\n")
+	body, _, ok4 := strings.Cut(body, "\t// Output:")
+	if !ok || !ok2 || !ok3 || !ok4 {
+		t.Fatal("docs/library.md has no ```go block, or example_test.go no Example with output")
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(body, "\n"), "\n") {
+		lines = append(lines, strings.TrimPrefix(l, "\t"))
+	}
+	if want := strings.Join(lines, "\n") + "\n"; block != want {
+		t.Errorf("docs/library.md's example:\n%s\nis not Example's code:\n%s", block, want)
+	}
 }

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+
 	"github.com/toolsrv/toolsrv/index"
 	"github.com/toolsrv/toolsrv/registry"
 	"github.com/toolsrv/toolsrv/thresholds"
@@ -11,8 +13,10 @@ import (
 const explainTools = 10
 
 // Explanation says why an Answer is what it is (Request.Explain): each
-// ranked tool's signals, the words that matched it, and the rule that
-// offered it or left it out.
+// ranked tool's signals, the words that matched it, the rule that offered
+// it or left it out, and for a tool left out the changes that would bring
+// it in (ToolExplanation.Suggest; suggest.go), for the tools the request
+// expects (Request.Expect) too, wherever they rank.
 type Explanation struct {
 	// Learned: the scores are the learned last step's (each tool's
 	// probability of being the one: answerability × its share of the
@@ -52,6 +56,18 @@ type ToolExplanation struct {
 	Detail  string `json:"detail,omitempty"`
 	// Matched are the message's words found in each field of the tool.
 	Matched []index.FieldMatch `json:"matched,omitempty"`
+	// Rank is the tool's place in the ranking (1: the best; 0 for a hot
+	// tool the ranking did not reach, or a tool not ranked at all).
+	Rank int `json:"rank,omitempty"`
+	// Expected: the request named the tool in Request.Expect. Missing
+	// says, for an expected tool below the ranking's best, where it ranks
+	// and why not higher.
+	Expected bool   `json:"expected,omitempty"`
+	Missing  string `json:"missing,omitempty"`
+	// Suggest are the changes that would bring a tool left out into the
+	// answer (none for an offered tool), in the order of
+	// SuggestionKinds.
+	Suggest []Suggestion `json:"suggest,omitempty"`
 }
 
 // explain builds a's explanation for q, whose ranking a holds; pol is nil
@@ -75,9 +91,9 @@ func explain(a *Answer, q Request, cat *registry.Catalog, pol *thresholds.Policy
 		}
 	}
 	text := q.Query
-	add := func(h index.Hit, hot bool) {
+	add := func(h index.Hit, rank int, hot bool) {
 		te := ToolExplanation{Name: h.Name, Score: h.Score, Dense: h.Dense, Lexical: h.Lexical, Usage: h.Usage,
-			Named: h.Named, Offered: offered[h.Name]}
+			Named: h.Named, Offered: offered[h.Name], Rank: rank}
 		if v, ok := verdicts[h.Name]; ok {
 			te.Rule, te.Detail = string(v.Rule), v.Detail
 		}
@@ -95,11 +111,11 @@ func explain(a *Answer, q Request, cat *registry.Catalog, pol *thresholds.Policy
 			continue
 		}
 		seen[h.Name] = true
-		add(h, false)
+		add(h, i+1, false)
 	}
 	for _, o := range a.Tools {
 		if o.Hot && !seen[o.Name] {
-			add(o.Hit, true)
+			add(o.Hit, 0, true)
 		} else if o.Hot {
 			for i := range ex.Tools {
 				if ex.Tools[i].Name == o.Name {
@@ -109,4 +125,31 @@ func explain(a *Answer, q Request, cat *registry.Catalog, pol *thresholds.Policy
 		}
 	}
 	return ex
+}
+
+// LimitRule is the rule of a tool the thresholds offer but the request's
+// limit (Request.Limit) left out.
+const LimitRule = "limit"
+
+// limited says, of each tool in cut (the offers past the request's
+// limit), that the limit left it out, and adds the cut to the decision.
+func (ex *Explanation) limited(cut []Offer, limit int) {
+	if ex == nil || len(cut) == 0 {
+		return
+	}
+	byName := map[string]bool{}
+	for _, o := range cut {
+		byName[o.Name] = true
+	}
+	tools := "tools"
+	if limit == 1 {
+		tools = "tool"
+	}
+	for i, te := range ex.Tools {
+		if byName[te.Name] {
+			ex.Tools[i].Offered, ex.Tools[i].Rule = false, LimitRule
+			ex.Tools[i].Detail = fmt.Sprintf("the thresholds offer it; the limit of %d %s left it out", limit, tools)
+		}
+	}
+	ex.Reason += fmt.Sprintf("; the limit of %d %s left %d out", limit, tools, len(cut))
 }

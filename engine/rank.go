@@ -12,7 +12,8 @@ import (
 // ErrNoIndex is returned by Rank on an engine made with NoIndex.
 var ErrNoIndex = errors.New("this engine has no index (Options.NoIndex)")
 
-// Rank ranks the catalog for q and decides what to offer.
+// Rank ranks the catalog for q and decides what to offer. The answer is
+// remembered for the calls and loads of q's session (Request.Caller).
 func (e *Engine) Rank(ctx context.Context, q Request) (Answer, error) {
 	a, err := e.rank(ctx, e.ix, e.reg.Catalog(), q)
 	if err != nil {
@@ -34,6 +35,15 @@ func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalo
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if q.Limit == 0 && !q.Full {
+		q.Limit = e.opts.DefaultLimit
+	}
+	if len(q.Expect) > 0 {
+		if err := checkExpect(q.Expect); err != nil {
+			return Answer{}, err
+		}
+		q.Explain = true
+	}
 	iq := e.indexQuery(q)
 	if q.All || e.pol == nil {
 		if iq.K == 0 && !q.Full {
@@ -47,9 +57,12 @@ func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalo
 		for _, h := range r.Hits {
 			a.Tools = append(a.Tools, Offer{Hit: h})
 		}
+		a.Tools = inCatalog(a.Tools, cat, iq.Allow)
 		if q.Explain {
 			a.Explain = explain(&a, q, cat, nil, thresholds.Context{}, ix.UsageFit())
+			e.suggest(ctx, ix, &a, q, iq, cat, nil, thresholds.Context{}, nil)
 		}
+		e.noTools(&a, cat)
 		return a, nil
 	}
 	sel, r, err := e.pol.Offer(ctx, ix, cat, iq, q.Profile)
@@ -57,8 +70,10 @@ func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalo
 		return Answer{}, err
 	}
 	a := e.answer(sel, r)
+	a.Tools = inCatalog(a.Tools, cat, iq.Allow)
+	var cut []Offer
 	if q.Limit > 0 && len(a.Tools) > q.Limit {
-		a.Tools = a.Tools[:q.Limit]
+		a.Tools, cut = a.Tools[:q.Limit], a.Tools[q.Limit:]
 	}
 	if q.Explain {
 		allow := iq.Allow
@@ -68,8 +83,36 @@ func (e *Engine) rank(ctx context.Context, ix *index.Index, cat *registry.Catalo
 		c := thresholds.Context{Tier: thresholds.TierOf(cat), Hot: thresholds.ProfileHot(cat, q.Profile, allow),
 			Degraded: r.Degraded || q.Mode == index.Lexical, Answerable: r.Answerable, Unmatched: thresholds.UnmatchedIn(r)}
 		a.Explain = explain(&a, q, cat, e.pol, c, ix.UsageFit())
+		a.Explain.limited(cut, q.Limit)
+		iq.Allow = allow
+		e.suggest(ctx, ix, &a, q, iq, cat, e.pol, c, cut)
 	}
+	e.noTools(&a, cat)
 	return a, nil
+}
+
+// noTools makes an answer ranked on a catalog without a tool say why, and
+// what to do (Options.NoTools).
+func (e *Engine) noTools(a *Answer, cat *registry.Catalog) {
+	if e.opts.NoTools == nil || len(cat.Tools) > 0 {
+		return
+	}
+	if why := e.opts.NoTools(cat); why != "" {
+		a.NoToolFits, a.Reason = true, why
+	}
+}
+
+// inCatalog keeps the offers of tools cat holds and allow (when set)
+// allows: a ranking made just before the catalog changed may still name a
+// tool that is gone.
+func inCatalog(offers []Offer, cat *registry.Catalog, allow func(string) bool) []Offer {
+	out := offers[:0]
+	for _, o := range offers {
+		if _, ok := cat.Get(o.Name); ok && (allow == nil || allow(o.Name)) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // Decide applies the thresholds to a ranking already made for q (a full
@@ -85,6 +128,8 @@ func (e *Engine) Decide(r index.Ranking, q Request) (Answer, error) {
 	a := e.answer(e.pol.Select(thresholds.FromRanking(r), c), r)
 	if q.Explain {
 		a.Explain = explain(&a, q, cat, e.pol, c, e.UsageFit())
+		s := suggestion{q: q, cat: cat, pol: e.pol, hits: thresholds.FromRanking(r), c: c, fit: e.UsageFit()}
+		a.Explain.suggest(s, nil, 0)
 	}
 	return a, nil
 }
@@ -113,6 +158,9 @@ func (e *Engine) answer(sel thresholds.Selection, r index.Ranking) Answer {
 	a := Answer{Tools: []Offer{}, NoToolFits: sel.NoToolFits, Selection: sel, Ranking: r, Degraded: r.Degraded, DegradedReason: r.Reason}
 	if sel.NoToolFits {
 		a.Reason = sel.Reason
+		if a.Reason == "" {
+			a.Reason = "no tool fits this request"
+		}
 	}
 	for _, o := range sel.Tools {
 		h, ok := byName[o.Name]

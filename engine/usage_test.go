@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/toolsrv/toolsrv/index"
@@ -98,34 +100,43 @@ func (c *countingStore) Changes(ctx context.Context, after int64) ([]usage.Entry
 }
 
 // The engine reads the history whole once, then only what changed (and
-// whole again when the store cannot tell, after a Forget); what it holds
-// is the store's entries each time (in no order: the index orders them).
+// whole again when the store cannot tell, after a Forget); what the index
+// ranks with is the store's entries each time (it ranks as an engine that
+// read the store whole now).
 func TestUsageFollowsChanges(t *testing.T) {
 	ctx := context.Background()
 	st, cs, eng := countingEngine(t)
 	record := func(req, tool string) { t.Helper(); recordCall(t, st, req, tool) }
+	stats, err := st.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	same := func(step string) {
 		t.Helper()
-		eng.usageMu.Lock()
-		got, _, err := eng.usageEntries(ctx)
-		eng.usageMu.Unlock()
+		own, _, err := usage.Open(ctx, stats.Where, usage.Options{}) // the fresh engine closes it
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _, err := st.Snapshot(ctx)
+		fresh, err := New(ctx, Options{Dirs: []string{"testdata/tools"}, NoCache: true, NoThresholds: true,
+			Logger: slog.New(slog.DiscardHandler), Usage: own})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != len(want) {
-			t.Fatalf("%s: the engine holds %d entries, the store %d", step, len(got), len(want))
+		defer fresh.Close()
+		if got, want := eng.UsageFit(), fresh.UsageFit(); got != want {
+			t.Errorf("%s: the engine's usage %+v, read whole now %+v", step, got, want)
 		}
-		byKey := map[usage.Key]usage.Entry{}
-		for _, e := range want {
-			byKey[e.Key] = e
-		}
-		for _, e := range got {
-			if w, ok := byKey[e.Key]; !ok || w.Count != e.Count || w.Version != e.Version {
-				t.Errorf("%s: entry %+v, the store has %+v", step, e, w)
+		for _, q := range []string{"show the git status", "how full is the disk", "find the TODO comments", "git"} {
+			got, err := eng.Index().Rank(ctx, index.Query{Text: q, K: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := fresh.Index().Rank(ctx, index.Query{Text: q, K: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got.Hits, want.Hits) {
+				t.Errorf("%s: %q ranks %+v, read whole now %+v", step, q, got.Hits, want.Hits)
 			}
 		}
 	}
@@ -327,8 +338,8 @@ func recordCall(t *testing.T, st usage.Store, req, tool string) {
 
 // A reload after a few recorded calls brings the index's view up to date
 // with them, with a store that keeps no saved view (such as the
-// PostgreSQL store): only the changes are read, and the entries the
-// engine held are let go (the index needs none of them).
+// PostgreSQL store): only the changes are read (the engine holds no
+// entries: the index's view is the one copy of the history).
 func TestUsageReloadInMemory(t *testing.T) {
 	ctx := context.Background()
 	st, cs, eng := countingEngine(t)
@@ -343,8 +354,47 @@ func TestUsageReloadInMemory(t *testing.T) {
 	snaps := cs.snapshots
 	recordCall(t, st, "how much room is left on the disk", "disk_usage")
 	eng.loadUsage(ctx)
-	if f := eng.UsageFit(); f.Entries != 61 || cs.snapshots != snaps || eng.usageHeld != nil {
-		t.Errorf("after one more call: %d entries (want 61), %d more snapshots (want 0), entries held %v (want none)",
-			f.Entries, cs.snapshots-snaps, eng.usageHeld != nil)
+	if f := eng.UsageFit(); f.Entries != 61 || cs.snapshots != snaps {
+		t.Errorf("after one more call: %d entries (want 61), %d more snapshots (want 0)", f.Entries, cs.snapshots-snaps)
 	}
+}
+
+// A reload that a shutdown cancels is no news: the engine says nothing
+// above Debug about the history it could not read then, and warns when
+// the same failure comes with its context alive.
+func TestUsageReloadCancelledQuietly(t *testing.T) {
+	st, cs, eng := countingEngine(t)
+	recordCall(t, st, "show the git status", "git_status")
+	var logged syncLog
+	eng.log = slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	eng.loadUsage(ctx)
+	if s := logged.String(); s != "" {
+		t.Errorf("a cancelled reload warned:\n%s", s)
+	}
+	// The same store failing with a live context is a warning.
+	cs.Store.Close()
+	eng.loadUsage(context.Background())
+	if s := logged.String(); !strings.Contains(s, "usage history") {
+		t.Errorf("a failing store did not warn (log %q)", s)
+	}
+}
+
+// syncLog is a log buffer safe to write from several goroutines.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -185,6 +185,15 @@
 //     inside it) and the rest of the filesystem are unreadable;
 //   - signals and abstract Unix sockets are scoped to the sandbox (ABI 6).
 //
+// An older kernel confines less (best effort): ABI 1 cannot allow renaming
+// or linking into another directory (the rules then do not ask for it,
+// and such a rename fails with EXDEV), ABI 1–2 cannot refuse truncation
+// (the seccomp filter then refuses truncate(2) and O_TRUNC on a file
+// opened for reading), ABI 3 has no TCP rules (the seccomp filter refuses
+// the sockets anyway), ABI 1–4 no device ioctl rules, ABI 1–5 no scoping.
+// sandbox.Policy.ABI confines as such a kernel would, for the tests that
+// show it (TestOlderLandlockABIs); the runner never sets it.
+//
 // A seccomp filter (package exec/sandbox: seccomp.go) adds what Landlock
 // ABI 7 lacks: without "network", no socket of any family but Unix and
 // netlink (no TCP, UDP, raw or packet socket); with it, no MPTCP socket

@@ -88,9 +88,9 @@ func (g WorkDirGuard) Check(dir string) (resolved string, protect []string, err 
 		}
 		switch p = resolveLoose(p); {
 		case resolved == p || isUnder(resolved, p):
-			return refuse("it is toolsrv's private %s (the usage history); tools must not read or write there; choose a project directory", p)
+			return refuse("it is toolsrv's private %s (its private state: the usage history, tokens, pinned definitions); tools must not read or write there; choose a project directory", p)
 		case isUnder(p, resolved):
-			return refuse("it holds %s, toolsrv's private usage history, which tools must not read (it keeps the users' requests); choose a directory that does not hold it, or keep the history elsewhere", p)
+			return refuse("it holds %s, toolsrv's private state (the usage history, which keeps the users' requests, or a token), which tools must not read; choose a directory that does not hold it, or keep that file elsewhere", p)
 		}
 	}
 	for _, list := range []struct {

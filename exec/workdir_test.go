@@ -66,9 +66,9 @@ func TestWorkDirGuard(t *testing.T) {
 		{dir: at("srvlink"), real: at("srv/work")},
 		// A directory holding the usage history, the history's, and one
 		// inside it are refused: read-only would still let tools read it.
-		{dir: at("srv/priv"), refusal: "holds " + at("srv/priv/state/toolsrv") + ", toolsrv's private usage history"},
-		{dir: at("privlink"), refusal: "private usage history"},
-		{dir: at("srv"), refusal: "private usage history"},
+		{dir: at("srv/priv"), refusal: "holds " + at("srv/priv/state/toolsrv") + ", toolsrv's private state"},
+		{dir: at("privlink"), refusal: "toolsrv's private state"},
+		{dir: at("srv"), refusal: "toolsrv's private state"},
 		{dir: at("srv/priv/state/toolsrv"), refusal: "toolsrv's private"},
 		{dir: at("privlink/state/toolsrv/sub"), refusal: "toolsrv's private"},
 		// A directory holding toolsrv's own paths is accepted, and names

@@ -6,11 +6,15 @@
 // of the documents:
 //
 //   - dense vectors from an [embed.Embedder], stored in a chromem-go
-//     collection (the source of truth, persisted in a file of our own under
-//     the user cache directory, one file per embedder and tool directory
-//     set, readable by this user only: files 0600 in a directory made 0700)
-//     and mirrored in a flat float32 matrix plus an int8 copy with one scale
-//     per row. A top-k ranking scans the int8 copy (AVX2 kernel on amd64),
+//     collection (persisted in a file of our own under the user cache
+//     directory, one file per embedder and tool directory set, readable by
+//     this user only: files 0600 in a directory made 0700) and mirrored in
+//     a flat float32 matrix plus an int8 copy with one scale per row. An
+//     embedder whose vectors depend on the text and model alone (Ollama)
+//     also keeps every vector it made in its vector library, a chromem-go
+//     collection persisted with chromem's own export and shared by every
+//     catalog (library.go: what it holds, and why the int8 scan stays
+//     beside it). A top-k ranking scans the int8 copy (AVX2 kernel on amd64),
 //     bounds every tool's score with the quantisation error, and re-scores
 //     exactly every tool that can still reach the top k, so it returns the
 //     same tools, order and scores as the exact float32 scan (see quant.go);

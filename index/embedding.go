@@ -14,10 +14,12 @@ import (
 // errDimChanged means the embedder now returns vectors of another size.
 var errDimChanged = errors.New("embedding dimension changed")
 
-// vecSet is the vectors found or made for a set of documents.
+// vecSet is the vectors found or made for a set of documents;
+// fromLibrary of them came from the vector library (library.go).
 type vecSet struct {
-	store *store
-	m     map[string][]float32
+	store       *store
+	m           map[string][]float32
+	fromLibrary int
 }
 
 func (s vecSet) get(hash string) []float32 { return s.m[hash] }
@@ -51,6 +53,9 @@ func (ix *Index) vectors(ctx context.Context, emb embed.Embedder, st *store, doc
 			}
 		}
 		todo = append(todo, d)
+	}
+	if len(todo) > 0 && ix.lib != nil {
+		todo = ix.fromLibrary(ctx, emb, &out, todo)
 	}
 	if len(todo) == 0 {
 		return out, 0, nil
@@ -124,8 +129,12 @@ func (ix *Index) vectors(ctx context.Context, emb embed.Embedder, st *store, doc
 		if err := out.store.put(ctx, put); err != nil {
 			return err
 		}
-		for _, p := range put {
+		for i, p := range put {
 			out.m[p.hash], _ = out.store.get(p.hash)
+			put[i].vec = out.m[p.hash]
+		}
+		if ix.lib != nil {
+			ix.lib.add(ctx, put)
 		}
 		fresh += len(r.batch)
 		if progress != nil {
@@ -152,4 +161,44 @@ func (ix *Index) vectors(ctx context.Context, emb embed.Embedder, st *store, doc
 	}
 	ix.log.Debug("index: embedded tools", "n", fresh, "embedder", emb.ID(), "took", time.Since(start))
 	return out, fresh, nil
+}
+
+// fromLibrary stores in out the vectors the library has of todo (the
+// documents neither the store nor the catalog's cache had) and returns
+// the documents still to embed.
+func (ix *Index) fromLibrary(ctx context.Context, emb embed.Embedder, out *vecSet, todo []*document) []*document {
+	dim := emb.Dim()
+	if out.store != nil {
+		dim = out.store.dim
+	}
+	found := ix.lib.lookup(ctx, todo, dim)
+	if len(found) == 0 {
+		return todo
+	}
+	var put []vecDoc
+	var rest []*document
+	for _, d := range todo {
+		if v, ok := found[d.hash]; ok {
+			put = append(put, vecDoc{hash: d.hash, name: d.name, vec: v})
+		} else {
+			rest = append(rest, d)
+		}
+	}
+	if out.store == nil {
+		ns, err := newStore(emb.ID(), len(put[0].vec))
+		if err != nil {
+			return todo
+		}
+		out.store = ns
+	}
+	if err := out.store.put(ctx, put); err != nil {
+		ix.log.Debug("index: vectors of the library not taken", "err", err)
+		return todo
+	}
+	for _, p := range put {
+		out.m[p.hash], _ = out.store.get(p.hash)
+	}
+	out.fromLibrary = len(put)
+	ix.log.Debug("index: vectors taken from the library", "n", len(put), "embedder", emb.ID())
+	return rest
 }

@@ -71,17 +71,7 @@ type Options struct {
 // Index ranks the tools of a catalog. It is safe for concurrent use: Rank
 // may run while Sync or Follow update the index.
 type Index struct {
-	usage atomic.Pointer[usageView] // the usage history (usage.go); nil: none
-	// usageVecs caches the usage requests' vectors by text.
-	usageVecs usageVectors
-	// usageSaved is when this index last saved its usage view; wg the
-	// saves under way (WaitSaves).
-	usageSaved struct {
-		sync.Mutex
-		at  time.Time
-		gen uint64 // SetUsage's latest; an older save gives way
-		wg  sync.WaitGroup
-	}
+	usage usageSignal // the usage history (usage.go)
 	base  embed.Embedder
 	aware embed.CatalogAware // base, if it adapts to the catalog
 	opts  Options
@@ -92,10 +82,13 @@ type Index struct {
 	// preloaded are the tool directories Preload read the cache for.
 	preloaded []string
 	path      string // the cache file ("" without a cache)
-	state     []byte // fitted embedder state
-	fitDocs   int
-	drift     int
-	dirty     bool
+	// lib is the embedder's vector library (library.go; nil for a
+	// CatalogAware embedder, or without a cache).
+	lib     *vecLibrary
+	state   []byte // fitted embedder state
+	fitDocs int
+	drift   int
+	dirty   bool
 	// lexc is the lexical cache file read with the cache (lexcache.go),
 	// until the first update takes it; lexDirty: documents were tokenized
 	// since the file was last written; tokenized counts the documents

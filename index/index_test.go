@@ -154,6 +154,10 @@ func TestCorruptCacheIsRebuilt(t *testing.T) {
 			if err := os.WriteFile(path, corrupt(b), 0o644); err != nil {
 				t.Fatal(err)
 			}
+			// Nor a vector library to take them from (TestVectorLibrary).
+			if err := os.Remove(newLibrary(cache, "test/hash", false, quiet()).path); err != nil {
+				t.Fatal(err)
+			}
 			e := newHashEmbedder(32)
 			ix := New(e, Options{CacheDir: cache, Logger: quiet()})
 			if err := ix.Sync(ctx, cat); err != nil {
@@ -584,6 +588,11 @@ func TestPreloadReadsTheCatalogsCache(t *testing.T) {
 	// A cache of other directories is no cache for these: Preload of a
 	// directory without one leaves Sync to embed, into its own file.
 	other := loadReg(t, copyTools(t)).Catalog()
+	// (Its tools are the same: the vector library would give their
+	// vectors, TestVectorLibrary.)
+	if err := os.Remove(newLibrary(cache, "test/hash", false, quiet()).path); err != nil {
+		t.Fatal(err)
+	}
 	emb := newHashEmbedder(64)
 	ix := New(emb, Options{CacheDir: cache, Logger: quiet()})
 	ix.Preload(ctx, cat.Dirs)

@@ -67,6 +67,9 @@ func (ix *Index) loadLocked(ctx context.Context, dirs []string) {
 		return
 	}
 	ix.path = cacheFile(dir, ix.base.ID(), dirs)
+	if ix.aware == nil && ix.lib == nil {
+		ix.lib = newLibrary(dir, ix.base.ID(), ix.opts.ReadOnlyCache, ix.log)
+	}
 	path := ix.path
 	ix.cachePath.Store(&path)
 	ix.loadLexLocked()
@@ -225,5 +228,8 @@ func (ix *Index) saveLocked() error {
 		return err
 	}
 	ix.dirty = false
+	if ix.lib != nil {
+		return ix.lib.save(context.Background())
+	}
 	return nil
 }

@@ -244,7 +244,7 @@ func (ix *Index) updateLocked(ctx context.Context, cat source, upserted, removed
 	stale = v.unused(stale)
 	ix.mu.Unlock()
 	ix.probeDrift += len(todo) + len(drop)
-	if fresh > 0 {
+	if fresh > 0 || vecs.fromLibrary > 0 {
 		ix.dirty = true
 	}
 	if st != nil && len(stale) > 0 {
@@ -356,7 +356,7 @@ func (ix *Index) rebuildLocked(ctx context.Context, cat source, docs []document)
 	ix.v = nv
 	ix.mu.Unlock()
 	ix.probeDrift += len(docs)
-	if fresh > 0 {
+	if fresh > 0 || vecs.fromLibrary > 0 {
 		ix.dirty = true
 	}
 	ix.pruneLocked(ctx)

@@ -40,11 +40,15 @@ package index
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"math"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolsrv/toolsrv/internal/parallel"
@@ -64,6 +68,17 @@ type Use struct {
 	// ID identifies the entry from one version of the history to the next
 	// (History.Since); "": none.
 	ID string
+	// key is ID's digest (useKey), for a Use made again from a view's
+	// row, whose ID is gone (zero: take it from ID).
+	key [16]byte
+}
+
+// idKey is the digest of e's ID (zero: none).
+func (e *Use) idKey() [16]byte {
+	if e.key != ([16]byte{}) {
+		return e.key
+	}
+	return useID(e.ID)
 }
 
 // The usage signal's constants (see the file comment).
@@ -130,8 +145,14 @@ type usageView struct {
 	byTool  map[string][]int32
 	// trust is each entry's vote's weight (usagetrust.go; nil: all 1).
 	trust []float32
-	// made is the history the view is of (SetUsageSaved; zero: SetUsage).
-	made viewHeader
+	// made is the history the view is of (SetUsageSaved; zero: SetUsage),
+	// history its History.Source (in memory only: a view read from the
+	// saved file has none, nor its rows' texts). rows: every row that is
+	// the history's has its ID, so that the history can be made again from
+	// the rows (rebuilt).
+	made    viewHeader
+	history string
+	rows    bool
 	// scratch holds *usageScratch for evidence.
 	scratch sync.Pool
 	// w is the weight chosen by leave-one-out; loo what it saw.
@@ -158,6 +179,34 @@ type UsageFit struct {
 	Recall float64 `json:"recall5"`
 	Base   float64 `json:"recall5Without"`
 }
+
+// usageSignal is the usage history as the index ranks with it: the view
+// in effect (nil: none), read by every ranking (Load); the cache of the
+// requests' vectors; and the state of the saved view (usagesaved.go).
+// Histories are applied one at a time (apply): each builds a view, or
+// brings a copy of the one in effect up to date (usagedelta.go), and
+// swaps it in; rankings go on with the view before meanwhile. The view is
+// the index's one copy of the history: its rows (request, tool, agent,
+// ID) are what a whole build starts from again when the history's catalog,
+// examples or drift call for one, so that only a view read from the saved
+// file (which keeps no texts) needs the history read whole.
+type usageSignal struct {
+	view  atomic.Pointer[usageView]
+	apply sync.Mutex
+	// vecs caches the usage requests' vectors by text.
+	vecs usageVectors
+	// saved is when this index last saved its usage view; wg the saves
+	// under way (WaitSaves).
+	saved struct {
+		sync.Mutex
+		at  time.Time
+		gen uint64 // SetUsage's latest; an older save gives way
+		wg  sync.WaitGroup
+	}
+}
+
+// Load is the view in effect (nil: no usage).
+func (s *usageSignal) Load() *usageView { return s.view.Load() }
 
 // usageVectors caches the usage requests' vectors by text, for the life
 // of the index (and its cache file: usagecache.go).
@@ -194,16 +243,22 @@ func (v *usageVecs) add(k [16]byte) int32 {
 // leave-one-out over a sample of the history (a ranking each). Rankings
 // go on meanwhile with the history before.
 func (ix *Index) SetUsage(ctx context.Context, uses []Use) (UsageFit, error) {
-	return ix.setUsage(ctx, uses, nil)
+	ix.usage.apply.Lock()
+	defer ix.usage.apply.Unlock()
+	return ix.setUsage(ctx, uses, nil, "", false)
 }
 
 // History names a usage history and how to read it, for SetUsageSaved.
 type History struct {
-	// Source names where the history is kept (and whatever else goes
-	// into it, such as the tools' examples): views of different sources
+	// Source names where the history is kept: views of different sources
 	// never mix. Version grows with every change of the history.
 	Source  string
 	Version int64
+	// Extra are entries that are not the history's own but join it in the
+	// view (the tools' examples), given whole each time: other Extra make
+	// another view, as another Source does, built from the view in effect
+	// when it has its rows (no read of the history).
+	Extra []Use
 	// Load gives all its entries.
 	Load func(context.Context) ([]Use, error)
 	// Since, if set, gives the entries added or changed after version v
@@ -211,31 +266,56 @@ type History struct {
 	Since func(ctx context.Context, v int64) (changed []Use, removed []string, err error)
 }
 
-// SetUsageSaved is SetUsage of the history h names. When the view in
-// effect is of an older version of the same history (a server's reload),
-// a copy of it is brought up to date with what changed since (h.Since),
-// and the same version again changes nothing. With
-// Options.UsageViewPath, the view and its weight saved for the same
-// version of the same history on the same catalog (by another process:
-// toolsrv rank) are taken from the file, and nothing is read; a view
-// saved for an older version is brought up to date with what changed
-// since (h.Since; the weight as it was chosen, until the entries added
-// and removed since the last full build reach a twentieth: usagedelta.go);
-// otherwise the history is read and built whole. The view in effect is
-// saved, in the background (WaitSaves). An error of h.Load is returned as
-// it is, and the history in effect stays.
+// SetUsageSaved is SetUsage of the history h names, reading as little of
+// it as it can:
+//
+//   - the view in effect of the same version of it: nothing changes;
+//   - of an older version (a server's reload): a copy of it brought up to
+//     date with what changed since (h.Since), the weight as it was chosen
+//     (usagedelta.go); once the entries added and removed since the last
+//     whole build reach a twentieth of it, built whole again from its own
+//     rows and the change;
+//   - the view in effect of the same history (Source) on another catalog,
+//     last step, embedder or Extra: built whole from its rows and what
+//     changed since;
+//   - with Options.UsageViewPath, the view saved for the same version of
+//     the same history on the same catalog (by another process: toolsrv
+//     rank) is taken from the file; one saved for an older version is
+//     brought up to date with what changed since;
+//   - otherwise the history is read (h.Load) and built whole.
+//
+// The view in effect is saved, in the background (WaitSaves). An error of
+// h.Load is returned as it is, and the history in effect stays.
 func (ix *Index) SetUsageSaved(ctx context.Context, h History) (UsageFit, error) {
-	want := viewHeader{base: ix.usageViewBase(h.Source), version: h.Version}
-	// The view in effect, if it is of an older version of this history (a
-	// server's reload): a copy of it brought up to date, neither the file
-	// nor the history read.
-	if cur := ix.usage.Load(); cur != nil && cur.made.base == want.base && cur.made.version <= want.version {
-		if cur.made.version == want.version {
-			return cur.loo, nil
-		}
-		if h.Since != nil {
-			if u, ok := ix.deltaOf(ctx, cur.clone(), cur.made.version, want, h); ok {
-				return u.loo, nil
+	ix.usage.apply.Lock()
+	defer ix.usage.apply.Unlock()
+	source := h.Source
+	if len(h.Extra) > 0 {
+		source += "\x00extra " + extraDigest(h.Extra)
+	}
+	want := viewHeader{base: ix.usageViewBase(source), version: h.Version}
+	cur := ix.usage.Load()
+	if cur != nil && cur.made.version <= want.version && cur.history == h.Source && h.Source != "" {
+		if cur.made.base == want.base {
+			if cur.made.version == want.version {
+				return cur.loo, nil
+			}
+			if h.Since != nil {
+				if fit, ok := ix.deltaOf(ctx, cur, cur.made.version, want, h); ok {
+					return fit, nil
+				}
+			}
+		} else if cur.rows && cur.text != nil && (cur.made.version == want.version || h.Since != nil) {
+			// Another catalog, last step, embedder or Extra: the same
+			// history built whole again from the view's rows.
+			var changed []Use
+			var removed []string
+			var err error
+			if cur.made.version < want.version {
+				changed, removed, err = h.Since(ctx, cur.made.version)
+			}
+			if err == nil {
+				return ix.setUsage(ctx, cur.rebuilt(changed, removed, h.Extra), &want, h.Source, withIDs(changed))
 			}
 		}
 	}
@@ -243,12 +323,12 @@ func (ix *Index) SetUsageSaved(ctx context.Context, h History) (UsageFit, error)
 		switch {
 		case version == want.version:
 			ix.usageSaveGen() // a save under way is of an older history
-			u.made = want
-			ix.usage.Store(u)
+			u.made, u.history = want, h.Source
+			ix.usage.view.Store(u)
 			return u.loo, nil
 		case version < want.version && h.Since != nil:
-			if u, ok := ix.deltaOf(ctx, u, version, want, h); ok {
-				return u.loo, nil
+			if fit, ok := ix.deltaOf(ctx, u, version, want, h); ok {
+				return fit, nil
 			}
 		}
 	}
@@ -256,13 +336,59 @@ func (ix *Index) SetUsageSaved(ctx context.Context, h History) (UsageFit, error)
 	if err != nil {
 		return UsageFit{}, err
 	}
-	return ix.setUsage(ctx, uses, &want)
+	return ix.setUsage(ctx, append(uses, h.Extra...), &want, h.Source, withIDs(uses))
+}
+
+// withIDs reports whether every one of uses has an ID.
+func withIDs(uses []Use) bool {
+	for i := range uses {
+		if uses[i].ID == "" && uses[i].key == ([16]byte{}) {
+			return false
+		}
+	}
+	return true
+}
+
+// extraDigest tells one History.Extra from another.
+func extraDigest(extra []Use) string {
+	h := sha256.New()
+	for _, e := range extra {
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%d\x00%d\x00", e.Agent, e.Tool, e.Request, e.ID, e.Count, e.Failed)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// rebuilt is the history u is of as Uses again (the entries that vote,
+// each as one uncounted call: what a whole build keeps of them), with
+// removed and changed taken out and changed put in, and the entries
+// that are not the history's (no ID, or one of Extra's: History.Extra)
+// replaced by extra. u must have its rows (u.rows, u.text).
+func (u *usageView) rebuilt(changed []Use, removed []string, extra []Use) []Use {
+	gone := make(map[[16]byte]bool, len(changed)+len(removed)+len(extra))
+	for _, id := range removed {
+		gone[useID(id)] = true
+	}
+	for _, e := range changed {
+		gone[useID(e.ID)] = true
+	}
+	for i := range extra {
+		gone[extra[i].idKey()] = true
+	}
+	out := make([]Use, 0, u.n+len(changed)+len(extra))
+	for i := 0; i < u.n; i++ {
+		if id := u.ids[i]; id != ([16]byte{}) && !gone[id] {
+			out = append(out, Use{Request: u.text[i], Tool: u.toolOf(int32(i)), Agent: u.agentNames[u.agent[i]], Count: 1, key: id})
+		}
+	}
+	out = append(out, changed...)
+	return append(out, extra...)
 }
 
 // setUsage builds, fits and puts in effect the view of uses, of the
-// history hdr names (nil: none), and saves it (with
-// Options.UsageViewPath).
-func (ix *Index) setUsage(ctx context.Context, uses []Use, hdr *viewHeader) (UsageFit, error) {
+// history hdr names (nil: none; source its History.Source; rows: every
+// entry of it in uses has its ID), and saves it (with
+// Options.UsageViewPath). The caller holds usage.apply.
+func (ix *Index) setUsage(ctx context.Context, uses []Use, hdr *viewHeader, source string, rows bool) (UsageFit, error) {
 	u, err := ix.buildUsage(ctx, orderedUses(uses))
 	if err != nil || u == nil {
 		if err == nil {
@@ -271,7 +397,7 @@ func (ix *Index) setUsage(ctx context.Context, uses []Use, hdr *viewHeader) (Usa
 		if err == nil && hdr != nil {
 			ix.saveUsageView(ix.usageSaveGen(), *hdr, nil)
 		}
-		ix.usage.Store(u)
+		ix.usage.view.Store(nil)
 		return UsageFit{}, err
 	}
 	if err := u.setTrust(ctx, 0); err != nil {
@@ -281,14 +407,14 @@ func (ix *Index) setUsage(ctx context.Context, uses []Use, hdr *viewHeader) (Usa
 		return UsageFit{}, err
 	}
 	if hdr != nil {
-		u.made = *hdr
+		u.made, u.history, u.rows = *hdr, source, rows
 	}
-	ix.usage.Store(u)
+	ix.usage.view.Store(u)
 	if hdr != nil && ix.opts.UsageViewPath != "" {
 		// Saved in the background: a ranking waiting for the history
 		// (rank's first) does not wait for the file too (WaitSaves).
 		gen, h := ix.usageSaveGen(), *hdr
-		ix.usageSaved.wg.Go(func() { ix.saveUsageView(gen, h, u) })
+		ix.usage.saved.wg.Go(func() { ix.saveUsageView(gen, h, u) })
 	}
 	return u.loo, nil
 }
@@ -350,7 +476,7 @@ func orderedUses(uses []Use) []Use {
 
 // ShareUsage makes the index rank with the usage history from has (a
 // session's index of the same catalog and more).
-func (ix *Index) ShareUsage(from *Index) { ix.usage.Store(from.usage.Load()) }
+func (ix *Index) ShareUsage(from *Index) { ix.usage.view.Store(from.usage.Load()) }
 
 // UsageFit says how the usage in effect was weighed (zero: no usage).
 func (ix *Index) UsageFit() UsageFit {
@@ -391,7 +517,7 @@ func (ix *Index) buildUsage(ctx context.Context, uses []Use) (*usageView, error)
 			agents[e.Agent] = a
 			u.agentNames = append(u.agentNames, e.Agent)
 		}
-		u.ids = append(u.ids, useID(e.ID))
+		u.ids = append(u.ids, e.idKey())
 		i := int32(u.n)
 		u.n++
 		tid, ok := toolIDs[e.Tool]
@@ -490,7 +616,7 @@ func (ix *Index) usageEmbed(ctx context.Context, texts []string) ([]int8, []floa
 	}
 	keys := make([][16]byte, len(texts)) // on all cores
 	parallel.Each(len(texts), func(i int) { keys[i] = usageKey(texts[i]) })
-	c := &ix.usageVecs
+	c := &ix.usage.vecs
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	dim := e.Dim()

@@ -56,7 +56,7 @@ func (ix *Index) removeUsageVectors() {
 	if e == nil {
 		return
 	}
-	c := &ix.usageVecs
+	c := &ix.usage.vecs
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.vecs = nil

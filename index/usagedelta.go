@@ -33,32 +33,50 @@ func useID(id string) [16]byte {
 	return usageKey(id)
 }
 
-// deltaOf brings u, a view of version of the history h, up to the
-// version want with what changed since (h.Since) and puts it in effect,
-// saving it in the background; false when it cannot.
-func (ix *Index) deltaOf(ctx context.Context, u *usageView, version int64, want viewHeader, h History) (*usageView, bool) {
+// deltaOf brings u, a view of version of the history h (the view in
+// effect, or one read from the saved file), up to the version want with
+// what changed since (h.Since), puts it in effect and saves it in the
+// background: a copy of u changed in place when the change is small
+// (applyDelta), else, when u has its rows (a view built here of entries
+// with IDs, not read from the file), the history built whole from them
+// and the change. False
+// when it can do neither (h.Since failed, or the change is too large for
+// a view without its rows): the caller reads the history whole. The
+// caller holds usage.apply.
+func (ix *Index) deltaOf(ctx context.Context, u *usageView, version int64, want viewHeader, h History) (UsageFit, bool) {
 	changed, removed, err := h.Since(ctx, version)
-	if err != nil || !ix.applyDelta(ctx, u, changed, removed) {
-		return nil, false
+	if err != nil {
+		return UsageFit{}, false
 	}
-	u.made = want
-	ix.usage.Store(u)
-	if ix.opts.UsageViewPath != "" {
-		gen := ix.usageSaveGen()
-		ix.usageSaved.wg.Go(func() { ix.saveUsageView(gen, want, u) })
+	d := u
+	if u == ix.usage.Load() {
+		d = u.clone() // rankings read u meanwhile
 	}
-	return u, true
+	if ix.applyDelta(ctx, d, changed, removed) {
+		d.made, d.history = want, h.Source
+		ix.usage.view.Store(d)
+		if ix.opts.UsageViewPath != "" {
+			gen := ix.usageSaveGen()
+			ix.usage.saved.wg.Go(func() { ix.saveUsageView(gen, want, d) })
+		}
+		return d.loo, true
+	}
+	if !u.rows || u.text == nil || ctx.Err() != nil {
+		return UsageFit{}, false
+	}
+	fit, err := ix.setUsage(ctx, u.rebuilt(changed, removed, h.Extra), &want, h.Source, withIDs(changed))
+	return fit, err == nil
 }
 
 // clone is a copy of u that a delta may change while rankings read u (the
 // words are rebuilt by the delta, the postings and tools' entries by its
-// reindex; the requests' texts, which only a whole build uses, are left).
+// reindex).
 func (u *usageView) clone() *usageView {
-	return &usageView{n: u.n, agents: u.agents, fullN: u.fullN, drift: u.drift, dim: u.dim,
+	return &usageView{n: u.n, agents: u.agents, fullN: u.fullN, drift: u.drift, dim: u.dim, text: slices.Clone(u.text),
 		toolID: slices.Clone(u.toolID), tools: slices.Clone(u.tools), agent: slices.Clone(u.agent),
 		agentNames: slices.Clone(u.agentNames), ids: slices.Clone(u.ids), trust: slices.Clone(u.trust),
 		qvecs: slices.Clone(u.qvecs), qscale: slices.Clone(u.qscale), words: u.words, wordsAt: u.wordsAt,
-		idf: slices.Clone(u.idf), dict: maps.Clone(u.dict), w: u.w, loo: u.loo, made: u.made}
+		idf: slices.Clone(u.idf), dict: maps.Clone(u.dict), w: u.w, loo: u.loo, made: u.made, history: u.history, rows: u.rows}
 }
 
 // applyDelta applies to u (a view no ranking uses yet) the entries
@@ -143,6 +161,9 @@ func (ix *Index) applyDelta(ctx context.Context, u *usageView, changed []Use, re
 			continue
 		}
 		u.toolID[p], u.agent[p], u.ids[p], u.trust[p] = u.toolID[i], u.agent[i], u.ids[i], u.trust[i]
+		if u.text != nil {
+			u.text[p] = u.text[i]
+		}
 		if dim > 0 {
 			u.qscale[p] = u.qscale[i]
 			copy(u.qvecs[p*dim:(p+1)*dim], u.qvecs[int(i)*dim:(int(i)+1)*dim])
@@ -150,6 +171,11 @@ func (ix *Index) applyDelta(ctx context.Context, u *usageView, changed []Use, re
 	}
 	n := end + len(adds)
 	toolID, agent, ids := u.toolID[:end], u.agent[:end], u.ids[:end]
+	var text []string
+	if u.text != nil {
+		clear(u.text[end:]) // no request of a row gone left behind
+		text = u.text[:end]
+	}
 	var qscale []float32
 	var qvecs []int8
 	if dim > 0 {
@@ -183,6 +209,9 @@ func (ix *Index) applyDelta(ctx context.Context, u *usageView, changed []Use, re
 			u.agentNames = append(u.agentNames, e.Agent)
 		}
 		toolID, agent, ids = append(toolID, t), append(agent, a), append(ids, useID(e.ID))
+		if u.text != nil {
+			text = append(text, e.Request)
+		}
 		wordsAt = append(wordsAt, int32(len(words)))
 		at := len(words)
 		var norm float64
@@ -208,7 +237,7 @@ func (ix *Index) applyDelta(ctx context.Context, u *usageView, changed []Use, re
 		}
 	}
 	wordsAt = append(wordsAt, int32(len(words)))
-	u.n, u.toolID, u.agent, u.ids = n, toolID, agent, ids
+	u.n, u.toolID, u.agent, u.ids, u.text = n, toolID, agent, ids, text
 	u.wordsAt, u.words, u.qscale, u.qvecs = wordsAt, words, qscale, qvecs
 	u.agents = len(u.agentNames)
 	u.drift += drop + len(adds)

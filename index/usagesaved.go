@@ -131,18 +131,18 @@ func (ix *Index) saveUsageView(gen uint64, h viewHeader, u *usageView) {
 	if path == "" {
 		return
 	}
-	ix.usageSaved.Lock()
-	defer ix.usageSaved.Unlock()
-	if gen != ix.usageSaved.gen {
+	ix.usage.saved.Lock()
+	defer ix.usage.saved.Unlock()
+	if gen != ix.usage.saved.gen {
 		return
 	}
-	if u == nil || !ix.usageSaved.at.IsZero() && time.Since(ix.usageSaved.at) < usageViewEvery {
+	if u == nil || !ix.usage.saved.at.IsZero() && time.Since(ix.usage.saved.at) < usageViewEvery {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			ix.log.Debug("saved usage view not removed", "err", err)
 		}
 		return
 	}
-	ix.usageSaved.at = time.Now()
+	ix.usage.saved.at = time.Now()
 	err := fileio.WriteAtomic(path, 0o600, func(w io.Writer) error { return encodeUsageView(w, h, u) })
 	if err != nil {
 		ix.log.Debug("usage view not saved", "err", err)
@@ -151,15 +151,15 @@ func (ix *Index) saveUsageView(gen uint64, h viewHeader, u *usageView) {
 
 // usageSaveGen numbers a SetUsage's save.
 func (ix *Index) usageSaveGen() uint64 {
-	ix.usageSaved.Lock()
-	defer ix.usageSaved.Unlock()
-	ix.usageSaved.gen++
-	return ix.usageSaved.gen
+	ix.usage.saved.Lock()
+	defer ix.usage.saved.Unlock()
+	ix.usage.saved.gen++
+	return ix.usage.saved.gen
 }
 
 // WaitSaves waits until the files the index writes in the background
 // (the usage view) are written: call it before the process ends.
-func (ix *Index) WaitSaves() { ix.usageSaved.wg.Wait() }
+func (ix *Index) WaitSaves() { ix.usage.saved.wg.Wait() }
 
 // encodeUsageView writes u in the layout above.
 func encodeUsageView(w io.Writer, h viewHeader, u *usageView) error {

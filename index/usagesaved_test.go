@@ -625,3 +625,90 @@ func TestUsageVectorsGoWithTheHistory(t *testing.T) {
 		t.Errorf("with an empty history, the vectors are still there: %v", err)
 	}
 }
+
+// The view in effect is the index's one copy of the history: a change too
+// large for a delta, or other Extra (the tools' examples) or another
+// catalog for the same history, is built whole from the view's own rows
+// and what changed, without reading the history again, and makes the
+// very view a whole read would.
+func TestUsageViewRebuiltFromItsRows(t *testing.T) {
+	ctx := context.Background()
+	dir := usageCatalog(t)
+	uses := savedHistoryIDs()
+	calls := 0
+	ix := savedUsageIndex(t, dir, "") // no saved file: only the view in memory
+	extra := []Use{{Request: "what time is it in tokyo", Tool: "calculator", Agent: "(examples)", Count: 1}}
+	if _, err := ix.SetUsageSaved(ctx, History{Source: "s", Version: 1, Extra: extra, Load: loads(uses, &calls)}); err != nil {
+		t.Fatal(err)
+	}
+	// The view a whole read of these entries builds.
+	same := func(step string, want []Use) {
+		t.Helper()
+		fresh := savedUsageIndex(t, dir, "")
+		if _, err := fresh.SetUsage(ctx, want); err != nil {
+			t.Fatal(err)
+		}
+		a, b := ix.usage.Load(), fresh.usage.Load()
+		checkView(t, a)
+		if a.n != b.n || !reflect.DeepEqual(a.text, b.text) || !reflect.DeepEqual(a.ids, b.ids) ||
+			!reflect.DeepEqual(a.toolID, b.toolID) || !reflect.DeepEqual(a.tools, b.tools) ||
+			!reflect.DeepEqual(a.agent, b.agent) || !reflect.DeepEqual(a.agentNames, b.agentNames) ||
+			!reflect.DeepEqual(a.qvecs, b.qvecs) || !reflect.DeepEqual(a.qscale, b.qscale) ||
+			!reflect.DeepEqual(a.words, b.words) || !reflect.DeepEqual(a.wordsAt, b.wordsAt) ||
+			!reflect.DeepEqual(a.idf, b.idf) || !reflect.DeepEqual(a.trust, b.trust) || a.w != b.w || a.loo != b.loo {
+			t.Errorf("%s: the view rebuilt from its rows (%d entries, fit %+v) is not the one a whole read builds (%d, %+v)",
+				step, a.n, a.loo, b.n, b.loo)
+		}
+	}
+	same("built", append(append([]Use(nil), uses...), extra...))
+
+	// More than a twentieth changed: built whole, from the view's rows.
+	var many []Use
+	for i := 0; i < 5; i++ {
+		many = append(many, Use{Request: fmt.Sprint("convert unit number ", i), Tool: "calculator", Agent: "a", Count: 1, ID: fmt.Sprint("many", i)})
+	}
+	asked := int64(-1)
+	if _, err := ix.SetUsageSaved(ctx, History{Source: "s", Version: 2, Extra: extra, Load: loads(uses, &calls),
+		Since: func(_ context.Context, v int64) ([]Use, []string, error) {
+			asked = v
+			return many, []string{uses[0].ID}, nil
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 || asked != 1 {
+		t.Errorf("a large change: %d reads of the whole history (want 1, the first), changes since %d (want 1)", calls, asked)
+	}
+	now := append(append([]Use(nil), uses[1:]...), many...)
+	same("after a large change", append(append([]Use(nil), now...), extra...))
+
+	// Other examples, the same history: built whole from the rows.
+	extra2 := []Use{{Request: "multiply these two numbers", Tool: "calculator", Agent: "(examples)", Count: 1}}
+	if _, err := ix.SetUsageSaved(ctx, History{Source: "s", Version: 2, Extra: extra2, Load: loads(uses, &calls)}); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Errorf("other examples: %d reads of the whole history, want none more", calls-1)
+	}
+	same("after other examples", append(append([]Use(nil), now...), extra2...))
+
+	// Another history: read whole.
+	if _, err := ix.SetUsageSaved(ctx, History{Source: "another", Version: 2, Extra: extra2, Load: loads(uses, &calls)}); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 2 {
+		t.Errorf("another history: %d reads of it, want 1", calls-1)
+	}
+	// A history whose entries have no IDs cannot be made again from the
+	// rows (no telling them from Extra): read whole.
+	anon := savedHistory()
+	if _, err := ix.SetUsageSaved(ctx, History{Source: "anon", Version: 1, Extra: extra, Load: loads(anon, &calls)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.SetUsageSaved(ctx, History{Source: "anon", Version: 1, Extra: extra2, Load: loads(anon, &calls)}); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 4 {
+		t.Errorf("a history without IDs, other examples: %d reads of it, want 2", calls-2)
+	}
+	same("a history without IDs", append(append([]Use(nil), anon...), extra2...))
+}

@@ -53,6 +53,9 @@ func (p ConfigProblem) Error() string { return fmt.Sprintf("mcp server %s: %s", 
 // ServerConfig is one entry of "mcpServers".
 type ServerConfig struct {
 	Name string
+	// File is the configuration file it is an entry of (absolute when
+	// read by LoadConfig): with Name, what its tools are pinned under.
+	File string
 	// Transport is Stdio, HTTP or SSE.
 	Transport string
 
@@ -73,12 +76,24 @@ type ServerConfig struct {
 	// HTTP and SSE: URL and Headers.
 	URL     string
 	Headers map[string]string
+	// OAuth is how toolsrv gets access tokens for an http server that asks
+	// for them ("oauth"); nil for stdio and sse servers, for "oauth": false,
+	// and for an entry whose "headers" carry an Authorization header.
+	OAuth *OAuthConfig
 
 	// Timeout bounds one call of its tools ("timeout"; 0: the caller's
 	// default, 60 s); StartTimeout bounds starting it: initialize and the
 	// first tools/list ("startTimeout"; 0: the provider's default).
 	Timeout      time.Duration
 	StartTimeout time.Duration
+
+	// MaxTools bounds how many of its tools are taken ("maxTools"; 0:
+	// DefaultMaxTools): the rest are dropped, with one warning.
+	MaxTools int
+	// TrustNewTools takes a tool the server adds after its first listing
+	// without the owner's approval ("trustNewTools"); by default it is
+	// held like a tool whose definition changed (see Pins).
+	TrustNewTools bool
 }
 
 // SandboxConfig is an entry's "sandbox" object.
@@ -144,7 +159,7 @@ func (s ServerConfig) NetworkHint() string {
 
 // serverKeys are the keys an entry may have; others are warned about
 // (clients add their own, such as "autoApprove").
-var serverKeys = []string{"args", "command", "cwd", "disabled", "env", "headers", "sandbox", "startTimeout", "timeout", "transport", "type", "url"}
+var serverKeys = []string{"args", "command", "cwd", "disabled", "env", "headers", "maxTools", "oauth", "sandbox", "startTimeout", "timeout", "transport", "trustNewTools", "type", "url"}
 
 // LoadConfig reads an MCP configuration file. A file that cannot be read
 // or parsed is an error; an entry that cannot be used is a problem of
@@ -263,14 +278,15 @@ func parseServer(file, name string, raw json.RawMessage, getenv func(string) str
 	if disabled {
 		return nil, append(problems, ConfigProblem{Server: name, Warning: true, Msg: "disabled (\"disabled\": true): not started"}), nil
 	}
-	sc := &ServerConfig{Name: name}
+	sc := &ServerConfig{Name: name, File: file}
 	var typ, transport string
 	var timeout, startTimeout json.RawMessage
 	for _, f := range []struct {
 		key string
 		v   any
 	}{{"type", &typ}, {"transport", &transport}, {"command", &sc.Command}, {"args", &sc.Args}, {"env", &sc.Env},
-		{"cwd", &sc.Dir}, {"url", &sc.URL}, {"headers", &sc.Headers}, {"timeout", &timeout}, {"startTimeout", &startTimeout}} {
+		{"cwd", &sc.Dir}, {"url", &sc.URL}, {"headers", &sc.Headers}, {"timeout", &timeout}, {"startTimeout", &startTimeout},
+		{"maxTools", &sc.MaxTools}, {"trustNewTools", &sc.TrustNewTools}} {
 		if err := field(f.key, f.v); err != nil {
 			return nil, problems, err
 		}
@@ -306,14 +322,17 @@ func parseServer(file, name string, raw json.RawMessage, getenv func(string) str
 	if sc.StartTimeout, err = parseDuration("startTimeout", startTimeout); err != nil {
 		return nil, problems, err
 	}
+	if sc.MaxTools < 0 {
+		return nil, problems, fmt.Errorf("\"maxTools\" %d: want a positive number of tools (default %d)", sc.MaxTools, DefaultMaxTools)
+	}
 	base := filepath.Dir(file)
 	switch sc.Transport {
 	case Stdio:
 		if sc.Command == "" {
 			return nil, problems, errors.New("a stdio server needs \"command\"")
 		}
-		if sc.URL != "" || len(sc.Headers) > 0 {
-			return nil, problems, errors.New("\"url\" and \"headers\" are for http and sse servers, not stdio ones")
+		if sc.URL != "" || len(sc.Headers) > 0 || m["oauth"] != nil {
+			return nil, problems, errors.New("\"url\", \"headers\" and \"oauth\" are for http and sse servers, not stdio ones")
 		}
 		if sc.Command, err = resolveCommand(sc.Command, base, getenv, lookPath); err != nil {
 			return nil, problems, err
@@ -342,6 +361,9 @@ func parseServer(file, name string, raw json.RawMessage, getenv func(string) str
 		}
 		if _, ok := m["sandbox"]; ok {
 			problems = append(problems, ConfigProblem{Server: name, Warning: true, Msg: "\"sandbox\" is ignored for a remote server: it does not run here"})
+		}
+		if sc.OAuth, err = parseOAuth(m["oauth"], sc, getenv); err != nil {
+			return nil, problems, err
 		}
 	}
 	return sc, problems, nil

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,8 +19,11 @@ func TestParseConfig(t *testing.T) {
 		return "", errors.New("not found")
 	}
 	getenv := func(k string) string {
-		if k == "HOME" {
+		switch k {
+		case "HOME":
 			return dir
+		case "SECRET":
+			return "s3cret"
 		}
 		return ""
 	}
@@ -76,6 +80,43 @@ func TestParseConfig(t *testing.T) {
 		{name: "bad timeout", json: `{"mcpServers": {"x": {"command": "node", "timeout": "soon"}}}`, problem: `"timeout" "soon"`},
 		{name: "unknown key", json: `{"mcpServers": {"x": {"command": "node", "autoApprove": []}}}`, warning: `unknown key "autoApprove" ignored`},
 		{name: "disabled", json: `{"mcpServers": {"x": {"command": "node", "disabled": true}}}`, warning: `disabled`},
+		{name: "oauth by default", json: `{"mcpServers": {"r": {"url": "https://example.com/mcp"}}}`,
+			check: func(c *Config) string {
+				if o := c.Servers[0].OAuth; o == nil || o.Grant != GrantAuthorizationCode {
+					return fmt.Sprintf("oauth %+v, want the authorization code grant", o)
+				}
+				return ""
+			}},
+		{name: "oauth off", json: `{"mcpServers": {"r": {"url": "https://example.com/mcp", "oauth": false}}}`,
+			check: func(c *Config) string {
+				if c.Servers[0].OAuth != nil {
+					return "oauth on"
+				}
+				return ""
+			}},
+		{name: "authorization header, no oauth", json: `{"mcpServers": {"r": {"url": "https://example.com/mcp", "headers": {"authorization": "Bearer x"}}}}`,
+			check: func(c *Config) string {
+				if c.Servers[0].OAuth != nil {
+					return "oauth on beside an Authorization header"
+				}
+				return ""
+			}},
+		{name: "oauth client credentials", json: `{"mcpServers": {"r": {"url": "https://example.com/mcp", "oauth": {"grant": "client_credentials", "clientId": "id", "clientSecretEnv": "SECRET", "issuer": "https://login.example", "scopes": ["a", "b"]}}}}`,
+			check: func(c *Config) string {
+				if o := c.Servers[0].OAuth; o == nil || o.Grant != GrantClientCredentials || o.ClientSecret != "s3cret" || o.Issuer != "https://login.example" || len(o.Scopes) != 2 {
+					return fmt.Sprintf("oauth %+v", o)
+				}
+				return ""
+			}},
+		{name: "oauth and authorization header", json: `{"mcpServers": {"r": {"url": "https://example.com/mcp", "headers": {"Authorization": "x"}, "oauth": {}}}}`, problem: `both "oauth" and an Authorization header`},
+		{name: "client credentials without secret", json: `{"mcpServers": {"r": {"url": "https://example.com/mcp", "oauth": {"grant": "client_credentials", "clientId": "id"}}}}`, problem: `needs "clientId" and "clientSecret"`},
+		{name: "secret env unset", json: `{"mcpServers": {"r": {"url": "https://example.com/mcp", "oauth": {"clientId": "id", "clientSecretEnv": "NOPE"}}}}`, problem: `names $NOPE, which is empty`},
+		{name: "metadata url not https", json: `{"mcpServers": {"r": {"url": "https://example.com/mcp", "oauth": {"clientMetadataUrl": "http://example.com/client.json"}}}}`, problem: `"clientMetadataUrl"`},
+		{name: "bad grant", json: `{"mcpServers": {"r": {"url": "https://example.com/mcp", "oauth": {"grant": "password"}}}}`, problem: `"grant" "password"`},
+		{name: "bad scope", json: `{"mcpServers": {"r": {"url": "https://example.com/mcp", "oauth": {"scopes": ["a b"]}}}}`, problem: `scope "a b"`},
+		{name: "unknown oauth key", json: `{"mcpServers": {"r": {"url": "https://example.com/mcp", "oauth": {"client_id": "x"}}}}`, problem: `unknown field "client_id"`},
+		{name: "oauth on stdio", json: `{"mcpServers": {"x": {"command": "node", "oauth": {}}}}`, problem: `"oauth" are for http and sse servers`},
+		{name: "oauth on sse", json: `{"mcpServers": {"x": {"type": "sse", "url": "http://127.0.0.1:1/sse", "oauth": {}}}}`, problem: `"oauth" is for http (streamable HTTP) servers, not sse ones`},
 		{name: "one bad, one good", json: `{"mcpServers": {"bad": {"type": "carrier-pigeon"}, "good": {"command": "node"}}}`, problem: `mcp server bad: unknown transport`,
 			check: func(c *Config) string {
 				if len(c.Servers) != 1 || c.Servers[0].Name != "good" {

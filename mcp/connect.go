@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -29,7 +31,9 @@ type conn struct {
 	name string
 	sess *sdk.ClientSession
 	bad  *garbage
-	log  *slog.Logger
+	// bound cuts a stdio server's pages of tools/list to its cap.
+	bound *pageBound
+	log   *slog.Logger
 	// hint is what to do when a stdio server that downloads its package
 	// fails to start (ServerConfig.NetworkHint).
 	hint string
@@ -43,7 +47,7 @@ type conn struct {
 // initialize handshake within the start timeout. changed is told about
 // notifications/tools/list_changed.
 func (p *Provider) connect(ctx context.Context, changed chan<- struct{}) (*conn, error) {
-	c := &conn{name: p.cfg.Name, bad: &garbage{}, log: p.log, grace: p.opts.StopGrace, hint: p.cfg.NetworkHint()}
+	c := &conn{name: p.cfg.Name, bad: &garbage{}, bound: &pageBound{max: p.maxTools()}, log: p.log, grace: p.opts.StopGrace, hint: p.cfg.NetworkHint()}
 	client := sdk.NewClient(&sdk.Implementation{Name: "toolsrv", Version: p.opts.Version}, &sdk.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
 			select {
@@ -51,7 +55,13 @@ func (p *Provider) connect(ctx context.Context, changed chan<- struct{}) (*conn,
 			default:
 			}
 		},
-		Capabilities: &sdk.ClientCapabilities{}, // no roots, no sampling
+		// No roots, no sampling; elicitation in both modes, passed on to
+		// the person behind the call (elicit.go).
+		Capabilities: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{
+			Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return p.calls.elicit(ctx, p.cfg.Name, req)
+		},
 	})
 	var t sdk.Transport
 	switch p.cfg.Transport {
@@ -61,9 +71,10 @@ func (p *Provider) connect(ctx context.Context, changed chan<- struct{}) (*conn,
 		}
 		t = &stdioTransport{p: p, c: c}
 	case HTTP:
-		t = &sdk.StreamableClientTransport{Endpoint: p.cfg.URL, HTTPClient: headerClient(p.cfg.Headers), MaxRetries: -1}
+		t = &sdk.StreamableClientTransport{Endpoint: p.cfg.URL, HTTPClient: remoteClient(p.cfg.Headers), MaxRetries: streamRetries,
+			OAuthHandler: p.oauthHandler()}
 	case SSE:
-		t = &sdk.SSEClientTransport{Endpoint: p.cfg.URL, HTTPClient: headerClient(p.cfg.Headers)}
+		t = &sdk.SSEClientTransport{Endpoint: p.cfg.URL, HTTPClient: remoteClient(p.cfg.Headers)}
 	default:
 		return nil, fmt.Errorf("unknown transport %q", p.cfg.Transport)
 	}
@@ -246,7 +257,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	if proc.Unsandboxed() {
 		t.p.log.Warn("mcp server runs UNSANDBOXED")
 	}
-	return (&sdk.IOTransport{Reader: &jsonLines{r: bufio.NewReaderSize(proc.Stdout, 64<<10), c: proc.Stdout, bad: t.c.bad}, Writer: proc.Stdin}).Connect(ctx)
+	return (&sdk.IOTransport{Reader: &jsonLines{r: bufio.NewReaderSize(proc.Stdout, 64<<10), c: proc.Stdout, bad: t.c.bad, bound: t.c.bound}, Writer: proc.Stdin}).Connect(ctx)
 }
 
 // packagePaths are the paths a stdio server may read because its command
@@ -282,10 +293,11 @@ func packagePaths(argv []string) []string {
 // JSON, and counts (and drops) the others: a server that prints a banner
 // on standard output still works, and the garbage is reported.
 type jsonLines struct {
-	r    *bufio.Reader
-	c    io.Closer
-	bad  *garbage
-	rest []byte
+	r     *bufio.Reader
+	c     io.Closer
+	bad   *garbage
+	bound *pageBound
+	rest  []byte
 }
 
 // maxLine bounds one message (as the SDK's own default).
@@ -311,7 +323,7 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 			switch {
 			case len(t) == 0:
 			case (t[0] == '{' || t[0] == '[') && json.Valid(t):
-				j.rest = append(append(j.rest[:0], t...), '\n')
+				j.rest = append(append(j.rest[:0], j.bound.trim(t)...), '\n')
 			default:
 				j.bad.add(t)
 			}
@@ -379,13 +391,48 @@ func (w *logWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// headerClient is an HTTP client that adds headers to every request (an
-// entry's "headers", such as Authorization).
-func headerClient(h map[string]string) *http.Client {
-	if len(h) == 0 {
-		return http.DefaultClient
+// streamRetries bounds the resumption of an http server's stream that
+// broke (the SDK's MaxRetries): each reconnection is a GET with the last
+// event's ID as Last-Event-ID, after the server's "retry" delay (else a
+// backoff from 1 s growing ×1.5 to 30 s, with jitter); once
+// streamRetries+1 reconnections in a row bring no new event, the
+// connection is given up (and started again as a dead server is). A
+// stream that brings new events between breaks is resumed for as long as
+// the request lasts: a call's timeout, the start timeout of initialize
+// and tools/list.
+const streamRetries = 5
+
+// remoteClient is the HTTP client of a remote server's transport: it adds
+// the entry's "headers" (such as Authorization) to every request and
+// follows no redirect to another origin, so that neither those headers
+// nor an OAuth access token reach anyone but the server.
+func remoteClient(h map[string]string) *http.Client {
+	c := &http.Client{Transport: http.DefaultTransport, CheckRedirect: sameOriginRedirect}
+	if len(h) > 0 {
+		c.Transport = headerTransport{h: h, rt: http.DefaultTransport}
 	}
-	return &http.Client{Transport: headerTransport{h: h, rt: http.DefaultTransport}}
+	return c
+}
+
+// sameOriginRedirect follows redirects within the first request's origin
+// only (scheme, host and port).
+func sameOriginRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if from := via[0].URL; origin(req.URL) != origin(from) {
+		return fmt.Errorf("redirected from %s to %s, another origin: not followed, so that credentials go to the server only (if it moved, put its new address in the configuration)", origin(from), origin(req.URL))
+	}
+	return nil
+}
+
+// origin is u's scheme://host:port, the port explicit.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return u.Scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 type headerTransport struct {

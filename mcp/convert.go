@@ -38,6 +38,9 @@ func providedTool(t *sdk.Tool, sc ServerConfig) (registry.Provided, error) {
 	if err != nil {
 		return pt, fmt.Errorf("the input schema cannot be read: %w", err)
 	}
+	if len(raw) > registry.MaxSchemaSize {
+		return pt, fmt.Errorf("the input schema is %d bytes; the limit is %d (%d KiB): left out", len(raw), registry.MaxSchemaSize, registry.MaxSchemaSize>>10)
+	}
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
 		return pt, fmt.Errorf("the input schema is %s, not a JSON Schema object", abbrev(string(raw), 80))
 	}

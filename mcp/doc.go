@@ -39,11 +39,33 @@
 // found or called tools leave the list. The list is the server's, shared
 // by its sessions (one on standard input and output).
 //
+// # Over HTTP (http.go, bearer.go, sessions.go, tokenfile.go)
+//
+// Server.HTTPHandler serves the server over streamable HTTP ("toolsrv mcp
+// --listen"). Every request must carry one of its bearer tokens
+// (Authorization: Bearer; 401 otherwise, logged without the body), checked
+// in constant time; each Token names its holder, which handlers read with
+// Principal (the SDK's TokenInfo.UserID, which also keeps a session to the
+// holder that opened it). Each request is served by the protocol revision
+// it names: 2026-07-28 and later (the MCP-Protocol-Version header, or the
+// version in its _meta) by the SDK's stateless transport, the older ones
+// with sessions, bounded: closed after SessionTimeout with no request open
+// on them, at most MaxSessions (a new one closes the one idle longest, or
+// is refused with 503 when all are in use). Session event streams start
+// with the SSE retry field and the SDK's priming event, and are resumed
+// from a bounded memory of events. A browser's cross-site request and a
+// loopback request naming another host (DNS rebinding) are refused. The
+// token of "toolsrv mcp --listen" is read from a file of the user's
+// (ReadTokenFile), or made in toolsrv's private state directory
+// (MakeTokenFile), or given in TokenEnv.
+//
 // ServerStdio is the transport of "toolsrv mcp" on standard input and
 // output (stdio.go): the SDK's, except that a line that is not a JSON-RPC
 // message is answered with the JSON-RPC error (parse error, invalid
-// request) instead of ending the session, and that it tells when
-// standard input ends (the client's way to shut a stdio server down).
+// request) instead of ending the session, that the requests read before
+// standard input ends are answered before the session ends (within a
+// bound), and that it tells when standard input ends (the client's way
+// to shut a stdio server down).
 //
 // # MCP servers as a tool source (config.go, provider.go, connect.go)
 //
@@ -61,9 +83,28 @@
 // "url") or sse; "cwd": a stdio server's working directory (readable; by
 // default its private temporary directory); "timeout": one call's limit
 // ("60s" or seconds); "startTimeout": how long initialize and the first
-// tools/list may take (30 s); "disabled": true skips it; "sandbox":
-// {"network": bool, "read": [paths], "write": [paths]} or false. Unknown
-// keys are warnings.
+// tools/list may take (30 s); "maxTools": how many of its tools are taken
+// (DefaultMaxTools); "trustNewTools": true takes the tools it adds later
+// without approval (see Pins); "disabled": true skips it; "sandbox":
+// {"network": bool, "read": [paths], "write": [paths]} or false; "oauth":
+// an http server's OAuth (OAuthConfig; on by default, false turns it off).
+// Unknown keys are warnings.
+//
+// A server is someone else's program, and bounded (provider.go): at most
+// maxTools of its tools are taken, and its pages of tools/list are not
+// read past them (a stdio server's page past the cap is cut before the
+// SDK decodes it: pageBound); at most MaxListingBytes of definitions; a
+// tool whose name is not a tool name, whose description exceeds
+// MaxDescriptionBytes or whose schema exceeds the registry's bounds is
+// left out, its name shown quoted and short (registry.ShownName). What is
+// dropped past a bound is one warning naming the server (Notes).
+//
+// With ProviderOptions.Pins (pins.go), each server's tools are pinned on
+// first sight, and a tool whose definition later changes, or a new one,
+// is held until its owner approves it (Pins.Approve): published as hidden
+// with a reason that never repeats the changed text (Held.Reason), so it
+// is neither ranked, listed nor callable; Provider.Held gives what
+// changed (Held.Diff).
 //
 // A stdio server runs under the sandbox of tool calls (exec.Runner.Start):
 // Landlock read-only on the system directories, plus the node_modules
@@ -93,4 +134,20 @@
 // errors file), and the other servers and the .meta tools are served
 // meanwhile. Vectors are cached by the tool's text as for .meta tools, so
 // a restart with unchanged servers makes no embedder call.
+//
+// # Remote servers (connect.go, oauth.go, login.go, tokens.go)
+//
+// An http server's broken stream is resumed with Last-Event-ID after its
+// retry delay, up to streamRetries+1 times in a row without a new event.
+// Its transport follows no redirect to another origin. A server that asks
+// for authorization gets OAuth 2.1 (oauth.go): a login a person made
+// once with Login ("toolsrv mcp login"), saved in TokenDir (tokens.go)
+// and refreshed, or the client credentials grant. The SSE transport has
+// no OAuth.
+//
+// # Questions (elicit.go, relay.go)
+//
+// The client declares elicitation; a server's question during a call goes
+// to the MCP client behind the call, as an input-required result of that
+// call (relay.go), or is declined with a note in the call's result.
 package mcp

@@ -7,8 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,7 +39,43 @@ func TestMain(m *testing.M) {
 	if kind := os.Getenv(fakeServerEnv); kind != "" {
 		os.Exit(fakeServer(kind))
 	}
-	os.Exit(m.Run())
+	dir, err := os.MkdirTemp("", "toolsrv-mcp-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "a directory for the test's programs:", err)
+		os.Exit(1)
+	}
+	fixture.dir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// fixture is testdata/mcpfixture, built once (mcpFixture).
+var fixture struct {
+	dir  string
+	once sync.Once
+	path string
+	err  error
+}
+
+// mcpFixture builds testdata/mcpfixture (an MCP server that says what a
+// well-behaved one would not: see its doc) once, and returns its path.
+func mcpFixture(t testing.TB) string {
+	t.Helper()
+	fixture.once.Do(func() {
+		bin := filepath.Join(fixture.dir, "mcpfixture")
+		cmd := osexec.Command("go", "build", "-o", bin, "./testdata/mcpfixture")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fixture.err = fmt.Errorf("go build ./testdata/mcpfixture: %w\n%s", err, out)
+			return
+		}
+		fixture.path = bin
+	})
+	if fixture.err != nil {
+		t.Fatal(fixture.err)
+	}
+	return fixture.path
 }
 
 const fakeServerEnv = "TOOLSRV_TEST_MCP_SERVER"

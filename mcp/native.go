@@ -109,10 +109,10 @@ func (s *Server) addNative(name string, t *registry.Tool) {
 	tool := t.Name
 	s.srv.AddTool(&sdk.Tool{Name: name, Description: t.Description, InputSchema: objectSchema(t.Args),
 		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: t.ReadOnly, OpenWorldHint: &t.Network}},
-		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		s.relay(func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			s.touchNative(name, tool)
-			return s.call(ctx, req.Session, engine.CallRequest{Tool: tool, Arguments: orEmpty(req.Params.Arguments)}), nil
-		})
+			return s.call(ctx, req, engine.CallRequest{Tool: tool, Arguments: orEmpty(req.Params.Arguments)}), nil
+		}))
 }
 
 // evictNative drops the least recently used native tools past the cap.

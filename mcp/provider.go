@@ -47,7 +47,21 @@ type ProviderOptions struct {
 	// Logger gets events (slog.Default()); each server's standard error
 	// is logged at Debug.
 	Logger *slog.Logger
+	// TokenDir is where the OAuth logins of http servers are kept
+	// (DefaultTokenDir; "": none is read or kept, and a server that asks
+	// for authorization gets none but with the client credentials grant).
+	TokenDir string
+	// Pins, when set, pins each server's tools on first sight and holds
+	// those that change after (see Pins); nil takes every tool as
+	// offered.
+	Pins *Pins
+	// PinsPoll is how often a server with held tools looks for their
+	// approval in Pins (DefaultPinsPoll).
+	PinsPoll time.Duration
 }
+
+// DefaultPinsPoll is ProviderOptions.PinsPoll's default.
+const DefaultPinsPoll = 2 * time.Second
 
 func (o *ProviderOptions) defaults() {
 	if o.StartTimeout <= 0 {
@@ -67,6 +81,9 @@ func (o *ProviderOptions) defaults() {
 	}
 	if o.Version == "" {
 		o.Version = "devel"
+	}
+	if o.PinsPoll <= 0 {
+		o.PinsPoll = DefaultPinsPoll
 	}
 }
 
@@ -117,12 +134,24 @@ type Provider struct {
 	mu   sync.Mutex
 	sess *sdk.ClientSession
 	down string // why there is no session
+
+	// calls are the calls in progress, which the server's questions go
+	// to (elicit.go).
+	calls *inflight
+	// auth gets the server's access tokens (oauth.go).
+	auth authState
+	note string // the last listing's warning (Notes)
+	// held are the tools held back from the catalog (Pins), by their
+	// name at the server; pinNote says why pinning failed.
+	held    map[string]*Held
+	pinNote string
 }
 
 // NewProvider makes the provider of one server entry.
 func NewProvider(sc ServerConfig, o ProviderOptions) *Provider {
 	o.defaults()
-	return &Provider{cfg: sc, opts: o, log: o.Logger.With("mcp_server", sc.Name), down: "not started yet"}
+	log := o.Logger.With("mcp_server", sc.Name)
+	return &Provider{cfg: sc, opts: o, log: log, down: "not started yet", calls: newInflight(log)}
 }
 
 // Name is the server's name: its tools' prefix.
@@ -198,19 +227,30 @@ func (p *Provider) session(ctx context.Context, source string, publish func(cont
 	if start <= 0 {
 		start = p.opts.StartTimeout
 	}
+	// The last listing, for another look at the pins (an approval).
+	var (
+		listed   []registry.Provided
+		defs     []Definition
+		problems []registry.Problem
+	)
+	offer := func() error {
+		tools, held := p.pinned(ctx, listed, defs)
+		if err := publish(ctx, registry.Provision{Source: source, Tools: tools, Held: held, Problems: problems}); err != nil {
+			return &publishError{err}
+		}
+		p.log.Info("mcp server tools listed", "tools", len(tools), "held", len(held))
+		return nil
+	}
 	list := func(timeout time.Duration) error {
 		lctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		tools, problems, err := p.list(lctx, sess)
+		var err error
+		listed, defs, problems, err = p.list(lctx, sess, conn.bound)
 		if err != nil {
 			return conn.startFailure("tools/list", err, lctx.Err() != nil && ctx.Err() == nil, timeout)
 		}
 		problems = append(problems, conn.garbageProblems()...)
-		if err := publish(ctx, registry.Provision{Source: source, Tools: tools, Problems: problems}); err != nil {
-			return &publishError{err}
-		}
-		p.log.Info("mcp server tools listed", "tools", len(tools))
-		return nil
+		return offer()
 	}
 	// Calls may come as soon as the tools are published.
 	p.setSession(sess)
@@ -220,6 +260,9 @@ func (p *Provider) session(ctx context.Context, source string, publish func(cont
 	}
 	ended := make(chan error, 1)
 	go func() { ended <- sess.Wait() }()
+	poll := time.NewTicker(p.opts.PinsPoll)
+	defer poll.Stop()
+	stamp := p.pinsStamp()
 	for {
 		select {
 		case <-ctx.Done():
@@ -230,31 +273,117 @@ func (p *Provider) session(ctx context.Context, source string, publish func(cont
 			if err := list(start); err != nil {
 				return err
 			}
+			stamp = p.pinsStamp()
+		case <-poll.C:
+			// A held tool may have been approved (toolsrv approve, in
+			// another process): look again when the pins file changed.
+			if !p.holding() {
+				continue
+			}
+			if s := p.pinsStamp(); s != stamp {
+				stamp = s
+				if err := offer(); err != nil {
+					return err
+				}
+			}
 		}
 	}
 }
 
+// Bounds on one server's listing: a hostile server could otherwise have
+// toolsrv hold, index and pin any number of tools of any size (300,000
+// tools made "toolsrv mcp" take 24 s and 2 GB to start). A tool's name is
+// bounded by the registry (128 bytes a part), its input schema too
+// (registry.MaxSchemaSize, registry.MaxSchemaDepth).
+const (
+	// DefaultMaxTools is how many tools of one server are taken unless
+	// its entry says "maxTools".
+	DefaultMaxTools = 10_000
+	// MaxDescriptionBytes bounds one tool's description and title.
+	MaxDescriptionBytes = 64 << 10
+	// MaxListingBytes bounds the names, descriptions, titles and schemas
+	// of one server's tools together.
+	MaxListingBytes = 64 << 20
+)
+
 // list is the server's tools as provided tools, with the problems of
-// tools it cannot take.
-func (p *Provider) list(ctx context.Context, sess *sdk.ClientSession) ([]registry.Provided, []registry.Problem, error) {
-	var out []registry.Provided
+// tools it cannot take. It reads the server's pages until it has the
+// server's cap of tools, or MaxListingBytes of them, and then stops
+// reading: the rest are dropped with one warning (logged, and kept for
+// Notes). bound, when not nil, is the transport's cut of the pages to the
+// cap (pageBound).
+func (p *Provider) list(ctx context.Context, sess *sdk.ClientSession, bound *pageBound) ([]registry.Provided, []Definition, []registry.Problem, error) {
+	maxTools := p.maxTools()
+	bound.offeredMore() // (a page cut before this listing is not of it)
+	out := []registry.Provided{}
+	var defs []Definition
 	var problems []registry.Problem
-	for t, err := range sess.Tools(ctx, nil) {
+	seen, size := 0, 0
+	full := func(name string) string { return p.cfg.Name + registry.ProviderSep + registry.ShownName(name) }
+	tooMany := fmt.Sprintf("mcp server %s offers more than %d tools: the first %d are taken and the rest dropped (if it really has that many, raise \"maxTools\" in its entry of the mcp config)",
+		p.cfg.Name, maxTools, maxTools)
+	dropped := ""
+	params := &sdk.ListToolsParams{}
+pages:
+	for {
+		res, err := sess.ListTools(ctx, params)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		pt, err := providedTool(t, p.cfg)
-		if err != nil {
-			full := p.cfg.Name + registry.ProviderSep + t.Name
-			problems = append(problems, registry.Problem{Name: full, Field: "inputSchema", Msg: "tool " + full + ": " + err.Error()})
-			continue
+		cut := bound.offeredMore()
+		for _, t := range res.Tools {
+			if t == nil {
+				continue
+			}
+			if seen == maxTools {
+				dropped = tooMany
+				break pages
+			}
+			seen++
+			if err := registry.ValidProvidedName(t.Name); err != nil {
+				problems = append(problems, registry.Problem{Name: full(t.Name), Field: "name", Msg: "tool " + full(t.Name) + ": " + err.Error() + " (a provided tool's name must be a valid tool name)"})
+				continue
+			}
+			if n := len(t.Description) + len(t.Title); n > MaxDescriptionBytes {
+				problems = append(problems, registry.Problem{Name: full(t.Name), Field: "description",
+					Msg: fmt.Sprintf("tool %s: its description and title are %d bytes; the limit is %d (%d KiB): left out", full(t.Name), n, MaxDescriptionBytes, MaxDescriptionBytes>>10)})
+				continue
+			}
+			pt, err := providedTool(t, p.cfg)
+			if err != nil {
+				problems = append(problems, registry.Problem{Name: full(t.Name), Field: "inputSchema", Msg: "tool " + full(t.Name) + ": " + err.Error()})
+				continue
+			}
+			if size += len(t.Name) + len(t.Description) + len(t.Title) + len(pt.Args); size > MaxListingBytes {
+				dropped = fmt.Sprintf("mcp server %s offers more than %d MiB of tool definitions: the first %d tools are taken and the rest dropped",
+					p.cfg.Name, MaxListingBytes>>20, len(out))
+				break pages
+			}
+			out = append(out, pt)
+			defs = append(defs, definitionOf(t, pt.Args))
 		}
-		out = append(out, pt)
+		if cut {
+			dropped = tooMany
+			break
+		}
+		if res.NextCursor == "" {
+			break
+		}
+		params = &sdk.ListToolsParams{Cursor: res.NextCursor}
 	}
-	if out == nil {
-		out = []registry.Provided{}
+	p.setNote(dropped)
+	if dropped != "" {
+		p.log.Warn(dropped)
 	}
-	return out, problems, nil
+	return out, defs, problems, nil
+}
+
+// maxTools is the server's cap of tools.
+func (p *Provider) maxTools() int {
+	if p.cfg.MaxTools > 0 {
+		return p.cfg.MaxTools
+	}
+	return DefaultMaxTools
 }
 
 func (p *Provider) setSession(s *sdk.ClientSession) {
@@ -266,6 +395,27 @@ func (p *Provider) setSession(s *sdk.ClientSession) {
 	}
 }
 
+func (p *Provider) setNote(note string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.note = note
+}
+
+// Notes are the warnings of the server's last listing (tools dropped
+// past its bounds, pins that could not be kept), for validate and ls:
+// the catalog holds what was taken.
+func (p *Provider) Notes() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, n := range []string{p.note, p.pinNote} {
+		if n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 func (p *Provider) setDown(why string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -274,12 +424,24 @@ func (p *Provider) setDown(why string) {
 
 // Call calls tool name of the server with args (already checked against
 // its schema). A result with isError is a failed call (exec.ErrExit); a
-// protocol error too, with the server's message.
+// protocol error too, with the server's message. What toolsrv declined
+// of the server's questions during the call is said after its standard
+// error, or its error's message (elicit.go).
 func (p *Provider) Call(ctx context.Context, name string, args []byte, cc exec.CallContext) (*exec.Result, error) {
+	ctx, end := p.calls.begin(ctx)
+	r, err := p.call(ctx, name, args, cc)
+	return withNotes(r, err, end())
+}
+
+func (p *Provider) call(ctx context.Context, name string, args []byte, cc exec.CallContext) (*exec.Result, error) {
 	full := p.cfg.Name + registry.ProviderSep + name
 	p.mu.Lock()
-	sess, down := p.sess, p.down
+	sess, down, held := p.sess, p.down, p.held[name]
 	p.mu.Unlock()
+	if held != nil {
+		// (The catalog lists it as hidden: a call that raced the listing.)
+		return nil, &exec.CallError{Tool: full, Kind: exec.ErrStart, Msg: "tool " + full + " is not available: " + held.Reason()}
+	}
 	if sess == nil {
 		return nil, &exec.CallError{Tool: full, Kind: exec.ErrStart, Msg: "mcp server " + p.cfg.Name + " is not running", Err: errors.New(down)}
 	}
@@ -295,17 +457,21 @@ func (p *Provider) Call(ctx context.Context, name string, args []byte, cc exec.C
 	start := time.Now()
 	res, err := sess.CallTool(cctx, &sdk.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
 	dur := time.Since(start)
+	var needLogin *LoginNeededError
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return nil, &exec.CallError{Tool: full, Kind: exec.ErrCanceled, Err: ctx.Err()}
 	case err != nil && cctx.Err() != nil:
 		return nil, &exec.CallError{Tool: full, Kind: exec.ErrTimeout, Msg: fmt.Sprintf("mcp server %s gave no answer within %s (set \"timeout\" in its entry of the mcp config if it needs longer)", p.cfg.Name, timeout)}
+	case err != nil && errors.As(err, &needLogin):
+		// Asked for an authorization toolsrv has no login for (oauth.go).
+		return nil, &exec.CallError{Tool: full, Kind: exec.ErrStart, Msg: needLogin.Error()}
 	case err != nil && (errors.Is(err, sdk.ErrConnectionClosed) || strings.Contains(err.Error(), "connection closed")):
 		return nil, &exec.CallError{Tool: full, Kind: exec.ErrStart, Msg: "mcp server " + p.cfg.Name + " went away during the call", Err: err}
 	case err != nil:
 		// A JSON-RPC error: the server refused or failed the call.
 		msg := err.Error()
-		if je := (*jsonrpc.Error)(nil); errors.As(err, &je) {
+		if je := (*jsonrpc.Error)(nil); errors.As(err, &je) && je.Code != rejectedByTransport {
 			msg = fmt.Sprintf("%s (JSON-RPC error %d)", je.Message, je.Code)
 		}
 		r := &exec.Result{Stderr: []byte(msg), ExitCode: 1, Duration: dur}

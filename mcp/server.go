@@ -43,9 +43,6 @@ type ServerOptions struct {
 	// recently found or called ones are dropped from the list.
 	Native    bool
 	NativeCap int
-	// DefaultLimit caps find_tools' answer when the request gives no
-	// limit (0: the thresholds alone decide).
-	DefaultLimit int
 	// Version is told to clients; Logger gets events (slog.Default()).
 	Version string
 	Logger  *slog.Logger
@@ -60,20 +57,17 @@ type Server struct {
 
 	mu     sync.Mutex
 	listed map[string]string // hot tools listed directly: name → hash
-	// answers are each session's find_tools answers (their IDs), which a
-	// call that cites none follows.
-	answers map[*sdk.ServerSession]*sessionAnswers
+	// sessions name the clients' sessions for the engine (Caller): a
+	// counter, whatever the transport's own session ID.
+	sessions map[*sdk.ServerSession]string
+	nextSess uint64
 	// native are the found tools listed under their own names (Native),
 	// by MCP name; clock orders their use.
 	native map[string]*nativeTool
 	clock  uint64
-}
-
-// sessionAnswers are one session's find_tools answers: the last one, and
-// the last one that offered each tool.
-type sessionAnswers struct {
-	last    string
-	offered map[string]string
+	// relays are the calls waiting for their client's answer to an
+	// imported server's question (relay.go).
+	relays relays
 }
 
 // NewServer makes the server; Follow keeps its hot tools current.
@@ -93,7 +87,7 @@ func NewServer(o ServerOptions) *Server {
 	if o.NativeCap <= 0 {
 		o.NativeCap = DefaultNativeCap
 	}
-	s := &Server{opts: o, log: o.Logger, listed: map[string]string{}, answers: map[*sdk.ServerSession]*sessionAnswers{},
+	s := &Server{opts: o, log: o.Logger, listed: map[string]string{}, sessions: map[*sdk.ServerSession]string{},
 		native: map[string]*nativeTool{}}
 	instructions := "This server holds many tools. Call find_tools with the user's request to get the few that fit " +
 		"(with their input schemas), then call_tool with one of their names and its arguments. " +
@@ -112,11 +106,11 @@ func NewServer(o ServerOptions) *Server {
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: "toolsrv", Title: "toolsrv: tool search, ranking and sandboxed calls", Version: o.Version},
 		&sdk.ServerOptions{
 			Instructions: instructions,
-			Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
+			Capabilities: capabilities(),
 			Logger:       o.Logger,
 		})
 	s.srv.AddTool(find, s.findTools)
-	s.srv.AddTool(callToolTool, s.callTool)
+	s.srv.AddTool(callToolTool, s.relay(s.callTool))
 	s.sync(o.Engine.Catalog())
 	return s
 }
@@ -144,7 +138,8 @@ var findToolsTool = &sdk.Tool{
 		`"query":{"type":"string","description":"the request, in the user's words"},` +
 		`"context":{"anyOf":[{"type":"string"},{"type":"array","items":{"type":"string"}}],"description":"earlier messages of the conversation, oldest first"},` +
 		`"limit":{"type":"integer","minimum":1,"description":"the most tools to return"},` +
-		`"explain":{"type":"boolean","description":"also say why: each ranked tool's signals (dense, lexical, usage scores), the request's words it matched in each field, and the rule that offered it or left it out"}},` +
+		`"explain":{"type":"boolean","description":"also say why: each ranked tool's signals (dense, lexical, usage scores), the request's words it matched in each field, and the rule that offered it or left it out, and for a tool left out the change that would bring it in"},` +
+		`"expect":{"anyOf":[{"type":"string"},{"type":"array","items":{"type":"string"},"maxItems":16}],"description":"a tool (or tools) you expected to be offered: the explanation says where each ranks and what would bring it in (implies explain)"}},` +
 		`"required":["query"]}`),
 	Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(bool)},
 }
@@ -173,63 +168,27 @@ type Found struct {
 	Native map[string]string `json:"native,omitempty"`
 }
 
-type findArgs struct {
-	Query   string          `json:"query"`
-	Context json.RawMessage `json:"context"`
-	Limit   json.RawMessage `json:"limit"`
-	Explain json.RawMessage `json:"explain"`
-}
-
 func (s *Server) findTools(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-	var a findArgs
-	if err := json.Unmarshal(orEmpty(req.Params.Arguments), &a); err != nil {
-		return errorResult("find_tools: the arguments must be an object {\"query\": \"...\"}: %v", err), nil
-	}
-	if strings.TrimSpace(a.Query) == "" {
-		return errorResult("find_tools: \"query\" is required: the user's request in their words"), nil
-	}
-	convo, err := contextArg(a.Context)
+	q, err := engine.DecodeRequest(orEmpty(req.Params.Arguments))
 	if err != nil {
 		return errorResult("find_tools: %v", err), nil
 	}
-	limit, err := limitArg(a.Limit)
-	if err != nil {
-		return errorResult("find_tools: %v", err), nil
-	}
-	if limit == 0 {
-		limit = s.opts.DefaultLimit
-	}
-	explain, err := boolArg("explain", a.Explain)
-	if err != nil {
-		return errorResult("find_tools: %v", err), nil
-	}
+	q.Profile, q.Caller = s.opts.Profile, s.caller(req)
 	eng := s.opts.Engine
-	ans, err := eng.Rank(ctx, engine.Request{Query: a.Query, Context: convo, Limit: limit, Explain: explain, Profile: s.opts.Profile,
-		Session: s.opts.Call.Session, Agent: s.opts.Call.Agent, Source: "mcp"})
+	ans, err := eng.Rank(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("ranking: %w", err)
 	}
+	// The answer as it is, each tool with what the model needs to call it.
 	cat := eng.Catalog()
 	f := Found{Answer: ans}
-	f.Tools = []engine.Offer{}
+	f.Tools = make([]engine.Offer, 0, len(ans.Tools))
 	for _, o := range ans.Tools {
-		t, ok := cat.Get(o.Name)
-		if !ok {
-			continue
+		if t, ok := cat.Get(o.Name); ok {
+			o.Description, o.InputSchema = t.Description, objectSchema(t.Args)
 		}
-		o.Description, o.InputSchema, o.Score = t.Description, objectSchema(t.Args), round3(o.Score)
+		o.Score = round3(o.Score)
 		f.Tools = append(f.Tools, o)
-	}
-	if ex := f.Explain; ex != nil {
-		for i, te := range ex.Tools {
-			if limit > 0 && !te.Offered && te.Rule == string(thresholds.RuleOffered) {
-				// The thresholds offered it; the request's limit did not.
-				ex.Tools[i].Rule, ex.Tools[i].Detail = "limit", fmt.Sprintf("the thresholds offer it; the limit of %d tools left it out", limit)
-			}
-		}
-	}
-	if f.NoToolFits && f.Reason == "" {
-		f.Reason = "no tool fits this request"
 	}
 	if s.opts.Native {
 		f.Native = s.listNative(cat, f.Tools)
@@ -241,7 +200,6 @@ func (s *Server) findTools(ctx context.Context, req *sdk.CallToolRequest) (*sdk.
 	if err != nil {
 		return nil, err
 	}
-	s.answered(req.Session, ans.ID, ans.Names())
 	// The request is user text: it is not logged.
 	s.log.Info("find_tools", "found", len(f.Tools), "noToolFits", f.NoToolFits, "degraded", f.Degraded)
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}, nil
@@ -255,31 +213,58 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	if c.Tool == "" {
 		return errorResult("call_tool: \"tool\" is required: a tool name that find_tools returned"), nil
 	}
-	args := bytes.TrimSpace(c.Arguments)
-	if len(args) > 0 && args[0] == '"' {
-		// A client that can only send strings (a command line) sends the
-		// object as JSON text.
-		var text string
-		if json.Unmarshal(args, &text) == nil {
-			args = []byte(text)
-		}
+	return s.call(ctx, req, c), nil
+}
+
+// caller is who asks with req: an MCP client, its session named by this
+// server. A request of a revision served without sessions (2026-07-28
+// over HTTP) has none: it is one-off, and a call follows an answer only
+// by citing it (engine.Caller). Client is the identity the bearer token
+// gives (Principal) over HTTP, else the session's name.
+func (s *Server) caller(req sdk.Request) engine.Caller {
+	c := engine.Caller{Transport: "mcp", Agent: s.opts.Call.Agent}
+	if req == nil {
+		return c
 	}
-	c.Arguments = args
-	return s.call(ctx, req.Session, c), nil
+	principal := Principal(req)
+	ss, _ := req.GetSession().(*sdk.ServerSession)
+	if ss == nil || stateless(req) {
+		c.Client = principal
+		return c
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name, ok := s.sessions[ss]
+	if !ok {
+		if len(s.sessions) >= maxSessions {
+			clear(s.sessions) // many sessions: the oldest lose their links, nothing else
+		}
+		s.nextSess++
+		name = "mcp-" + strconv.FormatUint(s.nextSess, 10)
+		s.sessions[ss] = name
+	}
+	c.Session, c.Client = name, name
+	if principal != "" {
+		c.Client = principal
+	}
+	return c
+}
+
+// stateless says whether req came over HTTP without a session (a revision
+// served without them).
+func stateless(req sdk.Request) bool {
+	x := req.GetExtra()
+	return x != nil && x.Header != nil && x.Header.Get(sessionHeader) == ""
 }
 
 // call runs a tool for a client: a failure is an error result saying why.
-// A call that cites no answer follows the session's last find_tools that
-// offered the tool, else its last one.
-func (s *Server) call(ctx context.Context, ss *sdk.ServerSession, c engine.CallRequest) *sdk.CallToolResult {
+// The engine links it to the answer it follows.
+func (s *Server) call(ctx context.Context, req *sdk.CallToolRequest, c engine.CallRequest) *sdk.CallToolResult {
 	name := c.Tool
 	if !s.opts.Profile.Allows(name) {
 		return errorResult("tool %s: agent %s may not use it (its profile's allowTools)", name, s.opts.Profile.Name)
 	}
-	if c.Answer == "" && c.Request == "" {
-		c.Answer = s.answerFor(ss, name)
-	}
-	c.Source, c.Context = "mcp", s.opts.Call
+	c.Caller, c.Context = s.caller(req), s.opts.Call
 	res, err := s.opts.Engine.Call(ctx, c)
 	s.log.Info("call", "tool", name, "err", err)
 	if err != nil {
@@ -318,52 +303,8 @@ func (s *Server) call(ctx context.Context, ss *sdk.ServerSession, c engine.CallR
 	return out
 }
 
-// answered remembers the ID of the answer find_tools gave session ss,
-// which offered tools.
-func (s *Server) answered(ss *sdk.ServerSession, id string, tools []string) {
-	if id == "" {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sa := s.answers[ss]
-	if sa == nil {
-		if len(s.answers) >= maxSessions {
-			clear(s.answers) // many sessions: the oldest links are lost, nothing else
-		}
-		sa = &sessionAnswers{offered: map[string]string{}}
-		s.answers[ss] = sa
-	}
-	if len(sa.offered)+len(tools) > maxOffered {
-		clear(sa.offered) // the oldest links are lost, nothing else
-	}
-	sa.last = id
-	for _, t := range tools {
-		sa.offered[t] = id
-	}
-}
-
-// answerFor is the ID of the last answer find_tools gave session ss that
-// offered tool, else of its last answer.
-func (s *Server) answerFor(ss *sdk.ServerSession, tool string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sa := s.answers[ss]
-	if sa == nil {
-		return ""
-	}
-	if id, ok := sa.offered[tool]; ok {
-		return id
-	}
-	return sa.last
-}
-
-// maxSessions bounds the sessions whose answers are remembered, and
-// maxOffered the tools whose answer a session remembers.
-const (
-	maxSessions = 1024
-	maxOffered  = 4096
-)
+// maxSessions bounds the sessions the server names at once.
+const maxSessions = 1024
 
 // sync lists the profile's hot tools as MCP tools of their own: added,
 // changed and removed as the catalog changes (the SDK tells clients).
@@ -413,9 +354,9 @@ func (s *Server) sync(cat *registry.Catalog) {
 		ro := t.ReadOnly
 		s.srv.AddTool(&sdk.Tool{Name: n, Description: t.Description, InputSchema: objectSchema(t.Args),
 			Annotations: &sdk.ToolAnnotations{ReadOnlyHint: ro, OpenWorldHint: &t.Network}},
-			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-				return s.call(ctx, req.Session, engine.CallRequest{Tool: n, Arguments: orEmpty(req.Params.Arguments)}), nil
-			})
+			s.relay(func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return s.call(ctx, req, engine.CallRequest{Tool: n, Arguments: orEmpty(req.Params.Arguments)}), nil
+			}))
 	}
 }
 
@@ -443,67 +384,6 @@ func orEmpty(b json.RawMessage) json.RawMessage {
 
 func errorResult(format string, a ...any) *sdk.CallToolResult {
 	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf(format, a...)}}}
-}
-
-// contextArg is "context": a string or an array of strings.
-func contextArg(raw json.RawMessage) ([]string, error) {
-	if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	var one string
-	if json.Unmarshal(raw, &one) == nil {
-		// A command line's client sends an array as JSON text.
-		var list []string
-		if strings.HasPrefix(strings.TrimSpace(one), "[") && json.Unmarshal([]byte(one), &list) == nil {
-			return list, nil
-		}
-		return []string{one}, nil
-	}
-	var list []string
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, errors.New("\"context\" must be a string or an array of strings (earlier messages, oldest first)")
-	}
-	return list, nil
-}
-
-// limitArg is "limit": a positive integer (or its decimal text).
-func limitArg(raw json.RawMessage) (int, error) {
-	if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
-		return 0, nil
-	}
-	var n float64
-	if err := json.Unmarshal(raw, &n); err != nil {
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return 0, errors.New("\"limit\" must be a positive integer")
-		}
-		if n, err = strconv.ParseFloat(s, 64); err != nil {
-			return 0, errors.New("\"limit\" must be a positive integer")
-		}
-	}
-	if n < 1 || n != float64(int(n)) {
-		return 0, fmt.Errorf("\"limit\" %v: must be a positive integer", n)
-	}
-	return int(n), nil
-}
-
-// boolArg is a boolean argument: true, false (or their text, as a
-// command-line client sends them), absent for false.
-func boolArg(name string, raw json.RawMessage) (bool, error) {
-	if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
-		return false, nil
-	}
-	var b bool
-	if json.Unmarshal(raw, &b) == nil {
-		return b, nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		if v, err := strconv.ParseBool(strings.TrimSpace(s)); err == nil {
-			return v, nil
-		}
-	}
-	return false, fmt.Errorf("%q must be true or false", name)
 }
 
 // objectSchema is a tool's argument schema as MCP wants it: an object

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,57 +27,81 @@ import (
 //     client, so ServerStdio checks every line before the SDK reads it and
 //     passes only the good ones on. A line longer than MaxLineLength
 //     gets the parse error too (the SDK would end the session).
-//   - Closed tells when standard input has ended: a client shuts a stdio
-//     server down by closing it, and the server has to exit then even
-//     while calls still run (the SDK's session waits for them).
+//   - The end of standard input does not end the session at once: the
+//     requests read before it are answered first (a client may write a
+//     script of requests and close its end of the pipe), for Drain at
+//     most; then the session ends, and what still runs is cancelled.
+//     Closed tells when standard input has ended: a client shuts a stdio
+//     server down by closing it, and the server has to exit soon after
+//     even while calls still run (the SDK's session waits for them).
 type ServerStdio struct {
 	in      *bufio.Reader
 	out     *lockedWriter
 	log     *slog.Logger
 	maxLine int
+	drain   time.Duration
 
 	// Read's state (the SDK reads from one goroutine).
 	pending []byte // the rest of the line being passed on
 	line    []byte // the line being read (reused)
 
+	// unanswered counts the requests passed on that the SDK has not
+	// answered yet; answered is signalled when it drops to zero.
+	mu         sync.Mutex
+	unanswered int
+	answered   chan struct{}
+
 	closeOnce sync.Once
 	closed    chan struct{}
 }
+
+// DefaultDrain is how long the requests read before the end of standard
+// input have to be answered before the session ends (NewServerStdio).
+const DefaultDrain = 500 * time.Millisecond
 
 // MaxLineLength bounds one line of standard input (the SDK's own bound).
 const MaxLineLength = sdk.DefaultMaxLineLength
 
 // NewServerStdio reads requests from in and writes answers to out; log hears
-// about bad lines.
-func NewServerStdio(in io.Reader, out io.Writer, log *slog.Logger) *ServerStdio {
-	return newServerStdio(in, out, log, MaxLineLength)
+// about bad lines. At the end of in, the requests read are answered within
+// drain (0: DefaultDrain) before the session ends.
+func NewServerStdio(in io.Reader, out io.Writer, log *slog.Logger, drain time.Duration) *ServerStdio {
+	return newServerStdio(in, out, log, MaxLineLength, drain)
 }
 
-func newServerStdio(in io.Reader, out io.Writer, log *slog.Logger, maxLine int) *ServerStdio {
+func newServerStdio(in io.Reader, out io.Writer, log *slog.Logger, maxLine int, drain time.Duration) *ServerStdio {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &ServerStdio{in: bufio.NewReaderSize(in, 64<<10), out: &lockedWriter{w: out}, log: log, maxLine: maxLine, closed: make(chan struct{})}
+	if drain <= 0 {
+		drain = DefaultDrain
+	}
+	return &ServerStdio{in: bufio.NewReaderSize(in, 64<<10), out: &lockedWriter{w: out}, log: log, maxLine: maxLine,
+		drain: drain, answered: make(chan struct{}, 1), closed: make(chan struct{})}
 }
 
 // Transport is the SDK transport over s; connect it once.
 func (s *ServerStdio) Transport() sdk.Transport {
 	// ServerStdio bounds lines itself; the SDK's bound would end the session.
-	return &sdk.IOTransport{Reader: s, Writer: s.out, MaxLineLength: -1}
+	return &sdk.IOTransport{Reader: s, Writer: &answerCounter{s: s}, MaxLineLength: -1}
 }
 
 // Closed is closed when standard input has ended (or failed).
 func (s *ServerStdio) Closed() <-chan struct{} { return s.closed }
 
 // Read passes the good lines of standard input on, each ending in '\n'.
+// At the end of the input it returns the end only once the requests
+// passed on are answered, or Drain has passed.
 func (s *ServerStdio) Read(p []byte) (int, error) {
 	for len(s.pending) == 0 {
 		line, err := s.readLine()
 		if err != nil {
 			s.closeOnce.Do(func() { close(s.closed) })
+			s.awaitAnswers()
 			return 0, err
 		}
 		if line != nil {
+			s.count(line, +1)
 			s.pending = line
 		}
 	}
@@ -84,6 +109,86 @@ func (s *ServerStdio) Read(p []byte) (int, error) {
 	s.pending = s.pending[n:]
 	return n, nil
 }
+
+// awaitAnswers waits until every request passed on is answered, Drain at
+// most.
+func (s *ServerStdio) awaitAnswers() {
+	t := time.NewTimer(s.drain)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		n := s.unanswered
+		s.mu.Unlock()
+		if n <= 0 {
+			return
+		}
+		select {
+		case <-s.answered:
+		case <-t.C:
+			s.log.Debug("mcp: standard input closed; ending the session with requests unanswered", "unanswered", n)
+			return
+		}
+	}
+}
+
+// count adds sign for each request (a message with an id and a method) of
+// msg, one message or a batch, to the requests awaiting an answer, or for
+// each response when sign is -1.
+func (s *ServerStdio) count(msg []byte, sign int) {
+	n := 0
+	one := func(m []byte) {
+		jm, err := jsonrpc.DecodeMessage(m)
+		if err != nil {
+			return
+		}
+		switch jm := jm.(type) {
+		case *jsonrpc.Request:
+			if sign > 0 && jm.IsCall() {
+				n++
+			}
+		case *jsonrpc.Response:
+			if sign < 0 {
+				n++
+			}
+		}
+	}
+	if t := bytes.TrimSpace(msg); len(t) > 0 && t[0] == '[' {
+		var batch []json.RawMessage
+		if json.Unmarshal(t, &batch) != nil {
+			return
+		}
+		for _, m := range batch {
+			one(m)
+		}
+	} else {
+		one(t)
+	}
+	if n == 0 {
+		return
+	}
+	s.mu.Lock()
+	s.unanswered += sign * n
+	zero := s.unanswered <= 0
+	s.mu.Unlock()
+	if zero {
+		select {
+		case s.answered <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// answerCounter is the SDK's writer: it counts the answers it writes.
+type answerCounter struct{ s *ServerStdio }
+
+func (a *answerCounter) Write(p []byte) (int, error) {
+	n, err := a.s.out.Write(p)
+	a.s.count(p, -1)
+	return n, err
+}
+
+// Close does not close standard output: that is the process's business.
+func (a *answerCounter) Close() error { return nil }
 
 // Close does not close standard input: that is the process's business.
 func (s *ServerStdio) Close() error { return nil }

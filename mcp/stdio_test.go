@@ -8,7 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -20,7 +22,7 @@ func TestStdioBadLines(t *testing.T) {
 	defer cancel()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	st := newServerStdio(inR, outW, slog.New(slog.DiscardHandler), 200)
+	st := newServerStdio(inR, outW, slog.New(slog.DiscardHandler), 200, 0)
 	srv := sdk.NewServer(&sdk.Implementation{Name: "test", Version: "1"}, nil)
 	ran := make(chan error, 1)
 	go func() { ran <- srv.Run(ctx, st.Transport()) }()
@@ -103,4 +105,75 @@ func TestStdioBadLines(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the session goes on after the end of the input")
 	}
+}
+
+// At the end of the input, the requests read before it are answered
+// before the session ends, a slow one included; one that never ends does
+// not keep the session past the drain.
+func TestStdioAnswersBeforeTheEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		sleep    time.Duration // the tool's
+		answered bool
+	}{
+		{"slow", 100 * time.Millisecond, true},
+		{"hangs", time.Hour, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
+			defer cancel()
+			srv := sdk.NewServer(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+			sdk.AddTool(srv, &sdk.Tool{Name: "nap"},
+				func(ctx context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+					select {
+					case <-time.After(tc.sleep):
+					case <-ctx.Done():
+						return nil, nil, ctx.Err()
+					}
+					return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "rested"}}}, nil, nil
+				})
+			script := strings.Join([]string{
+				`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+				`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+				`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+				`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nap","arguments":{}}}`,
+			}, "\n") + "\n"
+			var out lockedBuffer
+			st := newServerStdio(strings.NewReader(script), &out, slog.New(slog.DiscardHandler), MaxLineLength, 2*time.Second)
+			ran := make(chan error, 1)
+			go func() { ran <- srv.Run(ctx, st.Transport()) }()
+			select {
+			case <-ran:
+			case <-ctx.Done():
+				t.Fatal("the session goes on after the end of the input")
+			}
+			got := out.String()
+			for _, want := range []string{`"id":1,"result"`, `"id":2,"result"`} {
+				if !strings.Contains(got, want) {
+					t.Errorf("no %s in the output:\n%s", want, got)
+				}
+			}
+			if answered := strings.Contains(got, "rested"); answered != tc.answered {
+				t.Errorf("the call's answer written: %v, want %v; output:\n%s", answered, tc.answered, got)
+			}
+		})
+	}
+}
+
+// lockedBuffer is an output written from several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -20,10 +20,12 @@ type Access struct {
 	// root err file.
 	Denied string
 	// Unauthenticated, when set, says why the operating system cannot
-	// vouch for the peer (a TCP connection): it may do everything else,
-	// but not send tool definitions to a session (session/S/meta/), which
+	// vouch for the peer (a TCP connection, which gets this far only with
+	// the server's token: Options.Token): it may do everything else, but
+	// not send tool definitions to a session (session/S/meta/), which
 	// would make this host run what they name; the reason is part of the
-	// refusal. Connections the OS authenticated are the Unix socket's
+	// refusal. The token shows that the peer knows a secret, not whose
+	// process it is. Connections the OS authenticated are the Unix socket's
 	// (peer credentials of the server's own user) and toolsrv serve
 	// --stdio's, which reach it under ssh through that socket.
 	Unauthenticated string

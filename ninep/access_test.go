@@ -1,7 +1,6 @@
 package ninep
 
 import (
-	"context"
 	"errors"
 	"net"
 	"reflect"
@@ -93,12 +92,14 @@ func TestToolConnectionReachesOnlyItsAgent(t *testing.T) {
 		{"read", "tools.json", func() error { _, err := tool.Read("tools.json"); return err }},
 		{"read", "tools", func() error { _, err := tool.Read("tools"); return err }},
 		{"rank", "rank", func() error { _, err := tool.Transact("rank", []byte("read a file")); return err }},
+		{"rank.json", "rank.json", func() error { _, err := tool.Transact("rank.json", []byte("read a file")); return err }},
 		{"reload", "ctl", func() error { return tool.Write("ctl", []byte("reload")) }},
 		{"other session", "session/s2/agent/helper/ctl", func() error { return tool.Write("session/s2/agent/helper/ctl", []byte("tool_load weather")) }},
 		{"other agent", "session/s1/agent/other/ctl", func() error { return tool.Write("session/s1/agent/other/ctl", []byte("tool_load weather")) }},
 		{"cwd", "session/s1/ctl", func() error { return tool.Write("session/s1/ctl", []byte("cwd /")) }},
 		{"call", a + "call/echo_text", func() error { _, err := tool.Transact(a+"call/echo_text", []byte(`{"text":"x"}`)); return err }},
 		{"agent rank", a + "rank", func() error { _, err := tool.Transact(a+"rank", []byte("weather")); return err }},
+		{"agent rank.json", a + "rank.json", func() error { _, err := tool.Transact(a+"rank.json", []byte("weather")); return err }},
 		{"mkdir session", "session/s3", func() error { return tool.Mkdir("session/s3") }},
 		{"mkdir agent", "session/s1/agent/new", func() error { return tool.Mkdir("session/s1/agent/new") }},
 		{"rm session", "session/s2", func() error { return tool.Remove("session/s2") }},
@@ -134,7 +135,7 @@ func TestDeniedConnection(t *testing.T) {
 	if got := mustRead(t, cl, "err"); !strings.Contains(got, "not a call of this server") {
 		t.Errorf("err = %q", got)
 	}
-	for _, p := range []string{"tools", "session", "rank", "ctl"} {
+	for _, p := range []string{"tools", "session", "rank", "rank.json", "ctl"} {
 		_, err := cl.Read(p)
 		wantRefused(t, err, linux.EACCES, "not a call of this server")
 	}
@@ -250,48 +251,35 @@ func TestAutoLoadedToolsStay(t *testing.T) {
 	}
 }
 
-// A load after a rank is usage (Options.Loaded), but only from a full
-// client: a tool's own connection loading a tool never writes usage, and
-// neither does a full client's load with no rank before it.
-func TestLoadedOnlyForFullClients(t *testing.T) {
+// Every load is told (Options.Loaded) with who loaded it: the agent of its
+// session for a full client, a tool of the agent (ByTool, which the
+// engine never records) for a tool's own connection.
+func TestLoadsToldWithTheirCaller(t *testing.T) {
 	var mu sync.Mutex
-	var loads []string
+	var loads []engine.Caller
 	e, next := accessEnv(t, func(o *Options) {
-		o.Ranker = rankerFunc(func(ctx context.Context, q engine.Request) (engine.Answer, error) {
-			a, err := wordRanker{o.Source}.Rank(ctx, q)
-			a.ID = "answer-1"
-			return a, err
-		})
-		o.Loaded = func(answer, tool, session, agent string) {
+		o.Loaded = func(c engine.Caller, tool string) {
 			mu.Lock()
 			defer mu.Unlock()
-			loads = append(loads, answer+" "+tool+" "+session+"/"+agent)
+			if tool == "echo_text" {
+				loads = append(loads, c)
+			}
 		}
 	})
 	owner := e.client()
 	mustMkdir(t, owner, "session/s")
 	mustMkdir(t, owner, "session/s/agent/a")
 	mustWrite(t, owner, "session/s/agent/a/ctl", "tool_load echo_text")
-	mu.Lock()
-	if len(loads) != 0 {
-		t.Errorf("a load with no rank before it was recorded: %v", loads)
-	}
-	mu.Unlock()
-	if _, err := owner.Transact("session/s/agent/a/rank", []byte("echo some text")); err != nil {
-		t.Fatal(err)
-	}
 	next.Store(&Access{Session: "s", Agent: "a"})
 	tool := e.client()
 	mustWrite(t, tool, "session/s/agent/a/ctl", "tool_load echo_text")
-	mu.Lock()
-	if len(loads) != 0 {
-		t.Errorf("a tool's own connection recorded usage: %v", loads)
-	}
-	mu.Unlock()
-	mustWrite(t, owner, "session/s/agent/a/ctl", "tool_load echo_text")
+	mustWrite(t, owner, "session/s/agent/a/tools", "echo_text")
 	mu.Lock()
 	defer mu.Unlock()
-	if len(loads) != 1 || loads[0] != "answer-1 echo_text s/a" {
-		t.Errorf("the owner's load after a rank: %v, want one load citing answer-1", loads)
+	agent := engine.Caller{Transport: "9p", Client: "s/a", Session: "s", Agent: "a"}
+	byTool := agent
+	byTool.ByTool = true
+	if want := []engine.Caller{agent, byTool, agent}; !reflect.DeepEqual(loads, want) {
+		t.Errorf("loads told %+v, want %+v", loads, want)
 	}
 }

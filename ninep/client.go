@@ -42,33 +42,66 @@ func (e *RefusedError) Error() string {
 // Unwrap lets errors.Is(err, linux.EACCES) work.
 func (e *RefusedError) Unwrap() error { return e.Errno }
 
+// A ClientOption changes how a client attaches.
+type ClientOption func(*clientOptions)
+
+type clientOptions struct {
+	token string
+}
+
+// WithToken sends token as the attach name (aname): what a server's
+// connections over TCP must send (Options.Token). Connect sends it to a
+// tcp: address only; ConnectOver and NewClient send it whenever given.
+// Without it the attach name is empty.
+func WithToken(token string) ClientOption {
+	return func(o *clientOptions) { o.token = token }
+}
+
 // Connect dials addr (unix:PATH or tcp:HOST:PORT) and attaches to the root.
 // The connection lives until Close or until ctx ends: then it is closed, so
 // a call blocked on a server that does not answer returns (with ctx's
 // error) instead of waiting forever. The 9P library's client takes no
 // context; this is how a signal reaches it.
-func Connect(ctx context.Context, addr string) (*Client, error) {
+func Connect(ctx context.Context, addr string, opts ...ClientOption) (*Client, error) {
+	a, err := ParseAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	if a.Net != "tcp" {
+		// A Unix socket's server ignores the attach name: the token
+		// goes where it is needed only.
+		opts = append(opts, WithToken(""))
+	}
 	nc, err := Dial(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
-	return ConnectOver(ctx, nc, addr)
+	return ConnectOver(ctx, nc, addr, opts...)
 }
 
 // ConnectOver is Connect over a connection already made (a pipe to ssh,
 // say); addr names the server in errors. rwc is closed when ctx ends, and
 // on failure.
-func ConnectOver(ctx context.Context, rwc io.ReadWriteCloser, addr string) (*Client, error) {
+func ConnectOver(ctx context.Context, rwc io.ReadWriteCloser, addr string, opts ...ClientOption) (*Client, error) {
 	stop := context.AfterFunc(ctx, func() { rwc.Close() })
-	cl, err := NewClient(rwc)
+	cl, err := NewClient(rwc, opts...)
 	if err != nil {
 		stop()
 		rwc.Close()
 		if ctx.Err() != nil {
 			err = context.Cause(ctx)
 		}
-		if errors.Is(err, linux.EUSERS) {
+		var o clientOptions
+		for _, f := range opts {
+			f(&o)
+		}
+		switch {
+		case errors.Is(err, linux.EUSERS):
 			return nil, fmt.Errorf("9P session with %s: the server refused the connection: it serves as many connections as its limit allows; close idle clients and retry (%w)", addr, err)
+		case errors.Is(err, linux.EACCES) && o.token == "":
+			return nil, fmt.Errorf("9P session with %s: the server refused the attach: over TCP it takes only clients that send its token, and none was sent (%w)", addr, err)
+		case errors.Is(err, linux.EACCES):
+			return nil, fmt.Errorf("9P session with %s: the server refused the attach: over TCP it takes only clients that send its token, and the token sent is not the server's (%w)", addr, err)
 		}
 		return nil, fmt.Errorf("9P session with %s: %w", addr, err)
 	}
@@ -78,13 +111,18 @@ func ConnectOver(ctx context.Context, rwc io.ReadWriteCloser, addr string) (*Cli
 
 // NewClient speaks 9P over an established connection, a socket or a pipe
 // to one (closing it is the caller's way to interrupt a blocked call).
-func NewClient(nc io.ReadWriteCloser) (*Client, error) {
+func NewClient(nc io.ReadWriteCloser, opts ...ClientOption) (*Client, error) {
+	var o clientOptions
+	for _, f := range opts {
+		f(&o)
+	}
 	c, err := p9.NewClient(nc)
 	if err != nil {
 		return nil, err
 	}
-	root, err := c.Attach("/")
+	root, err := c.Attach(o.token)
 	if err != nil {
+		c.Close()
 		return nil, fmt.Errorf("attach: %w", err)
 	}
 	return &Client{conn: nc, c: c, root: root, ctx: context.Background(), stop: func() bool { return false }}, nil
@@ -313,14 +351,14 @@ func (tx *Tx) Do(req []byte) ([]byte, error) {
 // Close releases the open file.
 func (tx *Tx) Close() error { return tx.f.Close() }
 
-// IsTransaction reports whether p is a transaction file: rank, or a file
+// IsTransaction reports whether p is a transaction file: rank, rank.json, or a file
 // under an agent's call directory.
 func IsTransaction(p string) bool {
 	parts := split(p)
 	if len(parts) == 0 {
 		return false
 	}
-	if parts[len(parts)-1] == "rank" {
+	if last := parts[len(parts)-1]; last == "rank" || last == "rank.json" {
 		return true
 	}
 	return len(parts) >= 2 && parts[len(parts)-2] == "call"

@@ -27,7 +27,7 @@ func TestListingMatchesWalk(t *testing.T) {
 	// every name the owner sees anywhere, a tool that is not loaded, and
 	// names that are nowhere.
 	candidates := map[string]bool{"weather": true, "nope": true, "tools.jso": true}
-	for _, n := range []string{"tools", "tools.json", "revision", "errors", "err", "rank", "ctl", "session", "agent", "schemas", "call", "meta", "version"} {
+	for _, n := range []string{"tools", "tools.json", "revision", "errors", "err", "rank", "rank.json", "ctl", "session", "agent", "schemas", "call", "meta", "version"} {
 		candidates[n] = true
 	}
 	for _, d := range walkTree(t, owner) {

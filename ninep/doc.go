@@ -14,6 +14,7 @@
 //	errors                       r   one line per problem of an invalid .meta file: file[:line]: [field "f":] reason
 //	err                          r   why the last refused request on this connection failed
 //	rank                         rw  transaction: write a message, read the ranking
+//	rank.json                    rw  the same transaction, answered with the engine's Answer as JSON
 //	ctl                          w   "reload": rescan the tool directories now
 //	version                      r   "toolsrv-9p 1" (Protocol: what this tree is) and "build ..."
 //	session/                     d   mkdir session/S starts a session, rmdir (rm) ends it
@@ -33,29 +34,41 @@
 //	session/S/agent/A/schemas    r   JSON array of the loaded tools as the model sees them:
 //	                                 {"name","description","prompt","parameters"} (never the keywords)
 //	session/S/agent/A/rank       rw  transaction: the ranking restricted to the agent's allowTools
+//	session/S/agent/A/rank.json  rw  the same, answered as JSON
 //	session/S/agent/A/call/      d   lists the loaded tools
 //	session/S/agent/A/call/NAME  rw  transaction: write the arguments (JSON object), read the result
 //	session/S/agent/A/err        r   why this agent's last refused request failed
 //
 // # Transactions
 //
-// rank and call/NAME work per open file, like Plan 9's /net/cs: a write sets
-// the request, reads on the same fid return the answer; other fids, on this
-// or any other connection, never see it. A write at offset 0 starts a new
-// request. A rank request is plain text (the user's message) or a JSON
-// object {"query": "...", "context": ["earlier message", ...], "k": N}. Its
-// answer is "name<TAB>score" lines, best first, scores in [0,1] with four
-// decimals, preceded by comment lines when there is something to say:
-// "# degraded: REASON" (the ranking fell back to lexical scores) and
-// "# NOTE" (for example why no tool fits). A call answer is one JSON object:
+// rank, rank.json and call/NAME work per open file, like Plan 9's /net/cs:
+// a write sets the request, reads on the same fid return the answer; other
+// fids, on this or any other connection, never see it. A write at offset 0
+// starts a new request. A rank request is plain text (the user's message)
+// or a JSON object {"query": "...", "context": ["earlier message", ...],
+// "limit": N, "explain": true} (engine.ParseRequest: "text" and "k" are
+// the older names of query and limit; a limit left out is the server's,
+// serve --limit). The rank answer is "name<TAB>score" lines, best first,
+// scores in [0,1] with four decimals, preceded by comment lines: "# answer
+// ID" (the answer's ID) and, when there is something to say, "# degraded:
+// REASON" (the ranking fell back to lexical scores) and "# NOTE" (for
+// example why no tool fits); with "explain", a last "# explain JSON" line.
+// rank.json answers the same as one line of JSON: the engine's Answer, as
+// "toolsrv rank --json" and MCP's find_tools give it ({"id", "tools":
+// [{"name", "score", "hot", "named"}], "noToolFits", "reason", "degraded",
+// "degradedReason", "explain"}). An agent's loads and calls follow its
+// answers: the engine links each to the session's latest answer that
+// offered the tool (the usage history; a tool's own connection records
+// nothing). A call answer is one JSON object, the engine's CallResult:
 //
-//	{"tool":"N","exitCode":0,"output":"stdout","content":[...],"stderr":"...",
+//	{"tool":"N","ok":true,"exitCode":0,"output":"stdout","content":[...],"stderr":"...",
 //	 "truncated":false,"unsandboxed":false,"denied":"...","durationMs":12.5}
 //
 // (content only when the output was {"content": [...]}; denied only when
 // the tool failed on a permission error the sandbox most likely caused:
-// "denied by the sandbox: PATH is outside what this tool may read ..."). A tool that ran
-// and exited non-zero is an answer with its exit code, not a refusal.
+// "denied by the sandbox: PATH is outside what this tool may read ...").
+// A tool that ran and exited non-zero is an answer with its exit code,
+// "ok": false, "error" and "kind": "tool failed", not a refusal.
 // Arguments are run when they form a complete JSON value, so arguments
 // larger than one message arrive whole; a message is ranked at the end of
 // the write. Empty arguments mean {}.
@@ -64,7 +77,8 @@
 //
 // A refused request answers with an errno (9P2000.L carries no text) and
 // leaves the reason in the connection's err file and, for an agent's
-// request, in the agent's err:
+// request, in the agent's err. (So does a rank answered from a catalog
+// without a tool, whose "# " line says why: engine.Options.NoTools.)
 //
 //	ENOENT  unknown tool, hidden tool (with the reason), no such session/agent/file,
 //	        unloading a tool that is not loaded, an agent or session that has ended
@@ -152,12 +166,17 @@
 // cwd, rank or call. A tool of another toolsrv, or of a call that ended,
 // gets nothing (the root err says why). Every other process of the
 // socket's owner has full access. TCP connections cannot be identified:
-// they get full access, which is why TCP is loopback-only unless
-// --allow-remote, and why tools with "network": true can reach a TCP
-// address; give tools the Unix socket. They cannot send definitions
-// (Access.Unauthenticated): only connections the operating system
-// authenticated can, the Unix socket's (its owner's processes that are not
-// tools) and toolsrv serve --stdio's (under ssh, relayed to the socket).
+// each must first send the server's token (Options.Token) as its attach
+// name, the aname of its Tattach and of its Tauth if it sends one
+// ("diodls -a TOKEN", v9fs's "aname=TOKEN", the Client's WithToken); a
+// missing or wrong one is refused with EACCES, and the connection is
+// closed. With it, a TCP connection has full access but cannot send
+// definitions (Access.Unauthenticated): only connections the operating
+// system authenticated can, the Unix socket's (its owner's processes that
+// are not tools) and toolsrv serve --stdio's (under ssh, relayed to the
+// socket). Tools never get the token, so a tool with "network": true that
+// reaches a TCP address is refused; give tools the Unix socket, whose
+// attach names are ignored. Every attach is at the root.
 // Each entry of the tree declares which
 // of the three kinds of connection may see it (tree.go): a name a
 // connection may not see is neither listed nor opened (EACCES, and the
@@ -193,8 +212,8 @@
 // server's memory, and all tools about 30 MiB, where one tool could pin
 // gigabytes (4 MiB of unfinished command on each of 4096 fids of each of
 // 256 connections, each with 4 MiB message buffers) and take every
-// connection, the owner's client getting EUSERS. TCP connections are full
-// clients: they cannot be identified, and have full access anyway.
+// connection, the owner's client getting EUSERS. TCP connections with the
+// token are full clients: they cannot be identified, and have full access.
 // Refused connections are logged at most once a second.
 //
 // # Connections
@@ -204,7 +223,10 @@
 // connection). Between the connection and the library sits a shim
 // (shim.go, which says which library behaviour each rule is for): Tauth
 // is answered with ENOENT, "no authentication needed", which Debian's diod
-// client needs to go on; nothing but a version negotiation is accepted
+// client needs to go on (EACCES over TCP without the token); the attach
+// name of a Tattach is checked against the token (over TCP) and removed,
+// so that the library, which would walk it as a path, attaches at the root
+// and never sees the token; nothing but a version negotiation is accepted
 // until one succeeded (EPROTO), and nothing during one; a Tflush of itself
 // or of another Tflush is answered at once (there is nothing to flush); a
 // request reusing a busy tag is dropped; and when the peer hangs up, its
@@ -214,6 +236,6 @@
 // says what differs and why).
 // The default address is the Unix socket $XDG_RUNTIME_DIR/toolsrv/9p.sock,
 // else ~/.cache/toolsrv/9p.sock (mode 0600, its directory 0700); TCP only
-// when asked. 9P has no authentication: the socket's mode is the access
-// control.
+// when asked. The Unix socket's access control is its mode (0600 in a 0700
+// directory) and its peers' credentials; TCP's is the token.
 package ninep

@@ -52,7 +52,7 @@ func recordSession(tb testing.TB, src Source, script func(cl *Client)) []byte {
 }
 
 func fuzzServer(tb testing.TB, src Source) *Server {
-	srv, err := New(Options{Source: src, Ranker: wordRanker{src}, Caller: &echoCaller{}, WorkDir: tb.TempDir(), Logger: quietLogger(),
+	srv, err := New(Options{Source: src, Ranker: wordRanker{src}, Caller: &echoCaller{}, WorkDir: tb.TempDir(), Logger: quietLogger(), Token: testToken,
 		Profiles: func(name string) (*registry.Profile, error) { return registry.LoadProfile("testdata/agents", name) }})
 	if err != nil {
 		tb.Fatal(err)
@@ -114,6 +114,16 @@ func FuzzConn(f *testing.F) {
 	f.Add(cat(frame(100, 0xFFFF, cat(u32(8192), str9("9P2000.L"))),
 		frame(msgTauth, 1, cat(u32(7), str9("me"), str9(""), u32(0))),
 		frame(104, 2, cat(u32(1), u32(^uint32(0)), str9("me"), str9(""), u32(0)))))
+	// The attach names a TCP connection is checked on: the token, the
+	// Unix socket's habit, a wrong one, and a Tattach cut short.
+	for _, aname := range []string{testToken, "/", "wrong-token-0123456789abcdef"} {
+		f.Add(cat(frame(100, 0xFFFF, cat(u32(8192), str9("9P2000.L"))),
+			frame(msgTauth, 1, cat(u32(7), str9("me"), str9(aname), u32(0))),
+			frame(104, 2, cat(u32(1), u32(^uint32(0)), str9("me"), str9(aname), u32(0))),
+			frame(110, 3, cat(u32(1), u32(2), []byte{1, 0}, str9("tools")))))
+	}
+	f.Add(cat(frame(100, 0xFFFF, cat(u32(8192), str9("9P2000.L"))),
+		frame(104, 2, cat(u32(1), u32(^uint32(0)), str9("me"), []byte{40, 0}, []byte("short")))))
 	f.Add([]byte{})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 100, 0, 0})
 
@@ -129,15 +139,24 @@ func FuzzConn(f *testing.F) {
 			panics = append(panics, msg)
 			mu.Unlock()
 		}
+		// As a TCP connection (the attach name checked against the token)
+		// when the input holds the token, so that an attach can pass, and
+		// when its length is odd, so that refusals are fuzzed too; else as
+		// a Unix socket's (the attach name ignored). One of them, not
+		// both: a connection may take seconds to drain.
+		remote := ""
+		if bytes.Contains(data, []byte(testToken)) || len(data)%2 == 1 {
+			remote = "fuzz peer"
+		}
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			srv.ServeConn(context.Background(), &feed{r: bytes.NewReader(data)})
+			srv.serveConn(context.Background(), &feed{r: bytes.NewReader(data)}, Access{}, nil, remote)
 		}()
 		select {
 		case <-done:
 		case <-time.After(safetyNet):
-			t.Fatal("the connection handler did not finish after its input ended")
+			t.Fatalf("the connection handler (remote %q) did not finish after its input ended", remote)
 		}
 		mu.Lock()
 		defer mu.Unlock()

@@ -2,22 +2,26 @@ package ninep
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/toolsrv/toolsrv/internal/testdeps"
 )
 
 // TestDiodInterop reads the tree with an independent 9P2000.L client (diod's
-// diodls and diodcat, TCP only), after loading a tool through the Go client.
+// diodls and diodcat, TCP only, the token as their attach name), after
+// loading a tool through the Go client.
 func TestDiodInterop(t *testing.T) {
 	// Without diod the test skips, unless TOOLSRV_TEST_REQUIRE names it
 	// (as CI does): then it fails.
 	diodls, diodcat := testdeps.Program(t, testdeps.Diod, "diodls"), testdeps.Program(t, testdeps.Diod, "diodcat")
-	e := newEnv(t, nil)
+	e := newEnv(t, func(o *Options) { o.Token = testToken })
 	tcp := e.listenTCP()
 	cl := e.client()
 	mustMkdir(t, cl, "session/s1")
@@ -30,7 +34,7 @@ func TestDiodInterop(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
 		defer cancel()
 		// -t: the diod client's own timeout, in seconds.
-		full := append([]string{"-s", tcp, "-a", "/", "-t", strconv.Itoa(int(safetyNet.Seconds()))}, args...)
+		full := append([]string{"-s", tcp, "-a", testToken, "-t", strconv.Itoa(int(safetyNet.Seconds()))}, args...)
 		out, err := exec.CommandContext(ctx, bin, full...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(full, " "), err, out)
@@ -79,6 +83,59 @@ func TestDiodInterop(t *testing.T) {
 	for _, name := range []string{"tools", "ctl", "schemas", "rank", "call", "err"} {
 		if !strings.Contains(sessions, name) {
 			t.Errorf("diodls session/s1/agent/a lacks %s:\n%s", name, sessions)
+		}
+	}
+}
+
+// Over TCP, diod's clients get nothing without the token: no -a (diod's
+// default attach name, "ctl"), -a / (what worked before the token), a
+// wrong token, and (as root) the same from another user's process; with
+// -a TOKEN, the tree. diod's clients send a Tauth first, then the Tattach:
+// both carry the attach name.
+func TestDiodTCPToken(t *testing.T) {
+	diodls := testdeps.Program(t, testdeps.Diod, "diodls")
+	e := newEnv(t, func(o *Options) { o.Token = testToken })
+	tcp := e.listenTCP()
+	diod := func(cred *syscall.Credential, args ...string) (string, error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
+		defer cancel()
+		full := append([]string{"-s", tcp, "-t", strconv.Itoa(int(safetyNet.Seconds()))}, args...)
+		cmd := exec.CommandContext(ctx, diodls, full...)
+		cmd.Dir = "/"
+		if cred != nil {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	users := []*syscall.Credential{nil}
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("nobody")
+		if err != nil {
+			t.Fatalf("a client of another uid needs the user nobody: %v", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		users = append(users, &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)})
+	}
+	for _, cred := range users {
+		who := "this user"
+		if cred != nil {
+			who = "uid " + strconv.Itoa(int(cred.Uid))
+		}
+		for _, args := range [][]string{{}, {"-a", "/"}, {"-a", "wrong-token-0123456789abcdef"}, {"-a", testToken + "x"}} {
+			out, err := diod(cred, args...)
+			if err == nil || !strings.Contains(out, "Permission denied") {
+				t.Errorf("%s, diodls %s: %v, want a refusal (Permission denied):\n%s", who, strings.Join(args, " "), err, out)
+			}
+			if strings.Contains(out, "tools.json") {
+				t.Errorf("%s, diodls %s listed the tree:\n%s", who, strings.Join(args, " "), out)
+			}
+		}
+		out, err := diod(cred, "-a", testToken)
+		if err != nil || !strings.Contains(out, "tools.json") || !strings.Contains(out, "session") {
+			t.Errorf("%s, diodls -a TOKEN: %v\n%s", who, err, out)
 		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/toolsrv/toolsrv/engine"
-	"github.com/toolsrv/toolsrv/exec"
 	"github.com/toolsrv/toolsrv/registry"
 )
 
@@ -94,12 +93,11 @@ func schemas(tools []*registry.Tool) []byte {
 	return append(b, '\n')
 }
 
-// rankAnswer is the rank format: comment lines ("# answer ID", the ID a
-// later load or call of the agent cites; "# degraded: REASON"; "# NOTE",
-// why no tool fits), then "name<TAB>score" lines, best first. Names a
-// stale ranking still holds but the catalog no longer has (or allow
-// refuses) are dropped.
-func rankAnswer(a engine.Answer, cat *registry.Catalog, allow func(string) bool) []byte {
+// rankAnswer is the rank format: comment lines ("# answer ID", the ID of
+// the answer; "# degraded: REASON"; "# NOTE", why no tool fits), then
+// "name<TAB>score" lines, best first, then with an explanation one
+// "# explain JSON" line.
+func rankAnswer(a engine.Answer) []byte {
 	var b bytes.Buffer
 	if a.ID != "" {
 		fmt.Fprintf(&b, "# answer %s\n", a.ID)
@@ -115,9 +113,6 @@ func rankAnswer(a engine.Answer, cat *registry.Catalog, allow func(string) bool)
 		fmt.Fprintf(&b, "# %s\n", oneLine(a.Reason))
 	}
 	for _, o := range a.Tools {
-		if _, ok := cat.Get(o.Name); !ok || (allow != nil && !allow(o.Name)) {
-			continue
-		}
 		fmt.Fprintf(&b, "%s\t%.4f\n", o.Name, o.Score)
 	}
 	if a.Explain != nil {
@@ -129,14 +124,12 @@ func rankAnswer(a engine.Answer, cat *registry.Catalog, allow func(string) bool)
 	return b.Bytes()
 }
 
-// renderCall is the call/NAME answer: one engine.CallResult as JSON (a
-// tool that ran and failed is a result, with its exit status).
-func renderCall(tool string, r *exec.Result) ([]byte, error) {
-	out := engine.Outcome(tool, r, nil)
-	out.OK = r.ExitCode == 0
-	b, err := json.Marshal(out)
+// jsonLine is v as one line of JSON: rank.json's answer (an engine.Answer)
+// and call/NAME's (an engine.CallResult).
+func jsonLine(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("encoding the result of %s: %w", tool, err)
+		return nil, fmt.Errorf("encoding the answer: %w", err)
 	}
 	return append(b, '\n'), nil
 }

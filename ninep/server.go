@@ -13,10 +13,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hugelgupf/p9/linux"
 	"github.com/hugelgupf/p9/p9"
 
 	"github.com/toolsrv/toolsrv/engine"
 	"github.com/toolsrv/toolsrv/exec"
+	"github.com/toolsrv/toolsrv/internal/token"
 	"github.com/toolsrv/toolsrv/registry"
 )
 
@@ -53,11 +55,11 @@ type Options struct {
 	// ("execution is not available"). A session with an overlay calls
 	// through the overlay (which ranks and calls its own catalog).
 	Caller Caller
-	// Loaded, when set, is told when a full client's agent loads a tool
-	// after a ranking (the answer it follows): the usage history's
-	// "load after rank". A tool's own connection loading a tool is not
-	// told.
-	Loaded func(answer, tool, session, agent string)
+	// Loaded, when set, is told of every load of a tool by an agent
+	// (ctl's tool_load, a write to its tools file), with who loaded it:
+	// the engine's Loaded, which decides what that records (a tool's own
+	// connection is engine.Caller.ByTool).
+	Loaded func(c engine.Caller, tool string)
 	// Profiles returns an agent's profile when its directory is made; nil
 	// gives every agent an empty profile (nothing auto-loaded, all allowed).
 	Profiles func(agent string) (*registry.Profile, error)
@@ -66,9 +68,6 @@ type Options struct {
 	WorkDir string
 	// WarmTurns is how many turns a warm tool may stay unused (default 5).
 	WarmTurns int
-	// RankK is how many hits a rank request asks for when it does not say
-	// (default 10).
-	RankK int
 	// Logger receives connection events (default slog.Default()).
 	Logger *slog.Logger
 	// Access decides what a newly accepted connection may do (see Access);
@@ -92,6 +91,18 @@ type Options struct {
 	// Build says which build of the server this is (the second line of
 	// /version, after Protocol).
 	Build string
+	// Token is the secret that a connection Serve accepted other than on a
+	// Unix socket (TCP: its peer cannot be identified) must send as the
+	// attach name (aname) of its Tattach, and of its Tauth if it sends
+	// one, before it gets anything: what "diodcat -a TOKEN" and v9fs's
+	// "aname=TOKEN" send. A missing or wrong one is refused (EACCES,
+	// logged without it) and ends the connection; compared in constant
+	// time. Empty: such connections are always refused. A Unix socket's
+	// connections, and those given to ServeConn and ServeConnAs, need
+	// none (their peers are identified otherwise): their attach name is
+	// ignored. Every attach is at the root. New refuses a token that
+	// token.Check refuses.
+	Token string
 }
 
 // Server serves the toolsrv 9P tree. Sessions and agents live in the Server
@@ -116,6 +127,10 @@ type Server struct {
 
 	text atomic.Pointer[catalogText]
 
+	// token is what is kept of Options.Token (hasToken: one was given).
+	token    token.Sum
+	hasToken bool
+
 	// onPanic, when set, is told about a panic that the 9P library caught
 	// in one of our handlers (the fuzz test fails on it).
 	onPanic func(msg string)
@@ -136,19 +151,24 @@ func New(opts Options) (*Server, error) {
 	if opts.WarmTurns <= 0 {
 		opts.WarmTurns = 5
 	}
-	if opts.RankK <= 0 {
-		opts.RankK = 10
-	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
 	opts.Limits.setDefaults()
-	return &Server{
+	s := &Server{
 		opts: opts, log: opts.Logger,
 		uid: uint32(os.Getuid()), gid: uint32(os.Getgid()), start: time.Now(),
 		sessions: map[string]*session{},
 		toolBuf:  newBudget("all tool connections together", opts.Limits.Tool.Buffered, nil),
-	}, nil
+	}
+	if opts.Token != "" {
+		if err := token.Check(opts.Token); err != nil {
+			return nil, fmt.Errorf("ninep: Options.Token: %w", err)
+		}
+		s.token, s.hasToken = token.SumOf(opts.Token), true
+		s.opts.Token = "" // (the sum is all it needs)
+	}
+	return s, nil
 }
 
 // Serve accepts connections on l until ctx ends, then closes l and every
@@ -196,7 +216,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 			if p != nil {
 				defer s.conns.leaveTool(p)
 			}
-			s.serveConn(ctx, nc, acc, p)
+			s.serveConn(ctx, nc, acc, p, tcpPeer(nc))
 		}()
 	}
 }
@@ -214,7 +234,7 @@ func (s *Server) admit(acc Access) (*toolPeer, error) {
 // ServeConn serves one connection (already accepted) with full access until
 // the peer closes it or ctx ends. It always closes rwc.
 func (s *Server) ServeConn(ctx context.Context, rwc io.ReadWriteCloser) {
-	s.serveConn(ctx, rwc, Access{}, nil)
+	s.serveConn(ctx, rwc, Access{}, nil, "")
 }
 
 // ServeConnAs serves one connection with the given access. A tool's
@@ -230,12 +250,26 @@ func (s *Server) ServeConnAs(ctx context.Context, rwc io.ReadWriteCloser, acc Ac
 	if p != nil {
 		defer s.conns.leaveTool(p)
 	}
-	s.serveConn(ctx, rwc, acc, p)
+	s.serveConn(ctx, rwc, acc, p, "")
+}
+
+// tcpPeer is, for a connection that must send the token (one that did
+// not come through a Unix socket), the address of its peer; "" for one on
+// a Unix socket. A connection whose kind cannot be told must send it.
+func tcpPeer(nc net.Conn) string {
+	if a := nc.LocalAddr(); a != nil && a.Network() == "unix" {
+		return ""
+	}
+	if a := nc.RemoteAddr(); a != nil && a.String() != "" {
+		return a.String()
+	}
+	return "an unknown peer"
 }
 
 // serveConn serves one connection; p is its tool peer's share (nil for a
-// full client, or a tool connection served outside the count).
-func (s *Server) serveConn(ctx context.Context, rwc io.ReadWriteCloser, acc Access, p *toolPeer) {
+// full client, or a tool connection served outside the count); remote,
+// when set, is the address of a peer that must send the token (tcpPeer).
+func (s *Server) serveConn(ctx context.Context, rwc io.ReadWriteCloser, acc Access, p *toolPeer, remote string) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	l := s.opts.Limits
@@ -252,11 +286,37 @@ func (s *Server) serveConn(ctx context.Context, rwc io.ReadWriteCloser, acc Acce
 	stop := context.AfterFunc(ctx, func() { rwc.Close() })
 	defer stop()
 
-	sh := newShim(rwc, cancel, msize)
+	var check func([]byte) error
+	if remote != "" {
+		check = func(aname []byte) error { return c.checkToken(aname, remote) }
+	}
+	sh := newShim(rwc, cancel, msize, check)
 	srv := p9.NewServer(attacher{c}, p9.WithServerLogger(p9Logger{s}))
 	// Handle returns when the reader fails (peer gone, ctx ended, garbage
 	// on the wire) and every request in flight has been answered.
 	_ = srv.Handle(sh, sh.out)
+}
+
+// checkToken vets the attach name of a connection that must send the
+// token (see Options.Token): nil, or the refusal, whose reason (in the
+// connection's err, and logged at most once a second) never holds what
+// the peer sent.
+func (c *conn) checkToken(aname []byte, remote string) error {
+	s := c.srv
+	ok := s.hasToken && s.token.Matches(aname)
+	why := ""
+	switch {
+	case ok:
+		return nil
+	case !s.hasToken:
+		why = "this server has no token, so it takes no connection but on its Unix socket"
+	case len(aname) == 0:
+		why = "no token: the attach name (aname) is empty"
+	default:
+		why = "a wrong token in the attach name (aname)"
+	}
+	s.logRefused("refusing a 9P attach over TCP: "+why, "remote", remote)
+	return c.fail(nil, Refuse(linux.EACCES, "refused: %s; a connection over TCP must send the server's token as its attach name (diodcat -a TOKEN, mount -o aname=TOKEN; toolsrv 9p sends it)", why))
 }
 
 // catalog is the current catalog snapshot.
@@ -314,14 +374,19 @@ type errSink interface{ setErr(msg string) }
 // for a request in a session or an agent, in its err) and returns the errno
 // to send.
 func (c *conn) fail(sink errSink, err error) error {
-	msg := err.Error()
+	c.note(sink, err.Error())
+	return ErrnoOf(err)
+}
+
+// note records msg in this connection's err file and, when sink is set,
+// in the session's or agent's.
+func (c *conn) note(sink errSink, msg string) {
 	c.mu.Lock()
 	c.err = msg
 	c.mu.Unlock()
 	if sink != nil {
 		sink.setErr(msg)
 	}
-	return ErrnoOf(err)
 }
 
 // toolNote says, in a refusal, that a limit is a tool connection's.

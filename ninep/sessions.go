@@ -12,6 +12,7 @@ import (
 
 	"github.com/hugelgupf/p9/linux"
 
+	"github.com/toolsrv/toolsrv/engine"
 	"github.com/toolsrv/toolsrv/registry"
 )
 
@@ -50,9 +51,13 @@ type agent struct {
 	notices []string
 	err     string
 	ended   bool
-	// answer is the ID of the last answer a full client got from the
-	// agent's rank file: its next load and calls cite it.
-	answer string
+}
+
+// caller is who acts through agent ag on connection c: the agent of its
+// session, or a tool of the agent (a connection confined to it).
+func (ag *agent) caller(c *conn) engine.Caller {
+	return engine.Caller{Transport: "9p", Client: ag.sess.name + "/" + ag.name, Session: ag.sess.name, Agent: ag.name,
+		ByTool: c.acc.scoped()}
 }
 
 // loadedTool is one tool an agent has loaded.
@@ -418,13 +423,10 @@ func (s *Server) agentCtl(c *conn, ag *agent, line string) error {
 			return Refuse(linux.EINVAL, "tool_load needs a tool name: tool_load NAME")
 		}
 		err := ag.loadLocked(cat, arg)
-		answer := ag.answer
 		ag.mu.Unlock()
 		s.log.Info("tool_load", "session", ag.sess.name, "agent", ag.name, "tool", arg, "err", err)
-		// A full client's load after a ranking is usage; a tool's own
-		// connection never writes usage.
-		if err == nil && answer != "" && !c.acc.scoped() && s.opts.Loaded != nil {
-			s.opts.Loaded(answer, arg, ag.sess.name, ag.name)
+		if err == nil && s.opts.Loaded != nil {
+			s.opts.Loaded(ag.caller(c), arg)
 		}
 		return err
 	}

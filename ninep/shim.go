@@ -2,6 +2,7 @@ package ninep
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -18,6 +19,7 @@ const (
 	msgTversion = 100
 	msgRversion = 101
 	msgTauth    = 102
+	msgTattach  = 104
 	msgTflush   = 108
 	msgRflush   = 109
 	msgTread    = 116
@@ -35,6 +37,16 @@ const (
 //   - Tauth is answered with Rlerror(ENOENT): "no authentication needed" in
 //     the only form Debian's diod client accepts. The library hard-codes
 //     ENOSYS, which diod treats as fatal.
+//   - The attach name (aname) of a Tattach is checked, when the connection
+//     must present a token (check: a TCP one), and then removed: the
+//     library is handed a Tattach with an empty aname. The library would
+//     walk the aname as a path from the root, so that a token there would
+//     be ENOENT; and the token never reaches the library (whose message
+//     strings, which its debug log formats, hold the aname). A missing or
+//     wrong token (and a Tauth's, which diod's clients send first) is
+//     answered with Rlerror(EACCES) and ends the connection, so that one
+//     connection tries one token. A Tattach or Tauth too short to hold its
+//     names gets EINVAL.
 //   - Version negotiation is serialised: nothing but Tversion is passed on
 //     until a Tversion succeeded (anything else gets EPROTO), nothing
 //     follows a Tversion until its answer is out, and a second negotiation
@@ -68,6 +80,10 @@ const (
 type shim struct {
 	rwc    io.ReadWriteCloser
 	onDone func() // called once the peer stops sending
+	// check, when set, vets the attach name of each Tattach and Tauth:
+	// nil to go on, else the refusal (its errno is sent). When nil, the
+	// attach name is ignored.
+	check func(aname []byte) error
 	// maxMsize is the largest message the peer may send or negotiate;
 	// msize is the size negotiated (0 before).
 	maxMsize, msize uint32
@@ -81,9 +97,10 @@ type shim struct {
 }
 
 // newShim makes the shim of a connection whose messages may be up to
-// maxMsize bytes (at most maxFrame).
-func newShim(rwc io.ReadWriteCloser, onDone func(), maxMsize uint32) *shim {
-	return &shim{rwc: rwc, onDone: onDone, maxMsize: min(maxMsize, maxFrame),
+// maxMsize bytes (at most maxFrame); check, when set, vets its attach
+// names (see shim).
+func newShim(rwc io.ReadWriteCloser, onDone func(), maxMsize uint32, check func(aname []byte) error) *shim {
+	return &shim{rwc: rwc, onDone: onDone, check: check, maxMsize: min(maxMsize, maxFrame),
 		out: &frameWriter{w: rwc, version: make(chan bool, 1), dead: make(chan struct{})}}
 }
 
@@ -159,7 +176,22 @@ func (s *shim) nextFrame() error {
 	case !s.versioned:
 		return s.out.reply(rlerror(hdr[5], hdr[6], linux.EPROTO))
 	case hdr[4] == msgTauth:
+		// afid[4] uname[s] aname[s] n_uname[4]
+		if _, _, ok, err := s.vetAttach(frame, 4); !ok {
+			return err
+		}
 		return s.out.reply(rlerror(hdr[5], hdr[6], linux.ENOENT))
+	case hdr[4] == msgTattach:
+		// fid[4] afid[4] uname[s] aname[s] n_uname[4]: hand the library
+		// the same with an empty aname.
+		at, end, ok, err := s.vetAttach(frame, 8)
+		if !ok {
+			return err
+		}
+		n := copy(frame[at+2:], frame[end:])
+		frame = frame[:at+2+n]
+		frame[at], frame[at+1] = 0, 0
+		binary.LittleEndian.PutUint32(frame, uint32(len(frame)))
 	}
 	if hdr[4] == msgTread && len(frame) >= headerLen+16 {
 		// fid[4] offset[8] count[4]
@@ -182,6 +214,44 @@ func (s *shim) nextFrame() error {
 	}
 	s.pend = frame
 	return nil
+}
+
+// errAttachRefused ends a connection whose attach name was refused.
+var errAttachRefused = errors.New("9P attach refused")
+
+// vetAttach finds the attach name of a Tattach or Tauth frame, whose
+// uname[s] begins fixed bytes after the header, and vets it (check): at
+// and end are the offsets of its length field and of the byte after it.
+// ok false: the frame has been answered here, with EINVAL when it is too
+// short to hold its names (err is nil, or the write's error), with the
+// refusal's errno when check refused the name (err is errAttachRefused,
+// which ends the connection).
+func (s *shim) vetAttach(frame []byte, fixed int) (at, end int, ok bool, err error) {
+	str := func(i int) int { // the end of the 9P string at i, or -1
+		if i+2 > len(frame) {
+			return -1
+		}
+		if e := i + 2 + int(binary.LittleEndian.Uint16(frame[i:])); e <= len(frame) {
+			return e
+		}
+		return -1
+	}
+	tagLo, tagHi := frame[5], frame[6]
+	if at = str(headerLen + fixed); at >= 0 {
+		end = str(at)
+	}
+	if at < 0 || end < 0 || end+4 > len(frame) {
+		return 0, 0, false, s.out.reply(rlerror(tagLo, tagHi, linux.EINVAL))
+	}
+	if s.check != nil {
+		if cerr := s.check(frame[at+2 : end]); cerr != nil {
+			if err := s.out.reply(rlerror(tagLo, tagHi, ErrnoOf(cerr))); err != nil {
+				return 0, 0, false, err
+			}
+			return 0, 0, false, errAttachRefused
+		}
+	}
+	return at, end, true, nil
 }
 
 // rlerror encodes Rlerror(tag, errno).

@@ -46,7 +46,10 @@ var rootDir = dirSpec[none]{
 			return newUnchargedFile(pl, func() ([]byte, error) { return withNewline(pl.c.errText()), nil })
 		}},
 		{"rank", false, needFull, func(pl place, _ none) p9.File {
-			return newTxFile(pl, func(req []byte) ([]byte, error) { return pl.c.srv.rank(pl.c, nil, req) }, rankComplete)
+			return newTxFile(pl, func(req []byte) ([]byte, error) { return pl.c.srv.rank(pl.c, nil, req, false) }, rankComplete)
+		}},
+		{"rank.json", false, needFull, func(pl place, _ none) p9.File {
+			return newTxFile(pl, func(req []byte) ([]byte, error) { return pl.c.srv.rank(pl.c, nil, req, true) }, rankComplete)
 		}},
 		{"ctl", false, needFull, func(pl place, _ none) p9.File {
 			return newCmdFile(pl, nil, func(line string) error { return pl.c.srv.rootCtl(pl.c, line) })
@@ -135,7 +138,10 @@ var agentDir = dirSpec[*agent]{
 		{"ctl", false, needAgent, agentCtlFile},
 		{"schemas", false, needAgent, agentSchemasFile},
 		{"rank", false, needFull, func(pl place, ag *agent) p9.File {
-			return newTxFile(pl, func(req []byte) ([]byte, error) { return pl.c.srv.rank(pl.c, ag, req) }, rankComplete)
+			return newTxFile(pl, func(req []byte) ([]byte, error) { return pl.c.srv.rank(pl.c, ag, req, false) }, rankComplete)
+		}},
+		{"rank.json", false, needFull, func(pl place, ag *agent) p9.File {
+			return newTxFile(pl, func(req []byte) ([]byte, error) { return pl.c.srv.rank(pl.c, ag, req, true) }, rankComplete)
 		}},
 		{"call", true, needFull, func(pl place, ag *agent) p9.File { return newDir(pl, ag, &callDir) }},
 		{"err", false, needAgent, func(pl place, ag *agent) p9.File {
@@ -273,38 +279,27 @@ func callComplete(req []byte, _ bool) bool {
 }
 
 // rank answers a rank transaction, for an agent (its allowTools apply) or
-// for the whole catalog (ag nil). The request is plain text (the message)
-// or an engine.Request as JSON ({"query": ..., "context": [...],
-// "limit": N, "explain": true}; "k" is still accepted for limit).
-func (s *Server) rank(c *conn, ag *agent, req []byte) ([]byte, error) {
+// for the whole catalog (ag nil), in the rank format or, asJSON, as the
+// engine's Answer. The request is plain text (the message) or a Request
+// as JSON (engine.ParseRequest).
+func (s *Server) rank(c *conn, ag *agent, req []byte, asJSON bool) ([]byte, error) {
 	if s.opts.Ranker == nil {
 		return nil, Refuse(linux.ENOSYS, "ranking is not available in this server")
 	}
-	q := engine.Request{Limit: s.opts.RankK, Source: "9p"}
-	t := bytes.TrimSpace(req)
-	if len(t) > 0 && t[0] == '{' {
-		var r engine.Request
-		if err := json.Unmarshal(t, &r); err != nil {
-			return nil, Refuse(linux.EINVAL, "rank request is not valid JSON (%v); write the message as plain text or {\"query\": ..., \"context\": [...], \"limit\": N}", err)
-		}
-		q.Query, q.Context, q.Explain = r.Query, r.Context, r.Explain
-		if r.Limit > 0 {
-			q.Limit = r.Limit
-		}
-	} else {
-		q.Query = string(t)
+	q, err := engine.ParseRequest(req)
+	if err != nil {
+		return nil, Refuse(linux.EINVAL, "rank request: %v", err)
 	}
-	if q.Query == "" {
-		return nil, Refuse(linux.EINVAL, "empty message: write the user's message to rank tools for it")
-	}
-	ranker, cat := s.opts.Ranker, s.catalog
+	q.Caller = engine.Caller{Transport: "9p"}
+	var ranker Ranker = s.opts.Ranker
+	cat := s.catalog
 	if ag != nil {
 		if err := ag.lock(ag.sess.catalog()); err != nil {
 			return nil, err
 		}
 		prof := ag.profile
 		ag.mu.Unlock()
-		q.Profile, q.Session, q.Agent = prof, ag.sess.name, ag.name
+		q.Profile, q.Caller = prof, ag.caller(c)
 		if prof.AllowTools != nil {
 			q.Allow = prof.Allows
 		}
@@ -315,11 +310,11 @@ func (s *Server) rank(c *conn, ag *agent, req []byte) ([]byte, error) {
 	start := time.Now()
 	a, err := ranker.Rank(c.ctx, q)
 	if err != nil {
-		s.log.Info("rank failed", "agent", q.Agent, "err", err)
+		s.log.Info("rank failed", "agent", q.Caller.Agent, "err", err)
 		return nil, fmt.Errorf("ranking failed: %w", err)
 	}
 	// The request is user text: it is not logged.
-	attrs := []any{"agent", q.Agent, "offered", a.Names(), "took", time.Since(start).Round(time.Microsecond)}
+	attrs := []any{"agent", q.Caller.Agent, "offered", a.Names(), "took", time.Since(start).Round(time.Microsecond)}
 	if a.Degraded {
 		attrs = append(attrs, "degraded", a.DegradedReason)
 	}
@@ -327,12 +322,20 @@ func (s *Server) rank(c *conn, ag *agent, req []byte) ([]byte, error) {
 		attrs = append(attrs, "note", a.Reason)
 	}
 	s.log.Info("rank", attrs...)
-	if ag != nil && !c.acc.scoped() {
-		ag.mu.Lock()
-		ag.answer = a.ID
-		ag.mu.Unlock()
+	if a.NoToolFits && a.Reason != "" && len(cat().Tools) == 0 {
+		// Nothing to rank at all (no tool directory, no .meta file): err
+		// says why too, as for a refusal, for a client that reads it
+		// after an empty answer.
+		var sink errSink
+		if ag != nil {
+			sink = ag
+		}
+		c.note(sink, a.Reason)
 	}
-	return rankAnswer(a, cat(), q.Allow), nil
+	if asJSON {
+		return jsonLine(a)
+	}
+	return rankAnswer(a), nil
 }
 
 // call answers a call/NAME transaction.
@@ -367,11 +370,8 @@ func (s *Server) call(c *conn, ag *agent, name string, req []byte) ([]byte, erro
 	if caller == nil {
 		return nil, Refuse(linux.ENOSYS, "tool execution is not available in this server")
 	}
-	ag.mu.Lock()
-	answer := ag.answer
-	ag.mu.Unlock()
 	start := time.Now()
-	res, err := caller.Call(c.ctx, engine.CallRequest{Tool: name, Arguments: args, Answer: answer, Source: "9p",
+	res, err := caller.Call(c.ctx, engine.CallRequest{Tool: name, Arguments: args, Caller: ag.caller(c),
 		Context: exec.CallContext{WorkDir: ag.sess.dir(), Session: ag.sess.name, Agent: ag.name, Timeout: t.Timeout}})
 	who := []any{"tool", name, "session", ag.sess.name, "agent", ag.name}
 	if res != nil {
@@ -387,5 +387,5 @@ func (s *Server) call(c *conn, ag *agent, name string, req []byte) ([]byte, erro
 	if err != nil && !(errors.Is(err, exec.ErrExit) && res != nil) {
 		return nil, &Refusal{Errno: linux.Errno(engine.KindOf(err).Errno), Reason: fmt.Sprintf("call %s: %v", name, err)}
 	}
-	return renderCall(name, res)
+	return jsonLine(engine.Outcome(name, res, err))
 }

@@ -1,6 +1,7 @@
 package ninep
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -34,7 +35,7 @@ func TestRootListing(t *testing.T) {
 		}
 		got = append(got, n)
 	}
-	want := []string{"ctl", "err", "errors", "rank", "revision", "session/", "tools", "tools.json", "version"}
+	want := []string{"ctl", "err", "errors", "rank", "rank.json", "revision", "session/", "tools", "tools.json", "version"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("root = %v, want %v", got, want)
 	}
@@ -160,17 +161,33 @@ func TestRootRank(t *testing.T) {
 	if got := names(string(ans)); len(got) != 1 {
 		t.Fatalf("k=1 answer = %q", ans)
 	}
+	// rank.json: the same answer as the engine's Answer in JSON.
+	ans, err = cl.Transact("rank.json", []byte(`{"query": "read the file contents and push to the remote", "limit": "1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a engine.Answer
+	if err := json.Unmarshal(ans, &a); err != nil || len(a.Tools) != 1 || !bytes.HasSuffix(ans, []byte("}\n")) {
+		t.Fatalf("rank.json limit 1 = %q (%v), want one JSON line with one tool", ans, err)
+	}
+	if text, _ := cl.Transact("rank", []byte("read the file contents and push to the remote")); names(string(text))[0] != a.Tools[0].Name {
+		t.Errorf("rank.json offers %s first, rank %q", a.Tools[0].Name, text)
+	}
 	// Refusals.
 	_, err = cl.Transact("rank", []byte("   \n"))
 	wantRefused(t, err, linux.EINVAL, "empty message")
-	_, err = cl.Transact("rank", []byte(`{"query": 3}`))
+	_, err = cl.Transact("rank", []byte(`{"query": "x",}`))
 	wantRefused(t, err, linux.EINVAL, "not valid JSON")
+	_, err = cl.Transact("rank", []byte(`{"query": 3}`))
+	wantRefused(t, err, linux.EINVAL, `"query" must be a string`)
+	_, err = cl.Transact("rank", []byte(`{"query": "x", "limit": -2}`))
+	wantRefused(t, err, linux.EINVAL, `"limit" -2: must be a positive integer`)
 }
 
 func TestRankDegradedAndUnavailable(t *testing.T) {
 	e := newEnv(t, func(o *Options) {
 		o.Ranker = rankerFunc(func(_ context.Context, q engine.Request) (engine.Answer, error) {
-			return engine.Answer{Tools: []engine.Offer{{Hit: index.Hit{Name: "weather", Score: 0.5}}, {Hit: index.Hit{Name: "vanished", Score: 0.4}}}, Degraded: true, DegradedReason: "embedder unreachable"}, nil
+			return engine.Answer{Tools: []engine.Offer{{Hit: index.Hit{Name: "weather", Score: 0.5}}}, Degraded: true, DegradedReason: "embedder unreachable"}, nil
 		})
 	})
 	ans, err := e.client().Transact("rank", []byte("rain"))
@@ -178,7 +195,7 @@ func TestRankDegradedAndUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want := "# degraded: embedder unreachable\nweather\t0.5000\n"; string(ans) != want {
-		t.Fatalf("answer = %q, want %q (tools the catalog lacks are dropped)", ans, want)
+		t.Fatalf("answer = %q, want %q", ans, want)
 	}
 	e2 := newEnv(t, func(o *Options) { o.Ranker = nil })
 	_, err = e2.client().Transact("rank", []byte("rain"))
@@ -240,7 +257,7 @@ func TestSessionsAndAgents(t *testing.T) {
 	for _, en := range ents {
 		got = append(got, en.Name)
 	}
-	if want := []string{"call", "ctl", "err", "rank", "schemas", "tools"}; !reflect.DeepEqual(got, want) {
+	if want := []string{"call", "ctl", "err", "rank", "rank.json", "schemas", "tools"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("agent dir = %v, want %v", got, want)
 	}
 

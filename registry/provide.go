@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // ProviderSep separates a provider's name from the name its tool has
@@ -53,6 +55,13 @@ type Provision struct {
 	// offers is unusable); problems of the tools above are added by
 	// Provide. Name and File may be left empty.
 	Problems []Problem
+	// Held are tools the provider offers but holds back (an imported tool
+	// whose definition changed since its owner approved it), each with
+	// the reason, which anyone who asks for the tool is told (so it must
+	// not repeat what the provider said): listed as hidden, neither
+	// ranked nor callable. Name is the provider's own; File may be left
+	// empty.
+	Held []Hidden
 }
 
 // provision is what one provider amounts to in the catalog.
@@ -61,19 +70,43 @@ type provision struct {
 	hidden   []Hidden
 	problems []Problem
 	// last is the last usable set of tools, for an Unavailable provision
-	// with no tools.
-	last []Provided
+	// with no tools; lastHeld the last held ones.
+	last     []Provided
+	lastHeld []Hidden
 }
 
 // ValidProvidedName reports why name cannot be a provided tool's name (its
-// name at the provider), or nil.
+// name at the provider), or nil. The error shows the name as ShownName
+// does.
 func ValidProvidedName(name string) error {
 	for _, part := range strings.Split(name, ProviderSep) {
 		if err := ValidName(part); err != nil {
-			return fmt.Errorf("%q: %w", name, err)
+			return fmt.Errorf("%s: %w", ShownName(name), err)
 		}
 	}
 	return nil
+}
+
+// maxShownName bounds the bytes of a name ShownName shows.
+const maxShownName = 160
+
+// ShownName is a name that came from elsewhere (a provider, a file name)
+// as a message shows it: a valid tool name as it is; anything else quoted
+// as a Go string (a line feed, an escape sequence, a bidirectional control
+// shown escaped, so that it cannot start a line of its own or rewrite the
+// terminal) and cut after a few lines' worth, with the length it had.
+func ShownName(name string) string {
+	if ValidName(name) == nil {
+		return name
+	}
+	if len(name) <= maxShownName {
+		return strconv.Quote(name)
+	}
+	cut := maxShownName
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(name[:cut]), len(name))
 }
 
 // Provide publishes provider's tools in the catalog as PROVIDER:NAME,
@@ -93,11 +126,11 @@ func (r *Registry) Provide(ctx context.Context, provider string, p Provision) er
 	if src == "" {
 		src = provider
 	}
-	tools := p.Tools
+	tools, held := p.Tools, p.Held
 	r.mu.Lock()
 	prev := r.provided[provider]
 	if tools == nil && p.Unavailable != "" && prev != nil {
-		tools = prev.last
+		tools, held = prev.last, prev.lastHeld
 	}
 	// Schemas: shared compile jobs, compiled off the lock.
 	jobs := make([]*compileJob, len(tools))
@@ -137,6 +170,8 @@ func (r *Registry) Provide(ctx context.Context, provider string, p Provision) er
 			next.problems = append(next.problems, Problem{Name: full, File: src, Field: field, Msg: "tool " + full + ": " + msg})
 		}
 		if err := ValidProvidedName(pt.Name); err != nil {
+			// The name is not one: shown quoted, and bounded.
+			full = provider + ProviderSep + ShownName(pt.Name)
 			bad("name", err.Error()+" (a provided tool's name must be a valid tool name)")
 			continue
 		}
@@ -169,7 +204,18 @@ func (r *Registry) Provide(ctx context.Context, provider string, p Provision) er
 		}
 		next.tools = append(next.tools, t)
 	}
-	next.last = usable
+	next.last, next.lastHeld = usable, held
+	for _, h := range held {
+		if seen[h.Name] {
+			continue // offered as a usable tool too: a provider's mistake
+		}
+		seen[h.Name] = true
+		if h.File == "" {
+			h.File = src
+		}
+		h.Name = provider + ProviderSep + h.Name
+		next.hidden = append(next.hidden, h)
+	}
 	if p.Unavailable != "" && len(tools) == 0 {
 		next.problems = append(next.problems, Problem{Name: provider + ProviderSep, File: src, Msg: p.Unavailable})
 	}

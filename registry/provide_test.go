@@ -92,7 +92,7 @@ func TestProvide(t *testing.T) {
 		probs = append(probs, p.Name+" "+p.Field)
 	}
 	slices.Sort(probs)
-	if want := []string{"fs:bad schema name", "fs:deep args", "fs:loose args", "fs:odd ", "fs:read name"}; !slices.Equal(probs, want) {
+	if want := []string{`fs:"bad schema" name`, "fs:deep args", "fs:loose args", "fs:odd ", "fs:read name"}; !slices.Equal(probs, want) {
 		t.Errorf("problems %q, want %q", probs, want)
 	}
 	if _, err := cat.Lookup("fs:write"); err == nil || !strings.Contains(err.Error(), "no provider fs offers it") {
@@ -156,5 +156,68 @@ func TestProvide(t *testing.T) {
 	}
 	if want := []string{"fs.read", "mem:read", "other"}; !slices.Equal(catalogNames(r.Catalog()), want) {
 		t.Errorf("after a reload: %v, want %v", catalogNames(r.Catalog()), want)
+	}
+}
+
+// A provider holds some of its tools back: they are listed as hidden with
+// the provider's reason, neither in the catalog's tools nor callable
+// (Lookup says why), through an Unavailable provision too, and back when
+// a provision offers them.
+func TestProvideHeld(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
+	defer cancel()
+	r := New(Options{Dirs: []string{t.TempDir()}})
+	if err := r.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const why = "held: its definition changed since its owner approved it"
+	say := Provided{Name: "say", Description: "say a text back"}
+	poll := Provided{Name: "poll", Description: "ask a question"}
+	check := func(step string, wantTools []string, wantHeld bool) {
+		t.Helper()
+		cat := r.Catalog()
+		if got := catalogNames(cat); !slices.Equal(got, wantTools) {
+			t.Errorf("%s: tools %v, want %v", step, got, wantTools)
+		}
+		_, err := cat.Lookup("s:poll")
+		reason, hidden := cat.HiddenReason("s:poll")
+		if held := hidden && reason == why; held != wantHeld {
+			t.Errorf("%s: s:poll held %v (hidden %v, %q), want %v", step, held, hidden, reason, wantHeld)
+		}
+		if wantHeld && (err == nil || !strings.Contains(err.Error(), "not available: "+why)) {
+			t.Errorf("%s: Lookup of the held tool: %v", step, err)
+		}
+	}
+	if err := r.Provide(ctx, "s", Provision{Source: "server s", Tools: []Provided{say}, Held: []Hidden{{Name: "poll", Reason: why}}}); err != nil {
+		t.Fatal(err)
+	}
+	check("held", []string{"s:say"}, true)
+	if err := r.Provide(ctx, "s", Provision{Source: "server s", Unavailable: "it died"}); err != nil {
+		t.Fatal(err)
+	}
+	check("unavailable", nil, true)
+	if err := r.Provide(ctx, "s", Provision{Source: "server s", Tools: []Provided{say, poll}}); err != nil {
+		t.Fatal(err)
+	}
+	check("approved", []string{"s:poll", "s:say"}, false)
+}
+
+// A name from elsewhere is shown quoted and bounded when it is not a tool
+// name: a line feed or an escape sequence in it cannot start a line or
+// rewrite the terminal, and 100 KB of it cannot fill the screen.
+func TestShownName(t *testing.T) {
+	for in, want := range map[string]string{
+		"read_file":                             "read_file",
+		"a\n\n0 errors: all verified\x1b]0;X\a": `"a\n\n0 errors: all verified\x1b]0;X\a"`,
+		"x:y":                                   `"x:y"`,
+		"rtl\u202etxt":                          `"rtl\u202etxt"`,
+		strings.Repeat("é", 100):                `"` + strings.Repeat("é", 80) + `"… (200 bytes)`,
+	} {
+		if got := ShownName(in); got != want {
+			t.Errorf("ShownName(%q) = %s, want %s", in, got, want)
+		}
+	}
+	if err := ValidProvidedName(strings.Repeat("n", 100_000)); err == nil || len(err.Error()) > 400 {
+		t.Errorf("the error of a 100 KB name is %d bytes", len(err.Error()))
 	}
 }

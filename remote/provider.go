@@ -14,6 +14,7 @@ import (
 
 	"github.com/hugelgupf/p9/linux"
 
+	"github.com/toolsrv/toolsrv/engine"
 	"github.com/toolsrv/toolsrv/exec"
 	"github.com/toolsrv/toolsrv/ninep"
 	"github.com/toolsrv/toolsrv/registry"
@@ -492,16 +493,7 @@ func (p *Provider) Call(ctx context.Context, name string, args []byte, cc exec.C
 		}
 		return fail(exec.ErrStart, "remote %s: %v", p.o.Name, p.lost(conn, a.err))
 	}
-	var ans struct {
-		ExitCode    int             `json:"exitCode"`
-		Output      string          `json:"output"`
-		Content     json.RawMessage `json:"content"`
-		Stderr      string          `json:"stderr"`
-		Truncated   bool            `json:"truncated"`
-		Unsandboxed bool            `json:"unsandboxed"`
-		Denied      string          `json:"denied"`
-		DurationMS  float64         `json:"durationMs"`
-	}
+	var ans engine.CallResult
 	if err := json.Unmarshal(a.b, &ans); err != nil {
 		return fail(exec.ErrStart, "remote %s answered the call with something that is not a call result (%v): %.200q", p.o.Name, err, a.b)
 	}

@@ -72,4 +72,8 @@
 // defaults tuned for another model of the same family still load, with a
 // warning to re-tune. Thresholds hold for the embedder, the model and the
 // index's lexical weight they were tuned with (recorded in File.Tuning).
+// `toolsrv tune --show --json` prints the File in effect with where it was
+// found (File.Source, Path, Warning), which Parse ignores: saved as it is,
+// that output is a file to edit by hand (every field: docs/ranking.md, "The
+// thresholds file").
 package thresholds

@@ -41,6 +41,15 @@ type File struct {
 	Scores string `json:"scores,omitempty"`
 	// Tuning records how the thresholds were chosen (absent when hand-written).
 	Tuning *Tuning `json:"tuning,omitempty"`
+
+	// Source, Path and Warning are what `toolsrv tune --show --json` adds
+	// to the thresholds in effect: where they were found (the file read,
+	// if any) and why they may not fit. Its output saved as it is is a
+	// thresholds file: reading one ignores these three, and writing one
+	// leaves them out.
+	Source  SourceKind `json:"source,omitempty"`
+	Path    string     `json:"path,omitempty"`
+	Warning string     `json:"warning,omitempty"`
 }
 
 // Tuning is the provenance of tuned thresholds.
@@ -111,6 +120,7 @@ func Parse(data []byte) (*File, error) {
 	if err := f.Check(); err != nil {
 		return nil, err
 	}
+	f.Source, f.Path, f.Warning = "", "", ""
 	return &f, nil
 }
 
@@ -146,7 +156,9 @@ func WriteFile(path string, f *File) error {
 	if err := f.Check(); err != nil {
 		return fmt.Errorf("refusing to write thresholds: %w", err)
 	}
-	data, err := json.MarshalIndent(f, "", "  ")
+	g := *f
+	g.Source, g.Path, g.Warning = "", "", ""
+	data, err := json.MarshalIndent(&g, "", "  ")
 	if err != nil {
 		return err
 	}

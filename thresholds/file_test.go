@@ -48,6 +48,37 @@ func TestFileRoundTrip(t *testing.T) {
 	}
 }
 
+// What `tune --show --json` adds (source, path, warning) is read as
+// nothing and never written: a file carries no stale provenance.
+func TestShownFieldsAreIgnored(t *testing.T) {
+	shown := `{"format":"toolsrv-thresholds","version":2,"embedder":"e","policy":{"min":0.3,"coldMin":0.4,"relative":0.5,"maxTools":3},` +
+		`"source":"env","path":"/somewhere/else.json","warning":"tuned for another model"}`
+	f, err := Parse([]byte(shown))
+	if err != nil {
+		t.Fatalf("the output of tune --show --json: %v", err)
+	}
+	if f.Source != "" || f.Path != "" || f.Warning != "" {
+		t.Errorf("Parse kept what --show added: %+v", f)
+	}
+	f.Source, f.Path, f.Warning = FromFlag, "/x.json", "w"
+	path := filepath.Join(t.TempDir(), "t.json")
+	if err := WriteFile(path, f); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"source"`, `"path"`, `"warning"`} {
+		if strings.Contains(string(data), key) {
+			t.Errorf("WriteFile wrote %s:\n%s", key, data)
+		}
+	}
+	if f.Source != FromFlag {
+		t.Error("WriteFile changed the File it was given")
+	}
+}
+
 func TestParseRefuses(t *testing.T) {
 	good := `{"format":"toolsrv-thresholds","version":1,"embedder":"e","policy":{"min":0.3,"coldMin":0.4,"relative":0.5,"maxTools":3}}`
 	tests := []struct {

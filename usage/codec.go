@@ -156,9 +156,11 @@ func (a *arena) list(n int) []string {
 	return l
 }
 
-// keyHash is the column entries are unique by: 16 bytes of the SHA-256 of
-// the key's fields.
-func keyHash(k Key) []byte {
+// Hash is what a store keeps entries unique by (with the PostgreSQL
+// store, within a namespace): 16 bytes of the SHA-256 of the key's
+// fields, each preceded by its length. Both stores use it, so the same
+// key has the same hash in either.
+func (k Key) Hash() []byte {
 	h := sha256.New()
 	for _, s := range []string{k.Request, k.Tool, k.Agent} {
 		var n [binary.MaxVarintLen64]byte

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -64,10 +63,11 @@ func removeDerived(path string) error {
 	return nil
 }
 
-// DerivedTag is the store file's device and inode, and its version. A
-// new file starts its versions again, and may get the inode of one
-// removed: the store removes the derived file when it makes a new one
-// (createLocked), so that nothing derived from an old file can match.
+// DerivedTag is the store file's device and inode (sqlitefile.File.Tag),
+// and its version. A new file starts its versions again, and may get the
+// inode of one removed: the store removes the derived file when it makes
+// a new one (sqlitefile.Options.Derived), so that nothing derived from an
+// old file can match.
 func (s *fileStore) DerivedTag(ctx context.Context) (string, int64, error) {
 	var (
 		tag     string
@@ -82,23 +82,14 @@ func (s *fileStore) DerivedTag(ctx context.Context) (string, int64, error) {
 		if err != nil {
 			return err
 		}
-		s.mu.Lock()
-		id := s.id
-		s.mu.Unlock()
-		tag, version = id.tag(), v
+		tag, version = s.file.Tag(), v
 		return nil
 	})
 	if err != nil {
 		return "", 0, err
 	}
-	s.mu.Lock()
-	moved := tag != "" && s.id.tag() != tag
-	s.mu.Unlock()
-	if moved { // set aside meanwhile: no tag names what was read
+	if tag != "" && s.file.Tag() != tag { // set aside meanwhile: no tag names what was read
 		return "", version, nil
 	}
 	return tag, version, nil
 }
-
-// tag names the file id is of (DerivedTag).
-func (id fileID) tag() string { return fmt.Sprintf("file %d:%d", id.dev, id.ino) }

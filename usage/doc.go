@@ -4,13 +4,20 @@
 // A capture path (MCP, 9P, the CLI) records an Event per answered request;
 // a Store merges identical ones into an Entry per (normalized request,
 // tool, agent) with the calls counted, the failures, the first and last
-// times and the latest wording. The ranking reads every entry once
-// (Snapshot) and then what changed (Changes), polling Version.
+// times and the latest wording. The ranking follows the store through a
+// Follower: the history whole once (Snapshot), then what changed since
+// the version it has (Changes), looking at every poll and when a shared
+// store says another host recorded (Notifier). The Follower is the only
+// code outside the stores that knows their optional interfaces (Derived,
+// Notifier) and ErrResnapshot, as database/sql keeps its drivers' to
+// itself; it keeps nothing of the history (the ranking's view does).
 //
 //	store, warnings, err := usage.Open(ctx, usage.DefaultPath(os.Getenv), usage.Options{})
 //	err = store.Record(ctx, usage.Event{Request: msg, Tool: "git_status", OK: true, Agent: "claude", Source: usage.SourceMCP})
-//	entries, version, err := store.Snapshot(ctx)
-//	changed, removed, version, err := store.Changes(ctx, version) // ErrResnapshot: Snapshot again
+//	f := usage.NewFollower(store)
+//	name, version, err := f.Head(ctx)   // which history, at which version
+//	d, err := f.Since(ctx, -1)          // the whole history (d.Full)
+//	d, err = f.Since(ctx, d.Version)    // what changed since; ErrResnapshot: Since(ctx, -1) again
 //
 // Open takes a file path (the embedded store below) or a URL whose scheme a
 // driver registered (Register), as database/sql drivers do: package
@@ -48,10 +55,13 @@
 // lose the last commits; the file memory-mapped for reading). A write
 // transaction begins IMMEDIATE. Each entry is stored whole in one column
 // (see codec.go) beside the columns the queries select by, because a
-// snapshot reading ten columns per row took three times as long. A damaged file is set aside as
-// PATH.damaged-TIME and a new store started: at Open for a bad header or
-// layout (and any damage with Options.Check), otherwise at the first call
-// that runs into it. Forget rewrites the file (VACUUM, with secure_delete
+// snapshot reading ten columns per row took three times as long. A damaged file
+// (sqlitefile.IsDamage: SQLite's NOTADB or CORRUPT, a bad header or
+// layout; nothing else) is set aside as PATH.damaged-TIME, a name never
+// reused, and a new store started: at Open for a bad header or layout
+// (and any damage with Options.Check), otherwise at the first call that
+// runs into it. A file that cannot be written now (a full disk, an I/O
+// error) is left as it is and the call's error returned. Forget rewrites the file (VACUUM, with secure_delete
 // on) and empties the write-ahead log, so nothing forgotten stays on disk.
 //
 // What it costs, measured on the project's 2-core machine (quiet, unless

@@ -100,32 +100,30 @@ func (s *fileStore) Forget(ctx context.Context, f Filter) (int, error) {
 // write-ahead log, which still holds the pages as they were. The log can
 // only be emptied when no reader uses it.
 func (s *fileStore) scrub(ctx context.Context) error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	db, err := s.handle(ctx, false)
-	if err != nil || db == nil {
-		return err
-	}
-	if _, err := db.ExecContext(ctx, `VACUUM`); err != nil {
-		return fmt.Errorf("could not rewrite the store without them (VACUUM): %w", err)
-	}
-	// The checkpoint waits for readers (busy_timeout) before it answers
-	// busy; a reader that holds on longer is let finish and tried again.
-	for try := 0; try < 3; try++ {
-		var busy, logged, done int
-		err = db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logged, &done)
-		if err == nil && busy == 0 {
-			return nil
+	return s.file.Exclusive(ctx, func(db *sql.DB) error {
+		if _, err := db.ExecContext(ctx, `VACUUM`); err != nil {
+			return fmt.Errorf("could not rewrite the store without them (VACUUM): %w", err)
 		}
-		if err == nil {
-			err = errors.New("busy")
+		// The checkpoint waits for readers (busy_timeout) before it
+		// answers busy; a reader that holds on longer is let finish and
+		// tried again.
+		var err error
+		for try := 0; try < 3; try++ {
+			var busy, logged, done int
+			err = db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logged, &done)
+			if err == nil && busy == 0 {
+				return nil
+			}
+			if err == nil {
+				err = errors.New("busy")
+			}
+			select {
+			case <-ctx.Done():
+				err = ctx.Err()
+				try = 3
+			case <-time.After(100 * time.Millisecond):
+			}
 		}
-		select {
-		case <-ctx.Done():
-			err = ctx.Err()
-			try = 3
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("the write-ahead log, which still holds them, could not be emptied while other processes read it (%w); it will be at the next checkpoint", err)
+		return fmt.Errorf("the write-ahead log, which still holds them, could not be emptied while other processes read it (%w); it will be at the next checkpoint", err)
+	})
 }

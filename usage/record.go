@@ -68,7 +68,7 @@ func (s *fileStore) record(ctx context.Context, tx *sql.Tx, preps []prepared, no
 			e      Entry
 			failed int64
 		)
-		hash := keyHash(p.key)
+		hash := p.key.Hash()
 		err = st["get"].QueryRowContext(ctx, hash).Scan(&id, &rec)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
@@ -199,7 +199,7 @@ func evictWhere(ctx context.Context, tx *sql.Tx, v int64, cond string, args ...a
 	}
 	for _, k := range keys {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO removed (version, hash, norm, tool, agent) VALUES (?, ?, ?, ?, ?)`,
-			v, keyHash(k), k.Request, k.Tool, k.Agent); err != nil {
+			v, k.Hash(), k.Request, k.Tool, k.Agent); err != nil {
 			return 0, err
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -27,7 +28,8 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 		"Calls tool NAME with the JSON object JSON (\"-\": read it from standard input; absent: {}) on its\n"+
 			"standard input, sandboxed with Landlock, and prints its standard output. The tool's standard\n"+
 			"error goes to standard error. A failed call (invalid arguments, non-zero exit, timeout,\n"+
-			"sandbox failure, refused bypass) prints the reason and exits 1.\n"+
+			"sandbox failure, refused bypass) prints the reason and exits 1; a tool that ran and failed\n"+
+			"has its standard output (its last 4 KiB) and error shown before it, on standard error.\n"+
 			"Bypass tools ask the broker on --bypass-socket / $OLLIE_BYPASS_SOCKET (see \"toolsrv broker\").")
 	cwd := fs.String("cwd", "", "the session's working directory: read-write for the tool, its $PWD (default: the current directory)")
 	timeout := fs.Duration("timeout", 0, "call timeout, e.g. 30s (default: the tool's \"timeout\", else 60s)")
@@ -146,10 +148,11 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		return 1
 	}
-	res, err := eng.Call(ctx, engine.CallRequest{Tool: name, Arguments: argJSON, Request: *forReq, Source: "cli", Context: exec.CallContext{
-		WorkDir: workdir, Session: *session, Agent: *agent, Timeout: *timeout,
-		ToolsPath: strings.Join(toolDirs(env, tools), ":"),
-	}})
+	res, err := eng.Call(ctx, engine.CallRequest{Tool: name, Arguments: argJSON, Request: *forReq,
+		Caller: engine.Caller{Transport: "cli", Client: "owner", Agent: *agent}, Context: exec.CallContext{
+			WorkDir: workdir, Session: *session, Agent: *agent, Timeout: *timeout,
+			ToolsPath: strings.Join(toolDirs(env, tools), ":"),
+		}})
 	if *asJSON {
 		return printCallJSON(env, name, res, err)
 	}
@@ -164,7 +167,9 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 		case err == nil:
 			env.stderr.Write(res.Stderr)
 		case !provided:
-			// toolsrv's failure line follows: it starts a line.
+			// What the tool printed, then why it failed (toolsrv's
+			// failure line follows: it starts a line).
+			writeTail(env.stderr, res.Stdout, failedOutputTail)
 			writeLines(env.stderr, res.Stderr)
 		}
 		if res.Truncated {
@@ -208,6 +213,24 @@ func writeLines(w io.Writer, b []byte) {
 	if b[len(b)-1] != '\n' {
 		io.WriteString(w, "\n")
 	}
+}
+
+// failedOutputTail bounds the standard output a failed call shows: its
+// end, where a tool that fails usually says what it got to.
+const failedOutputTail = 4 << 10
+
+// writeTail writes b as writeLines does, or, past n bytes, its last n
+// (from a line's start when there is one), after a line that says so.
+func writeTail(w io.Writer, b []byte, n int) {
+	if len(b) > n {
+		tail := b[len(b)-n:]
+		if i := bytes.IndexByte(tail, '\n'); i >= 0 && i < len(tail)-1 {
+			tail = tail[i+1:]
+		}
+		fmt.Fprintf(w, "toolsrv call: the tool's standard output, its last %d of %d bytes (--json has all of it):\n", len(tail), len(b))
+		b = tail
+	}
+	writeLines(w, b)
 }
 
 // truncationNote is the one line that says a call's output was cut.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -324,4 +325,32 @@ func orphanedHelpers(t *testing.T, bin string) []string {
 		}
 	}
 	return out
+}
+
+// A tool that prints and fails: call shows what it printed (its standard
+// output, then its standard error) before why it failed, all on standard
+// error; a long output shows its end, bounded, and says so.
+func TestCallFailureShowsItsOutput(t *testing.T) {
+	tools := t.TempDir()
+	writeFile(t, filepath.Join(tools, "check_links.meta"), `{"description":"checks links","cmd":"echo 'checked 3 files'; printf 'a.md: broken link'; echo 'giving up' >&2; exit 1"}`)
+	writeFile(t, filepath.Join(tools, "verbose_fail.meta"), `{"description":"prints a lot, then fails","cmd":"seq 1 20000; exit 3"}`)
+	code, out, errOut := runCallCmd(t, "", "--tools", tools, "--cwd", t.TempDir(), "check_links")
+	want := "checked 3 files\na.md: broken link\ngiving up\ntoolsrv call: tool check_links failed (exit status 1)\n"
+	if code != 1 || out != "" || errOut != want {
+		t.Errorf("exit %d, stdout %q, stderr\n%q\nwant exit 1, no stdout, stderr\n%q", code, out, errOut, want)
+	}
+	code, out, errOut = runCallCmd(t, "", "--tools", tools, "--cwd", t.TempDir(), "verbose_fail")
+	lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+	if code != 1 || out != "" || len(lines) < 3 || len(errOut) > failedOutputTail+200 {
+		t.Fatalf("exit %d, stdout %q, %d bytes of stderr:\n%s", code, out, len(errOut), errOut)
+	}
+	if !strings.HasPrefix(lines[0], "toolsrv call: the tool's standard output, its last ") || !strings.HasSuffix(lines[0], " of 108894 bytes (--json has all of it):") {
+		t.Errorf("first line %q, want what is shown of how much", lines[0])
+	}
+	if lines[len(lines)-2] != "20000" || lines[len(lines)-1] != "toolsrv call: tool verbose_fail failed (exit status 3)" {
+		t.Errorf("last lines %q, want the output's end, then why it failed", lines[len(lines)-2:])
+	}
+	if _, err := strconv.Atoi(lines[1]); err != nil {
+		t.Errorf("the output shown starts mid-line: %q", lines[1])
+	}
 }

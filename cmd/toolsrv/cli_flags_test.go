@@ -19,7 +19,7 @@ import (
 // usage error prints) names every flag the subcommand takes.
 func TestUsageLinesListEveryFlag(t *testing.T) {
 	defined := regexp.MustCompile(`^  -([A-Za-z0-9-]+)`)
-	names := []string{"usage ls", "usage stats", "usage export", "usage import", "usage forget"}
+	names := []string{"usage ls", "usage stats", "usage export", "usage import", "usage forget", "mcp login", "mcp logout"}
 	for name := range commands() {
 		names = append(names, name)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/toolsrv/toolsrv/registry"
@@ -44,15 +45,22 @@ func runLs(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	for _, t := range cat.Tools {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Tier, t.Description)
+		// One line each: a description's line feeds (an imported
+		// tool's may have any) must not start lines of the listing.
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Tier, strings.Join(strings.Fields(t.Description), " "))
 	}
 	tw.Flush()
 	if n := len(cat.InvalidFiles()); n > 0 {
 		fmt.Fprintf(env.stderr, "%d invalid tool file(s) or MCP server(s) left out; run \"toolsrv validate\" for details\n", n)
 	}
-	if n := len(cat.Hidden); n > 0 {
+	held := heldNames(mf)
+	if n := len(cat.Hidden) - len(held); n > 0 {
 		fmt.Fprintf(env.stderr, "%d tool(s) hidden on this host (no variant matches); \"toolsrv show NAME\" says why\n", n)
 	}
+	for _, note := range mf.notes() {
+		fmt.Fprintln(env.stderr, "warning:", note)
+	}
+	mf.printHeld(env.stderr)
 	return 0
 }
 

@@ -58,6 +58,7 @@ func commands() map[string]command {
 		"ls":       {"list the visible tools", runLs, safeBothOuts},
 		"show":     {"show one tool: resolved command, variant, tier, schema, source", runShow, safeBothOuts},
 		"validate": {"check .meta files and list every problem", runValidate, safeBothOuts},
+		"approve":  {"approve imported MCP tools held because their definition changed", runApprove, safeBothOuts},
 		"rank":     {"rank the catalog's tools for a message", runRank, safeBothOuts},
 		"eval":     {"measure ranking quality on labelled corpora", runEval, safeStderr},
 		"call":     {"call a tool (sandboxed) with JSON arguments", runCall, rawOutput},

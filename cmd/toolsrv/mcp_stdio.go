@@ -15,20 +15,26 @@ import (
 	"github.com/toolsrv/toolsrv/mcp"
 )
 
-// mcpExitGrace is how long "toolsrv mcp" on standard input and output
-// gives what still runs when the session ends (a call, an imported MCP
-// server, the watch of the tool directories) to end once cancelled: then
-// it exits anyway. A client closes the server's standard input to shut it
-// down and expects it gone soon after (the MCP stdio transport: close,
-// wait, SIGTERM, SIGKILL); the sandbox helpers of calls and servers die
-// with the process that started them.
-const mcpExitGrace = 500 * time.Millisecond
+// A client closes the server's standard input to shut it down and expects
+// it gone soon after (the MCP stdio transport: close, wait, SIGTERM,
+// SIGKILL), within a second: "toolsrv mcp" on standard input and output
+// first answers the requests it read before the close, for mcpDrain at
+// most (a client may pipe a script of requests and close), then gives
+// what still runs (a call, an imported MCP server, the watch of the tool
+// directories) mcpExitGrace to end once cancelled, and exits anyway. The
+// sandbox helpers of calls and servers die with the process that started
+// them.
+const (
+	mcpDrain     = 600 * time.Millisecond
+	mcpExitGrace = 300 * time.Millisecond
+)
 
 // serveMCPStdio serves srv on standard input and output until the client
 // closes standard input, the session ends or ctx does, and then stops bg
-// within mcpExitGrace.
+// within mcpExitGrace (after mcpDrain at most for the requests read before
+// standard input closed).
 func serveMCPStdio(ctx context.Context, env *cliEnv, srv *mcp.Server, log *slog.Logger, bg *background) int {
-	st := mcp.NewServerStdio(env.stdin, env.stdout, log)
+	st := mcp.NewServerStdio(env.stdin, env.stdout, log, mcpDrain)
 	ran := make(chan error, 1)
 	go func() { ran <- srv.MCP().Run(ctx, st.Transport()) }()
 	select {
@@ -44,9 +50,10 @@ func serveMCPStdio(ctx context.Context, env *cliEnv, srv *mcp.Server, log *slog.
 		}
 		return 0
 	case <-st.Closed():
-		// The SDK sees the end of the input too and cancels the calls
-		// still running: the session ends when they have.
-		end := time.Now().Add(mcpExitGrace)
+		// The SDK sees the end of the input once the requests read are
+		// answered (mcpDrain at most), and cancels the calls still
+		// running: the session ends when they have.
+		end := time.Now().Add(mcpDrain + mcpExitGrace)
 		select {
 		case <-ran:
 		case <-time.After(time.Until(end)):

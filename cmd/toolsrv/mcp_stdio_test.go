@@ -218,3 +218,65 @@ func marked(mark string) []string {
 	}
 	return out
 }
+
+// A client may write a script of requests and close standard input at
+// once (printf ... | toolsrv mcp): every request read before the end is
+// answered (within the second the server has to exit: a tool call may
+// take longer on a loaded machine, so the script asks only what toolsrv
+// answers itself), and then the server exits, with no warning about a
+// context its own shutdown cancelled.
+func TestMCPStdioAnswersRequestsReadBeforeTheEnd(t *testing.T) {
+	bin := buildToolsrv(t)
+	tools, _ := filepath.Abs("../../examples/tools")
+	work := mcpProject(t)
+	script := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"find_tools","arguments":{"query":"search the files for TODO"}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"no_such_tool"}}}`,
+	}, "\n") + "\n"
+	for run := range 3 { // the end of the input races with the answers: more than once
+		cmd := osexec.Command(bin, "mcp", "--tools", tools, "--workdir", work)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "LANG=C.UTF-8"}
+		cmd.Stdin = strings.NewReader(script)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		done := make(chan error, 1)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("run %d: %v\n%s", run, err, stderr.String())
+			}
+		case <-time.After(safetyNet):
+			cmd.Process.Kill()
+			t.Fatalf("run %d: toolsrv mcp still runs %s after its input ended\n%s", run, safetyNet, stderr.String())
+		}
+		answers := map[float64]map[string]any{}
+		for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("run %d: output line %q: %v", run, line, err)
+			}
+			if id, ok := m["id"].(float64); ok {
+				answers[id] = m
+			}
+		}
+		for id, want := range map[float64]string{1: "find_tools", 2: "call_tool", 3: "file_grep", 4: "unknown tool: no_such_tool"} {
+			m, ok := answers[id]
+			if !ok {
+				t.Fatalf("run %d: no answer to request %v\nstdout:\n%s\nstderr:\n%s", run, id, stdout.String(), stderr.String())
+			}
+			if b, _ := json.Marshal(m["result"]); m["result"] == nil || !strings.Contains(string(b), want) {
+				t.Errorf("run %d: the answer to request %v does not hold %q: %v", run, id, want, m)
+			}
+		}
+		if s := stderr.String(); strings.Contains(s, "context canceled") || strings.Contains(s, "unreadable") {
+			t.Errorf("run %d: a warning about the shutdown's own cancellation:\n%s", run, s)
+		}
+	}
+}

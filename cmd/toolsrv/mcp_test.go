@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -258,8 +255,8 @@ func TestMCPStdio(t *testing.T) {
 	}
 }
 
-// "toolsrv mcp --listen" serves streamable HTTP on loopback; another
-// address needs --allow-remote.
+// "toolsrv mcp --listen" serves streamable HTTP on loopback (to clients
+// with its bearer token); another address needs --allow-remote.
 func TestMCPHTTP(t *testing.T) {
 	bin := buildToolsrv(t)
 	tools, _ := filepath.Abs("../../examples/tools")
@@ -268,28 +265,10 @@ func TestMCPHTTP(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
 	defer cancel()
-	cmd := osexec.CommandContext(ctx, bin, "mcp", "--tools", tools, "--listen", "127.0.0.1:0", "--workdir", mcpProject(t), "--no-cache")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "LANG=C.UTF-8"}
-	pr, pw := io.Pipe()
-	cmd.Stderr = pw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	urlRE := regexp.MustCompile(`serving MCP on (http://\S+)`)
-	var url string
-	sc := bufio.NewScanner(pr)
-	for sc.Scan() {
-		if m := urlRE.FindStringSubmatch(sc.Text()); m != nil {
-			url = m[1]
-			break
-		}
-	}
-	go io.Copy(io.Discard, pr)
-	if url == "" {
-		t.Fatal("toolsrv mcp --listen never said where it serves")
-	}
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url}, nil)
+	const token = "test-token-0123456789abcdef"
+	srv := startMCPListen(t, bin, []string{"TOOLSRV_MCP_TOKEN=" + token}, "--tools", tools, "--workdir", mcpProject(t))
+	url := srv.url
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: bearerClient(token)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,6 +302,7 @@ func TestMCPHTTP(t *testing.T) {
 		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+token)
 		for k, v := range c.headers {
 			req.Header.Set(k, v)
 		}

@@ -3,7 +3,9 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/toolsrv/toolsrv/exec"
 	"github.com/toolsrv/toolsrv/mcp"
 	"github.com/toolsrv/toolsrv/registry"
+	usagedb "github.com/toolsrv/toolsrv/usage"
 )
 
 // mcpFlags is --mcp-config: MCP servers as a tool source (ls, rank, call,
@@ -25,6 +28,10 @@ type mcpFlags struct {
 	loaded bool // load ran: cfg and err are its answer
 	cfg    *mcp.Config
 	err    error
+
+	// provs are the providers made (providers), for what validate and
+	// ls say beyond the catalog: tools held, tools dropped.
+	provs []*mcp.Provider
 }
 
 func addMCPFlags(fs *flag.FlagSet) *mcpFlags {
@@ -117,7 +124,73 @@ func (f *mcpFlags) providers(env *cliEnv, cmd string, runner *exec.Runner, only 
 		}
 		cfg = kept
 	}
-	return mcp.Providers(cfg, mcp.ProviderOptions{Runner: runner, Logger: logger(env), Version: moduleVersion()}), nil
+	out := mcp.Providers(cfg, mcp.ProviderOptions{Runner: runner, Logger: logger(env), Version: moduleVersion(),
+		TokenDir: mcp.DefaultTokenDir(env.getenv), Pins: mcp.OpenPins(pinsPath(env), logger(env))})
+	for _, p := range out {
+		if mp, ok := p.(*mcp.Provider); ok {
+			f.provs = append(f.provs, mp)
+		}
+	}
+	return out, nil
+}
+
+// pinsPath is where the imported tools' definitions are pinned: beside the
+// default usage store, in toolsrv's private state directory
+// ($XDG_STATE_HOME/toolsrv, else ~/.local/state/toolsrv), which workDirGuard
+// keeps from tools.
+func pinsPath(env *cliEnv) string {
+	return filepath.Join(filepath.Dir(usagedb.DefaultPath(env.getenv)), mcp.PinsFile)
+}
+
+// held are the imported tools held back from the catalog, by server.
+func (f *mcpFlags) held() []*mcp.Held {
+	var out []*mcp.Held
+	for _, p := range f.provs {
+		out = append(out, p.Held()...)
+	}
+	return out
+}
+
+// notes are the servers' warnings beyond the catalog (tools dropped past
+// a bound, pins that could not be kept).
+func (f *mcpFlags) notes() []string {
+	var out []string
+	for _, p := range f.provs {
+		out = append(out, p.Notes()...)
+	}
+	return out
+}
+
+// approveCommand is the command that approves h, as validate and ls
+// print it.
+func (f *mcpFlags) approveCommand(h *mcp.Held) string {
+	cmd := "toolsrv approve"
+	if f.cfg != nil {
+		cmd += " --mcp-config " + registry.QuoteArgv([]string{f.cfg.File})
+	}
+	return cmd + " " + h.Server + registry.ProviderSep + h.Tool + "@" + h.Hash[:16]
+}
+
+// printHeld writes, for each held tool, that it is held, what changed
+// (its diff, escaped and indented: no line of it starts a line of the
+// report) and the one command that approves it.
+func (f *mcpFlags) printHeld(w io.Writer) {
+	for _, h := range f.held() {
+		full := h.Server + registry.ProviderSep + h.Tool
+		switch {
+		case h.New:
+			fmt.Fprintf(w, "held: %s: a tool mcp server %s added since you approved the server (set \"trustNewTools\": true in its entry to take its new tools):\n", full, h.Server)
+		case h.Unreadable:
+			fmt.Fprintf(w, "held: %s: toolsrv cannot read its pins file (see the warning above)\n", full)
+			continue
+		default:
+			fmt.Fprintf(w, "held: %s: its definition changed since you approved it:\n", full)
+		}
+		for _, l := range h.Diff() {
+			fmt.Fprintf(w, "    %s\n", l)
+		}
+		fmt.Fprintf(w, "  to approve it: %s\n", f.approveCommand(h))
+	}
 }
 
 // wait is how long a command that lists or calls once (ls, rank, call,

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/hugelgupf/p9/linux"
+
 	"github.com/toolsrv/toolsrv/ninep"
 	"github.com/toolsrv/toolsrv/remote"
 )
@@ -15,7 +17,7 @@ const ninepAbout = `A small 9P client for the toolsrv tree (scripts, tools, peop
   ls PATH            list a directory (directories end in /)
   cat PATH           print a file
   write PATH [DATA]  write DATA (default: standard input); on a transaction
-                     file (rank, call/NAME) print the answer read back
+                     file (rank, rank.json, call/NAME) print the answer read back
   mkdir PATH         make a session (session/S) or an agent (session/S/agent/A)
   rm PATH            end a session or an agent
 The server is --addr, else $TOOLSRV_ADDR, else the default Unix socket of
@@ -23,7 +25,11 @@ The server is --addr, else $TOOLSRV_ADDR, else the default Unix socket of
 keys and agent apply; $TOOLSRV_SSH_COMMAND replaces "ssh" as
 $GIT_SSH_COMMAND does for git) with "toolsrv serve --stdio" on HOST
 ($TOOLSRV_REMOTE_CMD or --remote-cmd replaces "toolsrv"), which reaches that
-user's server there, starting it if none runs. Writing
+user's server there, starting it if none runs. Over --addr tcp: it sends
+the server's token as the attach name: --token-file's, else
+$TOOLSRV_9P_TOKEN, else the file a server of this user's made
+($XDG_STATE_HOME/toolsrv/9p-token, else ~/.local/state/toolsrv/9p-token).
+Writing
 session/S/meta/NAME sends a .meta definition to session S: the server
 resolves it against its own host. A refused request prints
 the server's reason (its err file) and exits 1; usage errors exit 2. SIGINT
@@ -38,8 +44,9 @@ Examples:
   toolsrv 9p --addr ssh:build-server write session/s1/meta/system_logs < system_logs.meta`
 
 func run9P(ctx context.Context, env *cliEnv, args []string) int {
-	fs, _ := newFlags(env, "9p", "9p [--addr unix:PATH|tcp:HOST:PORT|ssh:[USER@]HOST[:PORT]] ls|cat|write|mkdir|rm PATH [DATA]", ninepAbout)
+	fs, _ := newFlags(env, "9p", "9p [--addr unix:PATH|tcp:HOST:PORT|ssh:[USER@]HOST[:PORT]] [--token-file FILE] ls|cat|write|mkdir|rm PATH [DATA]", ninepAbout)
 	addr := fs.String("addr", "", "server address (default $"+ninep.AddrEnv+", else the default socket)")
+	tokenFile := fs.String("token-file", "", "with a tcp: address, the file holding the server's token (default $"+NinePTokenEnv+", else the one a server of this user's made in $XDG_STATE_HOME/toolsrv/9p-token)")
 	remoteCmd := fs.String("remote-cmd", "", "with --addr ssh:..., the command that runs toolsrv there (default $"+remote.RemoteCmdEnv+", else toolsrv)")
 	timeout := fs.Duration("connect-timeout", remote.DefaultDialTimeout, "with --addr ssh:..., how long ssh may take until the server there answers")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -86,9 +93,24 @@ func run9P(ctx context.Context, env *cliEnv, args []string) int {
 		defer c.Close()
 		cl = c.Client
 	} else {
-		c, err := ninep.Connect(ctx, *addr)
+		var opts []ninep.ClientOption
+		if a, err := ninep.ParseAddr(*addr); err == nil && a.Net == "tcp" {
+			tok, err := clientToken(env, *tokenFile)
+			if err != nil {
+				fmt.Fprintf(env.stderr, "toolsrv 9p: %v\n", err)
+				return 1
+			}
+			opts = append(opts, ninep.WithToken(tok))
+		} else if *tokenFile != "" {
+			return usageError(fs, "--token-file is for a tcp: address only (a Unix socket takes no token, and ssh: reaches one)")
+		}
+		c, err := ninep.Connect(ctx, *addr, opts...)
 		if err != nil {
-			fmt.Fprintf(env.stderr, "toolsrv 9p: %v%s\n", err, interrupted(ctx, *addr))
+			hint := ""
+			if errors.Is(err, linux.EACCES) {
+				hint = "; give the server's token with --token-file FILE or $" + NinePTokenEnv + " (a server of yours with neither keeps it in " + stateFile(env.getenv, ninePTokenName) + ")"
+			}
+			fmt.Fprintf(env.stderr, "toolsrv 9p: %v%s%s\n", err, hint, interrupted(ctx, *addr))
 			return 1
 		}
 		defer c.Close()

@@ -7,7 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -28,10 +30,12 @@ const rankAbout = `Ranks the catalog's tools for MESSAGE: hybrid of BM25 and emb
 similarity, scores calibrated to [0,1]; a tool named in the message ranks
 first. The thresholds in effect (see "toolsrv tune --show") decide which
 tools are offered: when none clears them the answer is "no tool fits";
---all prints the plain top --k instead. With --agent, the profile's hot
-tools are always offered. With --batch FILE ("-" for stdin), reads JSON lines {"id","query"}
+--all prints the plain top --limit instead (--k is its older name). With
+--agent, the profile's hot tools are always offered. --json prints the
+answer as MCP's find_tools and 9P's rank.json give it, with the thresholds'
+"selection" and the "ranking". With --batch FILE ("-" for stdin), reads JSON lines {"id","query"}
 and writes {"id","ranked":[{"name","score","dense","lexical"},...]} lines in the same order,
-the whole catalog ranked (no cut unless --k is given); --select adds the
+the whole catalog ranked (no cut unless --limit is given); --select adds the
 offered set and the decision: "offered":[names],"noToolFits":bool.
 Rankings use the learned last step (learn/MODEL.md) unless --no-learned. --format prints the
 ranked tools as the tool definitions of the Ollama, OpenAI or Anthropic
@@ -40,25 +44,26 @@ lexical and a warning on stderr says so. MESSAGE "-" reads the message
 from standard input.`
 
 func runRank(ctx context.Context, env *cliEnv, args []string) int {
-	fs, tools := newFlags(env, "rank", "rank [--tools DIR] [--embedder "+embedderChoice()+"] [--limit N] [--json] [--explain] [--format ollama|openai|anthropic] [--agent NAME [--agents DIR]] MESSAGE|-\n       toolsrv rank [--tools DIR] --batch FILE", rankAbout)
+	fs, tools := newFlags(env, "rank", "rank [--tools DIR] [--embedder "+embedderChoice()+"] [--limit N] [--json] [--explain] [--expect TOOL]... [--format ollama|openai|anthropic] [--agent NAME [--agents DIR]] MESSAGE|-\n       toolsrv rank [--tools DIR] --batch FILE", rankAbout)
 	ef := addEngineFlags(fs)
 	hf := addHistoryFlags(fs)
-	k := fs.Int("limit", 10, "number of tools to print (0: all); in --batch mode the default is all")
-	fs.IntVar(k, "k", 10, "the older name of --limit")
-	asJSON := fs.Bool("json", false, "print the ranking as JSON (scores, components, degraded reason)")
+	limit := fs.Int("limit", 10, "number of tools to print (0: all); in --batch mode the default is all")
+	fs.IntVar(limit, "k", 10, "the older name of --limit")
+	asJSON := fs.Bool("json", false, "print the answer as JSON (as MCP's find_tools and 9P's rank.json), with the selection and the ranking (scores, components, degraded reason)")
 	format := fs.String("format", "", "print the ranked tools as tool definitions: ollama, openai or anthropic")
 	modeName := fs.String("mode", "hybrid", "scores: hybrid, bm25 or dense")
 	timeout := fs.Duration("timeout", 10*time.Second, "deadline of each ranking; past it the answer is lexical")
 	batch := fs.String("batch", "", "rank every {\"id\",\"query\"} line of FILE (- for stdin)")
 	agent := fs.String("agent", "", "rank only the tools agent NAME's profile allows (--agents/NAME.json); its hot tools are always offered")
 	agentsDir := fs.String("agents", "", "agent profiles directory (default ~/.config/ollie/agents, as for serve and mcp)")
-	all := fs.Bool("all", false, "print the top --k tools without applying the thresholds")
+	all := fs.Bool("all", false, "print the top --limit tools without applying the thresholds")
 	selectFlag := fs.Bool("select", false, "with --batch: also apply the thresholds and print each line's offered set and noToolFits")
 	noLearned := fs.Bool("no-learned", false, "rank with the fixed fusion, without the learned last step")
-	explainFlag := fs.Bool("explain", false, "also say why: each ranked tool's signals, the words it matched in which field, and the rule that offered it or left it out")
+	explainFlag := fs.Bool("explain", false, "also say why: each ranked tool's signals, the words it matched in which field, the rule that offered it or left it out, and the changes that would bring in each tool left out")
 	thrFile := fs.String("thresholds", "", "thresholds file (default: $TOOLSRV_THRESHOLDS, then $XDG_CONFIG_HOME/toolsrv/thresholds/EMBEDDER.json (else ~/.config/toolsrv/…), then the shipped defaults)")
-	var convo repeated
+	var convo, expect repeated
 	fs.Var(&convo, "context", "an earlier conversation message (repeatable, oldest first)")
+	fs.Var(&expect, "expect", "a tool you expected to be offered (repeatable; implies --explain): where it ranks, why it is left out, and what would bring it in")
 	mf := addMCPFlags(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -79,8 +84,8 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	if err := ef.check(); err != nil {
 		return usageError(fs, "%v", err)
 	}
-	if *k < 0 {
-		return usageError(fs, "--limit %d: want 0 (all) or more", *k)
+	if *limit < 0 {
+		return usageError(fs, "--limit %d: want 0 (all) or more", *limit)
 	}
 	if *timeout <= 0 {
 		return usageError(fs, "--timeout %v: want a positive duration such as 10s", *timeout)
@@ -90,8 +95,14 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 			return usageError(fs, "--agent %q: %v", *agent, err)
 		}
 	}
-	kSet := false
-	fs.Visit(func(f *flag.Flag) { kSet = kSet || f.Name == "k" || f.Name == "limit" })
+	if len(expect) > 0 && *batch != "" {
+		return usageError(fs, "--expect explains one ranking: give a MESSAGE, not --batch")
+	}
+	if len(expect) > engine.MaxExpect {
+		return usageError(fs, "--expect given %d times: name at most %d tools", len(expect), engine.MaxExpect)
+	}
+	limitSet := false
+	fs.Visit(func(f *flag.Flag) { limitSet = limitSet || f.Name == "k" || f.Name == "limit" })
 	var message string
 	if fs.NArg() == 1 && fs.Arg(0) == "-" {
 		if *batch != "" {
@@ -133,6 +144,7 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 	// Thresholds are needed for a plain ranking (not --all) and --select.
 	opts.NoThresholds = (*batch == "" && *all) || (*batch != "" && !*selectFlag)
 	opts.RankTimeout = *timeout
+	opts.DefaultLimit = *limit // (a batch ranks the whole catalog: --limit only when given)
 	if opts.Providers, err = mf.providers(env, "rank", nil, ""); err != nil {
 		return fail(err)
 	}
@@ -152,12 +164,17 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(err)
 	}
 	warn(env, "rank", eng)
+	if held := heldNames(mf); len(held) > 0 {
+		fmt.Fprintf(env.stderr, "toolsrv rank: %d imported tool(s) held until you approve them, left out: %s (toolsrv validate shows what changed)\n",
+			len(held), strings.Join(slices.Sorted(maps.Keys(held)), ", "))
+	}
 
-	q := engine.Request{Query: message, Context: convo, Limit: *k, Mode: mode, Profile: profile, All: *all, NoLearned: *noLearned, Source: "cli", Explain: *explainFlag}
+	q := engine.Request{Query: message, Context: convo, Mode: mode, Profile: profile, All: *all, NoLearned: *noLearned,
+		Explain: *explainFlag || len(expect) > 0, Expect: expect, Caller: engine.Caller{Transport: "cli", Client: "owner"}}
 	if *batch != "" {
 		q.Full, q.Limit = true, 0
-		if kSet {
-			q.Limit = *k
+		if limitSet {
+			q.Limit = *limit
 		}
 		if err := rankBatch(ctx, env, eng, *batch, q, *selectFlag); err != nil {
 			return fail(err)
@@ -176,7 +193,7 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 		hot[o.Name] = o.Hot
 	}
 	if *all {
-		if *explainFlag && *asJSON {
+		if q.Explain && *asJSON {
 			return printRanking(env, cat, hits, nil, *format, *asJSON, struct {
 				index.Ranking
 				Explain *engine.Explanation `json:"explain"`
@@ -208,8 +225,9 @@ func runRank(ctx context.Context, env *cliEnv, args []string) int {
 
 // printExplanation writes an answer's explanation for a reader: how the
 // scores were made, then per ranked tool its signals, the words it
-// matched by field, and whether it was offered or the rule that left it
-// out.
+// matched by field, whether it was offered or the rule that left it out,
+// and one line per change that would bring it in; then the expected
+// tools the ranking's best do not hold, the same way.
 func printExplanation(w io.Writer, ex *engine.Explanation) {
 	fmt.Fprintln(w, "\nwhy:")
 	if ex.Learned && ex.Answerable != nil {
@@ -232,7 +250,13 @@ func printExplanation(w io.Writer, ex *engine.Explanation) {
 		fmt.Fprintf(w, "  usage history: %d past requests, %s; chosen on %d of them, each ranked as new: Recall@5 %.3f with it, %.3f without\n",
 			u.Entries, how, u.Sample, u.Recall, u.Base)
 	}
+	// With tools expected (--expect), only theirs are worth the lines.
+	focus := slices.ContainsFunc(ex.Tools, func(t engine.ToolExplanation) bool { return t.Expected })
 	for _, t := range ex.Tools {
+		suggest := t.Suggest
+		if focus && !t.Expected {
+			suggest = nil
+		}
 		verdict := "ranked"
 		switch {
 		case t.Offered:
@@ -240,6 +264,8 @@ func printExplanation(w io.Writer, ex *engine.Explanation) {
 			if t.Rule == string(thresholds.ByTier) {
 				verdict = "offered (hot)"
 			}
+		case t.Rank == 0 && t.Rule != "":
+			verdict = "not ranked: " + t.Detail
 		case t.Rule != "":
 			verdict = "left out by " + t.Rule + ": " + t.Detail
 		}
@@ -247,7 +273,18 @@ func printExplanation(w io.Writer, ex *engine.Explanation) {
 		if t.Named {
 			name += " (named in the message)"
 		}
+		if t.Expected {
+			name += " (expected)"
+		}
+		if t.Rank == 0 && !t.Offered {
+			fmt.Fprintf(w, "  %s  %s\n", name, verdict)
+			printSuggestions(w, suggest)
+			continue
+		}
 		fmt.Fprintf(w, "  %s  %.3f  %s\n", name, t.Score, verdict)
+		if t.Missing != "" {
+			fmt.Fprintln(w, "      "+t.Missing)
+		}
 		sig := fmt.Sprintf("dense %.3f, lexical %.3f", t.Dense, t.Lexical)
 		if t.Usage > 0 {
 			sig += fmt.Sprintf(", usage history +%.3f", t.Usage)
@@ -255,17 +292,26 @@ func printExplanation(w io.Writer, ex *engine.Explanation) {
 		fmt.Fprintln(w, "      "+sig)
 		if len(t.Matched) == 0 {
 			fmt.Fprintln(w, "      matched: no word of the message")
-			continue
-		}
-		var parts []string
-		for _, m := range t.Matched {
-			f := m.Field
-			if m.Weight == 0 {
-				f += " (not in the lexical score)"
+		} else {
+			var parts []string
+			for _, m := range t.Matched {
+				f := m.Field
+				if m.Weight == 0 {
+					f += " (not in the lexical score)"
+				}
+				parts = append(parts, f+": "+strings.Join(m.Words, ", "))
 			}
-			parts = append(parts, f+": "+strings.Join(m.Words, ", "))
+			fmt.Fprintln(w, "      matched: "+strings.Join(parts, "; "))
 		}
-		fmt.Fprintln(w, "      matched: "+strings.Join(parts, "; "))
+		printSuggestions(w, suggest)
+	}
+}
+
+// printSuggestions writes one line per change that would bring a tool in:
+// its kind, then what to do.
+func printSuggestions(w io.Writer, sg []engine.Suggestion) {
+	for _, s := range sg {
+		fmt.Fprintf(w, "      → %s: %s\n", s.Kind, s.Text)
 	}
 }
 
@@ -303,6 +349,10 @@ func printRanking(env *cliEnv, cat *registry.Catalog, hits []index.Hit, hot map[
 			fmt.Fprintf(tw, "%.3f\t%.3f\t%.3f\t%s\t%s\n", h.Score, h.Dense, h.Lexical, name, desc)
 		}
 		err = tw.Flush()
+		if len(cat.Tools) == 1 {
+			// DENSE is measured against the catalog's other tools.
+			fmt.Fprintln(env.stderr, "note: DENSE compares a tool with the catalog's others: with one tool it is 0, and LEXICAL (the words it matches) ranks it")
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv rank:", err)

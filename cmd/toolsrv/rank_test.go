@@ -11,10 +11,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/toolsrv/toolsrv/embed/builtin"
+	"github.com/toolsrv/toolsrv/engine"
 	"github.com/toolsrv/toolsrv/index"
 )
 
@@ -559,6 +561,271 @@ func TestRankExplain(t *testing.T) {
 	for _, te := range v.Explain.Tools[1:] {
 		if !te.Offered && te.Rule == "" {
 			t.Errorf("%s left out with no rule", te.Name)
+		}
+	}
+}
+
+// rank --limit 1 --explain names the limit as what left out a tool the
+// thresholds offer, in the text and in --json, and the decision says
+// what it cut.
+func TestRankLimitExplained(t *testing.T) {
+	dir := rankFixture(t)
+	cache := t.TempDir()
+	const q = "read the file and email it to bob"
+	code, out, errOut := runCLIWith(t, "", nil, "rank", "--tools", dir, "--cache", cache, "--no-usage", "--explain", q)
+	if code != 0 || !strings.Contains(out, "send_email  ") || !strings.Contains(out, "read_file  ") {
+		t.Fatalf("without a limit: exit %d, want read_file and send_email offered:\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCLIWith(t, "", nil, "rank", "--tools", dir, "--cache", cache, "--no-usage", "--explain", "--limit", "1", q)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"; the limit of 1 tool left 1 out\n", "left out by limit: the thresholds offer it; the limit of 1 tool left it out\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "left out by offered") {
+		t.Errorf("a tool is said to be left out by offered:\n%s", out)
+	}
+	code, out, errOut = runCLIWith(t, "", nil, "rank", "--tools", dir, "--cache", cache, "--no-usage", "--explain", "--json", "--limit", "1", q)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var v struct {
+		Tools   []struct{ Name string }
+		Explain struct {
+			Tools []struct {
+				Name    string
+				Offered bool
+				Rule    string
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || len(v.Tools) != 1 {
+		t.Fatalf("--json: %v, %d tools: %s", err, len(v.Tools), out)
+	}
+	limited := 0
+	for _, te := range v.Explain.Tools {
+		if te.Rule == "limit" && !te.Offered {
+			limited++
+		}
+		if !te.Offered && te.Rule == "offered" {
+			t.Errorf("%s: left out, with rule offered", te.Name)
+		}
+	}
+	if limited != 1 {
+		t.Errorf("%d tools with rule limit, want 1: %s", limited, out)
+	}
+}
+
+// rank --explain on a miss ends the missed tool with concrete changes, one
+// line each; made as they say (a keyword in the .meta; the thresholds
+// file that tune --show --json prints, edited, given to --thresholds),
+// each makes rank offer the tool.
+func TestRankExplainSuggests(t *testing.T) {
+	dir := rankFixture(t)
+	cache := t.TempDir()
+	const q = "is it sunny in Lyon"
+	rank := func(args ...string) (int, string, string) {
+		return runCLIWith(t, "", nil, append([]string{"rank", "--tools", dir, "--cache", cache, "--no-usage"}, args...)...)
+	}
+	code, out, errOut := rank("--expect", "get_weather", q)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.HasPrefix(out, "SCORE") && strings.Contains(strings.SplitN(out, "\n\n", 2)[0], "get_weather") {
+		t.Fatalf("%q offers get_weather already: pick a request it misses\n%s", q, out)
+	}
+	for _, want := range []string{"get_weather (expected)  ", "      → keyword: its text lacks \"sunny\"", "      → threshold: in the thresholds file, policy."} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errOut = rank("--json", "--expect", "get_weather", q)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var v struct {
+		Explain struct {
+			Tools []struct {
+				Name     string
+				Expected bool
+				Suggest  []struct {
+					Kind       string
+					Text       string
+					Verified   bool
+					Words      []string
+					Thresholds []struct {
+						Field    string
+						From, To float64
+					}
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var words []string
+	var changes []struct {
+		Field    string
+		From, To float64
+	}
+	for _, te := range v.Explain.Tools {
+		if te.Name != "get_weather" || !te.Expected {
+			continue
+		}
+		for _, s := range te.Suggest {
+			switch s.Kind {
+			case "keyword":
+				words = s.Words
+			case "threshold":
+				changes = s.Thresholds
+				if !s.Verified {
+					t.Errorf("threshold suggestion not verified: %+v", s)
+				}
+			}
+		}
+	}
+	if len(words) == 0 || len(changes) == 0 {
+		t.Fatalf("--json: get_weather's keywords %v, thresholds %v:\n%s", words, changes, out)
+	}
+
+	// The thresholds: tune --show --json, edited as the suggestion says.
+	code, shown, errOut := runCLIWith(t, "", nil, "tune", "--show", "--json")
+	if code != 0 {
+		t.Fatalf("tune --show --json: exit %d: %s", code, errOut)
+	}
+	var file map[string]any
+	if err := json.Unmarshal([]byte(shown), &file); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range changes {
+		path := strings.Split(c.Field, ".")
+		obj := file
+		for _, p := range path[:len(path)-1] {
+			obj = obj[p].(map[string]any)
+		}
+		obj[path[len(path)-1]] = c.To
+	}
+	b, _ := json.Marshal(file)
+	thr := filepath.Join(t.TempDir(), "thresholds.json")
+	if err := os.WriteFile(thr, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = rank("--thresholds", thr, q)
+	if code != 0 || !strings.Contains(out, "get_weather") {
+		t.Errorf("with %s: exit %d, get_weather not offered:\n%s%s", b, code, out, errOut)
+	}
+
+	// The keywords, in a copy of the .meta.
+	path := filepath.Join(dir, "get_weather.meta")
+	meta, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(meta, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range words {
+		m["keywords"] = append(m["keywords"].([]any), w)
+	}
+	meta, _ = json.Marshal(m)
+	if err := os.WriteFile(path, meta, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = rank(q)
+	if code != 0 || !strings.Contains(out, "get_weather") {
+		t.Errorf("with keywords %v: exit %d, get_weather not offered:\n%s%s", words, code, out, errOut)
+	}
+}
+
+// Every kind of suggestion the engine makes is in docs/ranking.md's
+// table, where a user reading "→ KIND:" looks it up.
+func TestSuggestionKindsDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/ranking.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range engine.SuggestionKinds() {
+		if !strings.Contains(string(b), "\n| `"+string(k)+"` |") {
+			t.Errorf("docs/ranking.md's table of suggestions lacks %q", k)
+		}
+	}
+}
+
+// "expect" reaches the engine from every transport, and a tool the client
+// may see is explained the same everywhere (its place, its rule, the
+// same suggestions); a name no .meta defines is explained to the owner at
+// the command line with what to do, and to an MCP or 9P client only as
+// not among the tools it may be offered.
+func TestExpectOnEveryTransport(t *testing.T) {
+	bin := buildToolsrv(t)
+	tools := rankFixture(t)
+	const q = "is it sunny in Lyon"
+	const req = `{"query":"` + q + `","expect":["get_weather","nosuch"]}`
+	decode := func(from, s string) map[string]any {
+		t.Helper()
+		var m map[string]any
+		if err := json.Unmarshal([]byte(s), &m); err != nil {
+			t.Fatalf("%s: %v: %s", from, err, s)
+		}
+		return m
+	}
+	answers := map[string]map[string]any{}
+	r := runToolsrv(t, bin, "", "rank", "--tools", tools, "--no-cache", "--no-usage", "--json", "--expect", "get_weather", "--expect", "nosuch", q)
+	if r.code != 0 {
+		t.Fatalf("rank --json: exit %d: %s", r.code, r.stderr)
+	}
+	answers["rank --json"] = decode("rank --json", r.stdout)
+
+	p := startMCPPeer(t, bin, "--tools", tools, "--workdir", mcpProject(t), "--no-cache", "--no-usage")
+	p.initialize()
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"find_tools","arguments":` + req + `}}`)
+	m := p.await("find_tools' answer", safetyNet, hasID(2))
+	res, _ := m["result"].(map[string]any)
+	found, _ := res["structuredContent"].(map[string]any)
+	if found == nil {
+		t.Fatalf("find_tools: %v", m)
+	}
+	answers["find_tools"] = found
+
+	addr, _, _ := startServeIn(t, tools, "--no-usage")
+	code, out, errs := run9PCmd(t, addr, "", "write", "rank.json", req)
+	if code != 0 {
+		t.Fatalf("9p write rank.json: exit %d: %s", code, errs)
+	}
+	answers["9P rank.json"] = decode("9P rank.json", out)
+
+	tool := func(a map[string]any, name string) map[string]any {
+		ex, _ := a["explain"].(map[string]any)
+		ts, _ := ex["tools"].([]any)
+		for _, tv := range ts {
+			if te, _ := tv.(map[string]any); te["name"] == name {
+				return te
+			}
+		}
+		return nil
+	}
+	ref := tool(answers["rank --json"], "get_weather")
+	if ref == nil || ref["expected"] != true || ref["suggest"] == nil {
+		t.Fatalf("rank --json: get_weather explained as %v, want expected with suggestions", ref)
+	}
+	if own := tool(answers["rank --json"], "nosuch"); own == nil || own["rule"] != "unknown" || own["suggest"] == nil {
+		t.Errorf("rank --json: nosuch explained as %v, want unknown with what to do", own)
+	}
+	for from, a := range answers {
+		if from == "rank --json" {
+			continue
+		}
+		if got := tool(a, "get_weather"); !reflect.DeepEqual(got, ref) {
+			t.Errorf("%s: get_weather explained as\n%v\nrank --json:\n%v", from, got, ref)
+		}
+		ns := tool(a, "nosuch")
+		if ns == nil || ns["rule"] != "unknown" || ns["suggest"] != nil || strings.Contains(fmt.Sprint(ns), tools) {
+			t.Errorf("%s: nosuch explained as %v, want unknown, no suggestion, no directory", from, ns)
 		}
 	}
 }

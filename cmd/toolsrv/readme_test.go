@@ -35,12 +35,14 @@ func TestReadmeStandsAlone(t *testing.T) {
 		// pass-through fields
 		"**Pass-through fields**", "does nothing with them but show",
 		// diod's clients
-		"diodls -s 127.0.0.1:5640 -a / -l", "diodcat -s 127.0.0.1:5640 -a / tools", "TCP only", "read-only",
+		`diodls -s 127.0.0.1:5640 -a "$TOKEN" -l`, `diodcat -s 127.0.0.1:5640 -a "$TOKEN" tools`, "TCP only", "read-only",
 		"--listen tcp:127.0.0.1:5640",
+		// 9P over TCP: the token, and where it shows
+		"$TOOLSRV_9P_TOKEN", "~/.local/state/toolsrv/9p-token", `aname="$TOKEN"`, "/proc/mounts",
 		// MCP: how to hand the tools to Claude Code (the rest is docs/mcp.md's)
 		"claude mcp add toolsrv", "docs/mcp.md",
 		// the tests: the quick suite, and the variable that makes missing dependencies fail
-		"go test ./...", "go test -short ./...", "TOOLSRV_TEST_REQUIRE=npm,sshd,diod",
+		"go test ./...", "go test -short ./...", "TOOLSRV_TEST_REQUIRE=npm,conformance,sshd,diod,postgres",
 	} {
 		if !strings.Contains(readme, want) {
 			t.Errorf("README.md and docs/*.md lack %q", want)

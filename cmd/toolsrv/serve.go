@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/toolsrv/toolsrv/exec"
+	"github.com/toolsrv/toolsrv/mcp"
 	"github.com/toolsrv/toolsrv/ninep"
 	"github.com/toolsrv/toolsrv/registry"
 	"github.com/toolsrv/toolsrv/thresholds"
@@ -30,12 +31,18 @@ package documentation for the tree). It loads the tools, builds or opens the
 index, watches the tool directories, and listens on a Unix socket (mode 0600)
 until SIGINT or SIGTERM:
   default  unix:$XDG_RUNTIME_DIR/toolsrv/9p.sock, or unix:~/.cache/toolsrv/9p.sock
-TCP only when asked (--listen tcp:HOST:PORT), loopback unless --allow-remote:
-9P has no authentication. Tools called through the tree get $TOOLSRV_ADDR
+TCP only when asked (--listen tcp:HOST:PORT), loopback unless --allow-remote.
+A TCP client gets nothing until it sends the token as its attach name (aname):
+diodls -a TOKEN, mount -t 9p -o aname=TOKEN; "toolsrv 9p --addr tcp:..." sends
+it. The token is --token-file's, else $TOOLSRV_9P_TOKEN, else one toolsrv
+makes (and reuses) in $XDG_STATE_HOME/toolsrv/9p-token (else
+~/.local/state/toolsrv/9p-token); toolsrv says which file at start, never
+the token. The Unix socket needs none (it serves its owner's processes only)
+and ignores the attach name. Tools called through the tree get $TOOLSRV_ADDR
 (the first address), $OLLIE_SESSION_ID and $OLLIE_UNAME (and $TOOLSRV_BIN when
 the server has it), so a tool such as tool_load can write back to its own agent:
 "toolsrv 9p write session/$OLLIE_SESSION_ID/agent/$OLLIE_UNAME/ctl ...".
-Tools without "network": true cannot reach TCP, so give them a unix: address first.
+Tools never get the token, so give them a unix: address first.
 
 Remote hosts (see docs/federation.md):
   serve --stdio   one connection on standard input and output, what
@@ -53,12 +60,14 @@ Remote hosts (see docs/federation.md):
                   "workdir", "remoteCmd"}]}`
 
 func runServe(ctx context.Context, env *cliEnv, args []string) int {
-	fs, tools := newFlags(env, "serve", "serve [--tools DIR] [--listen unix:PATH|tcp:HOST:PORT]... [--mcp-config FILE] [flags]", serveAbout)
+	fs, tools := newFlags(env, "serve", "serve [--tools DIR] [--listen unix:PATH|tcp:HOST:PORT]... [--allow-remote] [--token-file FILE] [--mcp-config FILE] [flags]", serveAbout)
 	var listens listenList
-	fs.Var(&listens, "listen", "address to serve on, unix:PATH or tcp:HOST:PORT (repeatable; default the Unix socket above)")
-	allowRemote := fs.Bool("allow-remote", false, "allow a TCP address that is not loopback (anyone who reaches it can load and call tools)")
+	fs.Var(&listens, "listen", "address to serve on, unix:PATH or tcp:HOST:PORT (repeatable; default the Unix socket above); a TCP client must send the token")
+	allowRemote := fs.Bool("allow-remote", false, "allow a TCP address that is not loopback (anyone who reaches it and has the token can load and call tools; the token crosses the network in clear text)")
+	tokenFile := fs.String("token-file", "", "with --listen tcp:, the file holding the token TCP clients must send as their attach name (default $"+NinePTokenEnv+", else a token toolsrv makes in $XDG_STATE_HOME/toolsrv/9p-token)")
 	warm := fs.Int("warm-turns", 5, "turns a warm tool may stay unused before it is unloaded")
-	rankK := fs.Int("rank-k", 10, "hits a rank request gets when it does not say (with thresholds: at least their maximum)")
+	limit := fs.Int("limit", 10, "the most tools a rank answer holds when the request does not say (0: the thresholds decide)")
+	fs.IntVar(limit, "rank-k", 10, "the older name of --limit")
 	sv := addServingFlags(fs)
 	stdio := fs.Bool("stdio", false, "serve one connection on standard input and output (what ssh runs: toolsrv 9p --addr ssh:HOST), relayed to this user's running server on its Unix socket, which is started (with the other flags) if none runs")
 	rf := addRemoteFlags(fs)
@@ -74,8 +83,8 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 	if err := sv.check(); err != nil {
 		return usageError(fs, "%v", err)
 	}
-	if *rankK < 0 {
-		return usageError(fs, "--rank-k %d: want 0 or more", *rankK)
+	if *limit < 0 {
+		return usageError(fs, "--limit %d: want 0 or more", *limit)
 	}
 
 	// Addresses first: a bad one is a usage error, before any work.
@@ -83,6 +92,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 		listens = listenList{"unix:" + ninep.DefaultSocket(env.getenv)}
 	}
 	var addrs []ninep.Addr
+	tcp := false
 	for _, s := range listens {
 		a, err := ninep.ParseAddr(s)
 		if err != nil {
@@ -90,11 +100,15 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		if !a.Loopback() {
 			if !*allowRemote {
-				return usageError(fs, "--listen %s is not a loopback address; 9P has no authentication, so pass --allow-remote to serve it anyway", a)
+				return usageError(fs, "--listen %s is not a loopback address; anyone who can reach it could try tokens, and the token would cross the network in clear text (9P has no encryption), so pass --allow-remote to serve it anyway", a)
 			}
-			fmt.Fprintf(env.stderr, "toolsrv serve: WARNING: serving on %s without authentication: anyone who can reach it can load and call tools\n", a)
+			fmt.Fprintf(env.stderr, "toolsrv serve: WARNING: serving on %s, which other machines may reach: the token crosses the network in clear text (9P has no encryption); anyone who learns it can load and call tools\n", a)
 		}
+		tcp = tcp || a.Net == "tcp"
 		addrs = append(addrs, a)
+	}
+	if !tcp && *tokenFile != "" {
+		return usageError(fs, "--token-file is for --listen tcp: only (the Unix socket takes no token)")
 	}
 	if *warm < 1 {
 		return usageError(fs, "--warm-turns %d: must be at least 1", *warm)
@@ -106,7 +120,26 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 			sockets = append(sockets, a.Addr)
 		}
 	}
-	srvd, code := sv.setup(ctx, env, tools, servingSetup{cmd: "serve", sockets: sockets, providers: rf.providers, own: rf.own, tune: func(o *exec.Options) {
+	var tok listenToken
+	var private []string
+	if tcp {
+		var err error
+		if tok, err = serverToken(env, tokenSource{file: *tokenFile, envVar: NinePTokenEnv, name: ninePTokenName}); err != nil {
+			fmt.Fprintln(env.stderr, "toolsrv serve:", err)
+			return 1
+		}
+		if *tokenFile != "" {
+			// Tools must not read the token: a working directory that
+			// holds it is refused, as one holding the usage history is.
+			abs, err := filepath.Abs(*tokenFile)
+			if err != nil {
+				fmt.Fprintln(env.stderr, "toolsrv serve:", err)
+				return 1
+			}
+			private = append(private, abs)
+		}
+	}
+	srvd, code := sv.setup(ctx, env, tools, servingSetup{cmd: "serve", limit: *limit, sockets: sockets, private: private, providers: rf.providers, own: rf.own, tune: func(o *exec.Options) {
 		self := o.SelfExe
 		if exe, err := os.Executable(); err == nil {
 			self = exe
@@ -141,7 +174,6 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 		}, log),
 		WorkDir:   srvd.workdir,
 		WarmTurns: *warm,
-		RankK:     *rankK,
 		Logger:    log,
 		Access:    func(nc net.Conn) ninep.Access { return peerAccess(runner, nc) },
 		CheckWorkDir: func(dir string) (string, error) {
@@ -150,6 +182,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 		},
 		Overlays: func(session string) ninep.Overlay { return eng.NewOverlay(session) },
 		Build:    buildText(),
+		Token:    tok.secret,
 	})
 	if err != nil {
 		fmt.Fprintf(env.stderr, "toolsrv serve: %v\n", err)
@@ -188,7 +221,11 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 		if log.Enabled(ctx, slog.LevelInfo) {
 			l = &loggedListener{Listener: nl, log: log}
 		}
-		fmt.Fprintf(env.stderr, "toolsrv serve: listening on %s\n", a)
+		shown := a
+		if a.Net == "tcp" {
+			shown.Addr = nl.Addr().String() // (the port chosen for :0)
+		}
+		fmt.Fprintf(env.stderr, "toolsrv serve: listening on %s\n", shown)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -198,6 +235,12 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 		}()
 	}
 	srvd.warnWorkDir() // (after the socket directories are made)
+	if tcp {
+		fmt.Fprintf(env.stderr, "toolsrv serve: TCP clients must send the token as their attach name (aname): %s\n", tok.where)
+		if addrs[0].Net == "tcp" {
+			fmt.Fprintf(env.stderr, "toolsrv serve: warning: tools that talk back (tool_load) get %s=%s, where they are refused: they never get the token; put a --listen unix: address first\n", ninep.AddrEnv, first)
+		}
+	}
 	fmt.Fprintf(env.stderr, "toolsrv serve: %d tools (revision %d); clients: %s=%s toolsrv 9p ls /\n",
 		len(reg.Catalog().Tools), reg.Catalog().Revision, ninep.AddrEnv, first)
 	select {
@@ -215,8 +258,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) int {
 // a tool call of this server (or a process it started) gets its own agent
 // only; a tool of another toolsrv, or of a call that ended, nothing; a
 // process of another user nothing; the socket owner's other processes
-// everything. TCP connections cannot be identified and get everything but
-// sending tool definitions (TCP is loopback-only unless --allow-remote).
+// everything. TCP connections cannot be identified: once they sent the
+// token (ninep.Options.Token) they get everything but sending tool
+// definitions (TCP is loopback-only unless --allow-remote).
 func peerAccess(r *exec.Runner, nc net.Conn) ninep.Access {
 	p, err := r.Identify(nc)
 	switch {
@@ -274,6 +318,8 @@ func workDirGuard(env *cliEnv, dirs []string, agents string, sockets []string, b
 	// there could make toolsrv rank its way, one that could read it would
 	// learn the users' requests.
 	g.Private = append(g.Private, filepath.Dir(usagedb.DefaultPath(env.getenv)))
+	// The saved OAuth logins of MCP servers: their tokens.
+	g.Private = append(g.Private, mcp.DefaultTokenDir(env.getenv))
 	return g
 }
 

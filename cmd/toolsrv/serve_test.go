@@ -114,7 +114,7 @@ func TestServeAnd9PClient(t *testing.T) {
 		code     int
 		out, err string // substrings ("" = anything)
 	}{
-		{"", []string{"ls", "/"}, 0, "ctl\nerr\nerrors\nrank\nrevision\nsession/\ntools\ntools.json\n", ""},
+		{"", []string{"ls", "/"}, 0, "ctl\nerr\nerrors\nrank\nrank.json\nrevision\nsession/\ntools\ntools.json\n", ""},
 		{"", []string{"cat", "tools"}, 0, "git_push\tcold\tPush the current git branch to its remote\n", ""},
 		{"", []string{"cat", "revision"}, 0, "1\n", ""},
 		{"", []string{"mkdir", "session/s1"}, 0, "", ""},
@@ -180,8 +180,9 @@ func TestServeFlags(t *testing.T) {
 
 func TestServeRemoteNeedsFlagAndWarns(t *testing.T) {
 	_, stderr := startServe(t, "--listen", "tcp:0.0.0.0:0", "--allow-remote")
-	if !strings.Contains(stderr.String(), "WARNING: serving on tcp:0.0.0.0:0 without authentication") {
-		t.Fatalf("no warning:\n%s", stderr)
+	if !strings.Contains(stderr.String(), "WARNING: serving on tcp:0.0.0.0:0, which other machines may reach: the token crosses the network in clear text") ||
+		!strings.Contains(stderr.String(), "TCP clients must send the token as their attach name") {
+		t.Fatalf("no warning, or no word of the token:\n%s", stderr)
 	}
 }
 

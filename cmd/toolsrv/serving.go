@@ -72,6 +72,9 @@ type serving struct {
 type servingSetup struct {
 	// cmd names the command in messages.
 	cmd string
+	// limit is the most tools an answer holds when the request does not
+	// say (engine.Options.DefaultLimit: the command's --limit).
+	limit int
 	// sockets are the Unix sockets serve listens on: their directories
 	// are toolsrv's own.
 	sockets []string
@@ -83,6 +86,11 @@ type servingSetup struct {
 	// known once providers has run (serve's remotes file and the tools
 	// it sends).
 	own func() []string
+	// failed, when set, is told why setup failed (once it is printed).
+	failed func(reason string)
+	// private are more paths tools may not read (mcp --listen's
+	// --token-file): no working directory may hold them.
+	private []string
 }
 
 // setup checks the working directory and the tool path, makes the
@@ -93,7 +101,11 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 	log := loggerAt(env, f.verbose.level(slog.LevelWarn))
 	env = &cliEnv{stdin: env.stdin, stdout: env.stdout, stderr: env.stderr, getenv: env.getenv, log: log}
 	fail := func(format string, a ...any) (*serving, int) {
-		fmt.Fprintf(env.stderr, "toolsrv "+s.cmd+": "+format+"\n", a...)
+		msg := fmt.Sprintf(format, a...)
+		fmt.Fprintf(env.stderr, "toolsrv %s: %s\n", s.cmd, msg)
+		if s.failed != nil {
+			s.failed(msg)
+		}
 		return nil, 1
 	}
 	if f.socket == "" {
@@ -110,11 +122,18 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 		f.workdir = wd
 	}
 	// Every directory is watched, even one that does not exist yet (it is
-	// picked up when it appears), but at least one must exist: none is a
-	// mistyped path, not a catalog to serve.
+	// picked up when it appears). With none there, the server starts all
+	// the same and tells its clients why it has no tool (Options.NoTools):
+	// an MCP server that exited now would only show its client "connection
+	// closed", its reason in a log the person looking at the client does
+	// not see.
 	path := resolveToolPath(env, tools)
-	if _, err := path.existing(env, s.cmd); err != nil {
-		return fail("%v", err)
+	if _, bad, err := path.check(); err != nil {
+		fmt.Fprintf(env.stderr, "toolsrv %s: warning: %v; serving anyway (the answers say so): the directories are watched, and tools written there appear\n", s.cmd, err)
+	} else {
+		for _, b := range bad {
+			fmt.Fprintf(env.stderr, "toolsrv %s: warning: tool directory %s (from %s); reading the others\n", s.cmd, b, path.from)
+		}
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -128,7 +147,9 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 	f.sf.apply(&ropts)
 	// A working directory is vetted at every call (see warnWorkDir): the
 	// server starts whatever it is.
-	guard := workDirGuard(env, path.dirs, f.agents, s.sockets, f.socket, ownPaths(env, f.mf, f.hf, f.thrFile, f.ef.cacheDir))
+	own := ownPaths(env, f.mf, f.hf, f.thrFile, f.ef.cacheDir)
+	own.private = append(own.private, s.private...)
+	guard := workDirGuard(env, path.dirs, f.agents, s.sockets, f.socket, own)
 	ropts.WorkDirGuard = guard
 	runner, err := exec.NewRunner(ropts)
 	if err != nil {
@@ -138,7 +159,9 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 	opts := f.ef.options(env, path.dirs, p)
 	opts.Logger = log
 	opts.Thresholds, opts.NoThresholds, opts.RankTimeout = f.thrFile, f.noThr, f.rankTimeout
+	opts.DefaultLimit = s.limit
 	opts.SharedRunner = runner
+	opts.NoTools = path.problem
 	opts.Usage = f.hf.open(ctx, env, s.cmd)
 	opts.UsageLater = true // serving starts at once; the history applies meanwhile
 	if opts.Providers, err = f.mf.providers(env, s.cmd, runner, ""); err != nil {
@@ -168,8 +191,10 @@ func (f *servingFlags) setup(ctx context.Context, env *cliEnv, tools *dirList, s
 	}
 	cat := eng.Catalog()
 	log.Info("tools loaded", "dirs", path.dirs, "revision", cat.Revision, "tools", len(cat.Tools), "invalid", len(cat.InvalidFiles()), "problems", len(cat.Problems), "hidden", len(cat.Hidden))
-	if err := path.emptyCatalog(cat); err != nil {
-		fmt.Fprintf(env.stderr, "toolsrv %s: warning: %v; serving it anyway: the directories are watched, and tools written there appear\n", s.cmd, err)
+	if _, _, err := path.check(); err == nil {
+		if err := path.emptyCatalog(cat); err != nil {
+			fmt.Fprintf(env.stderr, "toolsrv %s: warning: %v; serving it anyway (the answers say so): the directories are watched, and tools written there appear\n", s.cmd, err)
+		}
 	}
 	warn(env, s.cmd, eng)
 	if n := len(cat.Problems); n > 0 {

@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/toolsrv/toolsrv/ninep"
 )
 
 // A missing or mistyped tool directory, or a catalog with nothing to
@@ -60,7 +64,7 @@ func TestToolDirProblems(t *testing.T) {
 		{"ls: $OLLIE_TOOLS_PATH with one good dir", map[string]string{"OLLIE_TOOLS_PATH": missing + ":" + good}, []string{"ls"}, 0, "beta",
 			[]string{"warning: tool directory " + missing + " does not exist (from $OLLIE_TOOLS_PATH)"}},
 		{"ls: the default missing", map[string]string{"HOME": home}, []string{"ls"}, 1, "",
-			[]string{defaultDir + " does not exist (from the default)", "--tools examples/tools"}},
+			[]string{defaultDir + " does not exist (from the default); pass --tools DIR or set $OLLIE_TOOLS_PATH (colon separated)"}},
 		{"rank: missing --tools", nil, []string{"rank", "--tools", missing, "--no-cache", "will it rain"}, 1, "", []string{missing + " does not exist"}},
 		{"rank: no .meta files", nil, []string{"rank", "--tools", empty, "--no-cache", "will it rain"}, 1, "", []string{"no .meta files in " + empty}},
 		{"rank: every tool invalid", nil, []string{"rank", "--tools", broken, "--no-cache", "will it rain"}, 1, "", []string{"every tool is invalid"}},
@@ -69,8 +73,6 @@ func TestToolDirProblems(t *testing.T) {
 		{"show: no .meta files", nil, []string{"show", "--tools", empty, "alpha"}, 1, "", []string{"unknown tool: alpha", "no .meta files in " + empty}},
 		{"show: a hidden tool still says why", nil, []string{"show", "--tools", hidden, "ghost"}, 1, "", []string{"not available", "plan9"}},
 		{"call: missing --tools", nil, []string{"call", "--tools", missing, "alpha"}, 1, "", []string{missing + " does not exist"}},
-		{"serve: missing --tools", nil, []string{"serve", "--tools", missing, "--listen", "unix:" + filepath.Join(root, "s", "9p.sock")}, 1, "",
-			[]string{"toolsrv serve: no tool directory to read: " + missing + " does not exist"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -99,6 +101,50 @@ func TestServeEmptyCatalogWarns(t *testing.T) {
 	}
 }
 
+// The hint names the directory the project keeps its tools in, when the
+// current directory has one that holds .meta files and it is not on the
+// tool path already: ./tools first, then ./examples/tools.
+func TestToolPathHintNamesTheProjectsTools(t *testing.T) {
+	write := func(dir string, names ...string) {
+		t.Helper()
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			if err := os.WriteFile(filepath.Join(dir, n), []byte(`{"description":"x","cmd":"cat"}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	proj, clone, bare, notes := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
+	write(filepath.Join(proj, "tools"), "a.meta", "b.meta")
+	write(filepath.Join(clone, "examples", "tools"), "a.meta")
+	write(filepath.Join(notes, "tools"), "README")
+	cases := []struct {
+		name string
+		p    toolPath
+		want string
+	}{
+		{"./tools, from the default", toolPath{dirs: []string{"/nowhere/tools"}, from: "the default", cwd: proj},
+			"pass --tools ./tools (it holds 2 .meta files), or set $OLLIE_TOOLS_PATH (colon separated)"},
+		{"./tools, from --tools", toolPath{dirs: []string{"/nowhere/tools"}, from: "--tools", cwd: proj},
+			"check the --tools path (./tools holds 2 .meta files: --tools ./tools)"},
+		{"./tools is the path already", toolPath{dirs: []string{filepath.Join(proj, "tools")}, from: "--tools", cwd: proj},
+			"check the --tools path"},
+		{"a clone's examples", toolPath{dirs: []string{"/nowhere/tools"}, from: "$OLLIE_TOOLS_PATH", cwd: clone},
+			"pass --tools ./examples/tools (it holds 1 .meta file), or set $OLLIE_TOOLS_PATH (colon separated)"},
+		{"no tools here", toolPath{dirs: []string{"/nowhere/tools"}, from: "the default", cwd: bare},
+			"pass --tools DIR or set $OLLIE_TOOLS_PATH (colon separated)"},
+		{"./tools without .meta files", toolPath{dirs: []string{"/nowhere/tools"}, from: "the default", cwd: notes},
+			"pass --tools DIR or set $OLLIE_TOOLS_PATH (colon separated)"},
+	}
+	for _, c := range cases {
+		if got := c.p.hint(); got != c.want {
+			t.Errorf("%s: hint %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
 // The checks read the directories the user gave, not the process's own
 // environment.
 func TestToolPathSource(t *testing.T) {
@@ -122,5 +168,58 @@ func TestToolPathSource(t *testing.T) {
 		if strings.Join(p.dirs, ",") != strings.Join(c.dirs, ",") || p.from != c.from {
 			t.Errorf("tools %v env %v: %v from %q; want %v from %q", c.tools, c.env, p.dirs, p.from, c.dirs, c.from)
 		}
+	}
+}
+
+// serve started before its tool directory exists serves all the same: a
+// rank answer says why it has no tool and what to do, so does the
+// connection's err, and the tools come once the directory is made.
+func TestServeWithoutToolDirectory(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "tools")
+	addr, stderr, _ := startServeIn(t, missing)
+	want := "no tool directory to read: " + missing + " does not exist (from --tools); check the --tools path"
+	if !strings.Contains(stderr.String(), "toolsrv serve: warning: "+want+"; serving anyway") {
+		t.Errorf("start-up does not say why it serves no tool:\n%s", stderr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
+	defer cancel()
+	cl, err := ninep.Connect(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ans, err := cl.Transact("rank", []byte("will it rain tomorrow?"))
+	if err != nil {
+		t.Fatalf("rank: %v", err)
+	}
+	if !strings.Contains(string(ans), "# "+want+"\n") {
+		t.Errorf("the rank answer does not say why it is empty:\n%s", ans)
+	}
+	if e, err := cl.Read("err"); err != nil || strings.TrimSpace(string(e)) != want {
+		t.Errorf("err after the empty answer: %q, %v; want %q", e, err, want)
+	}
+
+	// The directory is watched (through its parent): a tool written there
+	// is ranked, and the reason goes.
+	if err := os.MkdirAll(missing, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(missing, "weather.meta"), []byte(`{"description":"Current weather forecast for a city","keywords":["rain"],"cmd":"/bin/cat"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(safetyNet); ; time.Sleep(50 * time.Millisecond) {
+		ans, err = cl.Transact("rank", []byte("will it rain tomorrow?"))
+		if err != nil {
+			t.Fatalf("rank: %v", err)
+		}
+		if strings.Contains(string(ans), "weather\t") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the tool written into the new directory is never ranked:\n%s", ans)
+		}
+	}
+	if strings.Contains(string(ans), "no tool directory") {
+		t.Errorf("the reason stays once tools are there:\n%s", ans)
 	}
 }

@@ -131,7 +131,7 @@ func (tf *tuneFlags) add(fs *flag.FlagSet) {
 	fs.BoolVar(&tf.dry, "dry-run", false, "print the table but write nothing")
 	fs.BoolVar(&tf.jsonOut, "json", false, "print the result as JSON")
 	fs.BoolVar(&tf.noDegraded, "no-degraded", false, "do not tune separate levels for lexical-only (degraded) rankings")
-	fs.BoolVar(&tf.show, "show", false, "print the thresholds in effect for --embedder and where they come from, then exit")
+	fs.BoolVar(&tf.show, "show", false, "print the thresholds in effect for --embedder and where they come from, then exit (with --json: as a thresholds file, which --thresholds takes as it is)")
 }
 
 // check reports a bad flag of a sweep (a usage error), or "".
@@ -372,7 +372,7 @@ func showThresholds(env *cliEnv, ef *engineFlags, asJSON bool) int {
 		return 1
 	}
 	if asJSON {
-		if err := writeJSON(env.stdout, map[string]any{"embedder": emb.ID(), "source": src.Kind, "path": src.Path, "warning": src.Warning, "policy": pol}); err != nil {
+		if err := writeJSON(env.stdout, shownThresholds(emb.ID(), pol, src)); err != nil {
 			return 1
 		}
 		return 0
@@ -403,6 +403,21 @@ func showThresholds(env *cliEnv, ef *engineFlags, asJSON bool) int {
 		fmt.Fprintf(env.stdout, "scores   %s (rankings use %s)\n", scores, map[bool]string{true: learnedID(emb.ID(), false), false: "fixed fusion"}[learnedID(emb.ID(), false) != ""])
 	}
 	return 0
+}
+
+// shownThresholds is what tune --show --json prints: the thresholds in
+// effect for embedderID as a thresholds file (so that, saved as it is, it
+// is a file --thresholds takes), with where they were found.
+func shownThresholds(embedderID string, pol thresholds.Policy, src thresholds.Source) *thresholds.File {
+	f := &thresholds.File{Format: thresholds.Format, Version: thresholds.Version}
+	if src.File != nil {
+		*f = *src.File
+	}
+	// The embedder they are in effect for: shipped thresholds tuned for
+	// another model of the family are used for this one (Warning says so).
+	f.Embedder, f.Policy = embedderID, pol
+	f.Source, f.Path, f.Warning = src.Kind, src.Path, src.Warning
+	return f
 }
 
 // rankCorpora loads the corpora and ranks their queries for tuning, with a

@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Every path that ends in a call records one usage event: an MCP session's
@@ -93,4 +97,94 @@ func TestUsageCapturedOnEveryPath(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A 9P agent's call follows the answer that offered the tool, whatever
+// came after it: rank "show the git status" (git_status offered), rank
+// "order a pizza" (no tool fits), then load and call git_status. The
+// history credits the git request, and records nothing for "order a
+// pizza" (no link to git_status, no "answered without a tool": the agent
+// went on with a tool), also once the server has stopped and forgotten
+// its answers.
+func TestUsageFollowsTheAnswerThatOffered(t *testing.T) {
+	bin := buildToolsrv(t)
+	dir := t.TempDir()
+	tools := filepath.Join(dir, "tools")
+	writeFile(t, filepath.Join(tools, "git_status.meta"), `{"description": "Show the git working tree status: staged, modified and untracked files.", "keywords": ["git status"], "cmd": "true", "readOnly": true}`)
+	writeFile(t, filepath.Join(tools, "disk_usage.meta"), `{"description": "Show how full each file system is.", "keywords": ["disk space", "df"], "cmd": "true", "readOnly": true}`)
+	writeFile(t, filepath.Join(tools, "weather.meta"), `{"description": "Current weather forecast for a city.", "keywords": ["rain", "temperature"], "cmd": "true", "readOnly": true}`)
+	work := filepath.Join(dir, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "state", "usage.db")
+	sock := filepath.Join(dir, "run", "9p.sock")
+	serve := osexec.Command(bin, "serve", "--tools", tools, "--listen", "unix:"+sock, "--no-cache", "--usage-db", db)
+	serve.Dir = work
+	serve.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(dir, "home"), "LANG=C.UTF-8"}
+	var serveLog syncBuffer
+	serve.Stdout, serve.Stderr = &serveLog, &serveLog
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		serve.Process.Signal(os.Interrupt)
+		if err := serve.Wait(); err != nil {
+			t.Errorf("toolsrv serve: %v\n%s", err, serveLog.String())
+		}
+	}
+	defer stop()
+	p9 := func(args ...string) string {
+		t.Helper()
+		r := runToolsrv(t, bin, "", append([]string{"9p", "--addr", "unix:" + sock}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("toolsrv 9p %v: exit %d: %s\n%s", args, r.code, r.stderr, serveLog.String())
+		}
+		return r.stdout
+	}
+	deadline := time.Now().Add(safetyNet)
+	for runToolsrv(t, bin, "", "9p", "--addr", "unix:"+sock, "ls", "/").code != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start:\n%s", serveLog.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	const git, pizza = "show the git status of this repository", "order a pizza"
+	p9("mkdir", "session/s1")
+	p9("mkdir", "session/s1/agent/coder")
+	if out := p9("write", "session/s1/agent/coder/rank", git); !strings.Contains(out, "\ngit_status\t") {
+		t.Fatalf("rank %q: %q, want git_status offered", git, out)
+	}
+	if out := p9("write", "session/s1/agent/coder/rank", pizza); !strings.Contains(out, "# no tool fits") || strings.Contains(out, "\t") {
+		t.Fatalf("rank %q: %q, want no tool", pizza, out)
+	}
+	p9("write", "session/s1/agent/coder/ctl", "tool_load git_status")
+	if out := p9("write", "session/s1/agent/coder/call/git_status", "{}"); !strings.Contains(out, `"ok":true`) {
+		t.Fatalf("call git_status: %q", out)
+	}
+	stop() // its answers are forgotten: what they led to is recorded
+
+	r := runToolsrv(t, bin, "", "usage", "ls", "--json", "--usage-db", db)
+	var entries []struct {
+		Key struct {
+			Tool string
+		}
+		Text  string
+		Count int
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &entries); err != nil {
+		t.Fatalf("usage ls --json: %v\n%s%s", err, r.stdout, r.stderr)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, fmt.Sprintf("%s → %s ×%d", e.Text, e.Key.Tool, e.Count))
+	}
+	if want := []string{git + " → git_status ×1"}; !slices.Equal(got, want) {
+		t.Errorf("recorded %q, want %q", got, want)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/toolsrv/toolsrv/mcp"
 	"github.com/toolsrv/toolsrv/registry"
 )
 
@@ -54,22 +55,42 @@ func runValidate(ctx context.Context, env *cliEnv, args []string) int {
 			return 1
 		}
 	}
+	held := mf.held()
 	if *asJSON {
 		if rep.Problems == nil {
 			rep.Problems = []registry.ProfileProblem{}
 		}
-		_ = writeJSON(env.stdout, validateView{catalogJSON(cat), rep, mf.warnings()})
+		_ = writeJSON(env.stdout, validateView{catalogJSON(cat), rep, append(mf.warnings(), mf.notes()...), heldJSON(mf, held), textWarnings(cat, held)})
 	} else {
-		for _, w := range mf.warnings() {
+		for _, w := range append(mf.warnings(), mf.notes()...) {
 			fmt.Fprintln(env.stdout, "warning:", w)
 		}
-		printReport(env, cat)
+		printReport(env, cat, mf)
 		printProfiles(env, rep)
 	}
-	if len(cat.Problems) > 0 || rep.invalid() > 0 || badConfig {
+	if len(cat.Problems) > 0 || rep.invalid() > 0 || badConfig || len(held) > 0 {
 		return 1
 	}
 	return 0
+}
+
+// heldView is a held tool in validate --json.
+type heldView struct {
+	Name string `json:"name"`
+	// New: a tool its server added (else its definition changed).
+	New    bool     `json:"new"`
+	SHA256 string   `json:"sha256"`
+	Diff   []string `json:"diff"`
+	// Approve is the command that approves it.
+	Approve string `json:"approve"`
+}
+
+func heldJSON(mf *mcpFlags, held []*mcp.Held) []heldView {
+	out := []heldView{}
+	for _, h := range held {
+		out = append(out, heldView{Name: h.Server + registry.ProviderSep + h.Tool, New: h.New, SHA256: h.Hash, Diff: h.Diff(), Approve: mf.approveCommand(h)})
+	}
+	return out
 }
 
 // profileReport is what validate found in the agent profiles directory.
@@ -96,11 +117,16 @@ type validateView struct {
 	catalogView
 	Profiles profileReport `json:"profiles"`
 	// MCPWarnings are the --mcp-config file's warnings (an unknown key, a
-	// disabled server, a package runner without network).
+	// disabled server, a package runner without network) and its
+	// servers' (tools dropped past a bound, pins not kept).
 	MCPWarnings []string `json:"mcpWarnings,omitempty"`
+	// Held are the imported tools held until approved.
+	Held []heldView `json:"held"`
+	// TextWarnings are the descriptions that address the model.
+	TextWarnings []textWarning `json:"textWarnings"`
 }
 
-func printReport(env *cliEnv, cat *registry.Catalog) {
+func printReport(env *cliEnv, cat *registry.Catalog, mf *mcpFlags) {
 	w := env.stdout
 	for _, p := range cat.Problems {
 		fmt.Fprintf(w, "error: %s\n", p.Error())
@@ -110,13 +136,33 @@ func printReport(env *cliEnv, cat *registry.Catalog) {
 			fmt.Fprintf(w, "warning: %s: %s\n", t.File, warn)
 		}
 	}
+	for _, tw := range textWarnings(cat, mf.held()) {
+		fmt.Fprintf(w, "warning: %s: %s\n", tw.File, tw.Msg)
+	}
 	for _, s := range cat.Shadowed {
 		fmt.Fprintf(w, "shadowed: %s is overridden by %s\n", s.File, s.ShadowedBy)
 	}
+	held := heldNames(mf)
 	for _, h := range cat.Hidden {
-		fmt.Fprintf(w, "hidden: %s: %s\n", h.File, h.Reason)
+		if !held[h.Name] {
+			fmt.Fprintf(w, "hidden: %s: %s\n", h.File, h.Reason)
+		}
 	}
-	fmt.Fprintf(w, "%d valid, %d invalid, %d hidden, %d shadowed\n", len(cat.Tools), len(cat.InvalidFiles()), len(cat.Hidden), len(cat.Shadowed))
+	mf.printHeld(w)
+	fmt.Fprintf(w, "%d valid, %d invalid, %d hidden, %d shadowed", len(cat.Tools), len(cat.InvalidFiles()), len(cat.Hidden)-len(held), len(cat.Shadowed))
+	if len(held) > 0 {
+		fmt.Fprintf(w, ", %d held", len(held))
+	}
+	fmt.Fprintln(w)
+}
+
+// heldNames are the catalog names of the tools mf's servers hold.
+func heldNames(mf *mcpFlags) map[string]bool {
+	out := map[string]bool{}
+	for _, h := range mf.held() {
+		out[h.Server+registry.ProviderSep+h.Tool] = true
+	}
+	return out
 }
 
 func printProfiles(env *cliEnv, rep profileReport) {

@@ -341,7 +341,7 @@ func TestToolCannotRewriteToolsrvFilesInItsWorkDir(t *testing.T) {
 		reset(t)
 		r := runToolsrvEnv(t, bin, l.env(), "", "call", "--tools", l.tools, "--cwd", l.proj,
 			"--usage-db", in("state/usage.db"), "--for", "plant something", "plant_own")
-		if r.code == 0 || !strings.Contains(r.stderr, "private usage history") || exists(in("made.txt")) {
+		if r.code == 0 || !strings.Contains(r.stderr, "toolsrv's private state") || exists(in("made.txt")) {
 			t.Fatalf("exit %d, want a refusal naming the usage history\n%s%s", r.code, r.stdout, r.stderr)
 		}
 		// Elsewhere, the same store is fine, and the call recorded.

@@ -33,6 +33,25 @@ const StatusFD = 3
 // what tools can do and must be adopted deliberately.
 func landlockConfig() landlock.Config { return landlock.V7 }
 
+// landlockConfigAt is the configuration of ABI abi, at most landlockConfig:
+// what a kernel of that ABI handles (best effort downgrades the pinned
+// configuration to the kernel's by itself; this also names a lower one, for
+// Policy.ABI).
+func landlockConfigAt(abi int) landlock.Config {
+	configs := []landlock.Config{landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5, landlock.V6, landlock.V7}
+	if abi < 1 || abi > len(configs) {
+		return landlockConfig()
+	}
+	return configs[abi-1]
+}
+
+// referABI is the first Landlock ABI that can allow renaming and linking a
+// file into another directory (LANDLOCK_ACCESS_FS_REFER, Linux 5.19).
+// Before it, Landlock always denies that (EXDEV): a rule asking for it
+// makes go-landlock's best effort enforce nothing at all, so it is asked
+// for only from this ABI on.
+const referABI = 2
+
 // MinABI is the lowest Landlock ABI toolsrv accepts as "sandboxed": ABI 1
 // already restricts the filesystem; network isolation does not depend on
 // Landlock's TCP rules (the seccomp filter refuses the sockets).

@@ -149,19 +149,22 @@ func confine(p Policy) error {
 	if abi < MinABI {
 		return fmt.Errorf("landlock ABI %d is too old", abi)
 	}
-	rules, err := policyRules(p)
+	if p.ABI >= MinABI && p.ABI < abi {
+		abi = p.ABI
+	}
+	rules, err := policyRules(p, abi)
 	if err != nil {
 		return err
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
-	if err := installFilter(filterRules{network: p.Network, ptrace: p.Ptrace}); err != nil {
+	if err := installFilter(filterRules{network: p.Network, ptrace: p.Ptrace, truncate: abi < truncateABI}); err != nil {
 		return fmt.Errorf("installing the seccomp filter: %w", err)
 	}
 	// One ruleset: paths, network (no TCP rule, so every connect and bind
 	// is denied; not handled at all for tools with network) and scoping.
-	cfg := landlockConfig()
+	cfg := landlockConfigAt(abi)
 	if p.Network {
 		cfg.HandledAccessNet = 0
 	}

@@ -15,6 +15,12 @@ import (
 // returns its standard output and error and the status it reported.
 func runShell(t *testing.T, p Policy, ns Namespaces, script string) (stdout, stderr string, st Status) {
 	t.Helper()
+	return runArgv(t, p, ns, "/bin/sh", "-c", script)
+}
+
+// runArgv is runShell for any command.
+func runArgv(t *testing.T, p Policy, ns Namespaces, argv ...string) (stdout, stderr string, st Status) {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -24,7 +30,7 @@ func runShell(t *testing.T, p Policy, ns Namespaces, script string) (stdout, std
 		t.Fatal(err)
 	}
 	env := []string{"PATH=/usr/bin:/bin", "TMPDIR=" + p.TempDir, "HOME=" + p.TempDir}
-	h, err := StartHelper(self, []string{HelperArg, string(pj), "--", "/bin/sh", "-c", script}, env, p.WorkDir, ns)
+	h, err := StartHelper(self, append([]string{HelperArg, string(pj), "--"}, argv...), env, p.WorkDir, ns)
 	if err != nil {
 		t.Fatal(err)
 	}

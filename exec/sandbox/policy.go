@@ -71,6 +71,12 @@ type Policy struct {
 	// the call's mount namespace, in bytes; 0: no tmpfs (TempDir as it
 	// is).
 	TempSize int64 `json:"tempSize,omitempty"`
+	// ABI, when set below the kernel's Landlock ABI, confines the tool as
+	// a kernel of that ABI would: Landlock handles only what that ABI
+	// knows. It only ever weakens the sandbox, so nothing sets it but the
+	// tests that show what each older kernel gives (exec's runner never
+	// does, and no flag, variable or file reaches it).
+	ABI int `json:"abi,omitempty"`
 }
 
 // SystemReadOnly are the system paths every tool may read and execute.
@@ -110,9 +116,16 @@ func (p Policy) Writable(path string) bool {
 	return Under(path, []string{p.WorkDir}) || Under(path, p.Write) || (p.TempDir != "" && Under(path, []string{p.TempDir}))
 }
 
-// policyRules turns a Policy into Landlock rules, choosing directory or file
-// rights for each existing path (a directory right on a file is an error).
-func policyRules(p Policy) ([]landlock.Rule, error) {
+// policyRules turns a Policy into Landlock rules for a kernel of Landlock
+// ABI abi, choosing directory or file rights for each existing path (a
+// directory right on a file is an error).
+func policyRules(p Policy, abi int) ([]landlock.Rule, error) {
+	rwDir := func(dir string) landlock.Rule {
+		if abi < referABI {
+			return landlock.RWDirs(dir)
+		}
+		return landlock.RWDirs(dir).WithRefer()
+	}
 	var rules []landlock.Rule
 	ro := append(append(append([]string(nil), SystemReadOnly...), p.Exec...), p.Read...)
 	for _, path := range ro {
@@ -146,7 +159,7 @@ func policyRules(p Policy) ([]landlock.Rule, error) {
 		if p.ReadOnly {
 			rules = append(rules, landlock.RODirs(d))
 		} else {
-			rules = append(rules, landlock.RWDirs(d).WithRefer())
+			rules = append(rules, rwDir(d))
 		}
 	}
 	for _, path := range p.Write {
@@ -160,7 +173,7 @@ func policyRules(p Policy) ([]landlock.Rule, error) {
 		case p.ReadOnly:
 			rules = append(rules, landlock.ROFiles(path))
 		case fi.IsDir():
-			rules = append(rules, landlock.RWDirs(path).WithRefer())
+			rules = append(rules, rwDir(path))
 		default:
 			rules = append(rules, landlock.RWFiles(path))
 		}

@@ -180,13 +180,60 @@ func TestSeccompFilterPtrace(t *testing.T) {
 	}
 }
 
+// Below Landlock ABI 3 the filter refuses the truncation Landlock cannot:
+// truncate(2), and O_TRUNC on a file opened for reading; truncating what
+// is opened for writing is left to Landlock's write right.
+func TestSeccompFilterTruncate(t *testing.T) {
+	sc, err := archSyscalls()
+	if err != nil {
+		t.Skipf("no filter for %s", runtime.GOARCH)
+	}
+	allow, eacces, eperm := uint32(unix.SECCOMP_RET_ALLOW), errno(unix.EACCES), errno(unix.EPERM)
+	rows := []struct {
+		name      string
+		data      []byte
+		old, want uint32 // verdict below ABI 3, from ABI 3
+	}{
+		{"truncate", seccompData(unix.SYS_TRUNCATE, sc.arch, 0, 0), eacces, allow},
+		{"ftruncate", seccompData(unix.SYS_FTRUNCATE, sc.arch, 3, 0), allow, allow},
+		{"openat read O_TRUNC", seccompData(unix.SYS_OPENAT, sc.arch, atFDCWD, 0, unix.O_RDONLY|unix.O_TRUNC, 0), eacces, allow},
+		{"openat read O_TRUNC O_CREAT", seccompData(unix.SYS_OPENAT, sc.arch, atFDCWD, 0, unix.O_RDONLY|unix.O_TRUNC|unix.O_CREAT, 0o644), eacces, allow},
+		{"openat write O_TRUNC", seccompData(unix.SYS_OPENAT, sc.arch, atFDCWD, 0, unix.O_WRONLY|unix.O_TRUNC|unix.O_CREAT, 0o644), allow, allow},
+		{"openat rdwr O_TRUNC", seccompData(unix.SYS_OPENAT, sc.arch, atFDCWD, 0, unix.O_RDWR|unix.O_TRUNC, 0), allow, allow},
+		{"openat write O_TRUNC setuid", seccompData(unix.SYS_OPENAT, sc.arch, atFDCWD, 0, unix.O_WRONLY|unix.O_TRUNC|unix.O_CREAT, 0o4755), eperm, eperm},
+		{"openat read", seccompData(unix.SYS_OPENAT, sc.arch, atFDCWD, 0, unix.O_RDONLY, 0), allow, allow},
+	}
+	if sc.open >= 0 {
+		rows = append(rows, struct {
+			name      string
+			data      []byte
+			old, want uint32
+		}{"open read O_TRUNC", seccompData(sc.open, sc.arch, 0, unix.O_RDONLY|unix.O_TRUNC, 0), eacces, allow})
+	}
+	for _, truncate := range []bool{true, false} {
+		prog, err := buildFilter(filterRules{truncate: truncate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			want := r.want
+			if truncate {
+				want = r.old
+			}
+			if got := runFilter(t, prog, r.data); got != want {
+				t.Errorf("%s (refusing truncation %v): verdict %#x, want %#x", r.name, truncate, got, want)
+			}
+		}
+	}
+}
+
 func TestPolicyRules(t *testing.T) {
 	work := t.TempDir()
 	file := filepath.Join(work, "tool")
 	os.WriteFile(file, []byte("#!/bin/sh\n"), 0o755)
 	// Files get file rights and directories directory rights (a directory
 	// right on a file makes landlock_add_rule fail with EINVAL).
-	rules, err := policyRules(Policy{WorkDir: work, Exec: []string{file, work, "/nonexistent/x"}})
+	rules, err := policyRules(Policy{WorkDir: work, Exec: []string{file, work, "/nonexistent/x"}}, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +248,7 @@ func TestPolicyRules(t *testing.T) {
 		{WorkDir: file},
 		{WorkDir: work, TempDir: "/nonexistent/tmp"},
 	} {
-		if _, err := policyRules(p); err == nil {
+		if _, err := policyRules(p, 7); err == nil {
 			t.Errorf("%+v: no error", p)
 		}
 	}

@@ -40,6 +40,13 @@ import (
 //   - keyctl, add_key and request_key fail with ENOSYS, as on a kernel
 //     without keys: the kernel's keyrings are the user's (as root, root's
 //     real keyring), not the call's, and nothing confines them by path;
+//   - below Landlock ABI 3 (Linux 6.2), which cannot refuse truncation:
+//     truncate(2) and open/openat with O_TRUNC for reading fail with
+//     EACCES. Otherwise a tool could empty any file its user may write
+//     (~/.bashrc) by path, or one it may only read (another tool, the
+//     repository) by opening it read-only with O_TRUNC; truncating what
+//     it opened for writing (ftruncate, O_TRUNC with O_WRONLY or O_RDWR)
+//     needs Landlock's write right as before;
 //   - system calls of a foreign ABI (i386 or x32 on amd64), which the
 //     filter cannot inspect, kill the process.
 
@@ -64,9 +71,14 @@ const (
 
 // filterRules says what the filter refuses.
 type filterRules struct {
-	network bool // MPTCP only is refused; otherwise every non-local family
-	ptrace  bool // ptrace and process_vm_* are allowed
+	network  bool // MPTCP only is refused; otherwise every non-local family
+	ptrace   bool // ptrace and process_vm_* are allowed
+	truncate bool // truncation Landlock cannot refuse (ABI < 3) is refused
 }
+
+// truncateABI is the first Landlock ABI that refuses truncating a file
+// the sandbox may not write (LANDLOCK_ACCESS_FS_TRUNCATE, Linux 6.2).
+const truncateABI = 3
 
 // bpf assembles a classic BPF program with symbolic jump targets.
 type bpf struct {
@@ -153,6 +165,9 @@ func buildFilter(r filterRules) ([]unix.SockFilter, error) {
 		add("eperm", unix.SYS_PROCESS_VM_READV, unix.SYS_PROCESS_VM_WRITEV, unix.SYS_PIDFD_GETFD)
 	}
 	add("enosys", unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER, unix.SYS_OPENAT2)
+	if r.truncate {
+		add("eacces", unix.SYS_TRUNCATE)
+	}
 	add("mode1", sc.chmod, unix.SYS_FCHMOD, sc.creat, sc.mknod)
 	add("mode2", unix.SYS_FCHMODAT, unix.SYS_FCHMODAT2, unix.SYS_MKNODAT)
 	add("open", sc.open)
@@ -178,13 +193,23 @@ func buildFilter(r filterRules) ([]unix.SockFilter, error) {
 	b.jump(jeq, unix.PTRACE_TRACEME, "allow", "")
 	b.jump(jeq, unix.PTRACE_CONT, "allow", "")
 	b.jump(jeq, unix.PTRACE_DETACH, "allow", "eperm")
+	// O_TRUNC for reading (no O_WRONLY or O_RDWR), where refused.
+	readTrunc := func(create string) {
+		if r.truncate {
+			b.jump(jset, unix.O_TRUNC, "", create)
+			b.jump(jset, unix.O_WRONLY|unix.O_RDWR, create, "eacces")
+		}
+		b.label(create)
+	}
 	b.label("open") // open(path, flags, mode)
 	b.stmt(ld, offArg(1))
+	readTrunc("open-create")
 	b.jump(jset, createFlags, "", "allow")
 	b.stmt(ld, offArg(2))
 	b.jump(jset, setIDBits, "eperm", "allow")
 	b.label("openat") // openat(dirfd, path, flags, mode)
 	b.stmt(ld, offArg(2))
+	readTrunc("openat-create")
 	b.jump(jset, createFlags, "", "allow")
 	b.stmt(ld, offArg(3))
 	b.jump(jset, setIDBits, "eperm", "allow")

@@ -8,11 +8,15 @@ import (
 	"testing"
 )
 
-// The test binary is the helper of the tests below, and the thread probe
-// of TestHoldThreads.
+// The test binary is the helper of the tests below, the thread probe of
+// TestHoldThreads and the probe of TestOlderLandlockABIs.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == HelperArg {
 		os.Exit(HelperMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == abiProbeArg {
+		abiProbe(os.Args[2:])
+		os.Exit(0)
 	}
 	if len(os.Args) > 3 && os.Args[1] == threadProbeArg {
 		hold, _ := strconv.Atoi(os.Args[2])

@@ -1,10 +1,12 @@
 // Package testdeps is the one rule for tests that need something Go does
-// not bring: the npm MCP servers (make npm-deps), OpenSSH (an sshd to log
-// in to), Debian's diod 9P client and a PostgreSQL server (StartPostgres). Where it is missing, such a test
-// skips and says how to install it, so that "go test ./..." passes on a
-// fresh clone; where the environment variable TOOLSRV_TEST_REQUIRE names
-// it, a missing dependency fails the test instead. CI sets
-// TOOLSRV_TEST_REQUIRE=npm,sshd,diod,postgres (.ci/run), so it never skips them.
+// not bring: the npm MCP servers (make npm-deps), the MCP conformance
+// suite (make conformance-deps), OpenSSH (an sshd to log in to), Debian's
+// diod 9P client and a PostgreSQL server (StartPostgres). Where it is
+// missing, such a test skips and says how to install it, so that "go test
+// ./..." passes on a fresh clone; where the environment variable
+// TOOLSRV_TEST_REQUIRE names it, a missing dependency fails the test
+// instead. CI sets TOOLSRV_TEST_REQUIRE=npm,conformance,sshd,diod,postgres
+// (.ci/run), so it never skips them.
 //
 // Long is the rule for long tests: go test -short skips them.
 package testdeps
@@ -27,6 +29,9 @@ const (
 	// NPM: the npm MCP servers and the MCP Inspector in mcp/testdata/npm
 	// (make npm-deps), and Node.js to run them.
 	NPM = "npm"
+	// Conformance: the official MCP conformance suite and the Node.js it
+	// runs on, in mcp/testdata/conformance (make conformance-deps).
+	Conformance = "conformance"
 	// SSHD: OpenSSH's sshd, ssh and ssh-keygen.
 	SSHD = "sshd"
 	// Diod: Debian diod's 9P clients, diodls and diodcat.
@@ -64,6 +69,8 @@ func Install(dep string) string {
 	switch dep {
 	case NPM:
 		return "apt-get install -y nodejs npm, then make npm-deps"
+	case Conformance:
+		return "apt-get install -y npm, then make conformance-deps"
 	case SSHD:
 		return "apt-get install -y openssh-server openssh-client"
 	case Diod:
@@ -126,6 +133,27 @@ func NPMDir(t testing.TB, def string, bins ...string) string {
 		Missing(t, NPM, "node (Node.js) is not on $PATH to run the npm MCP servers", Install(NPM))
 	}
 	return abs
+}
+
+// ConformanceDir is the directory holding the conformance suite's
+// node_modules (mcp/testdata/conformance, relative to the test's package:
+// def), with the Node.js the suite runs on (node_modules/.bin/node, pinned
+// beside it) and the suite's script: the paths of both. Missing if either
+// is not there.
+func ConformanceDir(t testing.TB, def string) (node, suite string) {
+	t.Helper()
+	abs, err := filepath.Abs(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node = filepath.Join(abs, "node_modules", ".bin", "node")
+	suite = filepath.Join(abs, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
+	for _, p := range []string{node, suite} {
+		if _, err := os.Stat(p); err != nil {
+			Missing(t, Conformance, fmt.Sprintf("the MCP conformance suite is not installed in %s (%s is missing)", abs, filepath.Base(p)), Install(Conformance))
+		}
+	}
+	return node, suite
 }
 
 // Long skips a long test under go test -short (what says what makes it

@@ -19,7 +19,8 @@ func TestRequired(t *testing.T) {
 		{"npm,sshd,diod,postgres", map[string]bool{NPM: true, SSHD: true, Diod: true, Postgres: true}},
 		{"sshd diod", map[string]bool{NPM: false, SSHD: true, Diod: true}},
 		{" diod, ", map[string]bool{NPM: false, SSHD: false, Diod: true}},
-		{"all", map[string]bool{NPM: true, SSHD: true, Diod: true, Postgres: true}},
+		{"all", map[string]bool{NPM: true, SSHD: true, Diod: true, Postgres: true, Conformance: true}},
+		{"npm,conformance", map[string]bool{NPM: true, Conformance: true, SSHD: false}},
 		{"npmx,sshd2,postgresql", map[string]bool{NPM: false, SSHD: false, Diod: false, Postgres: false}},
 	} {
 		t.Setenv(RequireEnv, tc.env)
@@ -95,6 +96,11 @@ func TestProgram(t *testing.T) {
 	r = &recorder{TB: t}
 	if d := NPMDir(r, t.TempDir(), "mcp-server-memory"); d == "" || !strings.Contains(r.skipped, "mcp-server-memory is not installed") {
 		t.Errorf("NPMDir of an empty directory: %q, skipped %q", d, r.skipped)
+	}
+	r = &recorder{TB: t}
+	if node, _ := ConformanceDir(r, t.TempDir()); node == "" || !strings.Contains(r.skipped, "conformance suite is not installed") ||
+		!strings.Contains(r.skipped, "make conformance-deps") {
+		t.Errorf("ConformanceDir of an empty directory: %q, skipped %q", node, r.skipped)
 	}
 }
 

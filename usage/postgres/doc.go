@@ -81,9 +81,17 @@
 //     back); Close tries once more. Stats.Pending and PendingSince say how
 //     many wait and since when (toolsrv usage stats).
 //
-// A local file SQLite cannot read is set aside (PATH.damaged-TIME) and
-// made anew, with a warning: it is a copy of the server's and a queue,
-// and must not keep toolsrv from starting.
+// A local file SQLite reports as damaged (sqlitefile.IsDamage: not a
+// database, or a corrupt one, and nothing else) is set aside
+// (PATH.damaged-TIME, a name never reused) and made anew, with a warning:
+// it is a copy of the server's and a queue, and must not keep toolsrv
+// from starting. A file that cannot be opened or written now (a full
+// disk, an I/O error, a permission refused) is not damaged: it is left
+// as it is, with the calls it holds, and tried again at each call; the
+// calls it cannot take meanwhile are held in memory (up to 10,000, in
+// order after the spool's), written to the spool as soon as it takes
+// them and sent when the server is back. Close tries the server, then
+// the spool, and logs and returns how many calls neither took.
 //
 // An error for want of the server (connection refused or lost, a timeout,
 // SQLSTATE classes 08, 53, 57P) means "down"; any other error (a policy

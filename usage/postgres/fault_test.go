@@ -91,6 +91,11 @@ func TestServerDown(t *testing.T) {
 		t.Fatalf("Snapshot from the local copy: %v, %s", err, same(got, seen))
 	}
 	eng := newEngine(t, b2)
+	// The history ranked with is the local copy's, not none (a one-off
+	// rank reads it whole with the server down).
+	if fit := eng.UsageFit(); fit.Entries == 0 {
+		t.Fatalf("ranking with the server down uses no history (the local copy holds %d entries)", len(seen))
+	}
 	const q = "before request 3 about things"
 	want := rank(t, eng, q)
 	if len(want) == 0 {
@@ -158,15 +163,15 @@ func TestSpoolSentTwiceCountsOnce(t *testing.T) {
 	}
 	st := s.(*store)
 	now := time.Now()
-	var preps []usage.Prepared
+	var preps []pending
 	for _, ev := range evs {
 		p, err := usage.Prepare(ev, now)
 		if err != nil {
 			t.Fatal(err)
 		}
-		preps = append(preps, p)
+		preps = append(preps, pending{Prepared: p, at: now})
 	}
-	if err := st.local.spool(ctx, preps, now, maxSpool); err != nil {
+	if err := st.local.spool(ctx, preps, maxSpool); err != nil {
 		t.Fatal(err)
 	}
 	st.flush(ctx)
@@ -214,34 +219,34 @@ func TestDamagedLocalCopy(t *testing.T) {
 // none, and what it holds is kept.
 func TestSpoolBounded(t *testing.T) {
 	ctx := context.Background()
-	l, err := openLocal(ctx, filepath.Join(t.TempDir(), "local.db"), func(string) {})
-	if err != nil {
+	l := newLocal(filepath.Join(t.TempDir(), "local.db"), time.Now, nil)
+	if err := l.open(ctx, func(string) {}); err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	now := time.Now()
-	prep := func(evs []usage.Event) []usage.Prepared {
-		var out []usage.Prepared
+	prep := func(evs []usage.Event) []pending {
+		var out []pending
 		for _, ev := range evs {
 			p, err := usage.Prepare(ev, now)
 			if err != nil {
 				t.Fatal(err)
 			}
-			out = append(out, p)
+			out = append(out, pending{Prepared: p, at: now})
 		}
 		return out
 	}
-	if err := l.spool(ctx, prep(events(4, now.Add(-time.Hour), "a")), now, 5); err != nil {
+	if err := l.spool(ctx, prep(events(4, now.Add(-time.Hour), "a")), 5); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.spool(ctx, prep(events(2, now.Add(-time.Hour), "b")), now, 5); err == nil || !strings.Contains(err.Error(), "full") {
+	if err := l.spool(ctx, prep(events(2, now.Add(-time.Hour), "b")), 5); err == nil || !strings.Contains(err.Error(), "full") {
 		t.Errorf("spooling past the bound: %v", err)
 	}
 	if n, since, err := l.pending(ctx); err != nil || n != 4 || !since.Equal(time.Unix(0, now.UnixNano())) {
 		t.Errorf("pending %d since %v (%v), want 4 since %v", n, since, err, now)
 	}
 	// A repeated ID is kept once.
-	if err := l.spool(ctx, prep(events(4, now.Add(-time.Hour), "a")[:1]), now, 5); err != nil {
+	if err := l.spool(ctx, prep(events(4, now.Add(-time.Hour), "a")[:1]), 5); err != nil {
 		t.Fatal(err)
 	}
 	if n, _, _ := l.pending(ctx); n != 4 {

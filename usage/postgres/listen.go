@@ -46,7 +46,8 @@ func (s *store) listen(ctx context.Context) {
 }
 
 // flushLoop sends the spool when told (flushNow) and every retryEvery
-// while it holds events.
+// while it holds events, and moves the events held in memory to the
+// spool as soon as it takes them (so that they outlive the process).
 func (s *store) flushLoop(ctx context.Context) {
 	t := time.NewTicker(retryEvery)
 	defer t.Stop()
@@ -60,6 +61,9 @@ func (s *store) flushLoop(ctx context.Context) {
 				continue
 			}
 		}
+		if n, _ := s.heldCount(); n > 0 {
+			s.spoolHeld(ctx) // an error: held, tried again at the next tick
+		}
 		s.flush(ctx)
 	}
 }
@@ -70,22 +74,37 @@ const flushBatch = 500
 // flush sends the spooled events, the oldest first, a batch a
 // transaction; each batch leaves the spool once on the server. An event
 // sent whose removal from the spool was lost (a crash in between) is sent
-// again and skipped there by its ID: on the server exactly once.
+// again and skipped there by its ID: on the server exactly once. The
+// events held in memory (recorded after the spool's) follow; while the
+// spool cannot be read they go first, and the spool's wait until it can.
 func (s *store) flush(ctx context.Context) {
 	for ctx.Err() == nil {
-		evs, err := s.local.spooled(ctx, flushBatch)
-		if err != nil {
-			s.opts.Logger.Warn("the spool of unsent usage calls is unreadable", "err", err)
-			return
+		evs, ferr := s.local.spooled(ctx, flushBatch)
+		if ferr != nil {
+			s.opts.Logger.Debug("the spool of unsent usage calls is unreadable now", "err", ferr)
+			evs = nil
 		}
+		var held []pending
 		if len(evs) == 0 {
-			s.spooling.Store(false)
-			// A Record may have spooled after the read: look once more.
-			if n, _, err := s.local.pending(ctx); err == nil && n > 0 {
-				s.spooling.Store(true)
-				continue
+			if held = s.heldHead(flushBatch); len(held) == 0 {
+				if ferr != nil {
+					return // tried again at the next tick
+				}
+				s.spooling.Store(false)
+				// A Record may have spooled after the read: look once more.
+				if n, _, err := s.local.pending(ctx); err == nil && n > 0 {
+					s.spooling.Store(true)
+					continue
+				}
+				if n, _ := s.heldCount(); n > 0 {
+					s.spooling.Store(true)
+					continue
+				}
+				return
 			}
-			return
+			for _, p := range held {
+				evs = append(evs, p.Event)
+			}
 		}
 		now := s.opts.Now()
 		preps := make([]usage.Prepared, 0, len(evs))
@@ -98,7 +117,7 @@ func (s *store) flush(ctx context.Context) {
 			}
 			preps = append(preps, p)
 		}
-		err = s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error { return s.record(ctx, c, preps, now) })
+		err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error { return s.record(ctx, c, preps, now) })
 		if err != nil {
 			if !isDown(err) && !s.refused.Swap(true) { // said once
 				s.opts.Logger.Warn("spooled usage calls refused by the shared store; kept to try again", "store", s.where, "err", err)
@@ -106,6 +125,10 @@ func (s *store) flush(ctx context.Context) {
 			return
 		}
 		s.refused.Store(false)
+		if held != nil {
+			s.dropHeld(len(held))
+			continue
+		}
 		if err := s.local.unspool(ctx, ids); err != nil {
 			s.opts.Logger.Warn("sent usage calls not removed from the spool (they will be skipped when sent again)", "err", err)
 			return

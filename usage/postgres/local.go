@@ -6,25 +6,25 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"syscall"
+	"log/slog"
 	"time"
 
-	"github.com/toolsrv/toolsrv/internal/fileio"
 	"github.com/toolsrv/toolsrv/internal/sqlitefile"
 	"github.com/toolsrv/toolsrv/usage"
-
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
 
 // local is what a shared store keeps on this host, in one SQLite file
-// (mode 0600, in a private directory): the view (the namespace's entries
-// as last read from the server, and their version), so that ranking goes
-// on from it when the server is down, across restarts too; and the spool,
-// the events recorded while the server was down, until they are sent.
+// (mode 0600, in a private directory; sqlitefile.File opens it, and sets
+// it aside only when damaged): the view (the namespace's entries as last
+// read from the server, and their version), so that ranking goes on from
+// it when the server is down, across restarts too; and the spool, the
+// events recorded while the server was down, until they are sent.
+//
+// The file is opened at each call that needs it: one that could not be
+// opened or written (a full disk, an I/O error) is tried again at the
+// next call, and what it could not take is the caller's to keep.
 type local struct {
-	db   *sql.DB
+	file *sqlitefile.File
 	path string
 }
 
@@ -35,107 +35,76 @@ var localSchema = []string{
 	`CREATE TABLE IF NOT EXISTS spool (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, at INTEGER NOT NULL, event BLOB NOT NULL)`,
 }
 
-// errLocalDamaged is a local file SQLite cannot read.
-var errLocalDamaged = errors.New("damaged")
-
-// openLocal opens (making) the local file at path. warn gets what the
-// user should be told (a directory made private).
-func openLocal(ctx context.Context, path string, warn func(string)) (*local, error) {
-	dir := filepath.Dir(path)
-	if err := fileio.PrivateDir(dir, os.Geteuid(), fileio.WarnLogger(warn)); err != nil {
-		return nil, fmt.Errorf("usage store: the local copy: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("usage store: the local copy: %w", err)
-	}
-	f.Close()
-	if err := os.Chmod(path, 0o600); err != nil {
-		return nil, fmt.Errorf("usage store: the local copy: %w", err)
-	}
-	// FULL: a commit here may be the only copy of an event (the spool),
-	// so it is synced to the disk before Record returns.
-	db, err := sql.Open("sqlite", sqlitefile.DSN(path, "journal_mode(WAL)", "synchronous(FULL)", "secure_delete(ON)", "temp_store(MEMORY)"))
-	if err != nil {
-		return nil, fmt.Errorf("usage store: the local copy %s: %w", path, err)
-	}
-	l := &local{db: db, path: path}
-	// Other instances on this host may be opening the same file: their
-	// locks are BUSY, not damage (which would set the file, and its
-	// unsent calls, aside).
-	err = sqlitefile.Retry(ctx, func() error {
-		for _, stmt := range localSchema {
-			if _, err := db.ExecContext(ctx, stmt); err != nil {
-				return err
+// newLocal is the local file at path (nothing is opened yet). Warnings
+// of later calls (a damaged file set aside) go to logger.
+func newLocal(path string, now func() time.Time, logger *slog.Logger) *local {
+	return &local{path: path, file: sqlitefile.New(path, sqlitefile.Options{
+		Name: "the local copy of the shared usage history",
+		// FULL: a commit here may be the only copy of an event (the
+		// spool), so it is synced to the disk before Record returns.
+		Pragmas: []string{"journal_mode(WAL)", "synchronous(FULL)", "secure_delete(ON)", "temp_store(MEMORY)"},
+		Layout: func(ctx context.Context, db *sql.DB) error {
+			for _, stmt := range localSchema {
+				if _, err := db.ExecContext(ctx, stmt); err != nil {
+					return err
+				}
 			}
-		}
-		return nil
-	})
-	if err != nil {
-		db.Close()
-		return nil, l.failed(err)
-	}
-	return l, nil
+			return nil
+		},
+		Now:    now,
+		Logger: logger,
+	})}
 }
 
-// failed is err of the local file: damage (errLocalDamaged), unless SQLite
-// answered BUSY (another process holds it).
-func (l *local) failed(err error) error {
-	if sqlitefile.IsBusy(err) {
-		return fmt.Errorf("usage store: the local copy %s: %w", l.path, err)
-	}
-	return fmt.Errorf("usage store: the local copy %s: %w: %w", l.path, errLocalDamaged, err)
+// open opens (making) the file now; warn gets what the user should be
+// told (a directory made private, a damaged file set aside).
+func (l *local) open(ctx context.Context, warn func(string)) error {
+	_, err := l.file.Handle(ctx, true, warn)
+	return err
 }
 
-func (l *local) Close() error { return l.db.Close() }
+func (l *local) Close() error { return l.file.Close() }
 
 // storedEntry is an entry as the view keeps it.
 type storedEntry struct {
 	usage.Entry
 }
 
-// loadView reads the view and its version (none: empty, 0), again while
-// another process holds the file (sqlitefile.Retry).
+// loadView reads the view and its version (none: empty, 0).
 func (l *local) loadView(ctx context.Context) (view map[usage.Key]usage.Entry, version int64, err error) {
-	err = sqlitefile.Retry(ctx, func() error {
-		view, version, err = l.readView(ctx)
-		return err
+	err = l.file.Read(ctx, "read", func(tx *sql.Tx) error {
+		view, version = map[usage.Key]usage.Entry{}, 0 // a second try starts afresh
+		if tx == nil {
+			return nil
+		}
+		err := tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'version'`).Scan(&version)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT entry FROM view`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var b []byte
+			var e storedEntry
+			if err := rows.Scan(&b); err != nil {
+				return err
+			}
+			if err := json.Unmarshal(b, &e); err != nil {
+				// A damaged cache: start from nothing (the server has it all).
+				view, version = map[usage.Key]usage.Entry{}, 0
+				return nil
+			}
+			view[e.Key] = e.Entry
+		}
+		return rows.Err()
 	})
 	if err != nil {
-		return nil, 0, l.failed(err)
-	}
-	return view, version, nil
-}
-
-// readView is one read of loadView's.
-func (l *local) readView(ctx context.Context) (map[usage.Key]usage.Entry, int64, error) {
-	view := map[usage.Key]usage.Entry{}
-	var version int64
-	err := l.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'version'`).Scan(&version)
-	if errors.Is(err, sql.ErrNoRows) {
-		return view, 0, nil
-	}
-	if err != nil {
-		return nil, 0, err
-	}
-	rows, err := l.db.QueryContext(ctx, `SELECT entry FROM view`)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var b []byte
-		var e storedEntry
-		if err := rows.Scan(&b); err != nil {
-			return nil, 0, err
-		}
-		if err := json.Unmarshal(b, &e); err != nil {
-			// A damaged cache: start from nothing (the server has it all).
-			return map[usage.Key]usage.Entry{}, 0, nil
-		}
-		view[e.Key] = e.Entry
-	}
-	if err := rows.Err(); err != nil {
 		return nil, 0, err
 	}
 	return view, version, nil
@@ -143,14 +112,14 @@ func (l *local) readView(ctx context.Context) (map[usage.Key]usage.Entry, int64,
 
 // saveView writes what changed in the view (everything when full).
 func (l *local) saveView(ctx context.Context, full bool, changed []usage.Entry, removed []usage.Key, version int64) error {
-	return l.inTx(ctx, func(tx *sql.Tx) error {
+	return l.file.Write(ctx, "save", true, func(tx *sql.Tx) error {
 		if full {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM view`); err != nil {
 				return err
 			}
 		}
 		for _, k := range removed {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM view WHERE hash = ?`, keyHash(k)); err != nil {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM view WHERE hash = ?`, k.Hash()); err != nil {
 				return err
 			}
 		}
@@ -160,7 +129,7 @@ func (l *local) saveView(ctx context.Context, full bool, changed []usage.Entry, 
 				return err
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO view (hash, entry) VALUES (?, ?) ON CONFLICT (hash) DO UPDATE SET entry = excluded.entry`,
-				keyHash(e.Key), b); err != nil {
+				e.Key.Hash(), b); err != nil {
 				return err
 			}
 		}
@@ -169,23 +138,27 @@ func (l *local) saveView(ctx context.Context, full bool, changed []usage.Entry, 
 	})
 }
 
-// spool keeps preps to send later, all or none; an ID spooled before is
-// kept once. It fails when the spool holds max events.
-func (l *local) spool(ctx context.Context, preps []usage.Prepared, now time.Time, max int) error {
-	return l.inTx(ctx, func(tx *sql.Tx) error {
+// errSpoolFull is spool's error when the spool holds its most events.
+var errSpoolFull = errors.New("the local spool of unsent calls is full")
+
+// spool keeps preps (spooled at their at) to send later, all or none; an
+// ID spooled before is kept once. It fails (errSpoolFull) when the spool
+// would hold more than max events.
+func (l *local) spool(ctx context.Context, preps []pending, max int) error {
+	return l.file.Write(ctx, "spool", true, func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM spool`).Scan(&n); err != nil {
 			return err
 		}
 		if n+len(preps) > max {
-			return fmt.Errorf("the local spool of unsent calls is full (%d; %s): these calls are not recorded", n, l.path)
+			return fmt.Errorf("%w (%d; %s): these calls are not recorded", errSpoolFull, n, l.path)
 		}
 		for _, p := range preps {
 			b, err := json.Marshal(p.Event)
 			if err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO spool (id, at, event) VALUES (?, ?, ?)`, p.ID, now.UnixNano(), b); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO spool (id, at, event) VALUES (?, ?, ?)`, p.ID, p.at.UnixNano(), b); err != nil {
 				return err
 			}
 		}
@@ -193,31 +166,44 @@ func (l *local) spool(ctx context.Context, preps []usage.Prepared, now time.Time
 	})
 }
 
+// pending is an event waiting to be sent, and when it began to wait.
+type pending struct {
+	usage.Prepared
+	at time.Time
+}
+
 // spooled are up to n of the spooled events, the oldest first.
 func (l *local) spooled(ctx context.Context, n int) ([]usage.Event, error) {
-	rows, err := l.db.QueryContext(ctx, `SELECT event FROM spool ORDER BY seq LIMIT ?`, n)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var out []usage.Event
-	for rows.Next() {
-		var b []byte
-		var ev usage.Event
-		if err := rows.Scan(&b); err != nil {
-			return nil, err
+	err := l.file.Read(ctx, "read the spool", func(tx *sql.Tx) error {
+		out = nil // a second try starts afresh
+		if tx == nil {
+			return nil
 		}
-		if err := json.Unmarshal(b, &ev); err != nil {
-			return nil, fmt.Errorf("a spooled call does not decode: %w", err)
+		rows, err := tx.QueryContext(ctx, `SELECT event FROM spool ORDER BY seq LIMIT ?`, n)
+		if err != nil {
+			return err
 		}
-		out = append(out, ev)
-	}
-	return out, rows.Err()
+		defer rows.Close()
+		for rows.Next() {
+			var b []byte
+			var ev usage.Event
+			if err := rows.Scan(&b); err != nil {
+				return err
+			}
+			if err := json.Unmarshal(b, &ev); err != nil {
+				return fmt.Errorf("a spooled call does not decode: %w", err)
+			}
+			out = append(out, ev)
+		}
+		return rows.Err()
+	})
+	return out, err
 }
 
 // unspool removes the events of ids from the spool (sent).
 func (l *local) unspool(ctx context.Context, ids []string) error {
-	return l.inTx(ctx, func(tx *sql.Tx) error {
+	return l.file.Write(ctx, "unspool", true, func(tx *sql.Tx) error {
 		for _, id := range ids {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM spool WHERE id = ?`, id); err != nil {
 				return err
@@ -229,16 +215,25 @@ func (l *local) unspool(ctx context.Context, ids []string) error {
 
 // pending is how many events the spool holds, and since when.
 func (l *local) pending(ctx context.Context) (int64, time.Time, error) {
-	var n int64
-	var since sql.NullInt64
-	if err := l.db.QueryRowContext(ctx, `SELECT count(*), min(at) FROM spool`).Scan(&n, &since); err != nil {
-		return 0, time.Time{}, fmt.Errorf("usage store: the local spool %s: %w", l.path, err)
-	}
-	var t time.Time
-	if since.Valid {
-		t = time.Unix(0, since.Int64)
-	}
-	return n, t, nil
+	var (
+		n int64
+		t time.Time
+	)
+	err := l.file.Read(ctx, "read the spool", func(tx *sql.Tx) error {
+		n, t = 0, time.Time{}
+		if tx == nil {
+			return nil
+		}
+		var since sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT count(*), min(at) FROM spool`).Scan(&n, &since); err != nil {
+			return err
+		}
+		if since.Valid {
+			t = time.Unix(0, since.Int64)
+		}
+		return nil
+	})
+	return n, t, err
 }
 
 // forget removes what f matches from the spool and rewrites the view as
@@ -265,15 +260,11 @@ func (l *local) forget(ctx context.Context, f usage.Filter, view map[usage.Key]u
 	if err := l.saveView(ctx, true, entries, nil, version); err != nil {
 		return err
 	}
-	if _, err := l.db.ExecContext(ctx, `VACUUM`); err != nil {
+	return l.file.Exclusive(ctx, func(db *sql.DB) error {
+		if _, err := db.ExecContext(ctx, `VACUUM`); err != nil {
+			return err
+		}
+		_, err := db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
 		return err
-	}
-	_, err = l.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
-	return err
-}
-
-// inTx runs fn in a write transaction of the local file, again while
-// another process holds its lock (sqlitefile.InTx).
-func (l *local) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	return sqlitefile.InTx(ctx, l.db, nil, fn)
+	})
 }

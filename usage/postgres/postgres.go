@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolsrv/toolsrv/internal/fileio"
 	"github.com/toolsrv/toolsrv/usage"
 )
 
@@ -66,6 +67,13 @@ type store struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	refused  atomic.Bool // the server refused the spool (said once)
+
+	// held are the events the spool could not take (a full disk, an I/O
+	// error), oldest first, all recorded after those in the spool: they
+	// go to the spool, or to the server, as soon as either takes them.
+	heldMu   sync.Mutex
+	held     []pending
+	heldSaid bool        // the first one was logged
 	closed   atomic.Bool // Close was called
 	shut     atomic.Bool // Close is done with the server
 }
@@ -111,25 +119,26 @@ func Open(ctx context.Context, dsn string, opts usage.Options) (usage.Store, []s
 	var warnings []string
 	warn := func(msg string) { warnings = append(warnings, msg) }
 	path := filepath.Join(dir, hex.EncodeToString(key[:8])+".db")
-	for try := 0; ; try++ {
-		if s.local, err = openLocal(ctx, path, warn); err == nil {
-			if s.view, s.viewVersion, err = s.local.loadView(ctx); err != nil {
-				s.local.Close()
-			}
-		}
-		if err == nil {
-			break
-		}
-		// The local file is a copy and a queue: damaged, it is set aside
-		// (its unsent calls with it, for whoever wants them) and made anew.
-		aside := fmt.Sprintf("%s.damaged-%s", path, opts.Now().UTC().Format("20060102T150405Z"))
-		if try > 0 || !errors.Is(err, errLocalDamaged) || os.Rename(path, aside) != nil {
-			return nil, warnings, err
-		}
-		for _, ext := range []string{"-wal", "-shm"} {
-			os.Rename(path+ext, aside+ext)
-		}
-		warn(fmt.Sprintf("the local copy of the shared usage history was unreadable (%v): set aside as %s; starting a new one", err, aside))
+	s.local = newLocal(path, opts.Now, opts.Logger)
+	// The local file is a copy and a queue: one SQLite cannot read is set
+	// aside and made anew (sqlitefile.IsDamage, with a warning); one that
+	// cannot be opened or read now (a full disk, an I/O error) is left as
+	// it is, holding its unsent calls: the store ranks from the server
+	// meanwhile, keeps in memory what it cannot spool, and tries the file
+	// again at each call.
+	err = fileio.PrivateDir(dir, os.Geteuid(), fileio.WarnLogger(warn))
+	if errors.Is(err, fileio.ErrNotPrivate) {
+		return nil, warnings, fmt.Errorf("usage store: the local copy: %w", err)
+	}
+	if err == nil {
+		err = s.local.open(ctx, warn)
+	}
+	if err == nil {
+		s.view, s.viewVersion, err = s.local.loadView(ctx)
+	}
+	if err != nil {
+		s.view, s.viewVersion = map[usage.Key]usage.Entry{}, 0
+		warn(fmt.Sprintf("%v: cannot be used now; calls the server cannot take are kept in memory until it can", err))
 	}
 	if n, _, err := s.local.pending(ctx); err == nil && n > 0 {
 		s.spooling.Store(true)
@@ -287,22 +296,32 @@ func (s *store) signal(ch chan struct{}) {
 	}
 }
 
-// Close stops following the server, tries once to send what is spooled,
-// and releases the store.
+// Close stops following the server, tries once to send what is spooled
+// and held, spools what it could not send, and releases the store. Calls
+// that neither the server nor the spool took are lost: Close says how
+// many (logged, and its error).
 func (s *store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
 	s.cancel()
 	s.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
 	if s.spooling.Load() && !s.down.Load() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		s.flush(ctx)
-		cancel()
+	}
+	err := s.spoolHeld(ctx)
+	if err != nil {
+		err = fmt.Errorf("%w; they are lost", err)
+		s.opts.Logger.Error("usage calls lost: neither the shared store nor the local spool took them", "err", err)
 	}
 	s.shut.Store(true)
 	s.pool.Close()
-	return s.local.Close()
+	if cerr := s.local.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // tx runs fn in a transaction on the server, after ensure, within

@@ -195,7 +195,10 @@ func (s *store) changes(ctx context.Context, after int64) ([]usage.Entry, []usag
 }
 
 // Version is the namespace's change counter on the server; while the
-// server is down, an error (a reader keeps what it has).
+// server is down, the version of the local copy of its last read (what
+// Snapshot then returns): a reader that has it keeps what it has, and one
+// that has nothing yet (a one-off rank) reads the local copy, rather than
+// ranking without the history.
 func (s *store) Version(ctx context.Context) (int64, error) {
 	var v int64
 	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
@@ -206,6 +209,11 @@ func (s *store) Version(ctx context.Context) (int64, error) {
 		}
 		return err
 	})
+	if isDown(err) {
+		s.viewMu.Lock()
+		defer s.viewMu.Unlock()
+		return s.viewVersion, nil
+	}
 	if err != nil {
 		return 0, fmt.Errorf("usage store %s: version: %w", s.where, err)
 	}
@@ -220,9 +228,13 @@ func (s *store) Stats(ctx context.Context) (usage.Stats, error) {
 	st.Options.Namespace = s.ns
 	n, since, err := s.local.pending(ctx)
 	if err != nil {
-		return st, err
+		st.Where += " (its local spool unreadable now: " + firstLine(err) + ")"
 	}
-	st.Pending, st.PendingSince = n, since
+	hn, hsince := s.heldCount()
+	if hn > 0 && (since.IsZero() || hsince.Before(since)) {
+		since = hsince
+	}
+	st.Pending, st.PendingSince = n+hn, since
 	err = s.tx(ctx, readTx, func(tx pgx.Tx) error {
 		var oldest, newest *int64
 		err := tx.QueryRow(ctx, `SELECT count(*), coalesce(sum(count), 0), coalesce(sum((failed + $2) / $3), 0),
@@ -359,6 +371,16 @@ func (s *store) Forget(ctx context.Context, f usage.Filter) (int, error) {
 			delete(s.view, k)
 		}
 	}
+	s.heldMu.Lock()
+	kept := s.held[:0]
+	for _, p := range s.held {
+		if !matches(f, p.Key, p.Time) {
+			kept = append(kept, p)
+		}
+	}
+	clear(s.held[len(kept):]) // no copy of a forgotten request left behind
+	s.held = kept
+	s.heldMu.Unlock()
 	if err := s.local.forget(ctx, f, s.view, s.viewVersion); err != nil {
 		return int(n), fmt.Errorf("usage store %s: forgot %d entries on the server, but the local copy: %w", s.where, n, err)
 	}

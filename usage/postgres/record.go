@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -17,7 +15,8 @@ import (
 // down, or events wait in the spool, they go to the spool (a local file)
 // and are sent later, in the order recorded: an event is on the server
 // exactly once (its ID is recorded with it, in the same transaction, and
-// a repeat skipped).
+// a repeat skipped). Events the spool cannot take (a full disk) are held
+// in memory until it or the server can (held.go).
 func (s *store) Record(ctx context.Context, evs ...usage.Event) error {
 	if len(evs) == 0 {
 		return nil
@@ -41,12 +40,7 @@ func (s *store) Record(ctx context.Context, evs ...usage.Event) error {
 			return nil
 		}
 	}
-	if err := s.local.spool(ctx, preps, now, maxSpool); err != nil {
-		return fmt.Errorf("usage store %s is unreachable, and %w", s.where, err)
-	}
-	s.spooling.Store(true)
-	s.signal(s.flushNow)
-	return nil
+	return s.keep(ctx, preps, now)
 }
 
 // maxSpool is how many events the local spool holds; beyond, Record
@@ -72,7 +66,7 @@ func (s *store) record(ctx context.Context, conn *pgxpool.Conn, preps []usage.Pr
 	var hashList [][]byte
 	for i, p := range preps {
 		ids[i] = p.ID
-		if h := keyHash(p.Key); !hashes[string(h)] {
+		if h := p.Key.Hash(); !hashes[string(h)] {
 			hashes[string(h)] = true
 			hashList = append(hashList, h)
 		}
@@ -133,7 +127,7 @@ func (s *store) record(ctx context.Context, conn *pgxpool.Conn, preps []usage.Pr
 				return err
 			}
 			st.exists = true
-			states[string(keyHash(st.e.Key))] = &st
+			states[string(st.e.Key.Hash())] = &st
 		}
 		return rows.Err()
 	}()
@@ -157,7 +151,7 @@ func (s *store) record(ctx context.Context, conn *pgxpool.Conn, preps []usage.Pr
 		if !cutoff.IsZero() && p.Time.Before(cutoff) {
 			continue // expired already
 		}
-		h := string(keyHash(p.Key))
+		h := string(p.Key.Hash())
 		st := states[h]
 		if st == nil {
 			st = &entryState{}
@@ -288,18 +282,6 @@ func (s *store) prune(w *pgx.Batch, now time.Time) {
 	w.Queue(`DELETE FROM toolsrv_usage_removed WHERE namespace = $1 AND seq <=
 		(SELECT seq FROM toolsrv_usage_removed WHERE namespace = $1 ORDER BY seq DESC OFFSET $2 LIMIT 1)`, s.ns, maxTombstones)
 	w.Queue(`UPDATE toolsrv_usage_ns SET pruned = $2 WHERE namespace = $1`, s.ns, now.UnixNano())
-}
-
-// keyHash is the column entries are unique by (with the namespace): 16
-// bytes of the SHA-256 of the key's fields, as the embedded store's.
-func keyHash(k usage.Key) []byte {
-	h := sha256.New()
-	for _, s := range []string{k.Request, k.Tool, k.Agent} {
-		var n [binary.MaxVarintLen64]byte
-		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
-		h.Write([]byte(s))
-	}
-	return h.Sum(nil)[:16]
 }
 
 // entryCols are the columns scanEntry reads.
