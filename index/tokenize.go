@@ -6,7 +6,11 @@ import "github.com/toolsrv/toolsrv/text"
 // text.IndexDocument: camel-case words, lowercased, plural endings folded,
 // a short stop list dropped after folding, numbers and symbols as class
 // terms beside their digits, and phrases of stop words ("where is") as
-// terms of their own.
+// terms of their own. The keywords are phrases a request says, so they
+// are analysed as a message is (text.Index): every run of stop words in a
+// keyword gives its phrases ("where is the file": "where is", "where is
+// the", "is the"); in the other fields only a part between punctuation
+// made of stop words alone is a phrase.
 
 // terms are the index terms of a message: its tokens without stopwords,
 // with the phrases of its runs of stop words.
@@ -14,26 +18,35 @@ func terms(s string) []string {
 	return text.Index().Terms(s)
 }
 
-// tokens are the index's words of a document's text before the stop list.
+// tokens are the index's words of a document's text (not its keywords)
+// before the stop list.
 func tokens(s string) []string {
-	return appendTokens(nil, s)
+	return appendTokens(nil, s, fieldPrompt)
 }
 
-// appendTokens appends the tokens of s (a document's text, before the
+// fieldAnalyzer is the analysis of a document's field fi (fieldName, …).
+func fieldAnalyzer(fi int) text.Analyzer {
+	if fi == fieldKeywords {
+		return text.Index()
+	}
+	return text.IndexDocument()
+}
+
+// appendTokens appends the tokens of s (a document's field fi, before the
 // stop list) to out. The lexicon drops stopwords itself: they are in its
 // term dictionary with id -1, so one lookup both interns a word and
 // filters it. A token may be a substring of s: a caller that keeps it
 // must copy it.
-func appendTokens(out []string, s string) []string {
-	a := text.IndexDocument()
+func appendTokens(out []string, s string, fi int) []string {
+	a := fieldAnalyzer(fi)
 	a.Stop = nil
 	return a.Append(out, s, nil)
 }
 
-// docTerms are the index terms of a document's text: its tokens without
-// stopwords.
-func docTerms(s string) []string {
-	return text.IndexDocument().Terms(s)
+// docTerms are the index terms of a document's field fi: its tokens
+// without stopwords.
+func docTerms(s string, fi int) []string {
+	return fieldAnalyzer(fi).Terms(s)
 }
 
 // stopwords are the words the lexicon maps to -1.

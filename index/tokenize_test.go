@@ -10,8 +10,9 @@ import (
 // The index's analysis is text.Index and text.IndexDocument (tested
 // there); these are the views the index uses: a document's tokens keep
 // stopwords (the lexicon maps them to -1) and only a whole part made of
-// stop words as a phrase; a message's terms drop them and keep each run of
-// them as phrases.
+// stop words as a phrase, but in the keywords, which are analysed as a
+// message is; a message's terms drop them and keep each run of them as
+// phrases.
 func TestTokensAndTerms(t *testing.T) {
 	if got := tokens("What are the files of v2Data? where is"); !slices.Equal(got, []string{"what", "are", "the", "file", "of", "v2data", "where", "is", "where is"}) {
 		t.Errorf("tokens = %q", got)
@@ -19,8 +20,14 @@ func TestTokensAndTerms(t *testing.T) {
 	if got := terms("What are the files of v2Data?"); !slices.Equal(got, []string{"file", "what are", "what are the", "are the", "v2data"}) {
 		t.Errorf("terms = %q", got)
 	}
-	if got := docTerms("What are the files of v2Data? where is"); !slices.Equal(got, []string{"file", "v2data", "where is"}) {
+	if got := docTerms("What are the files of v2Data? where is", fieldPrompt); !slices.Equal(got, []string{"file", "v2data", "where is"}) {
 		t.Errorf("docTerms = %q", got)
+	}
+	if got := docTerms("where is the file, what is it", fieldKeywords); !slices.Equal(got, []string{"file", "where is", "where is the", "is the", "what is", "what is it", "is it"}) {
+		t.Errorf("docTerms of keywords = %q", got)
+	}
+	if got := docTerms("where is the file, what is it", fieldDescription); !slices.Equal(got, []string{"file", "what is it"}) {
+		t.Errorf("docTerms of a description = %q", got)
 	}
 	l := newLexicon()
 	for _, w := range []string{"the", "what", "please"} {

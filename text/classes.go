@@ -96,6 +96,47 @@ var numberWords = setOf(`zero two three four five six seven eight nine ten eleve
 	thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty
 	sixty seventy eighty ninety hundred thousand million billion trillion dozen`)
 
+// scaleWords make "one" before them a number ("one hundred", "one
+// million"); alone "one" stays a word.
+var scaleWords = setOf(`hundred thousand million billion trillion dozen`)
+
+// oneNumberAt reports whether the word run at i, ending at j, is "one"
+// followed by a scale word ("one hundred"): then it is a number word.
+func oneNumberAt(s string, i, j int) bool {
+	if j-i != 3 || !strings.EqualFold(s[i:j], "one") {
+		return false
+	}
+	k := skipSpace(s, j)
+	e := wordEnd(s, k)
+	return e > k && inSet(scaleWords, s[k:e])
+}
+
+// numberWordAt reports whether a number word starts at k (a word of
+// numberWords, or "one" before a scale word) and returns its end.
+func numberWordAt(s string, k int) (int, bool) {
+	e := wordEnd(s, k)
+	if e == k || !boundaryAt(s, e) {
+		return 0, false
+	}
+	return e, inSet(numberWords, s[k:e]) || oneNumberAt(s, k, e)
+}
+
+// classNames are words that name a class: a text that says "percentage"
+// or "hex" is about values of that class, so the word gives the class
+// term too, beside itself (a tool that computes percentages matches "15%
+// of 80"). Only words that name nothing but the class are here:
+// "percent" is also percent-encoding's, "time" and "date" have other
+// senses, "hash" is also a hash table's. The names of hash functions
+// name hex strings: a digest is one ("sha256 of release.tar.gz", a tool
+// that prints "sha256sum" checksums).
+var classNames = map[string]string{
+	"percentage": ClassPercent, "percentages": ClassPercent,
+	"hex": ClassHex, "hexadecimal": ClassHex, "checksum": ClassHex, "checksums": ClassHex,
+	"md5": ClassHex, "md5sum": ClassHex, "sha1": ClassHex, "sha1sum": ClassHex,
+	"sha224": ClassHex, "sha224sum": ClassHex, "sha256": ClassHex, "sha256sum": ClassHex,
+	"sha384": ClassHex, "sha384sum": ClassHex, "sha512": ClassHex, "sha512sum": ClassHex,
+}
+
 // unitClass gives the class of a number followed by a unit word (the
 // word lowercased). Units of one letter ("s", "h") count only when
 // written against the number ("30s"), see attachedUnits.
@@ -607,6 +648,15 @@ func (a Analyzer) appendClassed(dst []string, s string, c Cache) []string {
 					prev, i = rune(s[j-1]), j
 					afterNum = inSet(postfixOperators, run)
 					continue
+				case oneNumberAt(s, i, j):
+					if a.Literals {
+						dst = append(dst, "one")
+					} else {
+						dst = append(dst, ClassNumber)
+					}
+					dst = ph.word(dst, "")
+					prev, i, afterNum = 'e', j, true
+					continue
 				case isLetterASCII(s[i]) && hexLike(run):
 					dst = append(dst, ClassHex)
 					if a.Literals {
@@ -618,6 +668,11 @@ func (a Analyzer) appendClassed(dst []string, s string, c Cache) []string {
 				}
 			}
 			dst = a.appendRun(dst, run, c, ph)
+			if a.Classes && len(run) <= 12 {
+				if class, ok := classNames[lower(run)]; ok {
+					dst = append(dst, class)
+				}
+			}
 			prev, _ = utf8.DecodeLastRuneInString(run)
 			afterNum = a.Classes && inSet(numberWords, run)
 			i = j
@@ -706,8 +761,8 @@ func numberNext(s string, i int) bool {
 	if isDigitASCII(at(s, k)) || at(s, k) == '(' {
 		return true
 	}
-	e := wordEnd(s, k)
-	return e > k && inSet(numberWords, s[k:e])
+	_, ok := numberWordAt(s, k)
+	return ok
 }
 
 // plainNumberNext reports whether a plain number (ClassNumber: no unit, no
@@ -722,9 +777,12 @@ func plainNumberNext(s string, i int) bool {
 		sp, ok := numericAt(s, k)
 		return ok && sp.class == ClassNumber
 	}
-	e := wordEnd(s, k)
-	if e == k || !inSet(numberWords, s[k:e]) {
+	e, ok := numberWordAt(s, k)
+	if !ok {
 		return false
+	}
+	if oneNumberAt(s, k, e) {
+		e = wordEnd(s, skipSpace(s, e)) // "one hundred": the unit is after "hundred"
 	}
 	n := skipSpace(s, e)
 	f := wordEnd(s, n)

@@ -21,6 +21,9 @@ func TestClasses(t *testing.T) {
 			S{"<num>", "<op>", "<num>", "<num>", "<op>", "<num>", "<num>", "<op>", "<num>", "<num>", "<op>", "<num>", "<num>", "<op>", "<num>"}},
 		{"work out six times seven", S{"work", "out", "six", "<op>", "seven"}, S{"work", "<num>", "<op>", "<num>"}},
 		{"100 divided by 8, nine squared", S{"100", "<op>", "8", "nine", "<op>"}, S{"<num>", "<op>", "<num>", "<num>", "<op>"}},
+		// "one" is a number before a scale word
+		{"divide one hundred by eight, one of them", S{"<op>", "one", "hundred", "eight", "one", "of them"}, S{"<op>", "<num>", "<num>", "<num>", "on"}},
+		{"add one million and 5", S{"<op>", "one", "million", "5"}, S{"<op>", "<num>", "<num>", "<num>"}},
 		// "times" is an operator only between numbers
 		{"train times, I ran it 3 times", S{"train", "time", "ran", "3", "time"}, S{"train", "time", "ran", "<num>", "time"}},
 		{"one of the files", S{"one", "file", "of the"}, S{"on", "file"}},
@@ -35,6 +38,10 @@ func TestClasses(t *testing.T) {
 		{"7:30 14:30:05 7am 3 p.m.", S{"<time>", "7", "30", "<time>", "14", "30", "05", "<time>", "7", "<time>", "3"}, S{"<time>", "<time>", "<time>", "<time>"}},
 		{"2024-06-01 29/02/2024 01.12.24", S{"<date>", "2024", "06", "01", "<date>", "29", "02", "2024", "<date>", "01", "12", "24"}, S{"<date>", "<date>", "<date>"}},
 		{"2024-06-01T12:00:00Z", S{"<date>", "<time>", "2024", "06", "01", "12", "00", "00"}, S{"<date>", "<time>"}},
+		// words that name a class give it too
+		{"Percentage of a total, hex digits, sha256 checksums", S{"percentage", "<pct>", "total", "of a", "hex", "<hex>", "digit", "sha256", "<hex>", "checksum", "<hex>"},
+			S{"percentag", "<pct>", "total", "hex", "<hex>", "digit", "sha256", "<hex>", "checksum", "<hex>"}},
+		{"percent-encode, hashes", S{"percent", "encode", "hashe"}, S{"percent", "encod", "hash"}},
 		// hashes, hex, addresses
 		{"commit 3f9a2c1 a1b2c3d4e5 0xFF", S{"commit", "<hex>", "3f9a2c1", "<hex>", "a1b2c3d4e5", "<hex>", "0xff"}, S{"commit", "<hex>", "<hex>", "<hex>"}},
 		// a percent-encoded byte or a format is no number

@@ -13,11 +13,13 @@ import (
 // Admit's levels offer the tool they were asked for, whatever the ranking
 // and the levels in force, and they are valid, written with three
 // decimals as a thresholds file holds them; every change it reports is
-// a level that differs, and nothing else differs.
+// a level that differs, and nothing else differs. The one tool no level
+// offers is one that matched no word of the message ranked below another
+// that some levels offer (the noise rule): Admit says so.
 func TestAdmitOffersTheTool(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	names := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
-	admitted := 0
+	admitted, noise := 0, 0
 	for i := 0; i < 3000; i++ {
 		var hits []Candidate
 		for _, n := range names[:rng.IntN(len(names))+1] {
@@ -47,6 +49,13 @@ func TestAdmitOffersTheTool(t *testing.T) {
 				continue
 			}
 			q, ch, ok := p.Admit(hits, c, h.Name)
+			if c.Unmatched(h.Name) && !bestOf(hits, h.Name) {
+				if ok {
+					t.Fatalf("levels %+v, hits %v: admitted %s, which matched no word and is not the best", p.For(degraded), hits, h.Name)
+				}
+				noise++
+				continue
+			}
 			if !ok {
 				t.Fatalf("levels %+v, answerable %.3f, hits %v: %s cannot be admitted", p.For(degraded), ans, hits, h.Name)
 			}
@@ -87,9 +96,29 @@ func TestAdmitOffersTheTool(t *testing.T) {
 			}
 		}
 	}
-	if admitted < 1000 {
-		t.Fatalf("only %d tools admitted: the test does not exercise Admit", admitted)
+	if admitted < 1000 || noise < 100 {
+		t.Fatalf("only %d tools admitted and %d refused as noise: the test does not exercise Admit", admitted, noise)
 	}
+}
+
+// bestOf reports whether name scores highest of hits (ties by name, as
+// Select orders them).
+func bestOf(hits []Candidate, name string) bool {
+	for _, h := range hits {
+		if h.Name != name && before(h, Candidate{name, scoreOf(hits, name)}) {
+			return false
+		}
+	}
+	return true
+}
+
+func scoreOf(hits []Candidate, name string) float64 {
+	for _, h := range hits {
+		if h.Name == name {
+			return h.Score
+		}
+	}
+	return math.NaN()
 }
 
 // Each rule is lifted by the level that controls it, to the tool's own
@@ -112,6 +141,7 @@ func TestAdmitChanges(t *testing.T) {
 	}{
 		{"coldMin", Levels{Min: 0.01, ColdMin: 0.15, MaxTools: 5}, nil, "cold", []Change{{"policy.coldMin", 0.15, 0.123}}},
 		{"min", Levels{Min: 0.01, ColdMin: 0.01, MaxTools: 5}, nil, "tiny", []Change{{"policy.min", 0.01, 0.001}}},
+		{"belowColdMin", Levels{Min: 0.001, ColdMin: 0.15, MaxTools: 5}, nil, "tiny", []Change{{"policy.coldMin", 0.15, 0.123}}},
 		{"maxTools", Levels{MaxTools: 1}, nil, "cold", []Change{{"policy.maxTools", 1, 3}}},
 		{"relative", Levels{Relative: 0.7, MaxTools: 5}, nil, "second", []Change{{"policy.relative", 0.7, 0.625}}},
 		{"mass", Levels{MaxTools: 5, Mass: 0.5}, &high, "second", []Change{{"policy.mass", 0.5, 0.556}}},

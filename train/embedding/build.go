@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/toolsrv/toolsrv/embed/builtin"
@@ -76,54 +75,18 @@ func Build(ctx context.Context, o Options) (*builtin.Table, *Stats, error) {
 	}
 	st := &Stats{PairsBySource: map[string]int{}}
 	t0 := time.Now()
-	want := map[string]bool{}
-	for _, s := range o.Sources {
-		want[s] = true
-	}
-	var pairs []Pair
-	for _, s := range Sources(o) {
-		if len(want) > 0 && !want[s.Name] {
-			continue
-		}
-		ps, err := s.Load(ctx)
-		if err != nil {
-			return nil, nil, fmt.Errorf("source %s: %w", s.Name, err)
-		}
-		log.Info("source loaded", "source", s.Name, "pairs", len(ps))
-		pairs = append(pairs, ps...)
+	pairs, err := loadPairs(ctx, o, log)
+	if err != nil {
+		return nil, nil, err
 	}
 	// Analyse (text.Table); drop pairs with an empty side and exact duplicates.
-	type bagPair struct {
-		q, d   []string
-		qc, dc []int
+	bags, groups := bagPairs(pairs, o.DocCap, st)
+	groupCount := 0
+	all := make([][]string, 0, 2*len(bags))
+	for i, b := range bags {
+		groupCount = max(groupCount, groups[i]+1)
+		all = append(all, b.q, b.d)
 	}
-	bags := make([]bagPair, 0, len(pairs))
-	var groups []int
-	groupOf := map[string]int{}
-	var all [][]string
-	seen := map[string]bool{}
-	for _, p := range pairs {
-		q, qc := bag(p.Query, 64)
-		d, dc := bag(p.Doc, o.DocCap)
-		if len(q) == 0 || len(d) == 0 {
-			continue
-		}
-		key := strings.Join(q, " ") + "\x00" + strings.Join(d, " ")
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
-		st.PairsBySource[p.Source]++
-		bags = append(bags, bagPair{q, d, qc, dc})
-		g, ok := groupOf[p.Source]
-		if !ok {
-			g = len(groupOf)
-			groupOf[p.Source] = g
-		}
-		groups = append(groups, g)
-		all = append(all, q, d)
-	}
-	st.Pairs = len(bags)
 	v := BuildVocab(all, o.MinCount, o.VocabSize, o.Buckets, o.MinN, o.MaxN)
 	st.Vocab = len(v.Terms)
 	enc := make([]encoded, len(bags))
@@ -139,7 +102,7 @@ func Build(ctx context.Context, o Options) (*builtin.Table, *Stats, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		g := len(groupOf)
+		g := groupCount
 		for range np {
 			groups = append(groups, g)
 		}

@@ -14,12 +14,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,6 +30,7 @@ import (
 	"github.com/toolsrv/toolsrv/embed/builtin"
 	"github.com/toolsrv/toolsrv/eval"
 	"github.com/toolsrv/toolsrv/learn"
+	textpkg "github.com/toolsrv/toolsrv/text"
 	"github.com/toolsrv/toolsrv/train/laststep"
 )
 
@@ -566,6 +569,7 @@ func export(args []string) error {
 	out := fs.String("out", "", "directory to write the corpora into (train/<catalog>, eval-drop/<corpus>)")
 	maxQ := fs.Int("maxq", 3000, "requests per training catalog")
 	offTopic := fs.Bool("offtopic", false, "also export the off-topic requests added to other sources' catalogs (the checking protocol has none: its \"no tool fits\" requests are those of removed tools)")
+	classes := fs.Bool("classes", false, "also export, as train-class/<catalog>, the answerable requests that hold a class term (a number, an operator, a date, …) and do not train the built-in table, held out or not (a check of the table's class rows, for the fixed fusion: the last step is fitted on those not held out)")
 	fs.Parse(args)
 	if *out == "" {
 		return fmt.Errorf("give -out DIR")
@@ -580,6 +584,15 @@ func export(args []string) error {
 		// are not exported: the thresholds are not tuned on them.
 		if err := laststep.ExportCorpus(dir, c, func(q laststep.LQuery) bool { return q.Val && !q.Table && (*offTopic || !q.OffTopic) }); err != nil {
 			return err
+		}
+		if *classes {
+			dir := filepath.Join(*out, "train-class", strings.ReplaceAll(c.Name, "/", "-"))
+			err := laststep.ExportCorpus(dir, c, func(q laststep.LQuery) bool {
+				return !q.Table && len(q.Relevant) > 0 && slices.ContainsFunc(textpkg.Table().Terms(q.Text), textpkg.IsClass)
+			})
+			if err != nil && !errors.Is(err, laststep.ErrNoRequests) {
+				return err
+			}
 		}
 	}
 	if *evalDir != "" {
