@@ -122,7 +122,7 @@ func ExampleEngine_Rank() {
 	// Output:
 	// "show me what changed in my git working tree": offered [git_status], no tool fits: false
 	// "is my disk full?": offered [disk_usage], no tool fits: false
-	// "what's the weather like on mars": offered [find_todos], no tool fits: false
+	// "what's the weather like on mars": offered [], no tool fits: true
 	// "xqzzv plorbt wuggle": offered [], no tool fits: true
 }
 

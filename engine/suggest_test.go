@@ -145,7 +145,7 @@ func TestSuggestionsBringTheToolIn(t *testing.T) {
 			}},
 		{"threshold", SuggestThreshold, "weather",
 			func(t *testing.T) setup {
-				return setup{dir: newcomer(t), req: Request{Query: "do I need an umbrella in Lyon"}}
+				return setup{dir: newcomer(t), req: Request{Query: "do I need an umbrella in Lyon tomorrow"}}
 			},
 			func(t *testing.T, s setup, sg Suggestion, eng *Engine) setup {
 				s.opt.Thresholds = thresholdsFileWith(t, eng, sg)

@@ -45,6 +45,10 @@ const (
 	ClassUnit = "<unit>"
 	// ClassIP: an IPv4 address ("192.168.0.1").
 	ClassIP = "<ip>"
+	// ClassFile: a file name with a known extension ("package.json",
+	// "release.tar.gz", "main.py") or a glob of one ("*.py"); its words
+	// stay words beside it.
+	ClassFile = "<file>"
 )
 
 // IsClass reports whether a term is a class term.
@@ -95,6 +99,34 @@ var postfixOperators = setOf(`squared cubed`)
 var numberWords = setOf(`zero two three four five six seven eight nine ten eleven twelve
 	thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty
 	sixty seventy eighty ninety hundred thousand million billion trillion dozen`)
+
+// fileExtensions are the extensions that make a name a file name
+// (ClassFile): common ones of configuration, source code, documents,
+// data, archives, images, audio and video.
+var fileExtensions = setOf(`json yaml yml toml ini cfg conf env xml html htm css scss js mjs cjs ts tsx jsx
+	vue py ipynb go rs c h cc cpp hpp cs java kt swift rb php pl lua sh bash zsh fish ps1 bat r sql
+	md rst txt csv tsv log db sqlite parquet tar gz tgz bz2 xz zst zip rar iso img deb rpm apk dmg exe
+	dll so whl jar pdf doc docx xls xlsx ppt pptx odt png jpg jpeg gif svg webp bmp ico tif tiff mp3
+	wav flac ogg mp4 mkv avi mov webm pem crt csr lock mod`)
+
+// fileExtAt reports whether the run of letters and digits s[i:j] is the
+// last extension of a file name: a known extension right after a dot
+// that follows a name ("package.json", "release.tar.gz": "gz") or a glob
+// star ("*.py"), with no other extension after it. A list of extensions
+// (".zip, .tar.gz") names no file.
+func fileExtAt(s string, i, j int) bool {
+	if i < 2 || s[i-1] != '.' || at(s, j) == '.' && isAlnumASCII(at(s, j+1)) {
+		return false
+	}
+	k := i - 1 // the start of the name: letters, digits, _ - . and *
+	for k > 0 && (isAlnumASCII(s[k-1]) || strings.IndexByte("_-.*", s[k-1]) >= 0) {
+		k--
+	}
+	if k == i-1 || s[k] == '.' {
+		return false
+	}
+	return inSet(fileExtensions, s[i:j])
+}
 
 // scaleWords make "one" before them a number ("one hundred", "one
 // million"); alone "one" stays a word.
@@ -671,6 +703,9 @@ func (a Analyzer) appendClassed(dst []string, s string, c Cache) []string {
 			if a.Classes && len(run) <= 12 {
 				if class, ok := classNames[lower(run)]; ok {
 					dst = append(dst, class)
+				}
+				if fileExtAt(s, i, j) {
+					dst = append(dst, ClassFile)
 				}
 			}
 			prev, _ = utf8.DecodeLastRuneInString(run)

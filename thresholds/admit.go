@@ -70,6 +70,8 @@ func (p Policy) Admit(hits []Candidate, c Context, name string) (Policy, []Chang
 			lv.MaxTools++
 		case RuleMin:
 			lv.Min = below(v.Score, lv.Min)
+		case RuleEvidence:
+			lv.Evidence = below(denseOf(hits, name), lv.Evidence)
 		case RuleColdMin:
 			lv.ColdMin = math.Max(lv.Min, below(v.Score, lv.ColdMin))
 		case RuleBelowCold:
@@ -115,6 +117,17 @@ func (p Policy) Admit(hits []Candidate, c Context, name string) (Policy, []Chang
 		}
 	}
 	return p, nil, false
+}
+
+// denseOf is the embedding score of the ranked tool name (its first
+// place).
+func denseOf(hits []Candidate, name string) float64 {
+	for _, h := range hits {
+		if h.Name == name {
+			return h.Dense
+		}
+	}
+	return 0
 }
 
 // with is p with lv in force for rankings that are degraded or not.
@@ -171,6 +184,7 @@ func changes(prefix string, from, to Levels) []Change {
 		{"relative", from.Relative, to.Relative},
 		{"mass", from.Mass, to.Mass},
 		{"noise", from.Noise, to.Noise},
+		{"evidence", from.Evidence, to.Evidence},
 		{"coldMin", from.ColdMin, to.ColdMin},
 	} {
 		if f.from != f.to {

@@ -16,7 +16,7 @@ func TestExplainAgreesWithSelect(t *testing.T) {
 	for i := 0; i < 2000; i++ {
 		var hits []Candidate
 		for _, n := range names[:rng.IntN(len(names))+1] {
-			hits = append(hits, Candidate{n, rng.Float64() * rng.Float64()})
+			hits = append(hits, Candidate{n, rng.Float64() * rng.Float64(), rng.Float64() * 0.5})
 		}
 		lv := Levels{Min: rng.Float64() * 0.2, Relative: []float64{0, 0.1, 0.3}[rng.IntN(3)], MaxTools: 1 + rng.IntN(4),
 			MinAnswerable: rng.Float64() * 0.5, Mass: []float64{0, 0.5, 0.9}[rng.IntN(3)]}
@@ -54,7 +54,7 @@ func TestExplainAgreesWithSelect(t *testing.T) {
 
 // Each rule is named for the tool it leaves out.
 func TestExplainRules(t *testing.T) {
-	hits := []Candidate{{"best", 0.5}, {"second", 0.3}, {"cold", 0.12}, {"noise", 0.04}, {"tiny", 0.001}}
+	hits := []Candidate{{"best", 0.5, 0}, {"second", 0.3, 0}, {"cold", 0.12, 0}, {"noise", 0.04, 0}, {"tiny", 0.001, 0}}
 	tier := func(n string) registry.Tier {
 		if n == "cold" {
 			return registry.Cold

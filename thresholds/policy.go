@@ -39,6 +39,13 @@ type Levels struct {
 	// Select), whatever its score. It is read and written so that files
 	// that set it still load.
 	Noise float64 `json:"noise,omitempty"`
+	// Evidence (version 2): a tool whose only evidence is the embedding
+	// (it matched no word of the message: Context.Unmatched) is offered
+	// only if its embedding score (Candidate.Dense) is at least Evidence,
+	// even as the best tool: a message that shares nothing with any tool
+	// and resembles none gets "no tool fits", however its answerability
+	// came out. 0 disables.
+	Evidence float64 `json:"evidence,omitempty"`
 }
 
 // Validate says what is wrong with l, if anything.
@@ -55,6 +62,7 @@ func (l Levels) Validate() error {
 	in01("minAnswerable", l.MinAnswerable)
 	in01("mass", l.Mass)
 	in01("noise", l.Noise)
+	in01("evidence", l.Evidence)
 	if l.ColdMin < l.Min {
 		errs = append(errs, fmt.Errorf("coldMin = %v is below min = %v: cold tools need the stricter score", l.ColdMin, l.Min))
 	}
@@ -93,10 +101,13 @@ func (p Policy) For(degraded bool) Levels {
 	return p.Levels
 }
 
-// Candidate is one ranked tool: its name and calibrated score.
+// Candidate is one ranked tool: its name and calibrated score, and its
+// calibrated embedding score (index.Hit.Dense; 0 in a lexical-only
+// ranking), which the evidence rule reads.
 type Candidate struct {
 	Name  string
 	Score float64
+	Dense float64
 }
 
 // Context is what Select needs besides the ranking.
@@ -205,7 +216,11 @@ func (p Policy) Select(hits []Candidate, c Context) Selection {
 		}
 		return false
 	}
+	var first Rule // the rule that decided the best tool
 	walk(sorted, lv, c, cut, offered, false, func(h Candidate, r Rule, _ string) {
+		if first == "" {
+			first = r
+		}
 		if r == RuleOffered {
 			sel.Tools = append(sel.Tools, Offer{Name: h.Name, Score: h.Score, Why: ByScore})
 		}
@@ -226,6 +241,12 @@ func (p Policy) Select(hits []Candidate, c Context) Selection {
 		sel.Tools = append(sel.Tools, Offer{Name: name, Score: score, Why: ByTier})
 	}
 	sel.Reason = reason(sel, lv, ranked, len(sorted))
+	if ranked == 0 && first == RuleEvidence {
+		sel.Reason = fmt.Sprintf("no tool fits: no tool matched a word of the message, and the best one's embedding score %.3f < evidence %.3f", sorted[0].Dense, lv.Evidence)
+		if hot := len(sel.Tools); hot > 0 {
+			sel.Reason += fmt.Sprintf("; %d hot tool(s) offered", hot)
+		}
+	}
 	return sel
 }
 
@@ -251,6 +272,9 @@ const (
 	// evidence is the embedding) after another tool was offered: a set is
 	// never padded with tools that share no evidence with the message.
 	RuleNoise Rule = "noise"
+	// RuleEvidence: a tool that matched no word of the message whose
+	// embedding score is below evidence (the best tool too).
+	RuleEvidence Rule = "evidence"
 	// RuleColdMin: a cold tool whose score is below coldMin (never the
 	// best tool of the ranking). It ends the set: no tool scoring below it
 	// is offered in its place.
@@ -306,11 +330,13 @@ func (p Policy) Explain(hits []Candidate, c Context, n int) []Verdict {
 // the first tool after which none can be offered. offered says whether a
 // name was offered already.
 //
-// Two rules look at one tool rather than at its score: a tool that matched
-// no word of the message is never offered after another one (noise), and a
-// cold tool needs coldMin, unless it is the best of the ranking. Neither
-// leaves a tool out for a worse tool of its kind: noise makes way only for
-// tools with evidence the left-out one lacks, and coldMin ends the set.
+// Three rules look at one tool rather than at its score: a tool that
+// matched no word of the message is never offered after another one
+// (noise), nor at all when its embedding score is below evidence, and a
+// cold tool needs coldMin, unless it is the best of the ranking. None
+// leaves a tool out for a worse tool of its kind: noise and evidence make
+// way only for tools with evidence the left-out one lacks (a word of the
+// message, or a closer embedding), and coldMin ends the set.
 func walk(sorted []Candidate, lv Levels, c Context, cut float64, offered func(string) bool, all bool, visit func(Candidate, Rule, string)) {
 	// Learned scores (version 2): the answerability and the probability
 	// mass the offered set covers.
@@ -350,6 +376,8 @@ func walk(sorted []Candidate, lv Levels, c Context, cut float64, offered func(st
 		switch {
 		case n > 0 && c.Unmatched != nil && c.Unmatched(h.Name):
 			visit(h, RuleNoise, "it matched no word of the message (name, description, keywords, examples, usage history): a set is not padded with tools that share no evidence with it")
+		case h.Dense < lv.Evidence && c.Unmatched != nil && c.Unmatched(h.Name):
+			visit(h, RuleEvidence, fmt.Sprintf("it matched no word of the message, and its embedding score %.3f < evidence %.3f: nothing says it serves the message", h.Dense, lv.Evidence))
 		case i > 0 && tierOf(c.Tier, h.Name) == registry.Cold && h.Score < lv.ColdMin:
 			visit(h, RuleColdMin, fmt.Sprintf("a cold tool: score %.3f < coldMin %.3f, and not the best tool", h.Score, lv.ColdMin))
 			coldCut = h.Name
