@@ -2,7 +2,7 @@
 GO ?= go
 BIN ?= bin/toolsrv
 
-.PHONY: build test test-short test-npm-deps bench demo fuzz model learn clean npm-deps conformance-deps
+.PHONY: build test test-short test-npm-deps bench demo fuzz model model-base learn clean npm-deps conformance-deps
 
 # Static binaries (no C library needed). toolsrv-sandbox, the sandbox helper
 # on its own, makes each tool call cheaper when it sits next to toolsrv;
@@ -59,13 +59,22 @@ demo: build
 	$(BIN) rank --tools examples/tools "find every TODO in the go files"
 	$(BIN) rank --tools examples/tools "what's the weather like on mars"
 
-# Rebuild the built-in embedder's table (embed/builtin/model.bin + model.sha256)
-# from Debian packages and the request → tool data of train/data; see
-# embed/MODEL.md. Needs root for apt-get.
+# Rebuild the rows of the built-in embedder's table (embed/builtin/model.bin +
+# model.sha256) that the class terms (<num>, <pct>, <op>, …) have, from the
+# request → tool data of train/data, every other row kept as committed:
+# deterministic, from the repository alone (the committed table comes out
+# byte for byte); see embed/MODEL.md.
 model:
+	$(GO) run ./train/cmd/embedding -base embed/builtin/model.bin -out embed/builtin/model.bin
+
+# Rebuild the whole table from Debian packages, then its class rows: a new
+# table of the same recipe, not byte for byte the committed one (the inputs
+# are the installed system; embed/MODEL.md). Needs root for apt-get.
+model-base:
 	apt-get update -qq -o Acquire::Languages=en
 	apt-get install -y -qq wordnet-base dict-foldoc dict-jargon dict-vera manpages-dev >/dev/null
 	$(GO) run ./train/cmd/embedding -out embed/builtin/model.bin
+	$(MAKE) --no-print-directory model
 
 # Train the learned last step (learn/model.json: candidate and answerability
 # models, the probe requests that calibrate the answerability per catalog) on

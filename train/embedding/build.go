@@ -49,8 +49,9 @@ func DefaultOptions() Options {
 		AptLists: "/var/lib/apt/lists", ManDir: "/usr/share/man", WordNetDir: "/usr/share/wordnet", GoRoot: "/usr/local/go", DictDir: "/usr/share/dictd", PyDir: pythonStdlib(), RequestsDir: "train/data",
 		// pydoc is left out: it did not help on the tuning queries. The
 		// requests of train/data teach the class terms (numbers, operators,
-		// dates, …) what they mean (embed/MODEL.md, seventh round).
-		Sources:       []string{"debian", "appstream", "man", "wordnet", "godoc", "dict", "requests"},
+		// dates, …) what they mean, in a step of their own on the built
+		// table (Extend, ExtendOptions; embed/MODEL.md, eighth round).
+		Sources:       []string{"debian", "appstream", "man", "wordnet", "godoc", "dict"},
 		ClassRequests: 50,
 		VocabSize:     40000, MinCount: 3, Buckets: 16384, MinN: 3, MaxN: 5, DocCap: 128,
 		Train: Config{Dim: 256, Batch: 512, Epochs: 1, LR: 0.005, Tau: 0.05, Seed: 1, Workers: 2},

