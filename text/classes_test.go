@@ -42,6 +42,11 @@ func TestClasses(t *testing.T) {
 		{"Percentage of a total, hex digits, sha256 checksums", S{"percentage", "<pct>", "total", "of a", "hex", "<hex>", "digit", "sha256", "<hex>", "checksum", "<hex>"},
 			S{"percentag", "<pct>", "total", "hex", "<hex>", "digit", "sha256", "<hex>", "checksum", "<hex>"}},
 		{"percent-encode, hashes", S{"percent", "encode", "hashe"}, S{"percent", "encod", "hash"}},
+		// file names and globs of them; a list of extensions, a domain
+		// or an abbreviation is none
+		{"sha256 of release.tar.gz, *.py, src/main.go", S{"sha256", "<hex>", "release", "tar", "gz", "<file>", "py", "<file>", "src", "main", "go", "<file>"},
+			S{"sha256", "<hex>", "releas", "tar", "gz", "<file>", "py", "<file>", "src", "main", "go", "<file>"}},
+		{"(.zip, .tar.gz) example.com e.g. v1.2", S{"zip", "tar", "gz", "example", "com", "e", "g", "v1", "2"}, S{"zip", "tar", "gz", "exampl", "com", "v1"}},
 		// hashes, hex, addresses
 		{"commit 3f9a2c1 a1b2c3d4e5 0xFF", S{"commit", "<hex>", "3f9a2c1", "<hex>", "a1b2c3d4e5", "<hex>", "0xff"}, S{"commit", "<hex>", "<hex>", "<hex>"}},
 		// a percent-encoded byte or a format is no number
@@ -79,7 +84,7 @@ func TestPhrases(t *testing.T) {
 		query, doc S
 	}{
 		{"where is", S{"where is"}, S{"where is"}},
-		{"where is docker-compose.yml", S{"docker", "where is", "compose", "yml"}, S{"docker", "compose", "yml"}},
+		{"where is docker-compose.yml", S{"docker", "where is", "compose", "yml", "<file>"}, S{"docker", "compose", "yml", "<file>"}},
 		{"so where is it", S{"so where", "so where is", "so where is it", "where is", "where is it", "is it"}, S{"so where is it"}},
 		{"find files, where is, how do i", S{"find", "file", "where is", "how do", "how do i", "do i"}, S{"find", "file", "where is", "how do i"}},
 		// runs do not cross punctuation; a lone stop word is no phrase
