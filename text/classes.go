@@ -169,6 +169,24 @@ var classNames = map[string]string{
 	"sha384": ClassHex, "sha384sum": ClassHex, "sha512": ClassHex, "sha512sum": ClassHex,
 }
 
+// classNameSet holds the words of classNames, to rule most words out
+// without a lookup (wordSet's length and first-letter bits).
+var classNameSet = func() wordSet {
+	var words []string
+	for w := range classNames {
+		words = append(words, w)
+	}
+	return setOf(strings.Join(words, " "))
+}()
+
+// classNamed is the class a word of the text names ("" for none).
+func classNamed(run string) string {
+	if !inSet(classNameSet, run) {
+		return ""
+	}
+	return classNames[lower(run)]
+}
+
 // unitClass gives the class of a number followed by a unit word (the
 // word lowercased). Units of one letter ("s", "h") count only when
 // written against the number ("30s"), see attachedUnits.
@@ -700,8 +718,8 @@ func (a Analyzer) appendClassed(dst []string, s string, c Cache) []string {
 				}
 			}
 			dst = a.appendRun(dst, run, c, ph)
-			if a.Classes && len(run) <= 12 {
-				if class, ok := classNames[lower(run)]; ok {
+			if a.Classes {
+				if class := classNamed(run); class != "" {
 					dst = append(dst, class)
 				}
 				if fileExtAt(s, i, j) {
