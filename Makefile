@@ -2,7 +2,7 @@
 GO ?= go
 BIN ?= bin/toolsrv
 
-.PHONY: build test test-short test-npm-deps bench demo fuzz model learn clean npm-deps conformance-deps
+.PHONY: build test test-short test-npm-deps bench demo fuzz model model-base learn clean npm-deps conformance-deps
 
 # Static binaries (no C library needed). toolsrv-sandbox, the sandbox helper
 # on its own, makes each tool call cheaper when it sits next to toolsrv;
@@ -62,12 +62,22 @@ demo: build
 	$(BIN) rank --tools examples/tools "find every TODO in the go files"
 	$(BIN) rank --tools examples/tools "what's the weather like on mars"
 
-# Rebuild the built-in embedder's table (embed/builtin/model.bin + model.sha256)
-# from Debian packages; see embed/MODEL.md. Needs root for apt-get.
+# Rebuild the rows of the built-in embedder's table (embed/builtin/model.bin +
+# model.sha256) that the class terms (<num>, <pct>, <op>, …) have, from the
+# request → tool data of train/data, every other row kept as committed:
+# deterministic, from the repository alone (the committed table comes out
+# byte for byte); see embed/MODEL.md.
 model:
+	$(GO) run ./train/cmd/embedding -base embed/builtin/model.bin -out embed/builtin/model.bin
+
+# Rebuild the whole table from Debian packages, then its class rows: a new
+# table of the same recipe, not byte for byte the committed one (the inputs
+# are the installed system; embed/MODEL.md). Needs root for apt-get.
+model-base:
 	apt-get update -qq -o Acquire::Languages=en
 	apt-get install -y -qq wordnet-base dict-foldoc dict-jargon dict-vera manpages-dev >/dev/null
 	$(GO) run ./train/cmd/embedding -out embed/builtin/model.bin
+	$(MAKE) --no-print-directory model
 
 # Train the learned last step (learn/model.json: candidate and answerability
 # models, the probe requests that calibrate the answerability per catalog) on
@@ -75,14 +85,17 @@ model:
 # on the training catalogs' held-out requests; see learn/MODEL.md. About a
 # minute; the model file is deterministic.
 LEARN_TMP ?= /tmp/toolsrv-learn
+# The shipped thresholds are named after the table they were tuned with.
+THRESHOLDS = thresholds/defaults/builtin_v1-$(shell cut -c1-8 embed/builtin/model.sha256).json
 learn:
 	rm -rf $(LEARN_TMP) && mkdir -p $(LEARN_TMP)
 	$(GO) run ./train/cmd/learn extract -data train/data -out $(LEARN_TMP)/samples.gob
 	$(GO) run ./train/cmd/learn fit -samples $(LEARN_TMP)/samples.gob -out learn/model.json
 	$(GO) run ./train/cmd/learn export -data train/data -out $(LEARN_TMP)/corpora
 	$(GO) run ./cmd/toolsrv tune --corpus $(LEARN_TMP)/corpora/train --abstain 0 --tolerance 0.005 \
-		--out thresholds/defaults/builtin_v1-abbe22c2.json --plot bench/tune-builtin.svg --curves $(LEARN_TMP)/curves.json
+		--out $(THRESHOLDS) --plot bench/tune-builtin.svg --curves $(LEARN_TMP)/curves.json
 	$(GO) run ./bench/cmd/tuneplot $(LEARN_TMP)/curves.json bench/tune-builtin.png
+	rm -f $(filter-out $(THRESHOLDS),$(wildcard thresholds/defaults/builtin_v1-*.json))
 
 # Fuzz the .meta parser and the saved usage view's decoder for FUZZTIME (default 10m).
 FUZZTIME ?= 10m

@@ -97,7 +97,9 @@ func ExampleNew() {
 }
 
 // Rank decides which tools go in the prompt for a message: the offered
-// ones, best first, or none when no tool fits.
+// ones, best first, or none when no tool fits. A weak best match that
+// shares no word with the message is offered alone, never padded with
+// others like it.
 func ExampleEngine_Rank() {
 	ctx := context.Background()
 	eng, err := engine.New(ctx, engine.Options{Dirs: []string{"testdata/tools"}, NoCache: true, Logger: quiet})
@@ -109,6 +111,7 @@ func ExampleEngine_Rank() {
 		"show me what changed in my git working tree",
 		"is my disk full?",
 		"what's the weather like on mars",
+		"xqzzv plorbt wuggle",
 	} {
 		ans, err := eng.Rank(ctx, engine.Request{Query: msg})
 		if err != nil {
@@ -120,6 +123,7 @@ func ExampleEngine_Rank() {
 	// "show me what changed in my git working tree": offered [git_status], no tool fits: false
 	// "is my disk full?": offered [disk_usage], no tool fits: false
 	// "what's the weather like on mars": offered [], no tool fits: true
+	// "xqzzv plorbt wuggle": offered [], no tool fits: true
 }
 
 // Call runs a tool in the sandbox: its arguments, checked against its

@@ -179,7 +179,7 @@ func (s suggestion) forTool(te ToolExplanation) []Suggestion {
 // offAtZero says whether 0 turns the level off.
 func offAtZero(level string) bool {
 	switch level {
-	case "relative", "minAnswerable", "mass", "noise":
+	case "relative", "minAnswerable", "mass", "noise", "evidence":
 		return true
 	}
 	return false
@@ -240,9 +240,13 @@ func keywordWords(t *registry.Tool, query string, matched []index.FieldMatch) []
 }
 
 // suggestable says whether w is worth a keyword: two runes or more, one
-// of them a letter.
+// of them a letter, and a word of the message rather than what the
+// analysis made of its numbers, symbols or stop words (text.Optional: a
+// class term such as "<num>", a phrase of stop words such as "are in
+// this", a number word, a hex string), which say nothing of what a tool
+// does.
 func suggestable(w string) bool {
-	return utf8.RuneCountInString(w) >= 2 && strings.IndexFunc(w, unicode.IsLetter) >= 0
+	return utf8.RuneCountInString(w) >= 2 && strings.IndexFunc(w, unicode.IsLetter) >= 0 && !text.Optional(w)
 }
 
 func quoteAll(words []string) string {

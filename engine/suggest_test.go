@@ -146,7 +146,7 @@ func TestSuggestionsBringTheToolIn(t *testing.T) {
 			}},
 		{"threshold", SuggestThreshold, "weather",
 			func(t *testing.T) setup {
-				return setup{dir: newcomer(t), req: Request{Query: "do I need an umbrella in Lyon"}}
+				return setup{dir: newcomer(t), req: Request{Query: "do I need an umbrella in Lyon tomorrow"}}
 			},
 			func(t *testing.T, s setup, sg Suggestion, eng *Engine) setup {
 				s.opt.Thresholds = thresholdsFileWith(t, eng, sg)
@@ -197,8 +197,12 @@ func TestSuggestionsBringTheToolIn(t *testing.T) {
 				if !strings.Contains(sg.Text, "send_mail") {
 					t.Errorf("the history suggestion %q does not name what it lifted (send_mail)", sg.Text)
 				}
-				// Without the history (the engine before closed the store).
+				// Without the history (the engine before closed the store)
+				// and the tools' examples, as the suggestion ranked it.
 				s.opt.Usage = nil
+				for _, n := range []string{"price_lookup", "send_mail", "weather", "todo_add", "git_log"} {
+					editMeta(t, s.dir, n, func(m map[string]any) { delete(m, "examples") })
+				}
 				return s
 			}},
 	}

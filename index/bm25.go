@@ -110,8 +110,8 @@ type tokenized struct {
 // fill tokenizes fields into tk, reusing its buffers.
 func (tk *tokenized) fill(fields []field) {
 	tk.toks, tk.ends = tk.toks[:0], tk.ends[:0]
-	for _, f := range fields {
-		tk.toks = appendTokens(tk.toks, f.text)
+	for fi, f := range fields {
+		tk.toks = appendTokens(tk.toks, f.text, fi)
 		tk.ends = append(tk.ends, len(tk.toks))
 	}
 }

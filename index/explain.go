@@ -38,7 +38,7 @@ func Matches(t *registry.Tool, text string) []FieldMatch {
 	var out []FieldMatch
 	for i, f := range fieldsOf(t) {
 		has := map[string]bool{}
-		for _, w := range terms(f.text) {
+		for _, w := range docTerms(f.text, i) {
 			has[w] = true
 		}
 		var words []string

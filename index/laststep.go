@@ -258,6 +258,7 @@ func (v *view) poolFeatures(lexQ map[string]float64, qvec []float32, pool []Hit,
 // has) marked, and inv, 1 / their total weight (0 without words); it sets
 // the query's own features in q (AnsUnknown, AnsTerms, AnsCatalog).
 func (v *view) queryWords(lexQ map[string]float64, q *[learn.NumAns]float64) (qts []queryTerm, inv float64) {
+	lexQ = v.known(lexQ)
 	qts = make([]queryTerm, 0, len(lexQ))
 	var total, unknown float64
 	rareIdx, rareIDF := -1, -1.0

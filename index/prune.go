@@ -97,7 +97,7 @@ func (v *view) lexicalFor(q Query, lexQ map[string]float64, alpha float64, sc *r
 	if sc == nil {
 		sc = new(rankScratch)
 	}
-	lx := &lexical{plan: v.lex.plan(lexQ), sc: sc}
+	lx := &lexical{plan: v.lex.plan(v.known(lexQ)), sc: sc}
 	if q.K <= 0 || q.Exhaustive || len(v.slots) < v.pruneFrom || len(v.state) != len(v.slots) {
 		lx.all = sc.lexBuf(len(v.slots))
 		v.lex.scoreAll(&lx.plan, lx.all)

@@ -2,28 +2,76 @@ package index
 
 import "github.com/toolsrv/toolsrv/text"
 
-// The index analyses text with text.Index: camel-case words, lowercased,
-// plural endings folded, a short stop list dropped after folding.
+// The index analyses a message with text.Index and a document's fields with
+// text.IndexDocument: camel-case words, lowercased, plural endings folded,
+// a short stop list dropped after folding, numbers and symbols as class
+// terms beside their digits, and phrases of stop words ("where is") as
+// terms of their own. The keywords are phrases a request says, so they
+// are analysed as a message is (text.Index): every run of stop words in a
+// keyword gives its phrases ("where is the file": "where is", "where is
+// the", "is the"); in the other fields only a part between punctuation
+// made of stop words alone is a phrase.
 
-// terms are the index terms of a text: its tokens without stopwords.
+// terms are the index terms of a message: its tokens without stopwords,
+// with the phrases of its runs of stop words.
 func terms(s string) []string {
 	return text.Index().Terms(s)
 }
 
-// tokens are the index's words of a text before the stop list.
+// tokens are the index's words of a document's text (not its keywords)
+// before the stop list.
 func tokens(s string) []string {
-	return appendTokens(nil, s)
+	return appendTokens(nil, s, fieldPrompt)
 }
 
-// appendTokens appends the tokens of s (before the stop list) to out. The
-// lexicon drops stopwords itself: they are in its term dictionary with id
-// -1, so one lookup both interns a word and filters it. A token may be a
-// substring of s: a caller that keeps it must copy it.
-func appendTokens(out []string, s string) []string {
-	a := text.Index()
+// fieldAnalyzer is the analysis of a document's field fi (fieldName, …).
+func fieldAnalyzer(fi int) text.Analyzer {
+	if fi == fieldKeywords {
+		return text.Index()
+	}
+	return text.IndexDocument()
+}
+
+// appendTokens appends the tokens of s (a document's field fi, before the
+// stop list) to out. The lexicon drops stopwords itself: they are in its
+// term dictionary with id -1, so one lookup both interns a word and
+// filters it. A token may be a substring of s: a caller that keeps it
+// must copy it.
+func appendTokens(out []string, s string, fi int) []string {
+	a := fieldAnalyzer(fi)
 	a.Stop = nil
 	return a.Append(out, s, nil)
 }
 
+// docTerms are the index terms of a document's field fi: its tokens
+// without stopwords.
+func docTerms(s string, fi int) []string {
+	return fieldAnalyzer(fi).Terms(s)
+}
+
 // stopwords are the words the lexicon maps to -1.
 func stopwords() *text.Stopwords { return text.IndexStopwords() }
+
+// known returns the terms of a lexical query that count: an optional term
+// (text.Optional: a class, a number, a phrase of stop words) counts only
+// where some document of v holds it; a word no document holds counts (it
+// is information the catalog cannot match). It returns q itself when
+// every term counts. Caller holds Index.mu for reading.
+func (v *view) known(q map[string]float64) map[string]float64 {
+	drop := 0
+	for t := range q {
+		if text.Optional(t) && v.lex.df(t) == 0 {
+			drop++
+		}
+	}
+	if drop == 0 {
+		return q
+	}
+	out := make(map[string]float64, len(q)-drop)
+	for t, w := range q {
+		if !text.Optional(t) || v.lex.df(t) > 0 {
+			out[t] = w
+		}
+	}
+	return out
+}

@@ -1,24 +1,98 @@
 package index
 
 import (
+	"context"
+	"maps"
 	"slices"
 	"testing"
 )
 
-// The index's analysis is text.Index (tested there); these are the two
-// views the index uses: tokens keep stopwords (the lexicon maps them to -1),
-// terms drop them.
+// The index's analysis is text.Index and text.IndexDocument (tested
+// there); these are the views the index uses: a document's tokens keep
+// stopwords (the lexicon maps them to -1) and only a whole part made of
+// stop words as a phrase, but in the keywords, which are analysed as a
+// message is; a message's terms drop them and keep each run of them as
+// phrases.
 func TestTokensAndTerms(t *testing.T) {
-	if got := tokens("What are the files of v2Data?"); !slices.Equal(got, []string{"what", "are", "the", "file", "of", "v2data"}) {
+	if got := tokens("What are the files of v2Data? where is"); !slices.Equal(got, []string{"what", "are", "the", "file", "of", "v2data", "where", "is", "where is"}) {
 		t.Errorf("tokens = %q", got)
 	}
-	if got := terms("What are the files of v2Data?"); !slices.Equal(got, []string{"file", "v2data"}) {
+	if got := terms("What are the files of v2Data?"); !slices.Equal(got, []string{"file", "what are", "what are the", "are the", "v2data"}) {
 		t.Errorf("terms = %q", got)
+	}
+	if got := docTerms("What are the files of v2Data? where is", fieldPrompt); !slices.Equal(got, []string{"file", "v2data", "where is"}) {
+		t.Errorf("docTerms = %q", got)
+	}
+	if got := docTerms("where is the file, what is it", fieldKeywords); !slices.Equal(got, []string{"file", "where is", "where is the", "is the", "what is", "what is it", "is it"}) {
+		t.Errorf("docTerms of keywords = %q", got)
+	}
+	if got := docTerms("where is the file, what is it", fieldDescription); !slices.Equal(got, []string{"file", "what is it"}) {
+		t.Errorf("docTerms of a description = %q", got)
 	}
 	l := newLexicon()
 	for _, w := range []string{"the", "what", "please"} {
 		if id, ok := l.dict[w]; !ok || id != -1 {
 			t.Errorf("lexicon[%q] = %d, %v; want the stopword id -1", w, id, ok)
+		}
+	}
+}
+
+// A query's optional terms (classes, numbers, phrases of stop words) count
+// only where some document holds them; its plain words always count.
+func TestKnownTerms(t *testing.T) {
+	v := &view{lex: newLexicon()}
+	v.lex.add(0, []field{{"calc", 3}, {"what is 2^32, where is", 3}})
+	q := map[string]float64{"add": 1, "<num>": 1, "<op>": 1, "17": 1, "32": 1, "<pct>": 1, "where is": 1, "what is": 1}
+	got := v.known(q)
+	want := map[string]float64{"add": 1, "<op>": 1, "32": 1, "where is": 1}
+	if !maps.Equal(got, want) {
+		t.Errorf("known = %v, want %v", got, want)
+	}
+	all := map[string]float64{"add": 1, "<op>": 1}
+	if got := v.known(all); !maps.Equal(got, all) {
+		t.Errorf("known = %v, want the query itself", got)
+	}
+}
+
+// Numbers, operators and keyword phrases of stop words reach the lexical
+// ranking: each request below matched no word of its tool before (numbers
+// and symbols were words no tool had or nothing at all, "where is" was two
+// stop words), and another tool ranked first.
+func TestClassesAndPhrasesReachRanking(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for name, meta := range map[string]string{
+		"calc":        `{"description": "Evaluate an arithmetic expression.", "keywords": ["what is 2^32", "15% of 80", "add numbers"], "cmd": "cat"}`,
+		"find_files":  `{"description": "Find files by name pattern.", "keywords": ["where is", "locate"], "cmd": "cat"}`,
+		"disk_usage":  `{"description": "Show how much space a folder uses.", "keywords": ["folder size", "how big is this folder"], "cmd": "cat"}`,
+		"csv_columns": `{"description": "List the columns of a CSV file.", "keywords": ["what is in this csv", "column names"], "cmd": "cat"}`,
+		"git_log":     `{"description": "Show the commit history.", "keywords": ["show commit", "who changed this"], "cmd": "cat"}`,
+		"datetime":    `{"description": "Convert a timestamp such as 2024-06-01T12:00:00Z between zones.", "cmd": "cat"}`,
+	} {
+		writeMeta(t, dir, name, meta)
+	}
+	ix := New(newHashEmbedder(64), Options{NoCache: true, Logger: quiet()})
+	if err := ix.Sync(ctx, loadReg(t, dir).Catalog()); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		text, want string
+		first      bool // ranked first, not only matched
+	}{
+		{"what is 1234 * 5678", "calc", true},
+		{"what's 7% of 250", "calc", true},
+		{"where is docker-compose.yml", "find_files", true},
+		{"where is docker-compose.yml somewhere under this folder", "find_files", false},
+		{"convert 2025-03-14T09:30:00+01:00 to UTC", "datetime", true},
+	} {
+		r, err := ix.Rank(ctx, Query{Text: tc.text, Mode: Lexical})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, h := range r.Hits {
+			if h.Name == tc.want && (h.Lexical == 0 || tc.first && i > 0) {
+				t.Errorf("%q: %s ranked %d (lexical %.3f), after %s", tc.text, tc.want, i+1, h.Lexical, r.Hits[0].Name)
+			}
 		}
 	}
 }

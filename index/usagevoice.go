@@ -87,11 +87,12 @@ const (
 	usageOwnerN    = 2.0
 	// usageAuthorW is the authors' examples' weight; usageSupportFloor
 	// and usageSupportDense which tools examples cannot lift another past
-	// (supported): the shipped thresholds' min, and a dense score above
-	// the weak likeness of unrelated texts (0.05–0.08 on the example
-	// tools).
+	// (supported): the shipped thresholds' min (0.01 since the retrain of
+	// the number classes; a tool the thresholds may offer is one the
+	// examples must not push out), and a dense score above the weak
+	// likeness of unrelated texts (0.05–0.08 on the example tools).
 	usageAuthorW      = 0.5
-	usageSupportFloor = 0.02
+	usageSupportFloor = 0.01
 	usageSupportDense = 0.1
 )
 

@@ -25,21 +25,59 @@ type Analyzer struct {
 	StopStemmed bool
 	// Stem maps a lowercased word to its stem (nil: no stemming).
 	Stem func(string) string
+	// Classes turns numbers, arithmetic operators, percentages, sizes,
+	// durations, times, dates, hex strings and the like into class terms
+	// ("17" → ClassNumber, "15%" → ClassPercent; classes.go). A number
+	// inside an identifier ("x86_64", "v1.2") stays a word.
+	Classes bool
+	// Literals, with Classes, gives a plain number as its digit groups
+	// ("19.99" → "19", "99") and a number word as itself ("seven"), not as
+	// ClassNumber, and keeps after every other class term the digits or
+	// the hex string it was made of ("15%" → "<pct>", "15"). For the
+	// lexical index: a number is in too many documents for a weight of its
+	// own to tell tools apart (measured: learn/MODEL.md), an operator or a
+	// percentage is not.
+	Literals bool
+	// Phrases, if set, adds a phrase term (the words joined by a space:
+	// "where is") for runs of 2–4 consecutive words it holds (stop words),
+	// so that a phrase made only of stop words can match as a phrase.
+	// Runs do not cross punctuation.
+	Phrases *Stopwords
+	// WholePhrases: only a run that is a whole part of the text between
+	// punctuation gives a phrase term (a document's keyword "where is");
+	// otherwise every run of 2–4 consecutive words within a longer run of
+	// them does (a message's "so where is it" gives "where is" among
+	// others).
+	WholePhrases bool
 }
 
-// Index is the analysis of the lexical index: Camel words, lowercased,
-// plural endings folded (Plural), IndexStopwords dropped after folding.
-// One-letter words and numbers are kept.
+// Index is the analysis of a message for the lexical index: Camel words,
+// lowercased, plural endings folded (Plural), IndexStopwords dropped after
+// folding; symbols and numbers with a unit or form (operators,
+// percentages, sizes, dates, …) as class terms, the digits kept beside
+// them, plain numbers as their digits (Literals); every run of 2–4 stop
+// words also as a phrase. One-letter words are kept.
 func Index() Analyzer {
-	return Analyzer{Split: Camel, Stop: IndexStopwords(), StopStemmed: true, Stem: Plural}
+	return Analyzer{Split: Camel, Stop: IndexStopwords(), StopStemmed: true, Stem: Plural,
+		Classes: true, Literals: true, Phrases: IndexStopwords()}
+}
+
+// IndexDocument is the analysis of a tool's document for the lexical
+// index: Index, but with only a whole part of the text between
+// punctuation made of 2–4 stop words as a phrase (a keyword "where is").
+func IndexDocument() Analyzer {
+	a := Index()
+	a.WholePhrases = true
+	return a
 }
 
 // Table is the analysis the built-in embedder's table is keyed by:
-// CamelDigit words, lowercased; one-rune words, numbers and TableStopwords
-// dropped; the rest Porter-stemmed. The shipped table depends on every
-// detail of it.
+// CamelDigit words, lowercased; numbers and symbols as class terms
+// (Classes, without their digits); one-rune words, other numbers and
+// TableStopwords dropped; the rest Porter-stemmed. The shipped table
+// depends on every detail of it.
 func Table() Analyzer {
-	return Analyzer{Split: CamelDigit, MinRunes: 2, DropNumbers: true, Stop: TableStopwords(), Stem: Porter}
+	return Analyzer{Split: CamelDigit, MinRunes: 2, DropNumbers: true, Stop: TableStopwords(), Stem: Porter, Classes: true}
 }
 
 // Reference is the tokeniser of the reference BM25 (the plain baseline the
@@ -65,9 +103,12 @@ func (a Analyzer) Terms(text string) []string {
 // A term may be a substring of text: a caller that keeps terms beyond the
 // life of text should copy them.
 func (a Analyzer) Append(dst []string, text string, c Cache) []string {
+	if a.Classes || a.Phrases != nil {
+		return a.appendClassed(dst, text, c)
+	}
 	if a.Split == ASCIIRuns {
 		for _, w := range asciiRuns(text) {
-			dst = a.appendWord(dst, w, c)
+			dst = a.appendWord(dst, w, c, nil)
 		}
 		return dst
 	}
@@ -86,20 +127,43 @@ func (a Analyzer) Append(dst []string, text string, c Cache) []string {
 				start = i
 			}
 		} else if start >= 0 {
-			dst = a.appendRun(dst, text[start:i], c)
+			dst = a.appendRun(dst, text[start:i], c, nil)
 			start = -1
 		}
 		i += size
 	}
 	if start >= 0 {
-		dst = a.appendRun(dst, text[start:], c)
+		dst = a.appendRun(dst, text[start:], c, nil)
 	}
 	return dst
 }
 
-// appendWord appends the term of one word (not yet lowercased), if any.
-func (a Analyzer) appendWord(dst []string, w string, c Cache) []string {
+// appendWord appends the term of one word (not yet lowercased), if any;
+// ph (nil: no phrases) follows the runs of stop words.
+func (a Analyzer) appendWord(dst []string, w string, c Cache, ph *phrases) []string {
 	w = lower(w)
+	if a.Classes && numberWords.has(w) {
+		if a.Literals {
+			dst = append(dst, w)
+		} else {
+			dst = append(dst, ClassNumber)
+		}
+		return ph.word(dst, "")
+	}
+	if ph != nil {
+		n := len(dst)
+		dst = a.appendWordCached(dst, w, c)
+		t := ""
+		if len(dst) > n {
+			t = dst[n]
+		}
+		return ph.word(dst, a.phraseWord(w, t))
+	}
+	return a.appendWordCached(dst, w, c)
+}
+
+// appendWordCached appends the term of a lowercased word, if any.
+func (a Analyzer) appendWordCached(dst []string, w string, c Cache) []string {
 	if c != nil {
 		if t, ok := c[w]; ok {
 			if t != "" {

@@ -28,10 +28,10 @@ const (
 
 // appendRun cuts one run of letters and digits at its case boundaries and
 // appends the parts' terms. An ASCII run takes a byte loop.
-func (a Analyzer) appendRun(dst []string, run string, c Cache) []string {
+func (a Analyzer) appendRun(dst []string, run string, c Cache, ph *phrases) []string {
 	for i := 0; i < len(run); i++ {
 		if run[i] >= utf8.RuneSelf {
-			return a.appendRunUnicode(dst, run, c)
+			return a.appendRunUnicode(dst, run, c, ph)
 		}
 	}
 	digit := a.Split == CamelDigit
@@ -43,15 +43,15 @@ func (a Analyzer) appendRun(dst []string, run string, c Cache) []string {
 		}
 		if isLowerASCII(p) || digit && isDigitASCII(p) ||
 			isUpperASCII(p) && i+1 < len(run) && isLowerASCII(run[i+1]) {
-			dst = a.appendWord(dst, run[start:i], c)
+			dst = a.appendWord(dst, run[start:i], c, ph)
 			start = i
 		}
 	}
-	return a.appendWord(dst, run[start:], c)
+	return a.appendWord(dst, run[start:], c, ph)
 }
 
 // appendRunUnicode is appendRun for a run that is not all ASCII.
-func (a Analyzer) appendRunUnicode(dst []string, run string, c Cache) []string {
+func (a Analyzer) appendRunUnicode(dst []string, run string, c Cache, ph *phrases) []string {
 	digit := a.Split == CamelDigit
 	start := 0
 	var prev rune
@@ -63,13 +63,13 @@ func (a Analyzer) appendRunUnicode(dst []string, run string, c Cache) []string {
 				cut = unicode.IsLower(next)
 			}
 			if cut {
-				dst = a.appendWord(dst, run[start:i], c)
+				dst = a.appendWord(dst, run[start:i], c, ph)
 				start = i
 			}
 		}
 		prev = r
 	}
-	return a.appendWord(dst, run[start:], c)
+	return a.appendWord(dst, run[start:], c, ph)
 }
 
 // asciiRuns is the ASCIIRuns split.

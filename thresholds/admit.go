@@ -25,7 +25,10 @@ const admitSteps = 16
 // the tool is offered. It returns the policy with those levels and the
 // changes made, or false when no change of the levels offers it: the name
 // is not ranked or is repeated, the levels would not be valid, or a rule
-// leaves it out that no level controls. The changes are exact: a score is
+// leaves it out that no level controls (noise: a tool that matched no word
+// of the message, after another tool is offered). A tool below a cold
+// tool that coldMin leaves out (belowColdMin) is let through by lowering
+// coldMin to that tool's score. The changes are exact: a score is
 // compared with a level rounded down to three decimals (up for mass), so
 // the file's value, written with three decimals, still lets it through.
 // Only the tools ranked up to name matter (walk decides in score order).
@@ -67,18 +70,28 @@ func (p Policy) Admit(hits []Candidate, c Context, name string) (Policy, []Chang
 			lv.MaxTools++
 		case RuleMin:
 			lv.Min = below(v.Score, lv.Min)
+		case RuleEvidence:
+			lv.Evidence = below(denseOf(hits, name), lv.Evidence)
 		case RuleColdMin:
 			lv.ColdMin = math.Max(lv.Min, below(v.Score, lv.ColdMin))
+		case RuleBelowCold:
+			// A cold tool above it was left out by coldMin, which ends the
+			// set: coldMin comes down to that tool's score first.
+			cold := -1
+			for i, u := range vs[:at] {
+				if u.Rule == RuleColdMin {
+					cold = i
+				}
+			}
+			if cold < 0 {
+				return p, nil, false
+			}
+			lv.ColdMin = math.Max(lv.Min, below(vs[cold].Score, lv.ColdMin))
 		case RuleRelative:
 			if best <= 0 {
 				return p, nil, false
 			}
 			lv.Relative = below(v.Score/best, lv.Relative)
-		case RuleNoise:
-			if best <= 0 {
-				return p, nil, false
-			}
-			lv.Noise = below(v.Score/best, lv.Noise)
 		case RuleMass:
 			if c.Answerable == nil || *c.Answerable <= 0 {
 				lv.Mass = 0 // no mass covers less than nothing: off
@@ -94,7 +107,9 @@ func (p Policy) Admit(hits []Candidate, c Context, name string) (Policy, []Chang
 			if lv.Mass > 1 {
 				lv.Mass = 0 // off: no mass within [0,1] covers less
 			}
-		default: // RuleRepeated, or a rule no level controls
+		default: // RuleRepeated, or a rule no level controls: RuleNoise (a
+			// tool that matched no word of the message is never offered
+			// after another)
 			return p, nil, false
 		}
 		if lv == prev {
@@ -102,6 +117,17 @@ func (p Policy) Admit(hits []Candidate, c Context, name string) (Policy, []Chang
 		}
 	}
 	return p, nil, false
+}
+
+// denseOf is the embedding score of the ranked tool name (its first
+// place).
+func denseOf(hits []Candidate, name string) float64 {
+	for _, h := range hits {
+		if h.Name == name {
+			return h.Dense
+		}
+	}
+	return 0
 }
 
 // with is p with lv in force for rankings that are degraded or not.
@@ -158,6 +184,7 @@ func changes(prefix string, from, to Levels) []Change {
 		{"relative", from.Relative, to.Relative},
 		{"mass", from.Mass, to.Mass},
 		{"noise", from.Noise, to.Noise},
+		{"evidence", from.Evidence, to.Evidence},
 		{"coldMin", from.ColdMin, to.ColdMin},
 	} {
 		if f.from != f.to {

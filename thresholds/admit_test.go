@@ -13,18 +13,22 @@ import (
 // Admit's levels offer the tool they were asked for, whatever the ranking
 // and the levels in force, and they are valid, written with three
 // decimals as a thresholds file holds them; every change it reports is
-// a level that differs, and nothing else differs.
+// a level that differs, and nothing else differs. The one tool no level
+// may offer is one that matched no word of the message ranked below
+// another (the noise rule: the tool before it may be offered whatever the
+// levels): a matched tool, or the best, is always admitted.
 func TestAdmitOffersTheTool(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	names := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
-	admitted := 0
+	admitted, noise := 0, 0
 	for i := 0; i < 3000; i++ {
 		var hits []Candidate
 		for _, n := range names[:rng.IntN(len(names))+1] {
-			hits = append(hits, Candidate{n, rng.Float64() * rng.Float64()})
+			hits = append(hits, Candidate{n, rng.Float64() * rng.Float64(), rng.Float64() * 0.5})
 		}
 		lv := Levels{Min: round3(rng.Float64() * 0.2), Relative: []float64{0, 0.1, 0.3}[rng.IntN(3)], MaxTools: 1 + rng.IntN(4),
-			MinAnswerable: round3(rng.Float64() * 0.5), Mass: []float64{0, 0.5, 0.9}[rng.IntN(3)], Noise: []float64{0, 0.5}[rng.IntN(2)]}
+			MinAnswerable: round3(rng.Float64() * 0.5), Mass: []float64{0, 0.5, 0.9}[rng.IntN(3)], Noise: []float64{0, 0.5}[rng.IntN(2)],
+			Evidence: []float64{0, 0.2, 0.4}[rng.IntN(3)]}
 		lv.ColdMin = round3(lv.Min + 0.1)
 		ans := rng.Float64()
 		c := Context{Answerable: &ans, Tier: func(n string) registry.Tier {
@@ -47,6 +51,10 @@ func TestAdmitOffersTheTool(t *testing.T) {
 				continue
 			}
 			q, ch, ok := p.Admit(hits, c, h.Name)
+			if !ok && c.Unmatched(h.Name) && !bestOf(hits, h.Name) {
+				noise++ // the noise rule, after a tool some level offers
+				continue
+			}
 			if !ok {
 				t.Fatalf("levels %+v, answerable %.3f, hits %v: %s cannot be admitted", p.For(degraded), ans, hits, h.Name)
 			}
@@ -87,15 +95,35 @@ func TestAdmitOffersTheTool(t *testing.T) {
 			}
 		}
 	}
-	if admitted < 1000 {
-		t.Fatalf("only %d tools admitted: the test does not exercise Admit", admitted)
+	if admitted < 1000 || noise < 100 {
+		t.Fatalf("only %d tools admitted and %d refused as noise: the test does not exercise Admit", admitted, noise)
 	}
+}
+
+// bestOf reports whether name scores highest of hits (ties by name, as
+// Select orders them).
+func bestOf(hits []Candidate, name string) bool {
+	for _, h := range hits {
+		if h.Name != name && before(h, Candidate{name, scoreOf(hits, name), 0}) {
+			return false
+		}
+	}
+	return true
+}
+
+func scoreOf(hits []Candidate, name string) float64 {
+	for _, h := range hits {
+		if h.Name == name {
+			return h.Score
+		}
+	}
+	return math.NaN()
 }
 
 // Each rule is lifted by the level that controls it, to the tool's own
 // number: the smallest change, with the exact value.
 func TestAdmitChanges(t *testing.T) {
-	hits := []Candidate{{"best", 0.5}, {"second", 0.3125}, {"cold", 0.1234}, {"tiny", 0.0015}}
+	hits := []Candidate{{"best", 0.5, 0.2501}, {"second", 0.3125, 0}, {"cold", 0.1234, 0}, {"tiny", 0.0015, 0}}
 	tier := func(n string) registry.Tier {
 		if n == "cold" {
 			return registry.Cold
@@ -112,6 +140,8 @@ func TestAdmitChanges(t *testing.T) {
 	}{
 		{"coldMin", Levels{Min: 0.01, ColdMin: 0.15, MaxTools: 5}, nil, "cold", []Change{{"policy.coldMin", 0.15, 0.123}}},
 		{"min", Levels{Min: 0.01, ColdMin: 0.01, MaxTools: 5}, nil, "tiny", []Change{{"policy.min", 0.01, 0.001}}},
+		{"belowColdMin", Levels{Min: 0.001, ColdMin: 0.15, MaxTools: 5}, nil, "tiny", []Change{{"policy.coldMin", 0.15, 0.123}}},
+		{"evidence", Levels{MaxTools: 5, Evidence: 0.3}, nil, "best", []Change{{"policy.evidence", 0.3, 0.25}}},
 		{"maxTools", Levels{MaxTools: 1}, nil, "cold", []Change{{"policy.maxTools", 1, 3}}},
 		{"relative", Levels{Relative: 0.7, MaxTools: 5}, nil, "second", []Change{{"policy.relative", 0.7, 0.625}}},
 		{"mass", Levels{MaxTools: 5, Mass: 0.5}, &high, "second", []Change{{"policy.mass", 0.5, 0.556}}},
@@ -120,7 +150,8 @@ func TestAdmitChanges(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, got, ok := Policy{Levels: tc.lv}.Admit(hits, Context{Tier: tier, Answerable: tc.ans}, tc.tool)
+			unmatched := func(n string) bool { return n == "best" && tc.name == "evidence" }
+			_, got, ok := Policy{Levels: tc.lv}.Admit(hits, Context{Tier: tier, Answerable: tc.ans, Unmatched: unmatched}, tc.tool)
 			if !ok || !slices.Equal(got, tc.want) {
 				t.Errorf("Admit %s: %v %v, want %v", tc.tool, got, ok, tc.want)
 			}
@@ -131,7 +162,7 @@ func TestAdmitChanges(t *testing.T) {
 	if _, _, ok := p.Admit(hits, Context{}, "absent"); ok {
 		t.Error("admitted a tool that is not ranked")
 	}
-	twice := append([]Candidate{{"best", 0.5}}, hits...)
+	twice := append([]Candidate{{"best", 0.5, 0}}, hits...)
 	if _, _, ok := p.Admit(twice, Context{}, "best"); !ok {
 		t.Error("a repeated name: its first place is offered and admitting it changes nothing, which is still an admission")
 	}
@@ -156,6 +187,8 @@ func applyChanges(lv Levels, ch []Change) Levels {
 			lv.Mass = c.To
 		case "noise":
 			lv.Noise = c.To
+		case "evidence":
+			lv.Evidence = c.To
 		default:
 			panic("unknown field " + c.Field)
 		}

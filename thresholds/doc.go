@@ -11,7 +11,28 @@
 //
 // and at most MaxTools ranked tools are offered, best first.
 //
-// Version 2 adds two levels for rankings made with the learned last step
+// Two rules look at the tool rather than at its score alone, and neither
+// leaves a tool out while offering a worse one of its kind in its place:
+//
+//   - the best tool of the ranking is offered whatever ColdMin; a cold tool
+//     after it below ColdMin ends the set (nothing scoring below it is
+//     offered);
+//   - a tool whose only evidence is the embedding (no word of the message
+//     in its name, description, keywords or examples, not named, nothing
+//     from the usage history) is never offered after another tool: a set
+//     is not padded with tools that share no evidence with the message. A
+//     weak best tool alone is offered alone (or, below MinAnswerable, "no
+//     tool fits" is said); with Evidence set, such a tool needs an
+//     embedding score (Candidate.Dense) of at least Evidence to be offered
+//     at all, even as the best: a message that shares no word with any
+//     tool and resembles none gets "no tool fits". Either rule makes way
+//     only for a tool with evidence the left-out one lacks.
+//
+// Admit finds the levels under which a left-out tool would be offered
+// (the "threshold" suggestion of --explain); a tool that only the noise
+// rule leaves out has none.
+//
+// Version 2 adds levels for rankings made with the learned last step
 // (package learn; index.Ranking.Answerable set), whose scores are
 // probabilities (answerability × the tool's share of the candidates):
 //
@@ -19,7 +40,8 @@
 //     below it;
 //   - Mass: the best tools are offered until their scores cover Mass × the
 //     answerability (one tool when one clearly wins, more when the ranking
-//     is flat), still at most MaxTools.
+//     is flat), still at most MaxTools;
+//   - Evidence (above).
 //
 // With learned scores, Min is the probability a tool needs of being the one
 // the message needs; it stops the offered set where the ranking's evidence
@@ -29,7 +51,7 @@
 // of thousands.
 //
 // Rankings without an answerability (another embedder, degraded, or
-// --no-learned) ignore both. A version 2 file records the learned model it
+// --no-learned) ignore MinAnswerable and Mass. A version 2 file records the learned model it
 // was tuned on (File.Scores); version 1 files still load. The hot tools of
 // the agent's profile (hot-tier tools it names in autoLoad or allowTools) are
 // always offered, after the ranked ones and on top of MaxTools; without a

@@ -16,18 +16,22 @@ func TestExplainAgreesWithSelect(t *testing.T) {
 	for i := 0; i < 2000; i++ {
 		var hits []Candidate
 		for _, n := range names[:rng.IntN(len(names))+1] {
-			hits = append(hits, Candidate{n, rng.Float64() * rng.Float64()})
+			hits = append(hits, Candidate{n, rng.Float64() * rng.Float64(), rng.Float64() * 0.5})
 		}
 		lv := Levels{Min: rng.Float64() * 0.2, Relative: []float64{0, 0.1, 0.3}[rng.IntN(3)], MaxTools: 1 + rng.IntN(4),
 			MinAnswerable: rng.Float64() * 0.5, Mass: []float64{0, 0.5, 0.9}[rng.IntN(3)]}
 		lv.ColdMin = lv.Min + 0.1
 		ans := rng.Float64()
+		unmatched := map[string]bool{}
+		for _, n := range names {
+			unmatched[n] = rng.IntN(3) == 0
+		}
 		c := Context{Answerable: &ans, Tier: func(n string) registry.Tier {
-			if n == "c" {
+			if n == "c" || n == "e" {
 				return registry.Cold
 			}
 			return registry.Warm
-		}}
+		}, Unmatched: func(n string) bool { return unmatched[n] }}
 		p := Policy{Levels: lv}
 		sel := p.Select(hits, c)
 		var got []string
@@ -50,7 +54,7 @@ func TestExplainAgreesWithSelect(t *testing.T) {
 
 // Each rule is named for the tool it leaves out.
 func TestExplainRules(t *testing.T) {
-	hits := []Candidate{{"best", 0.5}, {"second", 0.3}, {"cold", 0.12}, {"noise", 0.04}, {"tiny", 0.001}}
+	hits := []Candidate{{"best", 0.5, 0}, {"second", 0.3, 0}, {"cold", 0.12, 0}, {"noise", 0.04, 0}, {"tiny", 0.001, 0}}
 	tier := func(n string) registry.Tier {
 		if n == "cold" {
 			return registry.Cold
@@ -65,15 +69,18 @@ func TestExplainRules(t *testing.T) {
 		un   func(string) bool
 		want []Rule
 	}{
-		{"min and cold", Levels{Min: 0.01, ColdMin: 0.2, MaxTools: 5}, nil, nil, []Rule{RuleOffered, RuleOffered, RuleColdMin, RuleOffered, RuleMin}},
+		// A cold tool below coldMin ends the set: noise is not offered in
+		// its place.
+		{"min and cold", Levels{Min: 0.01, ColdMin: 0.2, MaxTools: 5}, nil, nil, []Rule{RuleOffered, RuleOffered, RuleColdMin, RuleBelowCold, RuleMin}},
 		{"maxTools", Levels{Min: 0, ColdMin: 0, MaxTools: 2}, nil, nil, []Rule{RuleOffered, RuleOffered, RuleMaxTools, RuleMaxTools, RuleMaxTools}},
 		{"relative", Levels{Min: 0, ColdMin: 0, Relative: 0.2, MaxTools: 5}, nil, nil, []Rule{RuleOffered, RuleOffered, RuleOffered, RuleRelative, RuleRelative}},
 		{"mass", Levels{Min: 0, ColdMin: 0, MaxTools: 5, Mass: 0.85}, &high, nil, []Rule{RuleOffered, RuleOffered, RuleMass, RuleMass, RuleMass}},
 		{"answerability", Levels{Min: 0, ColdMin: 0, MaxTools: 5, MinAnswerable: 0.5}, &low, nil, []Rule{RuleAnswerable, RuleAnswerable, RuleAnswerable, RuleAnswerable, RuleAnswerable}},
-		// Noise leaves out the unmatched tools far below the best (second
-		// is unmatched but close; noise and tiny are far) and lets a
-		// matched one after them through.
-		{"noise", Levels{Min: 0, ColdMin: 0, MaxTools: 5, Noise: 0.5}, nil, func(n string) bool { return n != "best" && n != "tiny" }, []Rule{RuleOffered, RuleOffered, RuleNoise, RuleNoise, RuleOffered}},
+		// No unmatched tool pads the set, however close to the best
+		// (second); a matched one after them is offered.
+		{"noise", Levels{Min: 0, ColdMin: 0, MaxTools: 5}, nil, func(n string) bool { return n != "best" && n != "tiny" }, []Rule{RuleOffered, RuleNoise, RuleNoise, RuleNoise, RuleOffered}},
+		// The best tool is offered even when it matched no word.
+		{"noise spares the best", Levels{Min: 0, ColdMin: 0, MaxTools: 2}, nil, func(string) bool { return true }, []Rule{RuleOffered, RuleNoise, RuleNoise, RuleNoise, RuleNoise}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -34,15 +34,18 @@ type Levels struct {
 	// probability the offered set covers). A clear winner is offered alone,
 	// a flat ranking gets more tools (up to MaxTools). 0 disables.
 	Mass float64 `json:"mass,omitempty"`
-	// Noise (version 2): a tool whose only evidence is the embedding (no
-	// word of the message in its name, description, keywords or examples,
-	// not named, nothing from the usage history: Context.Unmatched) is
-	// left out when it scores below Noise × the best score. The other
-	// cuts treat every tool alike; this one drops what is noise beside a
-	// clear winner ("add 17 and 25" offered a todo list, then a git
-	// summary at a tenth of its score), and keeps a second tool that
-	// shares a word with the message. 0 disables.
+	// Noise (version 2) is no longer used: a tool whose only evidence is
+	// the embedding is never offered after another (the noise rule of
+	// Select), whatever its score. It is read and written so that files
+	// that set it still load.
 	Noise float64 `json:"noise,omitempty"`
+	// Evidence (version 2): a tool whose only evidence is the embedding
+	// (it matched no word of the message: Context.Unmatched) is offered
+	// only if its embedding score (Candidate.Dense) is at least Evidence,
+	// even as the best tool: a message that shares nothing with any tool
+	// and resembles none gets "no tool fits", however its answerability
+	// came out. 0 disables.
+	Evidence float64 `json:"evidence,omitempty"`
 }
 
 // Validate says what is wrong with l, if anything.
@@ -59,6 +62,7 @@ func (l Levels) Validate() error {
 	in01("minAnswerable", l.MinAnswerable)
 	in01("mass", l.Mass)
 	in01("noise", l.Noise)
+	in01("evidence", l.Evidence)
 	if l.ColdMin < l.Min {
 		errs = append(errs, fmt.Errorf("coldMin = %v is below min = %v: cold tools need the stricter score", l.ColdMin, l.Min))
 	}
@@ -97,10 +101,13 @@ func (p Policy) For(degraded bool) Levels {
 	return p.Levels
 }
 
-// Candidate is one ranked tool: its name and calibrated score.
+// Candidate is one ranked tool: its name and calibrated score, and its
+// calibrated embedding score (index.Hit.Dense; 0 in a lexical-only
+// ranking), which the evidence rule reads.
 type Candidate struct {
 	Name  string
 	Score float64
+	Dense float64
 }
 
 // Context is what Select needs besides the ranking.
@@ -119,7 +126,7 @@ type Context struct {
 	Answerable *float64
 	// Unmatched says whether a ranked tool's only evidence is the
 	// embedding (UnmatchedIn builds it from a ranking); nil: none is, and
-	// Noise does not apply.
+	// the noise rule does not apply.
 	Unmatched func(name string) bool
 }
 
@@ -209,7 +216,11 @@ func (p Policy) Select(hits []Candidate, c Context) Selection {
 		}
 		return false
 	}
+	var first Rule // the rule that decided the best tool
 	walk(sorted, lv, c, cut, offered, false, func(h Candidate, r Rule, _ string) {
+		if first == "" {
+			first = r
+		}
 		if r == RuleOffered {
 			sel.Tools = append(sel.Tools, Offer{Name: h.Name, Score: h.Score, Why: ByScore})
 		}
@@ -230,6 +241,12 @@ func (p Policy) Select(hits []Candidate, c Context) Selection {
 		sel.Tools = append(sel.Tools, Offer{Name: name, Score: score, Why: ByTier})
 	}
 	sel.Reason = reason(sel, lv, ranked, len(sorted))
+	if ranked == 0 && first == RuleEvidence {
+		sel.Reason = fmt.Sprintf("no tool fits: no tool matched a word of the message, and the best one's embedding score %.3f < evidence %.3f", sorted[0].Dense, lv.Evidence)
+		if hot := len(sel.Tools); hot > 0 {
+			sel.Reason += fmt.Sprintf("; %d hot tool(s) offered", hot)
+		}
+	}
 	return sel
 }
 
@@ -251,11 +268,19 @@ const (
 	RuleRelative Rule = "relative"
 	// RuleMass: the tools before it cover mass × the answerability.
 	RuleMass Rule = "mass"
-	// RuleNoise: a tool that matched no word of the message scores below
-	// noise × the best score.
+	// RuleNoise: a tool that matched no word of the message (its only
+	// evidence is the embedding) after another tool was offered: a set is
+	// never padded with tools that share no evidence with the message.
 	RuleNoise Rule = "noise"
-	// RuleColdMin: a cold tool whose score is below coldMin.
+	// RuleEvidence: a tool that matched no word of the message whose
+	// embedding score is below evidence (the best tool too).
+	RuleEvidence Rule = "evidence"
+	// RuleColdMin: a cold tool whose score is below coldMin (never the
+	// best tool of the ranking). It ends the set: no tool scoring below it
+	// is offered in its place.
 	RuleColdMin Rule = "coldMin"
+	// RuleBelowCold: a tool scoring below one that coldMin left out.
+	RuleBelowCold Rule = "belowColdMin"
 	// RuleRepeated: the tool was already offered (a repeated name).
 	RuleRepeated Rule = "repeated"
 )
@@ -304,6 +329,14 @@ func (p Policy) Explain(hits []Candidate, c Context, n int) []Verdict {
 // other with the first rule that leaves it out. Without all it stops at
 // the first tool after which none can be offered. offered says whether a
 // name was offered already.
+//
+// Three rules look at one tool rather than at its score: a tool that
+// matched no word of the message is never offered after another one
+// (noise), nor at all when its embedding score is below evidence, and a
+// cold tool needs coldMin, unless it is the best of the ranking. None
+// leaves a tool out for a worse tool of its kind: noise and evidence make
+// way only for tools with evidence the left-out one lacks (a word of the
+// message, or a closer embedding), and coldMin ends the set.
 func walk(sorted []Candidate, lv Levels, c Context, cut float64, offered func(string) bool, all bool, visit func(Candidate, Rule, string)) {
 	// Learned scores (version 2): the answerability and the probability
 	// mass the offered set covers.
@@ -313,11 +346,8 @@ func walk(sorted []Candidate, lv Levels, c Context, cut float64, offered func(st
 		mass = lv.Mass * *c.Answerable
 	}
 	covered, n := 0.0, 0
-	noise := 0.0
-	if len(sorted) > 0 && c.Unmatched != nil {
-		noise = lv.Noise * sorted[0].Score
-	}
-	for _, h := range sorted {
+	coldCut := "" // the cold tool coldMin left out: the set ends there
+	for i, h := range sorted {
 		var rule Rule
 		var detail string
 		switch {
@@ -331,10 +361,12 @@ func walk(sorted []Candidate, lv Levels, c Context, cut float64, offered func(st
 			rule, detail = RuleRelative, fmt.Sprintf("score %.3f < %.0f%% of the best score %.3f (relative)", h.Score, 100*lv.Relative, cut/lv.Relative)
 		case covered >= mass:
 			rule, detail = RuleMass, fmt.Sprintf("the tools before it cover %.3f ≥ %.0f%% of the answerability %.3f (mass)", covered, 100*lv.Mass, *c.Answerable)
+		case coldCut != "":
+			rule, detail = RuleBelowCold, fmt.Sprintf("it scores below %s, which coldMin left out: no tool is offered in place of a better one", coldCut)
 		}
 		if rule != "" {
 			// Sorted by score: nothing later can clear Min, the relative
-			// cut, the mass or the count.
+			// cut, the mass, the count or the cold tool's cut.
 			if !all {
 				return
 			}
@@ -342,10 +374,13 @@ func walk(sorted []Candidate, lv Levels, c Context, cut float64, offered func(st
 			continue
 		}
 		switch {
-		case h.Score < noise && c.Unmatched(h.Name):
-			visit(h, RuleNoise, fmt.Sprintf("score %.3f < %.0f%% of the best score %.3f, and it matched no word of the message (noise)", h.Score, 100*lv.Noise, sorted[0].Score))
-		case tierOf(c.Tier, h.Name) == registry.Cold && h.Score < lv.ColdMin:
-			visit(h, RuleColdMin, fmt.Sprintf("a cold tool: score %.3f < coldMin %.3f", h.Score, lv.ColdMin))
+		case n > 0 && c.Unmatched != nil && c.Unmatched(h.Name):
+			visit(h, RuleNoise, "it matched no word of the message (name, description, keywords, examples, usage history): a set is not padded with tools that share no evidence with it")
+		case h.Dense < lv.Evidence && c.Unmatched != nil && c.Unmatched(h.Name):
+			visit(h, RuleEvidence, fmt.Sprintf("it matched no word of the message, and its embedding score %.3f < evidence %.3f: nothing says it serves the message", h.Dense, lv.Evidence))
+		case i > 0 && tierOf(c.Tier, h.Name) == registry.Cold && h.Score < lv.ColdMin:
+			visit(h, RuleColdMin, fmt.Sprintf("a cold tool: score %.3f < coldMin %.3f, and not the best tool", h.Score, lv.ColdMin))
+			coldCut = h.Name
 		case offered(h.Name):
 			visit(h, RuleRepeated, "offered already")
 		default:
@@ -390,9 +425,6 @@ func reason(sel Selection, lv Levels, ranked, n int) string {
 		return s
 	case ranked == 0:
 		s := fmt.Sprintf("no tool fits: best score %.3f < min %.3f", sel.Best, lv.Min)
-		if sel.Best >= lv.Min {
-			s = fmt.Sprintf("no tool fits: best score %.3f clears min %.3f but not the cold-tool min %.3f", sel.Best, lv.Min, lv.ColdMin)
-		}
 		if hot > 0 {
 			s += fmt.Sprintf("; %d hot tool(s) offered", hot)
 		}

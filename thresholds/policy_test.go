@@ -26,66 +26,77 @@ func TestSelect(t *testing.T) {
 	}{
 		{
 			name: "min score",
-			hits: []Candidate{{"a", 0.9}, {"b", 0.5}, {"c", 0.39}},
+			hits: []Candidate{{"a", 0.9, 0}, {"b", 0.5, 0}, {"c", 0.39, 0}},
 			want: []string{"a", "b"}, why: []Why{ByScore, ByScore},
 		},
 		{
 			name: "unsorted input is sorted, ties by name",
-			hits: []Candidate{{"b", 0.6}, {"c", 0.8}, {"a", 0.6}},
+			hits: []Candidate{{"b", 0.6, 0}, {"c", 0.8, 0}, {"a", 0.6, 0}},
 			want: []string{"c", "a", "b"}, why: []Why{ByScore, ByScore, ByScore},
 		},
 		{
 			name: "relative cut drops tools far below the best",
-			hits: []Candidate{{"a", 0.95}, {"b", 0.47}, {"c", 0.45}},
+			hits: []Candidate{{"a", 0.95, 0}, {"b", 0.47, 0}, {"c", 0.45, 0}},
 			want: []string{"a"}, why: []Why{ByScore},
 		},
 		{
 			name:   "relative cut at exactly the fraction keeps the tool",
 			policy: Policy{Levels: Levels{Min: 0.1, ColdMin: 0.1, Relative: 0.5, MaxTools: 5}},
-			hits:   []Candidate{{"a", 0.8}, {"b", 0.4}, {"c", 0.3999}},
+			hits:   []Candidate{{"a", 0.8, 0}, {"b", 0.4, 0}, {"c", 0.3999, 0}},
 			want:   []string{"a", "b"}, why: []Why{ByScore, ByScore},
 		},
 		{
 			name:   "relative 0 disables the cut",
 			policy: Policy{Levels: Levels{Min: 0.1, ColdMin: 0.1, Relative: 0, MaxTools: 5}},
-			hits:   []Candidate{{"a", 0.99}, {"b", 0.11}},
+			hits:   []Candidate{{"a", 0.99, 0}, {"b", 0.11, 0}},
 			want:   []string{"a", "b"}, why: []Why{ByScore, ByScore},
 		},
 		{
 			name: "max count",
-			hits: []Candidate{{"a", 0.9}, {"b", 0.85}, {"c", 0.8}, {"d", 0.79}, {"e", 0.7}},
+			hits: []Candidate{{"a", 0.9, 0}, {"b", 0.85, 0}, {"c", 0.8, 0}, {"d", 0.79, 0}, {"e", 0.7, 0}},
 			want: []string{"a", "b", "c"}, why: []Why{ByScore, ByScore, ByScore},
 		},
 		{
-			name: "cold tool needs the stricter min",
-			hits: []Candidate{{"a", 0.7}, {"frost", 0.55}, {"b", 0.5}},
+			name: "a cold tool below the stricter min ends the set: no worse tool in its place",
+			hits: []Candidate{{"a", 0.7, 0}, {"frost", 0.55, 0}, {"b", 0.5, 0}},
 			ctx:  Context{Tier: tier},
-			want: []string{"a", "b"}, why: []Why{ByScore, ByScore},
+			want: []string{"a"}, why: []Why{ByScore},
 		},
 		{
 			name: "cold tool above the stricter min is offered",
-			hits: []Candidate{{"frost", 0.65}, {"a", 0.5}},
+			hits: []Candidate{{"frost", 0.65, 0}, {"a", 0.5, 0}},
 			ctx:  Context{Tier: tier},
 			want: []string{"frost", "a"}, why: []Why{ByScore, ByScore},
 		},
 		{
-			name: "skipped cold tool does not use up a slot",
-			hits: []Candidate{{"a", 0.9}, {"ice", 0.58}, {"frost", 0.57}, {"b", 0.56}, {"c", 0.55}, {"d", 0.54}},
+			name: "the best tool is offered whatever the cold min, and the tools after it as usual",
+			hits: []Candidate{{"ice", 0.58, 0}, {"a", 0.56, 0}, {"frost", 0.5, 0}, {"b", 0.45, 0}},
 			ctx:  Context{Tier: tier},
-			want: []string{"a", "b", "c"}, why: []Why{ByScore, ByScore, ByScore},
+			want: []string{"ice", "a"}, why: []Why{ByScore, ByScore},
 		},
 		{
 			name: "nothing clears: no tool fits, never the least bad",
-			hits: []Candidate{{"a", 0.39}, {"b", 0.2}, {"c", 0.1}},
+			hits: []Candidate{{"a", 0.39, 0}, {"b", 0.2, 0}, {"c", 0.1, 0}},
 			want: []string{}, why: []Why{},
 			noneFits: true, reason: "no tool fits: best score 0.390 < min 0.400",
 		},
 		{
-			name: "only a cold tool clears min: no tool fits, and says why",
-			hits: []Candidate{{"frost", 0.5}, {"a", 0.2}},
+			name: "only a cold tool clears min: it is the best, so it is offered",
+			hits: []Candidate{{"frost", 0.5, 0}, {"a", 0.2, 0}},
 			ctx:  Context{Tier: tier},
-			want: []string{}, why: []Why{},
-			noneFits: true, reason: "cold-tool min",
+			want: []string{"frost"}, why: []Why{ByScore},
+		},
+		{
+			name: "a tool that matched no word of the message never pads the set",
+			hits: []Candidate{{"a", 0.9, 0}, {"b", 0.85, 0}, {"c", 0.8, 0}, {"d", 0.79, 0}},
+			ctx:  Context{Unmatched: func(n string) bool { return n == "b" || n == "c" }},
+			want: []string{"a", "d"}, why: []Why{ByScore, ByScore},
+		},
+		{
+			name: "the best tool is offered alone when it and the rest matched no word",
+			hits: []Candidate{{"a", 0.9, 0}, {"b", 0.85, 0}, {"c", 0.8, 0}},
+			ctx:  Context{Unmatched: func(string) bool { return true }},
+			want: []string{"a"}, why: []Why{ByScore},
 		},
 		{
 			name: "empty ranking: no tool fits",
@@ -94,39 +105,39 @@ func TestSelect(t *testing.T) {
 		},
 		{
 			name: "hot tools always offered, after ranked ones, on top of max",
-			hits: []Candidate{{"a", 0.9}, {"b", 0.85}, {"c", 0.8}, {"fire", 0.05}},
+			hits: []Candidate{{"a", 0.9, 0}, {"b", 0.85, 0}, {"c", 0.8, 0}, {"fire", 0.05, 0}},
 			ctx:  Context{Tier: tier, Hot: []string{"fire", "unranked"}},
 			want: []string{"a", "b", "c", "fire", "unranked"}, why: []Why{ByScore, ByScore, ByScore, ByTier, ByTier},
 		},
 		{
 			name: "hot tools offered even when no tool fits, and no tool fits is still said",
-			hits: []Candidate{{"a", 0.1}},
+			hits: []Candidate{{"a", 0.1, 0}},
 			ctx:  Context{Hot: []string{"fire"}},
 			want: []string{"fire"}, why: []Why{ByTier},
 			noneFits: true, reason: "1 hot tool(s) offered",
 		},
 		{
 			name: "a hot tool that clears by score is listed once, as ranked",
-			hits: []Candidate{{"fire", 0.9}, {"a", 0.8}},
+			hits: []Candidate{{"fire", 0.9, 0}, {"a", 0.8, 0}},
 			ctx:  Context{Hot: []string{"fire"}},
 			want: []string{"fire", "a"}, why: []Why{ByScore, ByScore},
 		},
 		{
 			name: "duplicate hits are offered once",
-			hits: []Candidate{{"a", 0.9}, {"a", 0.9}, {"b", 0.8}},
+			hits: []Candidate{{"a", 0.9, 0}, {"a", 0.9, 0}, {"b", 0.8, 0}},
 			want: []string{"a", "b"}, why: []Why{ByScore, ByScore},
 		},
 		{
 			name: "degraded ranking uses the degraded levels",
 			policy: Policy{Levels: Levels{Min: 0.4, ColdMin: 0.6, Relative: 0.5, MaxTools: 3},
 				Degraded: &Levels{Min: 0.7, ColdMin: 0.8, Relative: 0.5, MaxTools: 1}},
-			hits: []Candidate{{"a", 0.75}, {"b", 0.72}, {"c", 0.5}},
+			hits: []Candidate{{"a", 0.75, 0}, {"b", 0.72, 0}, {"c", 0.5, 0}},
 			ctx:  Context{Degraded: true},
 			want: []string{"a"}, why: []Why{ByScore},
 		},
 		{
 			name: "degraded ranking without degraded levels uses the normal ones",
-			hits: []Candidate{{"a", 0.75}, {"b", 0.72}, {"c", 0.5}},
+			hits: []Candidate{{"a", 0.75, 0}, {"b", 0.72, 0}, {"c", 0.5, 0}},
 			ctx:  Context{Degraded: true},
 			want: []string{"a", "b", "c"}, why: []Why{ByScore, ByScore, ByScore},
 		},
@@ -193,7 +204,7 @@ func TestLevelsValidate(t *testing.T) {
 func TestApplyUsesRankingDegraded(t *testing.T) {
 	p := Policy{Levels: Levels{Min: 0.3, ColdMin: 0.3, Relative: 0, MaxTools: 5},
 		Degraded: &Levels{Min: 0.8, ColdMin: 0.8, Relative: 0, MaxTools: 5}}
-	r := index.Ranking{Hits: []index.Hit{{Name: "a", Score: 0.9}, {Name: "b", Score: 0.5}}}
+	r := index.Ranking{Hits: []index.Hit{{Name: "a", Score: 0.9, Lexical: 0.5}, {Name: "b", Score: 0.5, Lexical: 0.2}}}
 	if got := p.Apply(r, nil, nil).Names(); !reflect.DeepEqual(got, []string{"a", "b"}) {
 		t.Fatalf("normal ranking offered %v", got)
 	}
@@ -222,7 +233,7 @@ func BenchmarkSelect(b *testing.B) {
 // many tools, a ranking without answerability ignores both.
 func TestSelectLearned(t *testing.T) {
 	f := func(x float64) *float64 { return &x }
-	hits := []Candidate{{"a", 0.5}, {"b", 0.3}, {"c", 0.1}, {"d", 0.05}}
+	hits := []Candidate{{"a", 0.5, 0}, {"b", 0.3, 0}, {"c", 0.1, 0}, {"d", 0.05, 0}}
 	cold := func(n string) registry.Tier {
 		if n == "b" {
 			return registry.Cold
@@ -242,7 +253,7 @@ func TestSelectLearned(t *testing.T) {
 		{"a clear winner is offered alone", Levels{MinAnswerable: 0.5, Mass: 0.5, MaxTools: 3}, f(0.95), nil, []string{"a"}, false, "answerability 0.950"},
 		{"more mass, more tools", Levels{MinAnswerable: 0.5, Mass: 0.9, MaxTools: 3}, f(0.95), nil, []string{"a", "b", "c"}, false, ""},
 		{"max tools caps the mass", Levels{MinAnswerable: 0.5, Mass: 1, MaxTools: 2}, f(0.95), nil, []string{"a", "b"}, false, ""},
-		{"cold tool below coldMin", Levels{MinAnswerable: 0.5, Mass: 0.9, MaxTools: 3, ColdMin: 0.4}, f(0.95), cold, []string{"a", "c", "d"}, false, ""},
+		{"cold tool below coldMin ends the set", Levels{MinAnswerable: 0.5, Mass: 0.9, MaxTools: 3, ColdMin: 0.4}, f(0.95), cold, []string{"a"}, false, ""},
 		{"no answerability: mass and cut ignored", Levels{Min: 0.2, ColdMin: 0.2, MinAnswerable: 0.99, Mass: 0.1, MaxTools: 3}, nil, nil, []string{"a", "b"}, false, "cleared min"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -260,5 +271,46 @@ func TestSelectLearned(t *testing.T) {
 	}
 	if err := (Levels{MinAnswerable: 1.5, MaxTools: 1}).Validate(); err == nil {
 		t.Error("minAnswerable 1.5 validated")
+	}
+}
+
+// The evidence rule: a tool that matched no word of the message needs an
+// embedding score of at least evidence to be offered, even as the best;
+// a tool with a matched word is offered in its place, and a weak best
+// with nothing matched is "no tool fits".
+func TestSelectEvidence(t *testing.T) {
+	f := func(x float64) *float64 { return &x }
+	for _, tc := range []struct {
+		name      string
+		hits      []Candidate
+		unmatched []string
+		evidence  float64
+		want      []string
+		reason    string
+	}{
+		{"a weak best that matched nothing", []Candidate{{"a", 0.37, 0.05}, {"b", 0.13, 0.02}}, []string{"a", "b"}, 0.2, nil,
+			"no tool matched a word of the message, and the best one's embedding score 0.050 < evidence 0.200"},
+		{"a close one is offered", []Candidate{{"a", 0.37, 0.35}, {"b", 0.13, 0.02}}, []string{"a", "b"}, 0.2, []string{"a"}, ""},
+		{"a matched tool comes in its place", []Candidate{{"a", 0.37, 0.05}, {"b", 0.13, 0.02}}, []string{"a"}, 0.2, []string{"b"}, ""},
+		{"a matched best needs no embedding score", []Candidate{{"a", 0.37, 0.05}}, nil, 0.2, []string{"a"}, ""},
+		{"off at 0", []Candidate{{"a", 0.37, 0.05}, {"b", 0.13, 0.02}}, []string{"a", "b"}, 0, []string{"a"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lv := Levels{MinAnswerable: 0.5, Mass: 0.9, MaxTools: 3, Evidence: tc.evidence}
+			c := Context{Answerable: f(0.7), Unmatched: func(n string) bool { return slices.Contains(tc.unmatched, n) }}
+			s := Policy{Levels: lv}.Select(tc.hits, c)
+			if !slices.Equal(s.Names(), tc.want) || s.NoToolFits != (len(tc.want) == 0) {
+				t.Fatalf("offered %v (none %v), want %v: %s", s.Names(), s.NoToolFits, tc.want, s.Reason)
+			}
+			if !strings.Contains(s.Reason, tc.reason) {
+				t.Fatalf("reason %q lacks %q", s.Reason, tc.reason)
+			}
+			if vs := (Policy{Levels: lv}).Explain(tc.hits, c, 0); len(tc.want) == 0 && vs[0].Rule != RuleEvidence {
+				t.Errorf("Explain: %+v, want the best left out by %s", vs[0], RuleEvidence)
+			}
+		})
+	}
+	if err := (Levels{Evidence: 1.5, MaxTools: 1}).Validate(); err == nil {
+		t.Error("evidence 1.5 validated")
 	}
 }

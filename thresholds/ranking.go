@@ -12,7 +12,7 @@ import (
 func FromRanking(r index.Ranking) []Candidate {
 	out := make([]Candidate, len(r.Hits))
 	for i, h := range r.Hits {
-		out[i] = Candidate{Name: h.Name, Score: h.Score}
+		out[i] = Candidate{Name: h.Name, Score: h.Score, Dense: h.Dense}
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolsrv/toolsrv/embed/builtin"
 	"github.com/toolsrv/toolsrv/learn"
 )
 
@@ -27,7 +28,11 @@ func TestScoresWarning(t *testing.T) {
 	}
 	// the shipped defaults were tuned on the shipped model (make learn
 	// retrains both)
-	f, exact, ok := Shipped("builtin/v1-abbe22c2")
+	emb, err := builtin.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, exact, ok := Shipped(emb.ID())
 	m, err := learn.Default()
 	if err != nil {
 		t.Fatal(err)

@@ -59,9 +59,9 @@ type Grid struct {
 	// ColdMargin is added to Min for ColdMin: the corpora have no cold
 	// tools, so the cold minimum cannot be tuned on them.
 	ColdMargin float64
-	// MinAnswerable, Mass and Noise (learned scores) are swept too when
-	// set.
-	MinAnswerable, Mass, Noise []float64
+	// MinAnswerable, Mass and Evidence (learned scores) are swept too
+	// when set.
+	MinAnswerable, Mass, Evidence []float64
 }
 
 // LearnedGrid is the grid for rankings with a learned answerability
@@ -70,11 +70,14 @@ type Grid struct {
 // being the one, answerability × share, is at least Min: one tool when one
 // clearly wins, more when the ranking is flat) × 7 relative cuts (a tool
 // scoring below Relative × the best is noise beside it: the mass rule
-// alone keeps adding such tools while the best leaves mass uncovered) × 5
-// noise cuts (the same, for tools that matched no word of the message).
+// alone keeps adding such tools while the best leaves mass uncovered).
+// (Tools that matched no word of the message are never offered after
+// another: the noise rule of thresholds.Policy.Select.) × 6 evidence
+// levels (the embedding score a tool that matched no word of the message
+// needs to be offered at all).
 func LearnedGrid() Grid {
 	g := Grid{Min: []float64{0, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08}, Relative: []float64{0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4}, MaxTools: []int{1, 2, 3, 4, 5, 6, 8},
-		Mass: []float64{0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1}, Noise: []float64{0, 0.1, 0.25, 0.5, 1}}
+		Mass: []float64{0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1}, Evidence: []float64{0, 0.1, 0.15, 0.2, 0.25, 0.3}}
 	for i := 0; i < 50; i++ {
 		g.MinAnswerable = append(g.MinAnswerable, float64(i)/50)
 	}
@@ -97,8 +100,11 @@ type Objective struct {
 	MaxOffered float64
 	// Tolerance (accuracy objective): the setting chosen is the one that
 	// offers the fewest tools among those within Tolerance of the best
-	// accuracy (differences that small are noise on a few thousand
-	// queries, and fewer tools are cheaper).
+	// accuracy whose hit rate is no lower than the best one's (differences
+	// that small are noise on a few thousand queries, and fewer tools are
+	// cheaper; but saying "no tool fits" to more answerable queries also
+	// offers fewer tools, and a tool set that shrinks by missing is no
+	// saving).
 	Tolerance float64
 	// MinAbstain is the macro-average share of abstention queries that must
 	// be answered "no tool fits".
@@ -112,7 +118,7 @@ type Objective struct {
 
 func (o Objective) String() string {
 	if o.Accuracy {
-		return fmt.Sprintf("maximise the macro accuracy of the decision (share of queries whose offered set holds a relevant tool, or answered \"no tool fits\" when no tool serves them), subject to at most %.2f tools offered per answerable query on average in every corpus and macro abstention recall ≥ %.2f; of the settings within %.3f of the best accuracy, the one offering fewest tools",
+		return fmt.Sprintf("maximise the macro accuracy of the decision (share of queries whose offered set holds a relevant tool, or answered \"no tool fits\" when no tool serves them), subject to at most %.2f tools offered per answerable query on average in every corpus and macro abstention recall ≥ %.2f; of the settings within %.3f of the best accuracy and hitting no less often than it, the one offering fewest tools",
 			o.MaxOffered, o.MinAbstain, o.Tolerance)
 	}
 	return fmt.Sprintf("maximise macro recall of offered tools over answerable queries, subject to macro tools offered ≤ %.2f and macro abstention recall ≥ %.2f (abstention queries: relevant tools removed, right answer is \"no tool fits\"); ties: fewer tools offered, then higher abstention precision. If no setting meets both, maximise recall + abstention recall under the tools-offered cap",
@@ -133,14 +139,13 @@ func fastSelect(hits []thresholds.Candidate, unmatched []bool, l thresholds.Leve
 		mass = l.Mass * *ans
 	}
 	cut := l.Relative * hits[0].Score
-	noise := l.Noise * hits[0].Score
 	covered := 0.0
 	for i, h := range hits {
 		if i >= 64 || n >= l.MaxTools || h.Score < l.Min || h.Score < cut || covered >= mass {
 			break
 		}
-		if unmatched != nil && unmatched[i] && h.Score < noise {
-			continue
+		if unmatched != nil && unmatched[i] && (n > 0 || h.Dense < l.Evidence) {
+			continue // the noise and evidence rules: no tool without evidence
 		}
 		covered += h.Score
 		mask |= 1 << i
@@ -299,17 +304,17 @@ func Sweep(qs []Query, g Grid, obj Objective, progress func(done, total int)) Re
 			tune = append(tune, q)
 		}
 	}
-	mas, masses, noises := g.MinAnswerable, g.Mass, g.Noise
+	mas, masses, evidences := g.MinAnswerable, g.Mass, g.Evidence
 	if len(mas) == 0 {
 		mas = []float64{0}
 	}
 	if len(masses) == 0 {
 		masses = []float64{0}
 	}
-	if len(noises) == 0 {
-		noises = []float64{0}
+	if len(evidences) == 0 {
+		evidences = []float64{0}
 	}
-	total := len(g.Min) * len(g.Relative) * len(g.MaxTools) * len(mas) * len(masses) * len(noises)
+	total := len(g.Min) * len(g.Relative) * len(g.MaxTools) * len(mas) * len(masses) * len(evidences)
 	res := Result{Objective: obj, Points: make([]Point, 0, total)}
 	done := 0
 	for _, mt := range g.MaxTools {
@@ -317,8 +322,8 @@ func Sweep(qs []Query, g Grid, obj Objective, progress func(done, total int)) Re
 			for _, mn := range g.Min {
 				for _, ma := range mas {
 					for _, ms := range masses {
-						for _, ns := range noises {
-							l := thresholds.Levels{Min: mn, ColdMin: math.Min(1, math.Round((mn+g.ColdMargin)*1e6)/1e6), Relative: rel, MaxTools: mt, MinAnswerable: ma, Mass: ms, Noise: ns}
+						for _, ev := range evidences {
+							l := thresholds.Levels{Min: mn, ColdMin: math.Min(1, math.Round((mn+g.ColdMargin)*1e6)/1e6), Relative: rel, MaxTools: mt, MinAnswerable: ma, Mass: ms, Evidence: ev}
 							per := Evaluate(tune, l)
 							p := Point{Levels: l, Macro: MacroFigures(per)}
 							for _, f := range per {
@@ -371,12 +376,13 @@ func Sweep(qs []Query, g Grid, obj Objective, progress func(done, total int)) Re
 	if p, ok := pick(true); ok {
 		res.Chosen, res.Feasible = p, true
 		if obj.Accuracy && obj.Tolerance > 0 {
-			// Within Tolerance of the best accuracy, the fewest tools.
+			// Within Tolerance of the best accuracy, hitting no less
+			// often, the fewest tools.
 			for _, q := range res.Points {
 				if q.Macro.Offered > obj.MaxOffered || q.MaxOffered > obj.MaxOffered || q.Macro.AbstainRecall < obj.MinAbstain {
 					continue
 				}
-				if q.Macro.Accuracy >= p.Macro.Accuracy-obj.Tolerance && q.Macro.Offered < res.Chosen.Macro.Offered {
+				if q.Macro.Accuracy >= p.Macro.Accuracy-obj.Tolerance && q.Macro.Hit >= p.Macro.Hit && q.Macro.Offered < res.Chosen.Macro.Offered {
 					res.Chosen = q
 				}
 			}

@@ -20,14 +20,14 @@ func TestFastSelectMatchesPolicy(t *testing.T) {
 			if s < 0 {
 				s = 0
 			}
-			hits[j] = thresholds.Candidate{Name: fmt.Sprintf("t%02d", j), Score: s}
+			hits[j] = thresholds.Candidate{Name: fmt.Sprintf("t%02d", j), Score: s, Dense: rng.Float64() * 0.5}
 		}
 		unmatched := make([]bool, len(hits))
 		for j := range unmatched {
 			unmatched[j] = rng.IntN(3) == 0
 		}
 		min := float64(rng.IntN(100)) / 100
-		l := thresholds.Levels{Min: min, ColdMin: min, Relative: float64(rng.IntN(11)) / 10, MaxTools: 1 + rng.IntN(8), Noise: float64(rng.IntN(5)) / 4}
+		l := thresholds.Levels{Min: min, ColdMin: min, Relative: float64(rng.IntN(11)) / 10, MaxTools: 1 + rng.IntN(8), Evidence: float64(rng.IntN(5)) / 10}
 		sel := thresholds.Policy{Levels: l}.Select(hits, thresholds.Context{Unmatched: func(name string) bool {
 			for j, h := range hits {
 				if h.Name == name {
@@ -161,4 +161,40 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// Of the settings within the tolerance of the best accuracy, the sweep
+// takes the one offering fewest tools among those that hit as often: it
+// does not buy fewer tools by saying "no tool fits" to answerable queries
+// (here minAnswerable 0.6 would: as accurate within 0.01, 1.7 tools
+// instead of 2, but a sixth of the answerable queries missed).
+func TestToleranceKeepsHits(t *testing.T) {
+	c := func(n string, s float64) thresholds.Candidate { return thresholds.Candidate{Name: n, Score: s} }
+	high, low := 0.9, 0.5
+	var qs []Query
+	for i := range 100 {
+		qs = append(qs, Query{Corpus: "x", ID: fmt.Sprintf("a%d", i), Relevant: []string{"good"}, Answerable: &high,
+			Hits: []thresholds.Candidate{c("good", 0.8), c("other", 0.1)}})
+	}
+	for i := range 21 {
+		qs = append(qs, Query{Corpus: "x", ID: fmt.Sprintf("b%d", i), Relevant: []string{"good"}, Answerable: &low,
+			Hits: []thresholds.Candidate{c("good", 0.4), c("other", 0.3)}})
+	}
+	for i := range 20 {
+		qs = append(qs, Query{Corpus: "x", ID: fmt.Sprintf("c%d", i), Relevant: []string{"good"}, Abstain: true, Answerable: &low,
+			Hits: []thresholds.Candidate{c("other", 0.4), c("more", 0.3)}})
+	}
+	g := Grid{Min: []float64{0}, Relative: []float64{0}, MaxTools: []int{2}, MinAnswerable: []float64{0, 0.6}, Mass: []float64{1, 0.8}}
+	res := Sweep(qs, g, Objective{MaxOffered: 3, Accuracy: true, Tolerance: 0.01}, nil)
+	if got := res.Chosen.Levels; got.MinAnswerable != 0 || got.Mass != 0.8 {
+		t.Fatalf("chosen %+v (hit %.3f, %.2f tools); want minAnswerable 0 and mass 0.8: as many hits, fewer tools", got, res.Chosen.Macro.Hit, res.Chosen.Macro.Offered)
+	}
+	if res.Chosen.Macro.Hit != 1 {
+		t.Errorf("chosen hit %.3f, want 1", res.Chosen.Macro.Hit)
+	}
+	// Without the tolerance, the most accurate setting.
+	res = Sweep(qs, g, Objective{MaxOffered: 3, Accuracy: true}, nil)
+	if got := res.Chosen.Levels; got.MinAnswerable != 0 {
+		t.Fatalf("without tolerance: chosen %+v", got)
+	}
 }

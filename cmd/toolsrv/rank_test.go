@@ -626,7 +626,7 @@ func TestRankLimitExplained(t *testing.T) {
 func TestRankExplainSuggests(t *testing.T) {
 	dir := rankFixture(t)
 	cache := t.TempDir()
-	const q = "is it sunny in Lyon"
+	const q = "is it sunny in Lyon today"
 	rank := func(args ...string) (int, string, string) {
 		return runCLIWith(t, "", nil, append([]string{"rank", "--tools", dir, "--cache", cache, "--no-usage"}, args...)...)
 	}

@@ -119,7 +119,7 @@ type tuneFlags struct {
 func (tf *tuneFlags) add(fs *flag.FlagSet) {
 	fs.Float64Var(&tf.maxOffered, "max-offered", 3, "objective: at most this many tools offered per answerable query (macro average)")
 	fs.Float64Var(&tf.minAbstain, "min-abstain", 0, "objective: at least this share of abstention queries answered \"no tool fits\"")
-	fs.Float64Var(&tf.tolerance, "tolerance", 0, "accuracy objective: of the settings within this of the best accuracy, take the one offering fewest tools (0.005: minAnswerable 0.70, mass 0.90, 1.8 tools instead of 2.4 on the training catalogs, but lower accuracy on the eval dev half)")
+	fs.Float64Var(&tf.tolerance, "tolerance", 0, "accuracy objective: of the settings within this of the best accuracy that hit no less often than it, take the one offering fewest tools (saying \"no tool fits\" to more answerable queries also offers fewer tools: that is no saving)")
 	fs.BoolVar(&tf.noLearned, "no-learned", false, "tune for rankings without the learned last step (the fixed fusion)")
 	fs.BoolVar(&tf.hardCap, "hard-cap", true, "with learned scores: no single answer offers more than --max-offered tools (so the average holds on any catalog, not only the tuning ones)")
 	fs.StringVar(&tf.objective, "objective", "accuracy", "accuracy: the most queries decided right (a relevant tool offered, or \"no tool fits\" when none serves them); recall: the most relevant tools offered (the version 1 objective)")
@@ -301,7 +301,7 @@ func printTuneReport(w io.Writer, tf *tuneFlags, tn tuned, obj tune.Objective, s
 	l := res.Chosen.Levels
 	fmt.Fprintf(w, "\nchosen: min %.2f, coldMin %.2f, relative %.2f, maxTools %d", l.Min, l.ColdMin, l.Relative, l.MaxTools)
 	if tn.learned {
-		fmt.Fprintf(w, ", minAnswerable %.2f, mass %.2f, noise %.2f (learned scores, %s)", l.MinAnswerable, l.Mass, l.Noise, tunedScores(true))
+		fmt.Fprintf(w, ", minAnswerable %.2f, mass %.2f, evidence %.2f (learned scores, %s)", l.MinAnswerable, l.Mass, l.Evidence, tunedScores(true))
 	}
 	fmt.Fprintf(w, "\ncoldMin: the lowest score at which the offered tools of a fixed %.0f%% of each corpus, treated as cold, are relevant at least half the time (%d such offers on the tuning part)\n", 100*tune.ColdShare, tn.coldOffers)
 	fmt.Fprintf(w, "\nheld-out part (%.0f%% of each corpus), chosen thresholds:\n%s", 100*split.HeldOut, tune.Table(res.HeldOut))
@@ -384,7 +384,7 @@ func showThresholds(env *cliEnv, ef *engineFlags, asJSON bool) int {
 	show := func(name string, l thresholds.Levels) {
 		fmt.Fprintf(env.stdout, "%-8s min %.2f, coldMin %.2f, relative %.2f, maxTools %d", name, l.Min, l.ColdMin, l.Relative, l.MaxTools)
 		if l.MinAnswerable > 0 || l.Mass > 0 {
-			fmt.Fprintf(env.stdout, ", minAnswerable %.2f, mass %.2f, noise %.2f", l.MinAnswerable, l.Mass, l.Noise)
+			fmt.Fprintf(env.stdout, ", minAnswerable %.2f, mass %.2f, evidence %.2f", l.MinAnswerable, l.Mass, l.Evidence)
 		}
 		fmt.Fprintln(env.stdout)
 	}

