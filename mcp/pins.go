@@ -173,6 +173,7 @@ var errNoPinsStore = errors.New("no pins file can be kept")
 // trustNew, is held (and recorded as held, for Approve). The answer maps
 // the held tools' names to why.
 func (p *Pins) check(ctx context.Context, file, server string, defs []Definition, trustNew bool) (map[string]*Held, error) {
+	defs = firstOfEachName(defs)
 	held := map[string]*Held{}
 	err := p.update(ctx, func(f *pinsFile) (bool, error) {
 		now := p.now().UTC()
@@ -236,6 +237,23 @@ func (p *Pins) check(ctx context.Context, file, server string, defs []Definition
 		return changed, nil
 	})
 	return held, err
+}
+
+// firstOfEachName is defs without the later definitions of a name already
+// defined: the registry keeps the first tool of a name a server offers
+// twice, so that one is the definition pinned and compared (pinning the
+// last one held the tool kept at every later start).
+func firstOfEachName(defs []Definition) []Definition {
+	seen := make(map[string]bool, len(defs))
+	out := defs[:0:0]
+	for _, d := range defs {
+		if seen[d.Name] {
+			continue
+		}
+		seen[d.Name] = true
+		out = append(out, d)
+	}
+	return out
 }
 
 // Approve pins the held definition of tool of server (of config file):

@@ -111,6 +111,40 @@ func TestPinsHoldChanges(t *testing.T) {
 // user's, a symlink; one that cannot be made at all is errNoPinsStore
 // (tools not pinned, with a warning). A file others may read is made
 // 0600.
+// A server that offers two tools of one name: the registry keeps the
+// first, so the first is the one pinned and compared. (Pinning the last
+// one held the kept tool at every start after the first.)
+func TestPinsDuplicateNames(t *testing.T) {
+	ctx := context.Background()
+	p := OpenPins(filepath.Join(t.TempDir(), "state", "toolsrv", PinsFile), quiet())
+	dup := func(first, second string) []Definition {
+		return []Definition{
+			{Name: "dup", Description: first, InputSchema: json.RawMessage(`{"type":"object"}`)},
+			{Name: "other", Description: "Other", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			{Name: "dup", Description: second, InputSchema: json.RawMessage(`{"type":"object"}`)},
+		}
+	}
+	for _, c := range []struct {
+		step, first, second, want string
+	}{
+		{"first sight", "first dup", "second dup", "[]"},
+		{"the same listing again", "first dup", "second dup", "[]"},
+		{"the second one changed (not the tool kept)", "first dup", "changed", "[]"},
+		{"the first one changed", "first, poisoned", "second dup", "[dup=changed]"},
+	} {
+		held, err := p.check(ctx, "/c.json", "s", dup(c.first, c.second), false)
+		if err != nil {
+			t.Fatalf("%s: %v", c.step, err)
+		}
+		if got := heldNames(held); got != c.want {
+			t.Errorf("%s: held %s, want %s", c.step, got, c.want)
+		}
+		if h := held["dup"]; h != nil && h.Now.Description != c.first {
+			t.Errorf("%s: held %q, want the first definition %q", c.step, h.Now.Description, c.first)
+		}
+	}
+}
+
 func TestPinsFileTrust(t *testing.T) {
 	ctx := context.Background()
 	defs := defsOf(map[string]string{"read": "Read a file"})
