@@ -132,6 +132,13 @@ func (b *bearer) require(next http.Handler) http.Handler {
 			return
 		}
 		b.refuse(r, why)
+		// The connection ends with the answer: the body is not waited
+		// for (net/http would read up to 256 KB of it, as slowly as a
+		// client sends it, with no deadline: a connection that never
+		// sends its declared body would be held for ever), nor is
+		// another request taken on it.
+		http.NewResponseController(w).SetReadDeadline(time.Now())
+		w.Header().Set("Connection", "close")
 		w.Header().Set("WWW-Authenticate", `Bearer realm="toolsrv"`)
 		http.Error(w, "401 Unauthorized: this MCP server needs the header \"Authorization: Bearer TOKEN\", TOKEN being "+
 			"the token toolsrv mcp --listen was given or made (it says where at start)", http.StatusUnauthorized)

@@ -5,10 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -346,6 +349,39 @@ func TestHTTPBearer(t *testing.T) {
 // (server/discover lists both); without a session a call cites the
 // find_tools answer it follows by its ID, and the usage history links the
 // two.
+// A request without the token that declares a body it never sends is
+// answered 401 and its connection closed: it is not held open waiting for
+// the body (the third hostile pass held 500 such connections for as long
+// as it liked), nor kept for another request.
+func TestHTTPRefusedConnectionCloses(t *testing.T) {
+	hs := newHTTPServer(t, HTTPOptions{}, nil)
+	u, err := url.Parse(hs.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, header string }{
+		{"no token", ""},
+		{"a wrong token", "Authorization: Bearer wrong-token-0123456789abcdef\r\n"},
+	} {
+		conn, err := net.Dial("tcp", u.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n%sContent-Length: 100000\r\n\r\n{\"jsonrpc\"", u.Host, c.header)
+		// The bound of a test that would otherwise hang, not a measure.
+		conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		got, err := io.ReadAll(conn)
+		conn.Close()
+		if err != nil {
+			t.Errorf("%s: the connection stayed open after the answer (%v); read %q", c.name, err, got)
+			continue
+		}
+		if !bytes.HasPrefix(got, []byte("HTTP/1.1 401")) {
+			t.Errorf("%s: answer %q, want 401", c.name, got)
+		}
+	}
+}
+
 func TestHTTPProtocols(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
 	defer cancel()

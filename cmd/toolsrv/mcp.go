@@ -176,7 +176,9 @@ func runMCP(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "toolsrv mcp:", err)
 		return 1
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// A connection that sends nothing more after its answer is closed
+	// after a while (an open event stream is a response, not idle).
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	hs.RegisterOnShutdown(h.Close) // (the event streams end with their sessions)
 	fmt.Fprintf(env.stderr, "toolsrv mcp: clients must send \"Authorization: Bearer TOKEN\": %s\n", token.where)
 	fmt.Fprintf(env.stderr, "toolsrv mcp: %d tools (revision %d); serving MCP on http://%s/mcp\n", len(cat.Tools), cat.Revision, ln.Addr())
