@@ -35,6 +35,12 @@ type Limits struct {
 	// must stay readable: neither is counted). A write past it gets
 	// ENOSPC, a read ENOBUFS.
 	MaxBuffered int
+	// AttachTimeout is how long a connection that must send the token
+	// (Options.Token: a TCP one) has to attach with it (10 s): one that
+	// has not by then is closed, so that peers without the token cannot
+	// hold MaxConns' connections, and the owner's clients out, by
+	// connecting and sending nothing.
+	AttachTimeout time.Duration
 	// Tool is the share of the server that tools get.
 	Tool ToolLimits
 }
@@ -88,6 +94,9 @@ func (l *Limits) setDefaults() {
 	}
 	if l.MaxBuffered <= 0 {
 		l.MaxBuffered = 32 << 20
+	}
+	if l.AttachTimeout <= 0 {
+		l.AttachTimeout = 10 * time.Second
 	}
 	t := &l.Tool
 	if t.Conns <= 0 {

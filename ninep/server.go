@@ -293,7 +293,19 @@ func (s *Server) serveConn(ctx context.Context, rwc io.ReadWriteCloser, acc Acce
 
 	var check func([]byte) error
 	if remote != "" {
-		check = func(aname []byte) error { return c.checkToken(aname, remote) }
+		// Until it attaches with the token, the connection has
+		// AttachTimeout; after that, as long as it likes.
+		dl, _ := rwc.(interface{ SetReadDeadline(time.Time) error })
+		if dl != nil {
+			dl.SetReadDeadline(time.Now().Add(l.AttachTimeout))
+		}
+		check = func(aname []byte) error {
+			err := c.checkToken(aname, remote)
+			if err == nil && dl != nil {
+				dl.SetReadDeadline(time.Time{})
+			}
+			return err
+		}
 	}
 	sh := newShim(rwc, cancel, msize, check)
 	srv := p9.NewServer(attacher{c}, p9.WithServerLogger(p9Logger{s}))

@@ -196,3 +196,36 @@ func TestTCPAttachWire(t *testing.T) {
 	c = session(t, frame(msgTattach, 2, cat(u32(1), u32(noFid), str9("me"), []byte{40, 0}, []byte("short"))))
 	wantErrno(t, c, linux.EINVAL)
 }
+
+// A TCP connection that does not attach with the token within
+// AttachTimeout is closed, so that peers without the token cannot hold the
+// server's connections (MaxConns) by sending nothing; one that attached
+// with it stays as long as it likes. (Neither figure is a speed: the test
+// waits past the timeout and checks what is still open.)
+func TestTCPAttachTimeout(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	e := newEnv(t, func(o *Options) {
+		o.Token = testToken
+		o.Limits.AttachTimeout = timeout
+	})
+	addr := e.listenTCP()
+	silent, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	cl, err := Connect(context.Background(), "tcp:"+addr, WithToken(testToken))
+	if err != nil {
+		t.Fatalf("with the token: %v", err)
+	}
+	defer cl.Close()
+	// The bound of a test that would otherwise hang, not a measure.
+	silent.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if n, err := silent.Read(make([]byte, 64)); err != io.EOF {
+		t.Fatalf("a connection that sent nothing: read %d bytes, %v; want it closed (EOF)", n, err)
+	}
+	time.Sleep(2 * timeout)
+	if got := strings.Join(entryNames(t, cl, "/"), " "); !strings.Contains(got, "tools") {
+		t.Errorf("ls / over TCP after the attach timeout, attached with the token: %q", got)
+	}
+}
