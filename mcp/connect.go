@@ -257,7 +257,13 @@ func (t *stdioTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	if proc.Unsandboxed() {
 		t.p.log.Warn("mcp server runs UNSANDBOXED")
 	}
-	return (&sdk.IOTransport{Reader: &jsonLines{r: bufio.NewReaderSize(proc.Stdout, 64<<10), c: proc.Stdout, bad: t.c.bad, bound: t.c.bound}, Writer: proc.Stdin}).Connect(ctx)
+	conn, err := (&sdk.IOTransport{Reader: &jsonLines{r: bufio.NewReaderSize(proc.Stdout, 64<<10), c: proc.Stdout, bad: t.c.bad, bound: t.c.bound}, Writer: proc.Stdin}).Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// A server that answers nothing to the 2026-07-28 revision's first
+	// request is still reached (discover.go).
+	return newDiscoverFallback(conn, discoverWait), nil
 }
 
 // packagePaths are the paths a stdio server may read because its command

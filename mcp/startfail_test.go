@@ -111,3 +111,31 @@ func TestStartFailures(t *testing.T) {
 		t.Errorf("npx with network: %q still suggests network", problem("npxonline"))
 	}
 }
+
+// A stdio server that answers nothing to a request it does not know (the
+// 2026-07-28 revision's server/discover, which the client sends first) is
+// reached all the same: the client takes the silence for "method not
+// found" after discoverWait and goes on with initialize, well within the
+// server's startTimeout (without that, the start failed with "no reply to
+// initialize" and the server offered nothing).
+func TestSilentServerIsReached(t *testing.T) {
+	cfgPath := writeConfig(t, map[string]any{
+		"silent": map[string]any{"command": mcpFixture(t), "args": []string{"-many", "3", "-silent"}, "startTimeout": "10s"},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
+	defer cancel()
+	eng := newEngine(t, ctx, cfgPath, ProviderOptions{}, engine.Options{NoThresholds: true})
+	var got []string
+	for _, tool := range eng.Catalog().Tools {
+		if strings.HasPrefix(tool.Name, "silent:") {
+			got = append(got, tool.Name)
+		}
+	}
+	if len(got) != 3 {
+		var problems []string
+		for _, p := range eng.Catalog().Problems {
+			problems = append(problems, p.Error())
+		}
+		t.Fatalf("tools of the silent server: %v, want 3; problems: %q", got, problems)
+	}
+}

@@ -8,7 +8,9 @@
 //	mcpfixture -many N       N tools named t0, t1, ...
 //
 // -page P splits tools/list into pages of P tools (0: one page); a call
-// of any tool answers "called NAME".
+// of any tool answers "called NAME". -silent answers nothing to a request
+// it does not know (server/discover among them), as some hand-written
+// servers do, where others answer an empty result.
 package main
 
 import (
@@ -24,6 +26,7 @@ func main() {
 	file := flag.String("tools", "", "a file holding the tools, a JSON array")
 	many := flag.Int("many", 0, "offer this many tools")
 	page := flag.Int("page", 0, "tools per page of tools/list (0: all)")
+	silent := flag.Bool("silent", false, "answer nothing to a request of an unknown method")
 	flag.Parse()
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(nil, 16<<20)
@@ -68,7 +71,9 @@ func main() {
 		case "tools/call":
 			answer(m.ID, map[string]any{"content": []any{map[string]any{"type": "text", "text": "called " + m.Params.Name}}})
 		default:
-			answer(m.ID, map[string]any{})
+			if !*silent {
+				answer(m.ID, map[string]any{})
+			}
 		}
 	}
 }
