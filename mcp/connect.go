@@ -168,6 +168,11 @@ func (c *conn) context(b *strings.Builder) {
 			fmt.Fprintf(b, "; its standard error ends: %s", tail)
 		}
 	}
+	if c.bad.wasTooLong() {
+		// The server then dies of the closed pipe: its own words (EPIPE)
+		// do not say why.
+		fmt.Fprintf(b, "; it sent a message of over %d MiB on standard output, which toolsrv does not read: the connection was closed (a list of tools that long must come in pages, with nextCursor)", maxLine>>20)
+	}
 	if n, first := c.bad.get(); n > 0 {
 		fmt.Fprintf(b, "; it wrote %d line(s) on standard output that are not JSON-RPC (first: %q): an MCP server must write only protocol messages there", n, first)
 	}
@@ -320,6 +325,7 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 				buf = append(buf, line...)
 			}
 			if len(buf) > maxLine {
+				j.bad.tooLong()
 				return 0, fmt.Errorf("a message of over %d bytes on standard output", maxLine)
 			}
 			line = buf
@@ -353,6 +359,20 @@ type garbage struct {
 	mu    sync.Mutex
 	n     int
 	first string
+	// oversize: a message past maxLine ended the connection.
+	oversize bool
+}
+
+func (g *garbage) tooLong() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.oversize = true
+}
+
+func (g *garbage) wasTooLong() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.oversize
 }
 
 func (g *garbage) add(line []byte) {

@@ -139,3 +139,29 @@ func TestSilentServerIsReached(t *testing.T) {
 		t.Fatalf("tools of the silent server: %v, want 3; problems: %q", got, problems)
 	}
 }
+
+// A stdio server that sends a message past the line bound (16 MiB) has
+// its connection closed, and the problem says so: the server then dies of
+// the closed pipe, and its own last words (EPIPE) would not say why.
+func TestOversizeMessageIsNamed(t *testing.T) {
+	toolsFile := filepath.Join(t.TempDir(), "tools.json")
+	huge := `[{"name": "huge", "description": "` + strings.Repeat("d", maxLine+1) + `", "inputSchema": {"type": "object"}}]`
+	if err := os.WriteFile(toolsFile, []byte(huge), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := writeConfig(t, map[string]any{
+		"huge": map[string]any{"command": mcpFixture(t), "args": []string{"-tools", toolsFile}, "startTimeout": "20s"},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
+	defer cancel()
+	eng := newEngine(t, ctx, cfgPath, ProviderOptions{}, engine.Options{NoThresholds: true})
+	var got []string
+	for _, p := range eng.Catalog().Problems {
+		if strings.HasPrefix(p.Error(), "mcp server huge (") {
+			got = append(got, p.Error())
+		}
+	}
+	if len(got) != 1 || !strings.Contains(got[0], "it sent a message of over 16 MiB on standard output") {
+		t.Errorf("problems of the server: %q; want one naming the message over 16 MiB", got)
+	}
+}
