@@ -25,7 +25,10 @@ const methodDiscover = "server/discover"
 // and the client would wait for the answer until the start timeout, then
 // give up on a server that would have answered initialize. The server's
 // own answer, if it comes after that, is dropped. Every other message
-// passes as it is.
+// passes as it is. A server slow to start (a package runner fetching its
+// package) that speaks both revisions is then spoken to in the earlier
+// one, which every server of today answers; one that speaks only
+// 2026-07-28 would need its answer within wait.
 type discoverFallback struct {
 	sdk.Connection
 	wait time.Duration
