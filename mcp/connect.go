@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -433,12 +434,57 @@ const streamRetries = 5
 // follows no redirect to another origin, so that neither those headers
 // nor an OAuth access token reach anyone but the server.
 func remoteClient(h map[string]string) *http.Client {
-	c := &http.Client{Transport: http.DefaultTransport, CheckRedirect: sameOriginRedirect}
+	var rt http.RoundTripper = http.DefaultTransport
 	if len(h) > 0 {
-		c.Transport = headerTransport{h: h, rt: http.DefaultTransport}
+		rt = headerTransport{h: h, rt: rt}
 	}
-	return c
+	return &http.Client{Transport: boundedTransport{rt: rt}, CheckRedirect: sameOriginRedirect}
 }
+
+// maxAnswer bounds one answer of a remote server that is not an event
+// stream (an event stream is bounded event by event by the SDK), as
+// maxLine bounds a stdio server's messages: the SDK reads a JSON answer
+// whole, and a hostile server could send gigabytes of one.
+const maxAnswer = maxLine
+
+// boundedTransport cuts the answers that are not event streams at
+// maxAnswer: reading past it is an error.
+type boundedTransport struct{ rt http.RoundTripper }
+
+func (t boundedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.rt.RoundTrip(r)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		resp.Body = &boundedBody{rc: resp.Body, left: maxAnswer}
+	}
+	return resp, nil
+}
+
+// boundedBody is an answer's body that fails past its bound.
+type boundedBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, errTooLong
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1] // one byte more tells a body of exactly the bound from a longer one
+	}
+	n, err := b.rc.Read(p)
+	if b.left -= int64(n); b.left < 0 {
+		return n - 1, errTooLong
+	}
+	return n, err
+}
+
+func (b *boundedBody) Close() error { return b.rc.Close() }
+
+var errTooLong = fmt.Errorf("the server's answer is over %d MiB: not read further", maxAnswer>>20)
 
 // sameOriginRedirect follows redirects within the first request's origin
 // only (scheme, host and port).
