@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolsrv/toolsrv/engine"
 	"github.com/toolsrv/toolsrv/registry"
@@ -139,4 +140,29 @@ func (w *warnings) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return strings.Join(w.msgs, "\n")
+}
+
+// A server that announces a changed list of tools without end (after
+// every tools/list) is listed again at most once a second (relistAfter):
+// it kept both cores busy before, listing again at once each time.
+func TestRelistIsBounded(t *testing.T) {
+	cfg := writeConfig(t, map[string]any{
+		"spam": map[string]any{"command": mcpFixture(t), "args": []string{"-many", "50", "-spam"}},
+	})
+	c, err := LoadConfig(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &syncBuffer{}
+	ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
+	defer cancel()
+	rp := runRemote(t, ctx, c.Servers[0], ProviderOptions{Runner: testRunner(t),
+		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	rp.waitTools(t, ctx)
+	// Not a measure of speed: a count over a span, whose bound holds on
+	// any machine (listing 50 tools takes far less than a second).
+	time.Sleep(3 * time.Second)
+	if n := strings.Count(log.String(), "mcp server tools listed"); n < 2 || n > 5 {
+		t.Errorf("listed %d times in about 3 s of list_changed without end; want 2 to 5 (once, then at most once a second)", n)
+	}
 }

@@ -241,10 +241,15 @@ func (p *Provider) session(ctx context.Context, source string, publish func(cont
 		p.log.Info("mcp server tools listed", "tools", len(tools), "held", len(held))
 		return nil
 	}
+	// When the last listing ended and how long it took (relistAfter).
+	var lastEnd time.Time
+	var lastTook time.Duration
 	list := func(timeout time.Duration) error {
 		lctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		var err error
+		began := time.Now()
+		defer func() { lastEnd = time.Now(); lastTook = lastEnd.Sub(began) }()
 		listed, defs, problems, err = p.list(lctx, sess, conn.bound)
 		if err != nil {
 			return conn.startFailure("tools/list", err, lctx.Err() != nil && ctx.Err() == nil, timeout)
@@ -263,6 +268,7 @@ func (p *Provider) session(ctx context.Context, source string, publish func(cont
 	poll := time.NewTicker(p.opts.PinsPoll)
 	defer poll.Stop()
 	stamp := p.pinsStamp()
+	var relist <-chan time.Time // a list_changed waiting out relistAfter
 	for {
 		select {
 		case <-ctx.Done():
@@ -270,6 +276,19 @@ func (p *Provider) session(ctx context.Context, source string, publish func(cont
 		case err := <-ended:
 			return fmt.Errorf("the server closed the connection: %s", conn.why(err))
 		case <-changed:
+			if relist != nil {
+				continue // (one is waiting already)
+			}
+			if wait := relistAfter(lastTook) - time.Since(lastEnd); wait > 0 {
+				relist = time.After(wait)
+				continue
+			}
+			if err := list(start); err != nil {
+				return err
+			}
+			stamp = p.pinsStamp()
+		case <-relist:
+			relist = nil
 			if err := list(start); err != nil {
 				return err
 			}
@@ -288,6 +307,15 @@ func (p *Provider) session(ctx context.Context, source string, publish func(cont
 			}
 		}
 	}
+}
+
+// relistAfter is how long after a listing that took took the server's
+// next list_changed is acted on: a second, or ten times as long as the
+// listing took, so that a server announcing changes without end (one did
+// so after every listing, and kept toolsrv's two cores busy) takes a tenth
+// of a core at most; the notifications meanwhile are one.
+func relistAfter(took time.Duration) time.Duration {
+	return max(time.Second, 10*took)
 }
 
 // Bounds on one server's listing: a hostile server could otherwise have

@@ -10,7 +10,8 @@
 // -page P splits tools/list into pages of P tools (0: one page); a call
 // of any tool answers "called NAME". -silent answers nothing to a request
 // it does not know (server/discover among them), as some hand-written
-// servers do, where others answer an empty result.
+// servers do, where others answer an empty result. -spam announces
+// notifications/tools/list_changed after every tools/list it answers.
 package main
 
 import (
@@ -27,6 +28,7 @@ func main() {
 	many := flag.Int("many", 0, "offer this many tools")
 	page := flag.Int("page", 0, "tools per page of tools/list (0: all)")
 	silent := flag.Bool("silent", false, "answer nothing to a request of an unknown method")
+	spam := flag.Bool("spam", false, "announce a changed list of tools after every tools/list")
 	flag.Parse()
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(nil, 16<<20)
@@ -68,6 +70,10 @@ func main() {
 				res["nextCursor"] = strconv.Itoa(next)
 			}
 			answer(m.ID, res)
+			if *spam {
+				out.WriteString(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n")
+				out.Flush()
+			}
 		case "tools/call":
 			answer(m.ID, map[string]any{"content": []any{map[string]any{"type": "text", "text": "called " + m.Params.Name}}})
 		default:
