@@ -12,7 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -29,33 +28,9 @@ type mcpListen struct {
 // test ends; it returns once the server says where it serves.
 func startMCPListen(t *testing.T, bin string, env []string, args ...string) *mcpListen {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := osexec.CommandContext(ctx, bin, append([]string{"mcp", "--listen", "127.0.0.1:0", "--no-cache"}, args...)...)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "LANG=C.UTF-8"}, env...)
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { cancel(); <-exited })
-	urlRE := regexp.MustCompile(`serving MCP on (http://\S+)`)
-	deadline := time.Now().Add(safetyNet)
-	for {
-		if m := urlRE.FindStringSubmatch(stderr.String()); m != nil {
-			return &mcpListen{url: m[1], stderr: stderr, pid: cmd.Process.Pid}
-		}
-		select {
-		case <-exited:
-			t.Fatalf("toolsrv mcp --listen exited before serving:\n%s", stderr)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("toolsrv mcp --listen never said where it serves:\n%s", stderr)
-		}
-	}
+	bg := startBackgroundServer(t, bin, t.TempDir(), env, regexp.MustCompile(`serving MCP on (http://\S+)`), "",
+		append([]string{"mcp", "--listen", "127.0.0.1:0", "--no-cache"}, args...)...)
+	return &mcpListen{url: bg.ready[1], stderr: bg.stderr, pid: bg.pid}
 }
 
 // bearerClient is an HTTP client that sends the bearer token.

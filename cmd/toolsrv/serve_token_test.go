@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/toolsrv/toolsrv/internal/testdeps"
 )
@@ -33,39 +32,9 @@ func startServe9P(t *testing.T, bin, home string, env []string, args ...string) 
 		home = t.TempDir()
 	}
 	sock := filepath.Join(t.TempDir(), "run", "9p.sock")
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := osexec.CommandContext(ctx, bin, append([]string{"serve", "--listen", "unix:" + sock, "--listen", "tcp:127.0.0.1:0", "--no-cache"}, args...)...)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LANG=C.UTF-8"}, env...)
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cancel()
-		<-exited
-		if t.Failed() {
-			t.Logf("toolsrv serve:\n%s", stderr)
-		}
-	})
-	portRE := regexp.MustCompile(`listening on (tcp:127\.0\.0\.1:[0-9]+)`)
-	deadline := time.Now().Add(safetyNet)
-	for {
-		if m := portRE.FindStringSubmatch(stderr.String()); m != nil && strings.Contains(stderr.String(), "clients:") {
-			return &serve9P{unix: "unix:" + sock, tcp: m[1], home: home, stderr: stderr, pid: cmd.Process.Pid}
-		}
-		select {
-		case <-exited:
-			t.Fatalf("toolsrv serve exited before serving:\n%s", stderr)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("toolsrv serve never served:\n%s", stderr)
-		}
-	}
+	bg := startBackgroundServer(t, bin, home, env, regexp.MustCompile(`listening on (tcp:127\.0\.0\.1:[0-9]+)`), "clients:",
+		append([]string{"serve", "--listen", "unix:" + sock, "--listen", "tcp:127.0.0.1:0", "--no-cache"}, args...)...)
+	return &serve9P{unix: "unix:" + sock, tcp: bg.ready[1], home: home, stderr: bg.stderr, pid: bg.pid}
 }
 
 // client runs "toolsrv 9p ARGS" with HOME home and env added.
