@@ -32,16 +32,6 @@ type Token struct {
 // the server.
 const OwnerPrincipal = "owner"
 
-// MinTokenLength is the shortest token taken: a short one can be guessed
-// by a client that may try as often as it likes.
-const MinTokenLength = token.MinLength
-
-// CheckToken says what is wrong with secret as a bearer token, or nil: at
-// least MinTokenLength characters, each a visible ASCII character that
-// an HTTP header carries as it is (RFC 6750's token68: letters, digits
-// and - . _ ~ + / =). (internal/token's Check.)
-func CheckToken(secret string) error { return token.Check(secret) }
-
 // Principal is who sent req over HTTP: the principal of the bearer token
 // it carried. It is "" for a request that came another way (standard
 // input and output: from the user who started the server).
@@ -77,7 +67,7 @@ func newBearer(tokens []Token, log *slog.Logger) (*bearer, error) {
 	}
 	b := &bearer{log: log}
 	for _, t := range tokens {
-		if err := CheckToken(t.Secret); err != nil {
+		if err := token.Check(t.Secret); err != nil {
 			return nil, err
 		}
 		if t.Principal == "" {

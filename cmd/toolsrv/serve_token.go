@@ -43,19 +43,28 @@ func stateFile(getenv func(string) string, name string) string {
 	return filepath.Join(filepath.Dir(usagedb.DefaultPath(getenv)), name)
 }
 
+// givenToken is the token of file (a --token-file), else of the variable
+// envVar; given is false when neither holds one.
+func givenToken(env *cliEnv, file, envVar string) (t listenToken, given bool, err error) {
+	if file != "" {
+		secret, err := token.ReadFile(file, os.Geteuid())
+		return listenToken{secret: secret, where: "TOKEN is the contents of " + file}, true, err
+	}
+	if secret := env.getenv(envVar); secret != "" {
+		if err := token.Check(secret); err != nil {
+			return listenToken{}, true, fmt.Errorf("$%s: %w", envVar, err)
+		}
+		return listenToken{secret: secret, where: "TOKEN is $" + envVar}, true, nil
+	}
+	return listenToken{}, false, nil
+}
+
 // serverToken is the token a server's clients must send (see
 // tokenSource); with neither a file nor the variable, the default file is
 // made if it is missing.
 func serverToken(env *cliEnv, src tokenSource) (listenToken, error) {
-	if src.file != "" {
-		t, err := token.ReadFile(src.file, os.Geteuid())
-		return listenToken{secret: t, where: "TOKEN is the contents of " + src.file}, err
-	}
-	if t := env.getenv(src.envVar); t != "" {
-		if err := token.Check(t); err != nil {
-			return listenToken{}, fmt.Errorf("$%s: %w", src.envVar, err)
-		}
-		return listenToken{secret: t, where: "TOKEN is $" + src.envVar}, nil
+	if t, given, err := givenToken(env, src.file, src.envVar); given || err != nil {
+		return t, err
 	}
 	path := stateFile(env.getenv, src.name)
 	t, made, err := token.MakeFile(path, os.Geteuid(), logger(env))
@@ -75,14 +84,8 @@ func serverToken(env *cliEnv, src tokenSource) (listenToken, error) {
 // it). "" when there is none: the server then refuses the attach, and the
 // command says where a token comes from.
 func clientToken(env *cliEnv, file string) (string, error) {
-	if file != "" {
-		return token.ReadFile(file, os.Geteuid())
-	}
-	if t := env.getenv(NinePTokenEnv); t != "" {
-		if err := token.Check(t); err != nil {
-			return "", fmt.Errorf("$%s: %w", NinePTokenEnv, err)
-		}
-		return t, nil
+	if t, given, err := givenToken(env, file, NinePTokenEnv); given || err != nil {
+		return t.secret, err
 	}
 	path := stateFile(env.getenv, ninePTokenName)
 	t, err := token.ReadFile(path, os.Geteuid())
