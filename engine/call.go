@@ -34,6 +34,9 @@ type CallRequest struct {
 	// call part of the usage history.
 	Answer  string `json:"answer,omitempty"`
 	Request string `json:"request,omitempty"`
+	// NoToolFits, instead of a call (no Tool), says that the request of
+	// Answer was answered without any tool (Engine.NoToolFits).
+	NoToolFits bool `json:"noToolFits,omitempty"`
 
 	// Caller says who calls (set by the transport); Context where and as
 	// whom the call runs.
@@ -42,7 +45,8 @@ type CallRequest struct {
 }
 
 // UnmarshalJSON reads a call request, with the older names "name" and
-// "answerId", and arguments written as JSON text.
+// "answerId", arguments written as JSON text, and "noToolFits" as true,
+// false or their text.
 func (c *CallRequest) UnmarshalJSON(b []byte) error {
 	var v struct {
 		Tool      *string         `json:"tool"`
@@ -51,11 +55,16 @@ func (c *CallRequest) UnmarshalJSON(b []byte) error {
 		Answer    *string         `json:"answer"`
 		AnswerID  *string         `json:"answerId"`
 		Request   *string         `json:"request"`
+		NoTool    json.RawMessage `json:"noToolFits"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	out := CallRequest{Tool: deref(v.Tool), Answer: deref(v.Answer), Request: deref(v.Request)}
+	none, err := boolMember("noToolFits", v.NoTool)
+	if err != nil {
+		return err
+	}
+	out := CallRequest{Tool: deref(v.Tool), Answer: deref(v.Answer), Request: deref(v.Request), NoToolFits: none}
 	if out.Tool == "" {
 		out.Tool = deref(v.Name)
 	}

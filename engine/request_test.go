@@ -93,6 +93,9 @@ func TestCallRequestJSON(t *testing.T) {
 		{`{"tool": "t", "arguments": {"a": 1}, "answer": "x", "request": "r"}`, CallRequest{Tool: "t", Arguments: json.RawMessage(`{"a": 1}`), Answer: "x", Request: "r"}},
 		{`{"name": "t", "answerId": "x"}`, CallRequest{Tool: "t", Answer: "x"}},
 		{`{"tool": "t", "arguments": "{\"a\": 1}"}`, CallRequest{Tool: "t", Arguments: json.RawMessage(`{"a": 1}`)}},
+		{`{"noToolFits": true, "answer": "x"}`, CallRequest{NoToolFits: true, Answer: "x"}},
+		{`{"noToolFits": " true "}`, CallRequest{NoToolFits: true}},
+		{`{"tool": "t", "noToolFits": false}`, CallRequest{Tool: "t"}},
 	} {
 		var got CallRequest
 		if err := json.Unmarshal([]byte(tc.in), &got); err != nil {
@@ -109,5 +112,8 @@ func TestCallRequestJSON(t *testing.T) {
 	var c CallRequest
 	if err := json.Unmarshal([]byte(`{"tool": 3}`), &c); err == nil {
 		t.Error(`{"tool": 3} was taken`)
+	}
+	if err := json.Unmarshal([]byte(`{"noToolFits": "maybe"}`), &c); err == nil || !strings.Contains(err.Error(), `"noToolFits" must be true or false`) {
+		t.Errorf(`{"noToolFits": "maybe"}: %v`, err)
 	}
 }

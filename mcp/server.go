@@ -212,15 +212,12 @@ func (s *Server) findTools(ctx context.Context, req *sdk.CallToolRequest) (*sdk.
 func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 	var c engine.CallRequest
 	if err := json.Unmarshal(orEmpty(req.Params.Arguments), &c); err != nil {
-		return errorResult("call_tool: the arguments must be an object {\"tool\": \"...\", \"arguments\": {...}}: %v", err), nil
+		return errorResult("call_tool: its arguments: %v (want an object {\"tool\": \"...\", \"arguments\": {...}}, or {\"noToolFits\": true})", err), nil
 	}
-	none, err := noToolFits(orEmpty(req.Params.Arguments))
 	switch {
-	case err != nil:
-		return errorResult("call_tool: %v", err), nil
-	case none && c.Tool != "":
+	case c.NoToolFits && c.Tool != "":
 		return errorResult("call_tool: give either \"tool\" (a call) or \"noToolFits\": true (no tool was called), not both"), nil
-	case none:
+	case c.NoToolFits:
 		if err := s.opts.Engine.NoToolFits(s.caller(req), c.Answer); err != nil {
 			return errorResult("call_tool: %v", err), nil
 		}
@@ -229,28 +226,6 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 		return errorResult("call_tool: \"tool\" is required: a tool name that find_tools returned (or \"noToolFits\": true when you answered without one)"), nil
 	}
 	return s.call(ctx, req, c), nil
-}
-
-// noToolFits reads call_tool's "noToolFits": true or false, or their
-// text; absent is false.
-func noToolFits(args []byte) (bool, error) {
-	var v struct {
-		NoToolFits any `json:"noToolFits"`
-	}
-	if err := json.Unmarshal(args, &v); err != nil {
-		return false, nil // the call's own decoding says what is wrong
-	}
-	switch x := v.NoToolFits.(type) {
-	case nil:
-		return false, nil
-	case bool:
-		return x, nil
-	case string:
-		if b, err := strconv.ParseBool(strings.TrimSpace(x)); err == nil {
-			return b, nil
-		}
-	}
-	return false, errors.New(`"noToolFits" must be true or false`)
 }
 
 // caller is who asks with req: an MCP client, its session named by this
