@@ -20,8 +20,10 @@
 //     and for a tool's document. Camel-case split, every word kept, plural
 //     endings folded ([Plural]), then a short list of function words
 //     ([IndexStopwords]) dropped; class terms, each followed by the digits
-//     it stands for; a message's runs of 2–4 stop words as phrases, a
-//     document's only when they make a whole part of its text (a keyword).
+//     it stands for; a message's runs of 2–4 stop words as phrases
+//     ([IndexDocument]: a document's only when they make a whole part of
+//     its text; the index analyses a tool's keywords as a message, so
+//     every run in a keyword gives its phrases).
 //     A message's class terms, digits and phrases count only where the
 //     catalog has them ([Optional]).
 //   - [Table]: the built-in embedder's table. Camel-case split also after a

@@ -21,8 +21,9 @@ func FromRanking(r index.Ranking) []Candidate {
 // evidence: no lexical score (no word of the message in a weighted field),
 // not named, nothing from the usage history (Context.Unmatched).
 func UnmatchedIn(r index.Ranking) func(string) bool {
-	// Built at the first question: Select asks only with a noise cut in
-	// force, and every ranking makes a Context.
+	// Built at the first question: Select asks only for a tool after the
+	// first (the noise rule) or below the evidence level, and every
+	// ranking makes a Context.
 	var set map[string]bool
 	return func(name string) bool {
 		if set == nil {
