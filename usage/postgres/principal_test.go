@@ -189,8 +189,14 @@ func TestOwnerEvictedLast(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A client that names itself like the owner's stored principal
+	// (ID/mcp:x/owner) is no owner.
 	for i := range 20 {
-		if err := s.Record(ctx, usage.Event{Request: fmt.Sprint("flood ", i), Tool: "t", OK: true, Principal: "mcp:flood", Time: t0.Add(time.Duration(10+i) * time.Second)}); err != nil {
+		p := "mcp:flood"
+		if i%2 == 1 {
+			p = usage.MCPClient("x/owner")
+		}
+		if err := s.Record(ctx, usage.Event{Request: fmt.Sprint("flood ", i), Tool: "t", OK: true, Principal: p, Time: t0.Add(time.Duration(10+i) * time.Second)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -203,7 +209,7 @@ func TestOwnerEvictedLast(t *testing.T) {
 		switch e.Key.Principal {
 		case usage.Owner:
 			owner++
-		case "mcp:flood":
+		default:
 			flood++
 		}
 	}

@@ -255,11 +255,11 @@ func (s *store) enforce(w *pgx.Batch, v int64, now time.Time, grown map[usage.Ke
 	if o.PerTool > 0 {
 		for t := range tools {
 			evict(`hash IN (SELECT hash FROM toolsrv_usage_entries WHERE namespace = $1 AND tool = $3
-				ORDER BY principal LIKE '%/owner' DESC, last DESC, id DESC OFFSET $4)`, t, o.PerTool)
+				ORDER BY principal ~ '^[^/]*/owner$' DESC, last DESC, id DESC OFFSET $4)`, t, o.PerTool)
 		}
 	}
 	if o.Total > 0 {
-		evict(`hash IN (SELECT hash FROM toolsrv_usage_entries WHERE namespace = $1 ORDER BY principal LIKE '%/owner', last, id
+		evict(`hash IN (SELECT hash FROM toolsrv_usage_entries WHERE namespace = $1 ORDER BY principal ~ '^[^/]*/owner$', last, id
 			LIMIT greatest(0, (SELECT entries FROM toolsrv_usage_ns WHERE namespace = $1) - $3))`, o.Total)
 	}
 }
