@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/toolsrv/toolsrv/usage"
 )
 
 // answers is the engine's memory of its answers: each by ID, and per
@@ -37,11 +39,17 @@ type answers struct {
 // session asks about a few things an hour; twenty calls, each claiming
 // another wording of one request, are what a hostile page can make an
 // agent do.
+//
+// New sessions of one principal (its unit, usage.Unit) share a second,
+// larger bound, so that opening sessions does not renew the allowance:
+// unitBurst at once, one more every unitRefill (about 60 an hour).
 const (
 	sessionBurst  = 5
 	sessionRefill = 3 * time.Minute
 	sessionSeen   = 64
 	sessionKept   = 4096
+	unitBurst     = 20
+	unitRefill    = time.Minute
 )
 
 // boundKey is one session of one principal (a client that names no
@@ -112,7 +120,26 @@ func (m *answers) admit(c Caller, principal, request, tool string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	k := boundKey{keyOf(c), principal}
+	b := m.bucket(boundKey{keyOf(c), principal}, sessionBurst, sessionRefill, now)
+	pair := tool + "\x00" + request
+	if b.seen[pair] {
+		return true
+	}
+	u := m.bucket(boundKey{principal: "unit:" + usage.Unit(principal)}, unitBurst, unitRefill, now)
+	if b.tokens < 1 || u.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	u.tokens--
+	if len(b.seen) < sessionSeen {
+		b.seen[pair] = true
+	}
+	return true
+}
+
+// bucket is k's bound (made full when new, the least recently used one
+// forgotten past sessionKept), its tokens counted up to now.
+func (m *answers) bucket(k boundKey, burst float64, refill time.Duration, now time.Time) *bound {
 	b := m.bounds[k]
 	if b == nil {
 		if len(m.bounds) >= sessionKept {
@@ -125,23 +152,12 @@ func (m *answers) admit(c Caller, principal, request, tool string) bool {
 			}
 			delete(m.bounds, oldest)
 		}
-		b = &bound{tokens: sessionBurst, at: now, seen: map[string]bool{}}
+		b = &bound{tokens: burst, at: now, seen: map[string]bool{}}
 		m.bounds[k] = b
 	}
-	b.tokens = min(sessionBurst, b.tokens+float64(now.Sub(b.at))/float64(sessionRefill))
+	b.tokens = min(burst, b.tokens+float64(now.Sub(b.at))/float64(refill))
 	b.at = now
-	pair := tool + "\x00" + request
-	if b.seen[pair] {
-		return true
-	}
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	if len(b.seen) < sessionSeen {
-		b.seen[pair] = true
-	}
-	return true
+	return b
 }
 
 // settle returns a copy of the answer a client says it answered without

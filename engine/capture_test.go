@@ -80,6 +80,19 @@ func TestCaptureRule(t *testing.T) {
 		request          string // CallRequest.Request
 		args             string
 	}
+	// One client in six sessions, five new requests in each: its sessions
+	// share its allowance (unitBurst, 20), so the last ten are not taken.
+	var churn []step
+	var churnWant []string
+	for i := range 30 {
+		who := engine.Caller{Transport: "9p", Client: "9p:c", Session: fmt.Sprint("s", i/5), Agent: "c"}
+		req := fmt.Sprint("churn ", i)
+		churn = append(churn, step{call: "disk_usage", who: who, request: req})
+		if i < 20 {
+			churnWant = append(churnWant, fmt.Sprintf("%s → disk_usage true [] 9p/c 9p:c", req))
+		}
+	}
+
 	for _, tc := range []struct {
 		name  string
 		steps []step
@@ -152,6 +165,7 @@ func TestCaptureRule(t *testing.T) {
 			"disk 7 → disk_usage true [] cli/ owner", "disk 8 → disk_usage true [] cli/ owner", "disk 9 → disk_usage true [] cli/ owner",
 			"disk 10 → disk_usage true [] cli/ owner", "disk 11 → disk_usage true [] cli/ owner", "disk 12 → disk_usage true [] cli/ owner",
 		}},
+		{"new sessions of one client do not renew its allowance", churn, churnWant},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
