@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -73,6 +74,7 @@ type preparedHelper struct {
 	spec  prepSpec
 	h     *sandbox.Helper
 	tmp   string
+	tmpID dirStamp      // tmp as it was made (tmpIntact)
 	files []fileID      // the policy's paths as they were (fingerprint)
 	ready chan struct{} // closed when prepared or failed
 	err   error         // why it failed (set before ready closes)
@@ -156,8 +158,8 @@ func (r *Runner) takePrepared(ctx context.Context, spec prepSpec) *preparedHelpe
 		r.discardPrepared(ph)
 		return nil
 	}
-	if !slices.Equal(ph.files, policyFiles(spec.pol)) || !pidfdAlive(ph.h.PidFD) {
-		r.log.Debug("the prepared sandbox helper no longer fits its call (a path changed, or it ended); starting one for the call")
+	if !slices.Equal(ph.files, policyFiles(spec.pol)) || !tmpIntact(ph.tmp, ph.tmpID) || !pidfdAlive(ph.h.PidFD) {
+		r.log.Debug("the prepared sandbox helper no longer fits its call (a path changed, its temporary directory is not as made, or it ended); starting one for the call")
 		r.discardPrepared(ph)
 		return nil
 	}
@@ -213,6 +215,7 @@ func (r *Runner) prepare(ph *preparedHelper) {
 		return
 	}
 	ph.tmp = tmp
+	ph.tmpID = stampOf(tmp)
 	pol := ph.spec.pol
 	pol.TempDir = tmp
 	pj, err := json.Marshal(pol)
@@ -322,6 +325,54 @@ type fileID struct {
 	dev, ino uint64
 }
 
+// tmpIntact says whether a prepared helper's temporary directory is the
+// one made for it (was) and still empty. It is made before its call, and
+// where no tmpfs covers it (no mount namespace, or no TempSize) a tool
+// that may write where it lies could otherwise leave files in, or put
+// another directory in place of, the next call's TMPDIR. The inode alone
+// cannot tell: a directory made in place of a removed one may get its
+// number; its change time is its own.
+func tmpIntact(dir string, was dirStamp) bool {
+	if was == (dirStamp{}) || stampOf(dir) != was {
+		return false
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	_, err = f.Readdirnames(1)
+	return errors.Is(err, io.EOF)
+}
+
+// dirStamp is a directory's identity and last changes (stampOf).
+type dirStamp struct {
+	dev, ino     uint64
+	ctime, mtime syscall.Timespec
+}
+
+// stampOf is dir's stamp (zero: not to be had).
+func stampOf(dir string) dirStamp {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(dir, &st); err != nil {
+		return dirStamp{}
+	}
+	return dirStamp{dev: st.Dev, ino: st.Ino, ctime: st.Ctim, mtime: st.Mtim}
+}
+
+// idOf is the file path names now (no inode: not there; all ones: there,
+// but not to be looked at).
+func idOf(path string) fileID {
+	id := fileID{path: path}
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err == nil {
+		id.dev, id.ino = st.Dev, st.Ino
+	} else if !errors.Is(err, syscall.ENOENT) {
+		id.ino = ^uint64(0)
+	}
+	return id
+}
+
 // policyFiles are the files the paths of pol name now, but for the system
 // paths (the rules of a prepared helper hold the inodes they had).
 func policyFiles(pol sandbox.Policy) []fileID {
@@ -331,14 +382,7 @@ func policyFiles(pol sandbox.Policy) []fileID {
 	paths = append(paths, pol.Protect...)
 	out := make([]fileID, 0, len(paths))
 	for _, p := range paths {
-		id := fileID{path: p}
-		var st syscall.Stat_t
-		if err := syscall.Stat(p, &st); err == nil {
-			id.dev, id.ino = st.Dev, st.Ino
-		} else if !errors.Is(err, syscall.ENOENT) {
-			id.ino = ^uint64(0) // there, but not to be looked at
-		}
-		out = append(out, id)
+		out = append(out, idOf(p))
 	}
 	return out
 }

@@ -173,6 +173,39 @@ func TestPreparedHelperOfAReplacedDirectory(t *testing.T) {
 	}
 }
 
+// A prepared helper's temporary directory is made before its call: one
+// that is not empty any more, or not the directory made, is not used (a
+// tool that may write where it lies could have left files for the next
+// call).
+func TestPreparedHelperOfATouchedTempDir(t *testing.T) {
+	f := newFixture(t)
+	f.add("ls", `{"description":"lists its temporary directory","cmd":"cat >/dev/null; ls -A \"$TMPDIR\""}`, "")
+	r := f.runner(func(o *Options) { o.Prepare = true; o.prepareEvery = false })
+	f.mustOK(f.call(r, "ls", `{}`))
+	for _, touch := range []func(dir string) error{
+		func(dir string) error { return os.WriteFile(filepath.Join(dir, "planted"), []byte("x"), 0o644) },
+		func(dir string) error {
+			if err := os.Remove(dir); err != nil {
+				return err
+			}
+			return os.Mkdir(dir, 0o700)
+		},
+	} {
+		ph := preparedFor(t, r, "ls -A")
+		if err := touch(ph.tmp); err != nil {
+			t.Fatal(err)
+		}
+		used := r.prep.used.Load()
+		res := f.mustOK(f.call(r, "ls", `{}`))
+		if r.prep.used.Load() != used {
+			t.Error("the call ran on a helper whose temporary directory was touched after it was made")
+		}
+		if strings.Contains(string(res.Stdout), "planted") {
+			t.Errorf("the call saw a file left in its temporary directory: %q", res.Stdout)
+		}
+	}
+}
+
 // A changed definition (another command, other limits) never runs on what
 // was prepared for the old one.
 func TestPreparedHelperOfAChangedTool(t *testing.T) {
