@@ -286,11 +286,27 @@ func (r *Runner) discardPrepared(ph *preparedHelper) {
 // that is still exiting, and its removal took a quarter of a prepared
 // call); Close waits for those.
 func (r *Runner) removeTemp(dir string) {
-	if r.prep == nil {
+	p := r.prep
+	if p == nil {
 		os.RemoveAll(dir)
 		return
 	}
-	r.prep.removing.Go(func() { os.RemoveAll(dir) })
+	// After Close (which waits on removing) a call that ends removes its
+	// directory itself: an Add racing with that Wait is not allowed.
+	p.mu.Lock()
+	closed := p.closed
+	if !closed {
+		p.removing.Add(1)
+	}
+	p.mu.Unlock()
+	if closed {
+		os.RemoveAll(dir)
+		return
+	}
+	go func() {
+		defer p.removing.Done()
+		os.RemoveAll(dir)
+	}()
 }
 
 // Close discards the helpers prepared for calls that did not come
