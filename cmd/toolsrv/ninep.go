@@ -108,7 +108,7 @@ func run9P(ctx context.Context, env *cliEnv, args []string) int {
 		if err != nil {
 			hint := ""
 			if errors.Is(err, linux.EACCES) {
-				hint = "; give the server's token with --token-file FILE or $" + NinePTokenEnv + " (a server of yours with neither keeps it in " + stateFile(env.getenv, ninePTokenName) + ")"
+				hint = "; give the server's token with --token-file FILE or $" + NinePTokenEnv + " (a server of yours with neither keeps it in " + stateFile(env, ninePTokenName) + ")"
 			}
 			fmt.Fprintf(env.stderr, "toolsrv 9p: %v%s%s\n", err, hint, interrupted(ctx, *addr))
 			return 1

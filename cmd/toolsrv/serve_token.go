@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/toolsrv/toolsrv/internal/token"
-	usagedb "github.com/toolsrv/toolsrv/usage"
 )
 
 // NinePTokenEnv is the environment variable that may hold the token of
@@ -39,9 +38,7 @@ type tokenSource struct {
 }
 
 // stateFile is the path of name in toolsrv's private state directory.
-func stateFile(getenv func(string) string, name string) string {
-	return filepath.Join(filepath.Dir(usagedb.DefaultPath(getenv)), name)
-}
+func stateFile(env *cliEnv, name string) string { return filepath.Join(stateDir(env), name) }
 
 // givenToken is the token of file (a --token-file), else of the variable
 // envVar; given is false when neither holds one.
@@ -66,7 +63,7 @@ func serverToken(env *cliEnv, src tokenSource) (listenToken, error) {
 	if t, given, err := givenToken(env, src.file, src.envVar); given || err != nil {
 		return t, err
 	}
-	path := stateFile(env.getenv, src.name)
+	path := stateFile(env, src.name)
 	t, made, err := token.MakeFile(path, os.Geteuid(), logger(env))
 	if err != nil {
 		return listenToken{}, fmt.Errorf("%w (or give a token with --token-file or $%s)", err, src.envVar)
@@ -87,7 +84,7 @@ func clientToken(env *cliEnv, file string) (string, error) {
 	if t, given, err := givenToken(env, file, NinePTokenEnv); given || err != nil {
 		return t.secret, err
 	}
-	path := stateFile(env.getenv, ninePTokenName)
+	path := stateFile(env, ninePTokenName)
 	t, err := token.ReadFile(path, os.Geteuid())
 	if err != nil {
 		if _, serr := os.Lstat(path); errors.Is(serr, fs.ErrNotExist) {
