@@ -38,13 +38,19 @@ import (
 //   - Landlock's rules hold the inodes the paths had when the helper was
 //     prepared, and the mounts were made over them: at the call, every
 //     path of the policy but the system ones must still be the same file
-//     (device and inode) or the preparation is thrown away;
+//     (device and inode) or the preparation is thrown away (a file made in
+//     place of a removed one may reuse its inode: the call then fails
+//     closed, Landlock's rule holding the removed one); its temporary
+//     directory must be as made and empty (tmpIntact);
 //   - a prepared helper runs nothing and holds nothing of a call: its
 //     environment is empty, its descriptors are its standard streams (new
 //     pipes), the status and order pipes; it is not dumpable and its
-//     capabilities are dropped (see sandbox.HelperMain); it is in a PID
-//     namespace of its own (a tool that sees the host's processes cannot
-//     signal or trace it: Landlock's scoping, which hostProcesses needs);
+//     capabilities are dropped (see sandbox.HelperMain); where calls have
+//     namespaces it is in a PID namespace of its own (a tool that sees the
+//     host's processes cannot signal or trace it: Landlock's scoping,
+//     which hostProcesses needs). Without namespaces, on Landlock ABI < 6,
+//     a confined tool could signal it (the call it was prepared for then
+//     waits out its timeout): a known gap;
 //   - an unused one is discarded after preparedIdle, the least recently
 //     used beyond preparedMax, all of them at Close; a server that dies
 //     takes them along (their parent-death signal, and their order pipe
