@@ -48,9 +48,9 @@ import (
 //     capabilities are dropped (see sandbox.HelperMain); where calls have
 //     namespaces it is in a PID namespace of its own (a tool that sees the
 //     host's processes cannot signal or trace it: Landlock's scoping,
-//     which hostProcesses needs). Without namespaces, on Landlock ABI < 6,
-//     a confined tool could signal it (the call it was prepared for then
-//     waits out its timeout): a known gap;
+//     which hostProcesses needs). Without namespaces helpers are prepared
+//     only from Landlock ABI 6, whose scoping keeps a confined tool from
+//     signalling them; below it each call starts its own (preparable);
 //   - an unused one is discarded after preparedIdle, the least recently
 //     used beyond preparedMax, all of them at Close; a server that dies
 //     takes them along (their parent-death signal, and their order pipe

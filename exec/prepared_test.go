@@ -72,6 +72,53 @@ func TestPreparedHelpersServeCalls(t *testing.T) {
 	}
 }
 
+// Without namespaces, on a kernel whose Landlock cannot keep a tool from
+// signalling other processes (ABI < 6), a helper prepared for one call
+// would wait in reach of every other call's tool: none is prepared, each
+// call starts its own. With namespaces, or from ABI 6, they are.
+func TestPreparedHelpersOnlyOutOfReach(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		iso      Isolation
+		abi      int
+		prepared bool
+	}{
+		{"no namespaces, ABI 5", IsolationNone, 5, false},
+		{"no namespaces, ABI 6", IsolationNone, 6, true},
+		{"namespaces, ABI 5", IsolationNamespaces, 5, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if abi, _ := LandlockABI(); abi < c.abi {
+				t.Skipf("Landlock ABI %d: the case needs %d", abi, c.abi)
+			}
+			f := newFixture(t)
+			f.add("who", `{"description":"says who runs it"}`, "#!/bin/sh\ncat >/dev/null\necho ok\n")
+			r := f.runner(func(o *Options) {
+				o.Isolation = c.iso
+				o.Prepare = true
+				o.prepareEvery = false
+				o.landlockABI = func() (int, error) { return c.abi, nil }
+			})
+			for range 3 {
+				f.mustOK(f.call(r, "who", `{}`))
+				if c.prepared {
+					preparedFor(t, r, filepath.Join(f.tools, "who"))
+				}
+			}
+			r.prep.mu.Lock()
+			kept := len(r.prep.byKey)
+			r.prep.mu.Unlock()
+			used := r.prep.used.Load()
+			if c.prepared && used != 2 {
+				t.Errorf("%d calls ran on a prepared helper, want 2", used)
+			}
+			if !c.prepared && (used != 0 || kept != 0) {
+				t.Errorf("%d calls ran on a prepared helper and %d are kept, want none", used, kept)
+			}
+		})
+	}
+}
+
 // Nothing of one call reaches the next through a prepared helper: not its
 // temporary directory and what it wrote there, not a process it left
 // running, not its environment, not its PID namespace.

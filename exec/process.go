@@ -59,21 +59,22 @@ func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc Cal
 // (Options.Prepare, prepared.go) when the runner has one, else one
 // started for it. It returns the call's policy.
 func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, cc CallContext, protect []string, sandboxed bool, timeout time.Duration, lim Limits) (sandbox.Policy, *Result, outcome, error) {
-	if r.prep != nil && sandboxed {
-		pol := r.callPolicy(t, cc.WorkDir, "", protect, sandboxed, lim)
-		ns, host := r.namespacesFor(t, pol)
+	pol := r.callPolicy(t, cc.WorkDir, "", protect, sandboxed, lim)
+	ns, host := r.namespacesFor(t, pol)
+	if r.prep != nil && sandboxed && r.preparable(ns) {
+		pp := pol
 		if !ns && r.iso.root {
-			pol.Processes = 0 // root is exempt from RLIMIT_NPROC: only a PID namespace limits it
+			pp.Processes = 0 // root is exempt from RLIMIT_NPROC: only a PID namespace limits it
 		}
-		spec := r.callSpec(t.Command.Argv, cc.WorkDir, pol, ns, host)
+		spec := r.callSpec(t.Command.Argv, cc.WorkDir, pp, ns, host)
 		if ph := r.takePrepared(ctx, spec); ph != nil {
 			defer r.removeTemp(ph.tmp)
-			pol.TempDir = ph.tmp
+			pp.TempDir = ph.tmp
 			if err := ph.h.Go(r.toolEnv(t, cc, ph.tmp, true)); err == nil {
 				hp := r.liveHelper(ph.h, cc)
 				r.prepareNext(spec)
-				res, st, err := r.supervise(ctx, t.Name, stdin, hp, pol.Unconfined, timeout)
-				return pol, res, st, err
+				res, st, err := r.supervise(ctx, t.Name, stdin, hp, pp.Unconfined, timeout)
+				return pp, res, st, err
 			} else {
 				r.log.Debug("the prepared sandbox helper is gone; starting another", "err", err)
 			}
@@ -85,9 +86,20 @@ func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, 
 		return sandbox.Policy{}, nil, outcome{}, fmt.Errorf("making the call's temporary directory: %w", err)
 	}
 	defer r.removeTemp(tmp)
-	pol := r.callPolicy(t, cc.WorkDir, tmp, protect, sandboxed, lim)
-	res, st, err := r.start(ctx, t, stdin, cc, pol, timeout)
+	pol.TempDir = tmp
+	res, st, err := r.start(ctx, t, stdin, cc, pol, timeout, ns, host)
 	return pol, res, st, err
+}
+
+// preparable says whether calls (with namespaces: ns) may run on prepared
+// helpers. A prepared helper waits, up to preparedIdle, beside the calls
+// of other tools: in a PID namespace of its own where calls have
+// namespaces, else seen by every tool, which Landlock keeps from
+// signalling it only from ABI 6 (its signal scoping). Below that, without
+// namespaces, a tool could stop the helper prepared for another's call,
+// so every call starts its own, as without Options.Prepare.
+func (r *Runner) preparable(ns bool) bool {
+	return ns || r.abi >= scopedSignalsABI
 }
 
 // callPolicy is the sandbox policy of a call of t in workdir (resolved)
@@ -111,11 +123,11 @@ type outcome struct {
 	timedOut bool
 }
 
-// start runs the helper for one call and waits for it. With IsolationAuto,
+// start runs the helper for one call (ns and host from namespacesFor) and
+// waits for it. With IsolationAuto,
 // a kernel that refuses the namespaces gets the call retried without them
 // (and every later call goes without).
-func (r *Runner) start(ctx context.Context, t *registry.Tool, stdin []byte, cc CallContext, pol sandbox.Policy, timeout time.Duration) (*Result, outcome, error) {
-	ns, host := r.namespacesFor(t, pol)
+func (r *Runner) start(ctx context.Context, t *registry.Tool, stdin []byte, cc CallContext, pol sandbox.Policy, timeout time.Duration, ns, host bool) (*Result, outcome, error) {
 	if !ns && r.iso.root {
 		pol.Processes = 0 // root is exempt from RLIMIT_NPROC: only a PID namespace limits it
 	}
