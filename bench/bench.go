@@ -536,23 +536,8 @@ func firstProblem(cat *registry.Catalog) string {
 }
 
 func timeRank(ctx context.Context, ix *index.Index, qs []string, mode index.Mode, fixed bool) (Latency, error) {
-	var out []time.Duration
-	runtime.GC()
-	for i, q := range withWarmup(qs) {
-		s := time.Now()
-		r, err := ix.Rank(ctx, index.Query{Text: q, K: 10, Mode: mode, NoLastStep: fixed})
-		d := time.Since(s)
-		if err != nil {
-			return Latency{}, err
-		}
-		if mode != index.Lexical && r.Degraded {
-			return Latency{}, fmt.Errorf("ranking is degraded (%s): the benchmark needs the embedder working", r.Reason)
-		}
-		if i >= warmups(len(qs)) {
-			out = append(out, d)
-		}
-	}
-	return Summarize(out), nil
+	ts, _, err := rankEach(ctx, ix, qs, index.Query{K: 10, Mode: mode, NoLastStep: fixed})
+	return Summarize(ts), err
 }
 
 // timePruning times the hybrid top-10 ranking of every query pruned (the
@@ -561,37 +546,47 @@ func timeRank(ctx context.Context, ix *index.Index, qs []string, mode index.Mode
 // Two passes, not one alternating: a ranking that scores every tool reads
 // all the float32 vectors, which leaves the next pruned one's caches cold.
 func timePruning(ctx context.Context, ix *index.Index, qs []string) (pruned, all Latency, differ int, err error) {
-	var hits [][]index.Hit
-	for _, exhaustive := range []bool{false, true} {
-		var ts []time.Duration
-		runtime.GC()
-		for i, q := range withWarmup(qs) {
-			s := time.Now()
-			r, err := ix.Rank(ctx, index.Query{Text: q, K: 10, Exhaustive: exhaustive})
-			d := time.Since(s)
-			if err != nil {
-				return pruned, all, 0, err
-			}
-			if r.Degraded {
-				return pruned, all, 0, fmt.Errorf("ranking is degraded (%s): the benchmark needs the embedder working", r.Reason)
-			}
-			if i < warmups(len(qs)) {
-				continue
-			}
-			ts = append(ts, d)
-			if !exhaustive {
-				hits = append(hits, r.Hits)
-			} else if !slices.Equal(hits[i-warmups(len(qs))], r.Hits) {
-				differ++
-			}
-		}
-		if exhaustive {
-			all = Summarize(ts)
-		} else {
-			pruned = Summarize(ts)
+	pt, ph, err := rankEach(ctx, ix, qs, index.Query{K: 10})
+	if err != nil {
+		return pruned, all, 0, err
+	}
+	at, ah, err := rankEach(ctx, ix, qs, index.Query{K: 10, Exhaustive: true})
+	if err != nil {
+		return pruned, all, 0, err
+	}
+	for i := range ph {
+		if !slices.Equal(ph[i], ah[i]) {
+			differ++
 		}
 	}
-	return pruned, all, differ, nil
+	return Summarize(pt), Summarize(at), differ, nil
+}
+
+// rankEach ranks each query of qs with q's options, after the first few
+// (withWarmup) ranked once more untimed, and returns each timed ranking's
+// time and hits. A ranking that needs the embedder (any mode but Lexical)
+// fails if it is degraded.
+func rankEach(ctx context.Context, ix *index.Index, qs []string, q index.Query) ([]time.Duration, [][]index.Hit, error) {
+	var ts []time.Duration
+	var hits [][]index.Hit
+	runtime.GC()
+	for i, text := range withWarmup(qs) {
+		q.Text = text
+		s := time.Now()
+		r, err := ix.Rank(ctx, q)
+		d := time.Since(s)
+		if err != nil {
+			return nil, nil, err
+		}
+		if q.Mode != index.Lexical && r.Degraded {
+			return nil, nil, fmt.Errorf("ranking is degraded (%s): the benchmark needs the embedder working", r.Reason)
+		}
+		if i >= warmups(len(qs)) {
+			ts = append(ts, d)
+			hits = append(hits, r.Hits)
+		}
+	}
+	return ts, hits, nil
 }
 
 func chromemCollection(ctx context.Context, vecs [][]float32) (*chromem.Collection, error) {
