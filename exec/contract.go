@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -92,6 +93,15 @@ type Options struct {
 	// instead of starting one. Whoever prestarted it discards it if no
 	// call took it (Helper.Discard).
 	Prestarted *sandbox.Helper
+	// Recalled is a helper prepared, before the call was known, from the
+	// recipe of an earlier call of the same tool (sandbox.Recall: toolsrv
+	// call's). The first call whose own recipe is the same in every field
+	// takes it, if it still fits (sandbox.Recalled.Take); whoever recalled
+	// it discards it if no call took it. Remember, if set, is given the
+	// recipe of every call that could run on such a helper, to be
+	// recalled next time.
+	Recalled *sandbox.Recalled
+	Remember func(sandbox.Recipe)
 	// Prepare keeps, for each tool and policy called, a helper prepared
 	// for its next call (prepared.go): a resident server's calls then pay
 	// only for their tool's own start. Close discards them.
@@ -209,6 +219,8 @@ type Runner struct {
 	budgetSize int64
 
 	prep *preparer // nil without Options.Prepare
+	// recalled is Options.Recalled until a call takes it.
+	recalled atomic.Pointer[sandbox.Recalled]
 
 	warned sync.Map // keys of the warnings said already (warnOnce)
 }
@@ -303,6 +315,7 @@ func NewRunner(opts Options) (*Runner, error) {
 	r := &Runner{opts: opts, log: opts.Logger, gates: newGates(), iso: newIsolation(opts.Isolation),
 		calls: newCallTable(), temp: tempDirs{root: opts.TempRoot, pid: os.Getpid()},
 		budget: semaphore.NewWeighted(opts.ProcessBudget), budgetSize: opts.ProcessBudget}
+	r.recalled.Store(opts.Recalled)
 	if opts.Prepare {
 		r.prep = newPreparer(opts.prepareIdle)
 	}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
+	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/toolsrv/toolsrv/exec/sandbox"
@@ -41,7 +41,7 @@ import (
 //     (device and inode) or the preparation is thrown away (a file made in
 //     place of a removed one may reuse its inode: the call then fails
 //     closed, Landlock's rule holding the removed one); its temporary
-//     directory must be as made and empty (tmpIntact);
+//     directory must be as made and empty (sandbox.TempIntact);
 //   - a prepared helper runs nothing and holds nothing of a call: its
 //     environment is empty, its descriptors are its standard streams (new
 //     pipes), the status and order pipes; it is not dumpable and its
@@ -80,10 +80,10 @@ type preparedHelper struct {
 	spec  prepSpec
 	h     *sandbox.Helper
 	tmp   string
-	tmpID dirStamp      // tmp as it was made (tmpIntact)
-	files []fileID      // the policy's paths as they were (fingerprint)
-	ready chan struct{} // closed when prepared or failed
-	err   error         // why it failed (set before ready closes)
+	tmpID sandbox.DirStamp // tmp as it was made (sandbox.TempIntact)
+	files []sandbox.FileID // the policy's paths as they were (fingerprint)
+	ready chan struct{}    // closed when prepared or failed
+	err   error            // why it failed (set before ready closes)
 	used  time.Time
 	idle  *time.Timer // set and stopped under preparer.mu
 }
@@ -115,6 +115,12 @@ func (r *Runner) callSpec(argv []string, dir string, pol sandbox.Policy, ns, hos
 		nsc = r.iso.apply(&pol, host)
 	}
 	pol.TempDir = ""
+	return prepSpec{key: r.specKey(nsc, argv, dir, pol), argv: argv, dir: dir, pol: pol, nsc: nsc}
+}
+
+// specKey is the key of a helper for argv in dir under pol (TempDir
+// empty), in nsc: all of them and the helper binary.
+func (r *Runner) specKey(nsc sandbox.Namespaces, argv []string, dir string, pol sandbox.Policy) string {
 	pj, _ := json.Marshal(pol)
 	var key strings.Builder
 	key.WriteString(r.opts.SelfExe)
@@ -127,7 +133,31 @@ func (r *Runner) callSpec(argv []string, dir string, pol sandbox.Policy, ns, hos
 	key.Write(kj)
 	key.WriteByte(0)
 	key.Write(pj)
-	return prepSpec{key: key.String(), argv: argv, dir: dir, pol: pol, nsc: nsc}
+	return key.String()
+}
+
+// takeRecalled returns the helper recalled for this process's first call
+// (Options.Recalled) and its temporary directory, once, for a call of
+// spec: when it is the helper binary's, its recipe is spec's in every
+// field, its directory is one this runner would have made, and it still
+// fits (sandbox.Recalled.Take). Otherwise it is discarded.
+func (r *Runner) takeRecalled(spec prepSpec) (*sandbox.Helper, string) {
+	rc := r.recalled.Swap(nil)
+	if rc == nil {
+		return nil, ""
+	}
+	ours := filepath.Dir(rc.Tmp) == r.temp.root && strings.HasPrefix(filepath.Base(rc.Tmp), fmt.Sprintf("%s%d-", tempPrefix, r.temp.pid))
+	if rc.Exe != r.opts.SelfExe || !ours || r.specKey(rc.Recipe.NS, rc.Recipe.Argv, rc.Recipe.Dir, rc.Recipe.Policy) != spec.key {
+		r.log.Debug("the recalled sandbox helper was prepared for another call; starting one for this call")
+		rc.Discard()
+		return nil, ""
+	}
+	h, tmp, err := rc.Take()
+	if err != nil {
+		r.log.Debug("the recalled sandbox helper no longer fits its call; starting one for the call", "err", err)
+		return nil, ""
+	}
+	return h, tmp
 }
 
 // take returns the helper prepared for spec, ready and with every path of
@@ -164,7 +194,7 @@ func (r *Runner) takePrepared(ctx context.Context, spec prepSpec) *preparedHelpe
 		r.discardPrepared(ph)
 		return nil
 	}
-	if !slices.Equal(ph.files, policyFiles(spec.pol)) || !tmpIntact(ph.tmp, ph.tmpID) || !pidfdAlive(ph.h.PidFD) {
+	if !slices.Equal(ph.files, sandbox.PolicyFiles(spec.pol)) || !sandbox.TempIntact(ph.tmp, ph.tmpID) || !pidfdAlive(ph.h.PidFD) {
 		r.log.Debug("the prepared sandbox helper no longer fits its call (a path changed, its temporary directory is not as made, or it ended); starting one for the call")
 		r.discardPrepared(ph)
 		return nil
@@ -221,7 +251,7 @@ func (r *Runner) prepare(ph *preparedHelper) {
 		return
 	}
 	ph.tmp = tmp
-	ph.tmpID = stampOf(tmp)
+	ph.tmpID = sandbox.StampOf(tmp)
 	pol := ph.spec.pol
 	pol.TempDir = tmp
 	pj, err := json.Marshal(pol)
@@ -229,7 +259,7 @@ func (r *Runner) prepare(ph *preparedHelper) {
 		fail(err)
 		return
 	}
-	ph.files = policyFiles(ph.spec.pol)
+	ph.files = sandbox.PolicyFiles(ph.spec.pol)
 	h, err := sandbox.Prepare(r.opts.SelfExe, ph.spec.nsc, sandbox.Order{Policy: pj, Argv: ph.spec.argv, Dir: ph.spec.dir})
 	if err != nil {
 		fail(err)
@@ -244,7 +274,7 @@ func (r *Runner) prepare(ph *preparedHelper) {
 	}
 	// The paths as the helper found them: a path swapped while it was
 	// being prepared (its rules may hold either file) is not used.
-	if !slices.Equal(ph.files, policyFiles(ph.spec.pol)) {
+	if !slices.Equal(ph.files, sandbox.PolicyFiles(ph.spec.pol)) {
 		h.Discard()
 		ph.h = nil
 		fail(errors.New("a path of the policy changed while the helper was prepared"))
@@ -339,72 +369,4 @@ func (r *Runner) Close() {
 		r.discardPrepared(ph)
 	}
 	p.removing.Wait()
-}
-
-// fileID is a path and the file it named: device and inode (0, 0: none).
-type fileID struct {
-	path     string
-	dev, ino uint64
-}
-
-// tmpIntact says whether a prepared helper's temporary directory is the
-// one made for it (was) and still empty. It is made before its call, and
-// where no tmpfs covers it (no mount namespace, or no TempSize) a tool
-// that may write where it lies could otherwise leave files in, or put
-// another directory in place of, the next call's TMPDIR. The inode alone
-// cannot tell: a directory made in place of a removed one may get its
-// number; its change time is its own.
-func tmpIntact(dir string, was dirStamp) bool {
-	if was == (dirStamp{}) || stampOf(dir) != was {
-		return false
-	}
-	f, err := os.Open(dir)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	_, err = f.Readdirnames(1)
-	return errors.Is(err, io.EOF)
-}
-
-// dirStamp is a directory's identity and last changes (stampOf).
-type dirStamp struct {
-	dev, ino     uint64
-	ctime, mtime syscall.Timespec
-}
-
-// stampOf is dir's stamp (zero: not to be had).
-func stampOf(dir string) dirStamp {
-	var st syscall.Stat_t
-	if err := syscall.Lstat(dir, &st); err != nil {
-		return dirStamp{}
-	}
-	return dirStamp{dev: st.Dev, ino: st.Ino, ctime: st.Ctim, mtime: st.Mtim}
-}
-
-// idOf is the file path names now (no inode: not there; all ones: there,
-// but not to be looked at).
-func idOf(path string) fileID {
-	id := fileID{path: path}
-	var st syscall.Stat_t
-	if err := syscall.Stat(path, &st); err == nil {
-		id.dev, id.ino = st.Dev, st.Ino
-	} else if !errors.Is(err, syscall.ENOENT) {
-		id.ino = ^uint64(0)
-	}
-	return id
-}
-
-// policyFiles are the files the paths of pol name now, but for the system
-// paths (the rules of a prepared helper hold the inodes they had).
-func policyFiles(pol sandbox.Policy) []fileID {
-	paths := append([]string{pol.WorkDir}, pol.Exec...)
-	paths = append(paths, pol.Read...)
-	paths = append(paths, pol.Write...)
-	paths = append(paths, pol.Protect...)
-	out := make([]fileID, 0, len(paths))
-	for _, p := range paths {
-		out = append(out, idOf(p))
-	}
-	return out
 }

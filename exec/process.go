@@ -61,25 +61,30 @@ func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc Cal
 func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, cc CallContext, protect []string, sandboxed bool, timeout time.Duration, lim Limits) (sandbox.Policy, *Result, outcome, error) {
 	pol := r.callPolicy(t, cc.WorkDir, "", protect, sandboxed, lim)
 	ns, host := r.namespacesFor(t, pol)
-	if r.prep != nil && sandboxed && r.preparable(ns) {
+	if sandboxed && r.preparable(ns) && (r.prep != nil || r.opts.Recalled != nil || r.opts.Remember != nil) {
 		pp := pol
 		if !ns && r.iso.root {
 			pp.Processes = 0 // root is exempt from RLIMIT_NPROC: only a PID namespace limits it
 		}
 		spec := r.callSpec(t.Command.Argv, cc.WorkDir, pp, ns, host)
-		if ph := r.takePrepared(ctx, spec); ph != nil {
-			defer r.removeTemp(ph.tmp)
-			pp.TempDir = ph.tmp
-			if err := ph.h.Go(r.toolEnv(t, cc, ph.tmp, true)); err == nil {
-				hp := r.liveHelper(ph.h, cc)
-				r.prepareNext(spec)
-				res, st, err := r.supervise(ctx, t.Name, stdin, hp, pp.Unconfined, timeout)
+		if r.opts.Remember != nil {
+			r.opts.Remember(sandbox.Recipe{Tool: t.Name, NS: spec.nsc, Argv: spec.argv, Dir: spec.dir, Policy: spec.pol})
+		}
+		if h, tmp := r.takeRecalled(spec); h != nil {
+			pp.TempDir = tmp
+			if res, st, err := r.goPrepared(ctx, t, stdin, cc, pp, h, timeout, nil); !errors.Is(err, errHelperGone) {
 				return pp, res, st, err
-			} else {
-				r.log.Debug("the prepared sandbox helper is gone; starting another", "err", err)
 			}
 		}
-		r.prepareNext(spec)
+		if r.prep != nil {
+			if ph := r.takePrepared(ctx, spec); ph != nil {
+				pp.TempDir = ph.tmp
+				if res, st, err := r.goPrepared(ctx, t, stdin, cc, pp, ph.h, timeout, func() { r.prepareNext(spec) }); !errors.Is(err, errHelperGone) {
+					return pp, res, st, err
+				}
+			}
+			r.prepareNext(spec)
+		}
 	}
 	tmp, err := r.temp.make()
 	if err != nil {
@@ -89,6 +94,26 @@ func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, 
 	pol.TempDir = tmp
 	res, st, err := r.start(ctx, t, stdin, cc, pol, timeout, ns, host)
 	return pol, res, st, err
+}
+
+// errHelperGone is goPrepared's error when its helper is gone before the
+// call started on it (the caller starts another).
+var errHelperGone = errors.New("the prepared sandbox helper is gone")
+
+// goPrepared starts the call on h, a helper prepared for it with the
+// temporary directory pol.TempDir (removed after the call), then (if not
+// nil) calls started, and supervises the call.
+func (r *Runner) goPrepared(ctx context.Context, t *registry.Tool, stdin []byte, cc CallContext, pol sandbox.Policy, h *sandbox.Helper, timeout time.Duration, started func()) (*Result, outcome, error) {
+	defer r.removeTemp(pol.TempDir)
+	if err := h.Go(r.toolEnv(t, cc, pol.TempDir, true)); err != nil {
+		r.log.Debug("the prepared sandbox helper is gone; starting another", "err", err)
+		return nil, outcome{}, errHelperGone
+	}
+	hp := r.liveHelper(h, cc)
+	if started != nil {
+		started()
+	}
+	return r.supervise(ctx, t.Name, stdin, hp, pol.Unconfined, timeout)
 }
 
 // preparable says whether calls (with namespaces: ns) may run on prepared

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/toolsrv/toolsrv/internal/statedir"
 )
 
 // Driver opens a store of one kind: dsn is what Open was given. It
@@ -89,12 +90,5 @@ func knownSchemes() string {
 // $XDG_STATE_HOME/toolsrv/usage.db, else
 // $HOME/.local/state/toolsrv/usage.db. getenv is os.Getenv or a stand-in.
 func DefaultPath(getenv func(string) string) string {
-	if s := getenv("XDG_STATE_HOME"); filepath.IsAbs(s) {
-		return filepath.Join(s, "toolsrv", "usage.db")
-	}
-	home := getenv("HOME")
-	if home == "" {
-		home, _ = os.UserHomeDir()
-	}
-	return filepath.Join(home, ".local", "state", "toolsrv", "usage.db")
+	return filepath.Join(statedir.Dir(getenv), "usage.db")
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/toolsrv/toolsrv/exec"
 	"github.com/toolsrv/toolsrv/mcp"
 	"github.com/toolsrv/toolsrv/registry"
-	usagedb "github.com/toolsrv/toolsrv/usage"
 )
 
 // mcpFlags is --mcp-config: MCP servers as a tool source (ls, rank, call,
@@ -139,7 +138,7 @@ func (f *mcpFlags) providers(env *cliEnv, cmd string, runner *exec.Runner, only 
 // ($XDG_STATE_HOME/toolsrv, else ~/.local/state/toolsrv), which workDirGuard
 // keeps from tools.
 func pinsPath(env *cliEnv) string {
-	return filepath.Join(filepath.Dir(usagedb.DefaultPath(env.getenv)), mcp.PinsFile)
+	return filepath.Join(stateDir(env), mcp.PinsFile)
 }
 
 // held are the imported tools held back from the catalog, by server.

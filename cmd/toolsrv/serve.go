@@ -18,7 +18,6 @@ import (
 	"github.com/toolsrv/toolsrv/ninep"
 	"github.com/toolsrv/toolsrv/registry"
 	"github.com/toolsrv/toolsrv/thresholds"
-	usagedb "github.com/toolsrv/toolsrv/usage"
 )
 
 // listenList is the repeatable --listen flag.
@@ -344,10 +343,10 @@ func workDirGuard(env *cliEnv, dirs []string, agents string, sockets []string, b
 	if d := env.getenv("XDG_CONFIG_HOME"); d != "" {
 		g.Trees = append(g.Trees, filepath.Join(d, "toolsrv"))
 	}
-	// The usage history (and serve --stdio's log): a tool that could write
+	// The usage history (and serve --stdio's log, the calls' recipes): a tool that could write
 	// there could make toolsrv rank its way, one that could read it would
 	// learn the users' requests.
-	g.Private = append(g.Private, filepath.Dir(usagedb.DefaultPath(env.getenv)))
+	g.Private = append(g.Private, stateDir(env))
 	// The saved OAuth logins of MCP servers: their tokens.
 	g.Private = append(g.Private, mcp.DefaultTokenDir(env.getenv))
 	return g

@@ -21,6 +21,7 @@ import (
 
 	"github.com/toolsrv/toolsrv/embed"
 	"github.com/toolsrv/toolsrv/engine"
+	"github.com/toolsrv/toolsrv/internal/statedir"
 	"github.com/toolsrv/toolsrv/registry"
 	usagedb "github.com/toolsrv/toolsrv/usage"
 )
@@ -556,7 +557,7 @@ func deref(s *string) string {
 
 // stateDir is where this user's toolsrv state lives (the directory of the
 // default usage store): the installation's key is there.
-func stateDir(env *cliEnv) string { return filepath.Dir(usagedb.DefaultPath(env.getenv)) }
+func stateDir(env *cliEnv) string { return statedir.Dir(env.getenv) }
 
 // parseImport reads the import format: every line checked, the lines (each
 // with the principal who says whose it is) and the events they make, or an

@@ -1,0 +1,141 @@
+package early
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"syscall"
+
+	"github.com/toolsrv/toolsrv/exec/sandbox"
+	"github.com/toolsrv/toolsrv/internal/fileio"
+	"github.com/toolsrv/toolsrv/internal/statedir"
+)
+
+// The recipes of recent calls are kept in toolsrv's private state
+// directory, one file per working directory (calls/SHA-256 of its path),
+// each holding the recipes of the last few tools called from there, the
+// latest first. They only save time: a file that is missing, unreadable,
+// not the user's own or not private, too big or not valid is passed over
+// (and replaced at the next call), and a recipe is never trusted: the
+// call compares it with its own in every field before it uses the helper
+// prepared from it.
+const (
+	recipesDir = "calls"
+	// recipesPerDir is how many tools' recipes a working directory keeps.
+	recipesPerDir = 8
+	// recipeFiles is how many working directories keep recipes; the
+	// least recently written go first.
+	recipeFiles = 64
+	// maxRecipes bounds a file's size.
+	maxRecipes = 256 << 10
+)
+
+// recipeBook is one working directory's recipes: read at init, written
+// back by remember.
+type recipeBook struct {
+	path string // "": no state directory or working directory
+	read []byte // the file as read
+	rcs  []sandbox.Recipe
+}
+
+// openBook reads the recipes of calls from the current working directory.
+func openBook(getenv func(string) string) *recipeBook {
+	wd, err := os.Getwd()
+	dir := statedir.Dir(getenv)
+	if err != nil || !filepath.IsAbs(dir) {
+		return &recipeBook{}
+	}
+	sum := sha256.Sum256([]byte(wd))
+	b := &recipeBook{path: filepath.Join(dir, recipesDir, hex.EncodeToString(sum[:16])+".json")}
+	if data, ok := readPrivate(b.path); ok && json.Unmarshal(data, &b.rcs) == nil {
+		b.read = data
+	} else {
+		b.rcs = nil
+	}
+	return b
+}
+
+// readPrivate reads path if it is a regular file of this user's that no
+// one else may read or write, and at most maxRecipes bytes.
+func readPrivate(path string) ([]byte, bool) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 != 0 || fi.Size() > maxRecipes {
+		return nil, false
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Geteuid() {
+		return nil, false
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxRecipes+1))
+	return data, err == nil && len(data) <= maxRecipes
+}
+
+// pick returns the latest recipe whose tool is named among args (a
+// guess: whether it is the call's own is for the call to say).
+func (b *recipeBook) pick(args []string) (sandbox.Recipe, bool) {
+	for _, rc := range b.rcs {
+		if rc.Tool != "" && slices.Contains(args, rc.Tool) {
+			return rc, true
+		}
+	}
+	return sandbox.Recipe{}, false
+}
+
+// remember puts rc first (its tool's older recipe dropped), keeps
+// recipesPerDir, and writes the file if that changed it.
+func (b *recipeBook) remember(rc sandbox.Recipe) {
+	if b.path == "" {
+		return
+	}
+	rcs := []sandbox.Recipe{rc}
+	for _, x := range b.rcs {
+		if x.Tool != rc.Tool && len(rcs) < recipesPerDir {
+			rcs = append(rcs, x)
+		}
+	}
+	data, err := json.Marshal(rcs)
+	if err != nil || len(data) > maxRecipes || bytes.Equal(data, b.read) {
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(b.path), 0o700); err != nil {
+		return
+	}
+	if fileio.WriteAtomic(b.path, 0o600, func(w io.Writer) error { _, err := w.Write(data); return err }) != nil {
+		return
+	}
+	b.read, b.rcs = data, rcs
+	prune(filepath.Dir(b.path), recipeFiles)
+}
+
+// prune removes the least recently written recipe files of dir beyond
+// keep.
+func prune(dir string, keep int) {
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) <= keep {
+		return
+	}
+	type file struct {
+		name string
+		mod  int64
+	}
+	var fs []file
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && filepath.Ext(e.Name()) == ".json" {
+			fs = append(fs, file{e.Name(), fi.ModTime().UnixNano()})
+		}
+	}
+	sort.Slice(fs, func(i, j int) bool { return fs[i].mod > fs[j].mod })
+	for _, f := range fs[min(keep, len(fs)):] {
+		os.Remove(filepath.Join(dir, f.name))
+	}
+}

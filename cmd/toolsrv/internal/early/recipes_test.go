@@ -1,0 +1,118 @@
+package early
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/toolsrv/toolsrv/exec/sandbox"
+)
+
+func recipe(tool string) sandbox.Recipe {
+	return sandbox.Recipe{Tool: tool, Argv: []string{"/bin/" + tool}, Dir: "/w", Policy: sandbox.Policy{WorkDir: "/w"}}
+}
+
+// A working directory's recipes: the latest of each tool first, at most
+// recipesPerDir, picked by a tool named among the arguments, written only
+// when they change, and passed over when the file is not private.
+func TestRecipeBook(t *testing.T) {
+	state := t.TempDir()
+	getenv := func(k string) string {
+		if k == "XDG_STATE_HOME" {
+			return state
+		}
+		return ""
+	}
+	t.Chdir(t.TempDir())
+	b := openBook(getenv)
+	if _, ok := b.pick([]string{"cat"}); ok {
+		t.Fatal("a new book picked a recipe")
+	}
+	b.remember(recipe("cat"))
+	b.remember(recipe("ls"))
+	fi, err := os.Stat(b.path)
+	if err != nil {
+		t.Fatalf("no recipes written: %v", err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("recipes file mode %v, want 0600", fi.Mode().Perm())
+	}
+	b = openBook(getenv)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tools", "x", "cat", "{}"}, "cat"},
+		{[]string{"ls"}, "ls"},
+		{[]string{"--for", "list files", "ls", "-"}, "ls"},
+		{[]string{"rm"}, ""},
+	} {
+		rc, ok := b.pick(c.args)
+		if got := map[bool]string{true: rc.Tool}[ok]; got != c.want {
+			t.Errorf("pick(%q) = %q, want %q", c.args, got, c.want)
+		}
+	}
+	// The same call again changes nothing: no write (a write is a new
+	// file renamed in place).
+	inode := func() uint64 {
+		var st syscall.Stat_t
+		if err := syscall.Stat(b.path, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Ino
+	}
+	was := inode()
+	b.remember(recipe("ls"))
+	if inode() != was {
+		t.Error("remembering the recipe read first wrote the file again")
+	}
+	if b.remember(recipe("cat")); inode() == was {
+		t.Error("a recipe put first was not written")
+	}
+	b.remember(recipe("ls"))
+	if len(b.rcs) != 2 || b.rcs[0].Tool != "ls" {
+		t.Fatalf("recipes %+v, want ls then cat", b.rcs)
+	}
+	for i := range recipesPerDir + 3 {
+		b.remember(recipe(fmt.Sprintf("t%d", i)))
+	}
+	if b = openBook(getenv); len(b.rcs) != recipesPerDir || b.rcs[0].Tool != fmt.Sprintf("t%d", recipesPerDir+2) {
+		t.Errorf("%d recipes, the first %q; want %d, the latest first", len(b.rcs), b.rcs[0].Tool, recipesPerDir)
+	}
+	// Not private: passed over.
+	if err := os.Chmod(b.path, 0o620); err != nil {
+		t.Fatal(err)
+	}
+	if b := openBook(getenv); len(b.rcs) != 0 {
+		t.Errorf("a group-writable recipes file was read: %d recipes", len(b.rcs))
+	}
+	// A symbolic link: passed over.
+	os.Chmod(b.path, 0o600)
+	other := b.path + ".real"
+	if err := os.Rename(b.path, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, b.path); err != nil {
+		t.Fatal(err)
+	}
+	if b := openBook(getenv); len(b.rcs) != 0 {
+		t.Errorf("recipes read through a symbolic link: %d recipes", len(b.rcs))
+	}
+}
+
+// Only the recipeFiles working directories written last keep recipes.
+func TestRecipeFilesPruned(t *testing.T) {
+	dir := t.TempDir()
+	for i := range recipeFiles + 5 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%02d.json", i)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prune(dir, recipeFiles)
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != recipeFiles {
+		t.Errorf("%d files after pruning, want %d", len(ents), recipeFiles)
+	}
+}
