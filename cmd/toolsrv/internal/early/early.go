@@ -12,7 +12,7 @@
 //
 //   - If an earlier call from this working directory called a tool named
 //     among the arguments, the helper is prepared from that call's recipe
-//     (sandbox.Recall, recipes.go): namespaces, mounts, limits and
+//     (sandbox.Recall; recipes.go): namespaces, mounts, limits and
 //     confinement made, the tool not started. The call takes it only if
 //     its own recipe is the same in every field and every path of the
 //     policy is still the file it was (exec.Options.Recalled); otherwise

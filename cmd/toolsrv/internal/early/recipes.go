@@ -11,9 +11,9 @@ import (
 	"slices"
 	"sort"
 	"syscall"
+	"time"
 
 	"github.com/toolsrv/toolsrv/exec/sandbox"
-	"github.com/toolsrv/toolsrv/internal/fileio"
 	"github.com/toolsrv/toolsrv/internal/statedir"
 )
 
@@ -110,18 +110,49 @@ func (b *recipeBook) remember(rc sandbox.Recipe) {
 	if err := os.MkdirAll(filepath.Dir(b.path), 0o700); err != nil {
 		return
 	}
-	if fileio.WriteAtomic(b.path, 0o600, func(w io.Writer) error { _, err := w.Write(data); return err }) != nil {
+	if writeReplacing(b.path, data) != nil {
 		return
 	}
 	b.read, b.rcs = data, rcs
 	prune(filepath.Dir(b.path), recipeFiles)
 }
 
+// writeReplacing writes data to a new private file beside path and
+// renames it over path: a reader sees the old file or the new one. It is
+// not synced: recipes are a cache, and a sync would cost the call that
+// writes them milliseconds (a file lost in a crash is written again at
+// the next call). A writer killed between the two leaves its temporary
+// file, which prune removes.
+func writeReplacing(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*"+tempSuffix)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
+// tempSuffix ends writeReplacing's temporary files' names.
+const tempSuffix = ".tmp"
+
+// staleTemp is how old a temporary file of writeReplacing's must be before
+// prune takes it for one a killed writer left.
+const staleTemp = time.Minute
+
 // prune removes the least recently written recipe files of dir beyond
-// keep.
+// keep, and temporary files killed writers left.
 func prune(dir string, keep int) {
 	ents, err := os.ReadDir(dir)
-	if err != nil || len(ents) <= keep {
+	if err != nil {
 		return
 	}
 	type file struct {
@@ -130,8 +161,13 @@ func prune(dir string, keep int) {
 	}
 	var fs []file
 	for _, e := range ents {
-		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && filepath.Ext(e.Name()) == ".json" {
+		fi, err := e.Info()
+		switch {
+		case err != nil || !fi.Mode().IsRegular():
+		case filepath.Ext(e.Name()) == ".json":
 			fs = append(fs, file{e.Name(), fi.ModTime().UnixNano()})
+		case filepath.Ext(e.Name()) == tempSuffix && time.Since(fi.ModTime()) > staleTemp:
+			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
 	sort.Slice(fs, func(i, j int) bool { return fs[i].mod > fs[j].mod })

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/toolsrv/toolsrv/exec/sandbox"
 )
@@ -102,7 +103,8 @@ func TestRecipeBook(t *testing.T) {
 	}
 }
 
-// Only the recipeFiles working directories written last keep recipes.
+// Only the recipeFiles working directories written last keep recipes;
+// temporary files a killed writer left go too.
 func TestRecipeFilesPruned(t *testing.T) {
 	dir := t.TempDir()
 	for i := range recipeFiles + 5 {
@@ -110,9 +112,25 @@ func TestRecipeFilesPruned(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	stale, fresh := filepath.Join(dir, ".00.json.1.tmp"), filepath.Join(dir, ".01.json.2.tmp")
+	for _, p := range []string{stale, fresh} {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * staleTemp)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
 	prune(dir, recipeFiles)
 	ents, _ := os.ReadDir(dir)
-	if len(ents) != recipeFiles {
-		t.Errorf("%d files after pruning, want %d", len(ents), recipeFiles)
+	if len(ents) != recipeFiles+1 {
+		t.Errorf("%d files after pruning, want %d and a live writer's temporary file", len(ents), recipeFiles)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("a killed writer's temporary file is still there: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("a live writer's temporary file was removed: %v", err)
 	}
 }
