@@ -55,9 +55,10 @@ func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc Cal
 	return res, nil
 }
 
-// runHelper runs a call of t through a sandbox helper: one prepared for it
-// (Options.Prepare, prepared.go) when the runner has one, else one
-// started for it. It returns the call's policy.
+// runHelper runs a call of t through a sandbox helper: the one recalled
+// for it (Options.Recalled) or one prepared for it (Options.Prepare,
+// prepared.go) when the runner has one that fits, else one started for
+// it. It returns the call's policy.
 func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, cc CallContext, protect []string, sandboxed bool, timeout time.Duration, lim Limits) (sandbox.Policy, *Result, outcome, error) {
 	pol := r.callPolicy(t, cc.WorkDir, "", protect, sandboxed, lim)
 	ns, host := r.namespacesFor(t, pol)
