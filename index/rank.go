@@ -87,6 +87,11 @@ type Hit struct {
 	Named bool `json:"named,omitempty"`
 	// Usage is what the usage history added to Score (0: nothing).
 	Usage float64 `json:"usage,omitempty"`
+	// Words is set when the tool matched a real word of the message: a
+	// lexical score from a class, a number or a phrase of stop words
+	// alone ("10 MB", "how do i") is no evidence that it serves the
+	// message (the thresholds' noise and evidence rules).
+	Words bool `json:"-"`
 }
 
 // ErrNotBuilt is returned by Rank before the first Sync.

@@ -6,11 +6,13 @@ import "github.com/toolsrv/toolsrv/text"
 // text.IndexDocument: camel-case words, lowercased, plural endings folded,
 // a short stop list dropped after folding, numbers and symbols as class
 // terms beside their digits, and phrases of stop words ("where is") as
-// terms of their own. The keywords are phrases a request says, so they
-// are analysed as a message is (text.Index): every run of stop words in a
-// keyword gives its phrases ("where is the file": "where is", "where is
-// the", "is the"); in the other fields only a part between punctuation
-// made of stop words alone is a phrase.
+// terms of their own. In a document only a whole part of a field between
+// punctuation is a phrase: a keyword "where is" (the keywords are joined
+// by commas), not the runs inside "where is the file"; in a message every
+// run of 2–4 stop words is one, so that "so where is it" meets the
+// keyword. Such optional terms (text.Optional: classes, numbers, phrases)
+// only break ties between tools that match a real word of the message
+// (bm25Plan).
 
 // terms are the index terms of a message: its tokens without stopwords,
 // with the phrases of its runs of stop words.
@@ -24,13 +26,9 @@ func tokens(s string) []string {
 	return appendTokens(nil, s, fieldPrompt)
 }
 
-// fieldAnalyzer is the analysis of a document's field fi (fieldName, …).
-func fieldAnalyzer(fi int) text.Analyzer {
-	if fi == fieldKeywords {
-		return text.Index()
-	}
-	return text.IndexDocument()
-}
+// fieldAnalyzer is the analysis of a document's field fi (fieldName, …):
+// the same for every field.
+func fieldAnalyzer(int) text.Analyzer { return text.IndexDocument() }
 
 // appendTokens appends the tokens of s (a document's field fi, before the
 // stop list) to out. The lexicon drops stopwords itself: they are in its

@@ -62,8 +62,11 @@ func IsClass(t string) bool {
 // A word of the message that no tool has is information the catalog
 // cannot match; a number that no tool mentions is a value for the tool's
 // arguments, and a phrase of stop words no tool has is no word at all.
+// The abbreviations of units ("mb", "km", "ms") are optional too: after a
+// number they say what its class says. The lexical index lets optional
+// terms only break ties between tools that match a real word.
 func Optional(t string) bool {
-	if IsClass(t) || strings.IndexByte(t, ' ') >= 0 || numberWords.has(t) || hexLike(t) {
+	if IsClass(t) || strings.IndexByte(t, ' ') >= 0 || numberWords.has(t) || hexLike(t) || unitAbbrevs.has(t) {
 		return true
 	}
 	if len(t) > 2 && t[0] == '0' && t[1] == 'x' {
@@ -85,12 +88,19 @@ var wordOperators = setOf(`plus minus times multiplied divided over mod modulo`)
 
 // prefixOperators are arithmetic verbs: right before a plain number (no
 // unit; "add 17 and 25", "add up 8 and 7", "sum of 45, 67 and 89") they
-// are ClassOperator, not words. In the request → tool pairs of train/data,
+// give ClassOperator, and the word beside it ("add 5 users to the team"
+// still says "add"). In the request → tool pairs of train/data,
 // 20 of the 23 requests with such a verb before a plain number ask for
 // arithmetic (CLINC150's calculator, HWU64's qa_maths, dc); before a
 // number with a unit ("add 10 minutes to my timer", "add 10GB") it stays a
 // word.
 var prefixOperators = setOf(`add subtract multiply divide sum`)
+
+// unitAbbrevs are the unit words (unitClass) that are abbreviations: they
+// mean the unit alone (Optional).
+var unitAbbrevs = setOf(`kb mb gb tb pb kib mib gib tib pib ms msec sec secs min mins hr hrs wk
+	wks yr yrs km cm mm nm mi ft yd kg lb lbs oz ml mph kph kmh hz khz mhz ghz kw kwh usd eur gbp
+	jpy chf cad aud pct am pm`)
 
 // postfixOperators are ClassOperator after a number ("nine squared").
 var postfixOperators = setOf(`squared cubed`)
@@ -690,7 +700,9 @@ func (a Analyzer) appendClassed(dst []string, s string, c Cache) []string {
 					prev, i, afterNum = 'x', j, false
 					continue
 				case inSet(prefixOperators, run) && plainNumberNext(s, j):
-					dst = ph.boundary(append(dst, ClassOperator)) // "add 17 and 25"
+					// "add 17 and 25": the operator, then the verb as a
+					// word (as a unit word is kept beside its class).
+					dst = a.appendRun(ph.boundary(append(dst, ClassOperator)), run, c, ph)
 					prev, i, afterNum = rune(s[j-1]), j, false
 					continue
 				case afterNum && (inSet(wordOperators, run) && numberNext(s, j) || inSet(postfixOperators, run)):
