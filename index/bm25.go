@@ -284,8 +284,9 @@ func (l *lexicon) lengthNorms(avg float64) []float64 {
 //
 // A message's optional terms (text.Optional: a class such as <pct>, a
 // number's digits, a phrase of stop words) only break ties: they add to a
-// tool that also matches a real word of the message, and they are kept
-// out of the norm. Otherwise one tool author's keywords ("10 MB",
+// tool that also matches a real word of the message, at most tieShare of
+// what its words gave, and they are kept out of the norm (a tool that
+// holds them cannot lower another's share). Otherwise one tool author's keywords ("10 MB",
 // "percentage", "how do i"), being the only tool to hold such a term,
 // would get the highest IDF and take requests they share no word with.
 // A message none of whose real words any tool holds ("15% of 80", "where

@@ -288,7 +288,7 @@ func (v *view) poolFeatures(lq lexQuery, qvec []float32, pool []Hit, tw []float3
 // the query's own features in q (AnsUnknown, AnsTerms, AnsCatalog). As in
 // the lexical score, where lq's optional terms only break ties they are
 // not in the total nor the rarest word, and they add to a tool's coverage
-// only beside a word (tieBreak).
+// only beside a word, at most tieShare of it (tieBreak).
 func (v *view) queryWords(lq lexQuery, q *[learn.NumAns]float64) (qts []queryTerm, inv float64) {
 	lexQ := lq.terms
 	qts = make([]queryTerm, 0, len(lexQ))

@@ -7,8 +7,10 @@ import "github.com/toolsrv/toolsrv/text"
 // a short stop list dropped after folding, numbers and symbols as class
 // terms beside their digits, and phrases of stop words ("where is") as
 // terms of their own. In a document only a whole part of a field between
-// punctuation is a phrase: a keyword "where is" (the keywords are joined
-// by commas), not the runs inside "where is the file"; in a message every
+// punctuation is a phrase, and the stop words a keyword starts with (the
+// keywords are joined by commas; text.IndexKeywords): "where is" and
+// "where is the" of "where is the file", not the runs inside a keyword
+// ("is the", "of the" of "size of the file"); in a message every
 // run of 2–4 stop words is one, so that "so where is it" meets the
 // keyword. Such optional terms (text.Optional: classes, numbers, phrases)
 // only break ties between tools that match a real word of the message
@@ -26,9 +28,13 @@ func tokens(s string) []string {
 	return appendTokens(nil, s, fieldPrompt)
 }
 
-// fieldAnalyzer is the analysis of a document's field fi (fieldName, …):
-// the same for every field.
-func fieldAnalyzer(int) text.Analyzer { return text.IndexDocument() }
+// fieldAnalyzer is the analysis of a document's field fi (fieldName, …).
+func fieldAnalyzer(fi int) text.Analyzer {
+	if fi == fieldKeywords {
+		return text.IndexKeywords()
+	}
+	return text.IndexDocument()
+}
 
 // appendTokens appends the tokens of s (a document's field fi, before the
 // stop list) to out. The lexicon drops stopwords itself: they are in its

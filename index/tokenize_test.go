@@ -10,8 +10,9 @@ import (
 // The index's analysis is text.Index and text.IndexDocument (tested
 // there); these are the views the index uses: a document's tokens keep
 // stopwords (the lexicon maps them to -1) and only a whole part made of
-// stop words as a phrase, in every field (a whole keyword); a message's
-// terms drop them and keep each run of them as phrases.
+// stop words as a phrase, and in the keywords the stop words a keyword
+// starts with; a message's terms drop them and keep each run of them as
+// phrases.
 func TestTokensAndTerms(t *testing.T) {
 	if got := tokens("What are the files of v2Data? where is"); !slices.Equal(got, []string{"what", "are", "the", "file", "of", "v2data", "where", "is", "where is"}) {
 		t.Errorf("tokens = %q", got)
@@ -22,7 +23,7 @@ func TestTokensAndTerms(t *testing.T) {
 	if got := docTerms("What are the files of v2Data? where is", fieldPrompt); !slices.Equal(got, []string{"file", "v2data", "where is"}) {
 		t.Errorf("docTerms = %q", got)
 	}
-	if got := docTerms("where is the file, what is it", fieldKeywords); !slices.Equal(got, []string{"file", "what is it"}) {
+	if got := docTerms("where is the file, what is it, size of the file", fieldKeywords); !slices.Equal(got, []string{"file", "where is", "where is the", "what is", "what is it", "size", "file"}) {
 		t.Errorf("docTerms of keywords = %q", got)
 	}
 	if got := docTerms("where is the file, what is it", fieldDescription); !slices.Equal(got, []string{"file", "what is it"}) {

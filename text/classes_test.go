@@ -80,23 +80,28 @@ func TestClasses(t *testing.T) {
 // in a document only a whole part of the text between punctuation.
 func TestPhrases(t *testing.T) {
 	for _, tc := range []struct {
-		in         string
-		query, doc S
+		in                   string
+		query, doc, keywords S
 	}{
-		{"where is", S{"where is"}, S{"where is"}},
-		{"where is docker-compose.yml", S{"docker", "where is", "compose", "yml", "<file>"}, S{"docker", "compose", "yml", "<file>"}},
-		{"so where is it", S{"so where", "so where is", "so where is it", "where is", "where is it", "is it"}, S{"so where is it"}},
-		{"find files, where is, how do i", S{"find", "file", "where is", "how do", "how do i", "do i"}, S{"find", "file", "where is", "how do i"}},
+		{"where is", S{"where is"}, S{"where is"}, S{"where is"}},
+		{"where is docker-compose.yml", S{"docker", "where is", "compose", "yml", "<file>"}, S{"docker", "compose", "yml", "<file>"}, S{"docker", "where is", "compose", "yml", "<file>"}},
+		{"so where is it", S{"so where", "so where is", "so where is it", "where is", "where is it", "is it"}, S{"so where is it"}, S{"so where", "so where is", "so where is it"}},
+		{"find files, where is, how do i", S{"find", "file", "where is", "how do", "how do i", "do i"}, S{"find", "file", "where is", "how do i"}, S{"find", "file", "where is", "how do", "how do i"}},
 		// runs do not cross punctuation; a lone stop word is no phrase
-		{"where. is", nil, nil},
-		{"what is the weather", S{"weather", "what is", "what is the", "is the"}, S{"weather"}},
+		{"where. is", nil, nil, nil},
+		{"what is the weather", S{"weather", "what is", "what is the", "is the"}, S{"weather"}, S{"weather", "what is", "what is the"}},
+		// a run inside a keyword is none of its phrases
+		{"size of the file", S{"size", "file", "of the"}, S{"size", "file"}, S{"size", "file"}},
 		// more than four words: no phrase in a document
-		{"it is what it is", S{"it is", "it is what", "it is what it", "is what", "is what it", "is what it is", "what it", "what it is", "it is"}, nil},
+		{"it is what it is", S{"it is", "it is what", "it is what it", "is what", "is what it", "is what it is", "what it", "what it is", "it is"}, nil, S{"it is", "it is what", "it is what it"}},
 		// apostrophes and blanks do not end a run
-		{"where's it", S{"where it"}, S{"where it"}},
+		{"where's it", S{"where it"}, S{"where it"}, S{"where it"}},
 	} {
 		if got := Index().Terms(tc.in); !slices.Equal(got, tc.query) {
 			t.Errorf("Index().Terms(%q) = %q, want %q", tc.in, got, tc.query)
+		}
+		if got := IndexKeywords().Terms(tc.in); !slices.Equal(got, tc.keywords) {
+			t.Errorf("IndexKeywords().Terms(%q) = %q, want %q", tc.in, got, tc.keywords)
 		}
 		if got := IndexDocument().Terms(tc.in); !slices.Equal(got, tc.doc) {
 			t.Errorf("IndexDocument().Terms(%q) = %q, want %q", tc.in, got, tc.doc)

@@ -82,9 +82,11 @@ func TestFrozen(t *testing.T) {
 		// "sha256"), file names (<file>); the table's class rows
 		// (builtin/v1-00f7b62f) and lexical analysis "index-5"; then an
 		// arithmetic verb kept beside <op> ("add 5 users": "<op>", "add"),
+		// a keyword's phrases only those it starts with (IndexKeywords),
 		// lexical analysis "index-6".
 		{"Index", Index(), "d12ee6b7d51e5cd1b93a6db442ced00083ad3d9e833d4785036e683471a29198"},
 		{"IndexDocument", IndexDocument(), "d8d69c8242317e641f6b45f1797b897f4c32b2451bffe328de6e1be8ea163b31"},
+		{"IndexKeywords", IndexKeywords(), "f3752f20b5ef01645021d208083f34e40de297614c8dff43b3c8eca7a616cd71"},
 		{"Table", Table(), "4111e30b428af3b62768b54a78599651ec4a84f7e6a6c15d4d56a9a7189eef12"},
 		{"Reference", Reference(), "f0d601088ad8349953b1ea1ecbe611f624fe47173c3ae51c8268d82795828d0e"},
 	} {
