@@ -51,6 +51,17 @@ func (a Analyzer) initPhrases(ph *phrases, src string) *phrases {
 // phraseWord is the form of a lowercased word in a phrase, "" if it is no
 // phrase word; t is the term the word gave ("" if dropped).
 func (a Analyzer) phraseWord(w, t string) string {
+	if a.Phrases == a.Stop && a.StopStemmed && a.MinRunes <= 1 && !a.DropNumbers {
+		// The phrase words are the stop list (the index's analysis): a
+		// kept word is none, a dropped one is, as its stem.
+		switch {
+		case t != "":
+			return ""
+		case a.Stem != nil:
+			return a.Stem(w)
+		}
+		return w
+	}
 	if t != "" {
 		if a.Phrases.Has(t) {
 			return t
