@@ -115,7 +115,7 @@ func (ix *Index) Rank(ctx context.Context, q Query) (Ranking, error) {
 	// Start the query embedding at once; score lexically meanwhile.
 	var emb <-chan embedResult
 	var degraded string
-	empty := len(tokens(q.Text)) == 0 && len(tokens(contextText(q.Context))) == 0
+	empty := !hasWord(q.Text) && !hasWord(contextText(q.Context))
 	if q.Mode != Lexical && !empty { // a message without words matches nothing
 		ix.mu.RLock()
 		missing, verr, n, e := v.missing, v.err, len(v.byName), v.emb

@@ -1,6 +1,11 @@
 package index
 
-import "github.com/toolsrv/toolsrv/text"
+import (
+	"strings"
+	"unicode"
+
+	"github.com/toolsrv/toolsrv/text"
+)
 
 // The index analyses a message with text.Index and a document's fields with
 // text.IndexDocument: camel-case words, lowercased, plural endings folded,
@@ -20,6 +25,12 @@ import "github.com/toolsrv/toolsrv/text"
 // with the phrases of its runs of stop words.
 func terms(s string) []string {
 	return text.Index().Terms(s)
+}
+
+// hasWord reports whether s has a word: a letter or a digit (what makes
+// tokens(s) not empty, without analysing s).
+func hasWord(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0
 }
 
 // tokens are the index's words of a document's text (not its keywords)

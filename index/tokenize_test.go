@@ -37,6 +37,15 @@ func TestTokensAndTerms(t *testing.T) {
 	}
 }
 
+// hasWord says whether tokens would find a word, without analysing.
+func TestHasWord(t *testing.T) {
+	for _, s := range []string{"", " ", "?!", "'s", "it's", "15%", "$5", "*", "é", "日本", "٣", "--", "x", " \t\n", "…", "<>", "2^32"} {
+		if got, want := hasWord(s), len(tokens(s)) > 0; got != want {
+			t.Errorf("hasWord(%q) = %v, tokens %q", s, got, tokens(s))
+		}
+	}
+}
+
 // A query's optional terms (classes, numbers, phrases of stop words) count
 // only where some document holds them; its plain words always count.
 func TestKnownTerms(t *testing.T) {
@@ -158,5 +167,29 @@ func TestOptionalTermsBreakTies(t *testing.T) {
 		if h := hits[name]; h.Lexical == 0 || h.Words {
 			t.Errorf("%q: %s lexical %.3f, words %v; want a score from <pct> alone, no word", "what is 15% of 80", name, h.Lexical, h.Words)
 		}
+	}
+}
+
+// BenchmarkMessageAnalysis: what Rank makes of a message's text before it
+// ranks (is it empty, its lexical query), against doing it as before (an
+// analysis to tell whether it is empty, then the query's), in one run.
+func BenchmarkMessageAnalysis(b *testing.B) {
+	ix := New(newHashEmbedder(8), Options{NoCache: true, Logger: quiet()})
+	messages := []string{"what's 15% of 80", "where is docker-compose.yml somewhere under this folder",
+		"read the first 10 MB of log.txt", "how much is 19.99 times 3 plus tax of 8%", "show commit 3f9a2c1",
+		"can you list the files in this folder modified since 2024-06-01"}
+	for _, m := range []struct {
+		name  string
+		empty func(string) bool
+	}{{"now", func(s string) bool { return !hasWord(s) }}, {"before", func(s string) bool { return len(tokens(s)) == 0 }}} {
+		b.Run(m.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				q := Query{Text: messages[i%len(messages)]}
+				if !m.empty(q.Text) {
+					ix.lexicalQuery(q)
+				}
+			}
+		})
 	}
 }
