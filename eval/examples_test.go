@@ -18,10 +18,14 @@ import (
 // "where is" searches, in digits and in words, written before anything was
 // tuned for them and never trained or chosen on (and 4 that no tool
 // serves). The built-in embedder with the learned last step ranks a right
-// tool first for 0.886 of them (62 of 70; main before issue 44: 0.543, 38;
-// the first round of issue 44: 0.729, 51), and must not rank fewer; the
+// tool first for 0.814 of them (57 of 70; main before issue 44: 0.543, 38;
+// the first round of issue 44: 0.729, 51; the second 0.886, 62, before
+// numbers, classes and phrases of stop words were made tie-breakers, so
+// that a tool's keywords cannot take requests with them: "where is
+// package.json" matches json_value's word "json", and file_glob's "where
+// is" and <file> now only break ties), and must not rank fewer; the
 // offered set's figures with the shipped thresholds are logged. (The
-// issue's target, 0.90, is one request short: learn/MODEL.md.)
+// issue's target, 0.90, is not met: learn/MODEL.md.)
 func TestExampleRequests(t *testing.T) {
 	c, err := eval.LoadCorpus("../examples")
 	if err != nil {
@@ -94,8 +98,8 @@ func TestExampleRequests(t *testing.T) {
 	if m.Degraded > 0 {
 		t.Fatalf("%d rankings degraded", m.Degraded)
 	}
-	if right := answerable - len(misses); right < 62 {
-		t.Errorf("a right tool first for %d of the %d requests (%.3f), want at least 62", right, answerable, first)
+	if right := answerable - len(misses); right < 57 {
+		t.Errorf("a right tool first for %d of the %d requests (%.3f), want at least 57", right, answerable, first)
 	}
 }
 

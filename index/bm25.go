@@ -1,11 +1,14 @@
 package index
 
 import (
+	"cmp"
 	"maps"
 	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
+
+	"github.com/toolsrv/toolsrv/text"
 )
 
 // BM25 parameters (the usual defaults).
@@ -278,9 +281,22 @@ func (l *lexicon) lengthNorms(avg float64) []float64 {
 }
 
 // bm25Plan is a message's terms as the lexicon scores them.
+//
+// A message's optional terms (text.Optional: a class such as <pct>, a
+// number's digits, a phrase of stop words) only break ties: they add to a
+// tool that also matches a real word of the message, at most tieShare of
+// what its words gave, and they are kept out of the norm (a tool that
+// holds them cannot lower another's share). Otherwise one tool author's keywords ("10 MB",
+// "percentage", "how do i"), being the only tool to hold such a term,
+// would get the highest IDF and take requests they share no word with.
+// A message none of whose real words any tool holds ("15% of 80", "where
+// is docker-compose.yml" in a catalog without "docker") has no tie to
+// break: its optional terms count as words (but a tool they alone match
+// is still not one that matched a word: Hit.Words).
 type bm25Plan struct {
-	terms []planTerm // in the order score sums them (sorted by term)
+	terms []planTerm // in the order score sums them: the words, then the optional terms, each sorted
 	norm  float64    // the calibration: see score
+	words int        // the message's terms that are not optional and that some document holds
 	avg   float64    // the mean document length
 	lens  []float64  // by slot: lengthNorm
 }
@@ -290,6 +306,7 @@ type planTerm struct {
 	id    int32   // -1: no document has it (or a stopword)
 	qwIdf float64 // query weight × IDF
 	ub    float64 // at least any one document's score for the term (termBound)
+	opt   bool    // a tie-breaker: adds only to a document a word matched
 }
 
 // plan lays out query (term → query weight) for scoring: each term's
@@ -303,18 +320,51 @@ func (l *lexicon) plan(query map[string]float64) bm25Plan {
 	}
 	p.avg = l.totalLen / float64(l.n)
 	p.lens = l.lengthNorms(p.avg)
-	for _, t := range slices.Sorted(maps.Keys(query)) {
+	keys := slices.Sorted(maps.Keys(query))
+	for _, t := range keys {
+		if !text.Optional(t) && l.df(t) > 0 {
+			p.words++
+		}
+	}
+	words := p.words
+	add := func(t string, opt bool) {
 		qw := query[t]
 		idf := l.idf(t)
-		p.norm += qw * idf
-		pt := planTerm{id: -1, qwIdf: qw * idf}
+		pt := planTerm{id: -1, qwIdf: qw * idf, opt: opt}
+		if !opt {
+			p.norm += pt.qwIdf
+		}
 		if id, ok := l.dict[t]; ok && id >= 0 && len(l.postings[id]) > 0 {
 			pt.id = id
 			pt.ub = l.termBound(id, pt.qwIdf, p.avg)
 		}
 		p.terms = append(p.terms, pt)
 	}
+	for _, t := range keys {
+		if !text.Optional(t) || words == 0 {
+			add(t, false)
+		}
+	}
+	if words > 0 {
+		for _, t := range keys {
+			if text.Optional(t) {
+				add(t, true)
+			}
+		}
+	}
 	return p
+}
+
+// words reports whether the document in slot s has one of p's terms that
+// is not optional: whether it matched a real word of the message. mark
+// is as docScore's.
+func (l *lexicon) words(p *bm25Plan, s int, mark []int32) bool {
+	for _, id := range l.docTerms[s] {
+		if k := mark[id]; k > 0 && !p.terms[k-1].opt {
+			return true
+		}
+	}
+	return false
 }
 
 // termBound is at least the score termScore gives any document for term
@@ -336,17 +386,64 @@ func (l *lexicon) score(query map[string]float64, out []float64) (norm float64) 
 }
 
 // scoreAll adds the score of every posting of p's terms to out.
+// out must be 0 where it has no score yet: the optional terms add only
+// where the words (summed first) left a score, at most tieShare of it
+// (tieBreak).
 func (l *lexicon) scoreAll(p *bm25Plan, out []float64) {
+	var ties []slotScore
 	for _, t := range p.terms {
-		if t.id >= 0 {
-			for _, q := range l.postings[t.id] {
-				out[q.slot] += termScore(t.qwIdf, float64(q.tf), p.lens[q.slot])
+		if t.id < 0 {
+			continue
+		}
+		for _, q := range l.postings[t.id] {
+			sc := termScore(t.qwIdf, float64(q.tf), p.lens[q.slot])
+			switch {
+			case !t.opt:
+				out[q.slot] += sc
+			case out[q.slot] > 0:
+				ties = append(ties, slotScore{q.slot, sc})
 			}
 		}
 	}
+	if len(ties) == 0 {
+		return
+	}
+	// Each slot's optional scores summed in the plan's order, as docScore
+	// sums them.
+	slices.SortStableFunc(ties, func(a, b slotScore) int { return cmp.Compare(a.slot, b.slot) })
+	for i := 0; i < len(ties); {
+		s, sum := ties[i].slot, 0.0
+		for ; i < len(ties) && ties[i].slot == s; i++ {
+			sum += ties[i].score
+		}
+		out[s] = tieBreak(out[s], sum)
+	}
 }
 
-// addScores adds the score of every posting of t (a term of p) to out,
+// slotScore is a slot's score for one term.
+type slotScore struct {
+	slot  int32
+	score float64
+}
+
+// tieShare bounds what the optional terms add to a tool's score, as a
+// share of what its words gave: they reorder tools whose words matched
+// about as well, never one whose words matched half as well above one
+// whose words matched fully.
+const tieShare = 0.5
+
+// tieBreak is a score made of words and optional terms: words, the
+// optional terms' sum opt added (at most tieShare of words) where a word
+// matched.
+func tieBreak(words, opt float64) float64 {
+	if words <= 0 {
+		return words
+	}
+	return words + min(opt, tieShare*words)
+}
+
+// addScores adds the score of every posting of t (a term of p, not
+// optional) to out,
 // appends to touched each slot out had no score for yet (0), and returns
 // it.
 func (l *lexicon) addScores(p *bm25Plan, t planTerm, out []float64, touched []int32) []int32 {
@@ -372,13 +469,20 @@ func (l *lexicon) docScore(p *bm25Plan, s int, mark []int32, tf []float32) float
 			tf[k-1] = l.postings[id][pos[i]].tf
 		}
 	}
-	var sum float64
+	var sum, opt float64
 	norm := p.lens[s]
 	for i, t := range p.terms {
 		if f := tf[i]; f > 0 {
-			sum += termScore(t.qwIdf, float64(f), norm)
+			if t.opt {
+				opt += termScore(t.qwIdf, float64(f), norm)
+			} else {
+				sum += termScore(t.qwIdf, float64(f), norm)
+			}
 			tf[i] = 0
 		}
+	}
+	if opt > 0 {
+		return tieBreak(sum, opt)
 	}
 	return sum
 }

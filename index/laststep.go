@@ -15,6 +15,7 @@ import (
 	"sort"
 
 	"github.com/toolsrv/toolsrv/learn"
+	"github.com/toolsrv/toolsrv/text"
 )
 
 // Document fields, by their position in document.fields (newDocument).
@@ -131,7 +132,7 @@ func (ix *Index) rankLearned(v *view, q Query, lexQ map[string]float64, lx *lexi
 	}
 	r := v.rank(bq, lx, qvec, alpha)
 	if m != nil {
-		v.applyLastStep(m, ix.probeLogitsFor(m), &r, q.Text, lexQ, qvec)
+		v.applyLastStep(m, ix.probeLogitsFor(m), &r, q.Text, lx.query(), qvec)
 	}
 	if u != nil && u.speaks() {
 		p, none := u.evidence(uq, r.Hits, -1)
@@ -151,7 +152,7 @@ func (ix *Index) rankLearned(v *view, q Query, lexQ map[string]float64, lx *lexi
 // any). Named tools stay first with score 1; the other pool hits get
 // answerability × their share; the rest keep their order below the pool,
 // their hybrid scores scaled under the pool's lowest score.
-func (v *view) applyLastStep(m *learn.Model, probes []float64, r *Ranking, text string, lexQ map[string]float64, qvec []float32) {
+func (v *view) applyLastStep(m *learn.Model, probes []float64, r *Ranking, text string, lq lexQuery, qvec []float32) {
 	hits := r.Hits
 	named := 0
 	for named < len(hits) && hits[named].Named {
@@ -167,7 +168,7 @@ func (v *view) applyLastStep(m *learn.Model, probes []float64, r *Ranking, text 
 		return
 	}
 	tw, tv := v.queryTerms(text)
-	fs := v.poolFeatures(lexQ, qvec, pool, tw, tv)
+	fs := v.poolFeatures(lq, qvec, pool, tw, tv)
 	logits := make([]float64, len(pool))
 	shares := make([]float64, len(pool))
 	qf := fs.query
@@ -215,14 +216,42 @@ type queryTerm struct {
 	id   int32 // -1: no tool has it
 	w    float64
 	rare bool
+	opt  bool // a tie-breaker (bm25Plan): counts only beside a word
+}
+
+// lexQuery is a message's lexical terms that count in a view (view.known)
+// and whether its optional terms only break ties (some tool holds a real
+// word of it: bm25Plan).
+type lexQuery struct {
+	terms map[string]float64
+	ties  bool
+}
+
+// query is the lexical query lx scores.
+func (lx *lexical) query() lexQuery {
+	return lexQuery{terms: lx.terms, ties: lx.plan.words > 0}
+}
+
+// lexQueryOf is lexQ as a view's lexical side sees it (lexical.query).
+// Caller holds Index.mu for reading.
+func (v *view) lexQueryOf(lexQ map[string]float64) lexQuery {
+	known := v.known(lexQ)
+	ties := false
+	for t := range known {
+		if !text.Optional(t) && v.lex.df(t) > 0 {
+			ties = true
+			break
+		}
+	}
+	return lexQuery{terms: known, ties: ties}
 }
 
 // poolFeatures computes the last step's features for pool (hits of v,
 // best hybrid first, none named). Caller holds Index.mu for reading.
-func (v *view) poolFeatures(lexQ map[string]float64, qvec []float32, pool []Hit, tw []float32, tv [][]float32) poolSet {
+func (v *view) poolFeatures(lq lexQuery, qvec []float32, pool []Hit, tw []float32, tv [][]float32) poolSet {
 	n := len(pool)
 	fs := poolSet{cand: make([][learn.NumCand]float64, n)}
-	qts, inv := v.queryWords(lexQ, &fs.query)
+	qts, inv := v.queryWords(lq, &fs.query)
 	slots := make([]int, n)
 	for i, h := range pool {
 		slots[i] = v.byName[h.Name]
@@ -256,9 +285,12 @@ func (v *view) poolFeatures(lexQ map[string]float64, qvec []float32, pool []Hit,
 // queryWords returns the query's words, weight = query weight × IDF, the
 // rarest word the catalog knows (the highest IDF among those some tool
 // has) marked, and inv, 1 / their total weight (0 without words); it sets
-// the query's own features in q (AnsUnknown, AnsTerms, AnsCatalog).
-func (v *view) queryWords(lexQ map[string]float64, q *[learn.NumAns]float64) (qts []queryTerm, inv float64) {
-	lexQ = v.known(lexQ)
+// the query's own features in q (AnsUnknown, AnsTerms, AnsCatalog). As in
+// the lexical score, where lq's optional terms only break ties they are
+// not in the total nor the rarest word, and they add to a tool's coverage
+// only beside a word, at most tieShare of it (tieBreak).
+func (v *view) queryWords(lq lexQuery, q *[learn.NumAns]float64) (qts []queryTerm, inv float64) {
+	lexQ := lq.terms
 	qts = make([]queryTerm, 0, len(lexQ))
 	var total, unknown float64
 	rareIdx, rareIDF := -1, -1.0
@@ -271,23 +303,28 @@ func (v *view) queryWords(lexQ map[string]float64, q *[learn.NumAns]float64) (qt
 		qw := lexQ[t]
 		idf := v.lex.idf(t)
 		w := qw * idf
-		total += w
+		opt := lq.ties && text.Optional(t)
+		if !opt {
+			total += w
+		}
 		id, ok := v.lex.dict[t]
 		if !ok || id < 0 || len(v.lex.postings[id]) == 0 {
 			if !ok || id >= 0 {
 				unknown += w
 			}
 			if ok && id < 0 { // stopword: not a query word
-				total -= w
+				if !opt {
+					total -= w
+				}
 				continue
 			}
-			qts = append(qts, queryTerm{id: -1, w: w})
+			qts = append(qts, queryTerm{id: -1, w: w, opt: opt})
 			continue
 		}
-		if idf > rareIDF {
+		if idf > rareIDF && !opt {
 			rareIdx, rareIDF = len(qts), idf
 		}
-		qts = append(qts, queryTerm{id: id, w: w})
+		qts = append(qts, queryTerm{id: id, w: w, opt: opt})
 	}
 	if rareIdx >= 0 {
 		qts[rareIdx].rare = true
@@ -334,13 +371,21 @@ func (v *view) coverAll(cand [][learn.NumCand]float64, slots []int, qts []queryT
 			}
 		}
 		f := &cand[i]
+		var opt float64
 		for k, qt := range qts {
-			if has[k] {
+			switch {
+			case !has[k]:
+			case qt.opt:
+				opt += qt.w * inv
+			default:
 				f[learn.CandCovAll] += qt.w * inv
 				if qt.rare {
 					f[learn.CandRare] = 1
 				}
 			}
+		}
+		if opt > 0 {
+			f[learn.CandCovAll] = tieBreak(f[learn.CandCovAll], opt)
 		}
 	}
 }
@@ -431,22 +476,29 @@ func (v *view) fieldFeatures(f *[learn.NumCand]float64, s int, qts []queryTerm, 
 	if nameTerms > 0 {
 		f[learn.CandNameHit] = nameHits / nameTerms
 	}
+	covs := [...]struct {
+		feature, field int
+	}{{learn.CandCovName, fieldName}, {learn.CandCovDesc, fieldDescription},
+		{learn.CandCovKeywords, fieldKeywords}, {learn.CandCovArgs, fieldArgs}}
+	var opt [len(covs)]float64
 	for _, qt := range qts {
 		if qt.id < 0 {
 			continue
 		}
 		mk := v.short.mask(s, qt.id)
-		if mk&(1<<fieldName) != 0 {
-			f[learn.CandCovName] += qt.w * inv
+		for k, c := range covs {
+			switch {
+			case mk&(1<<c.field) == 0:
+			case qt.opt:
+				opt[k] += qt.w * inv
+			default:
+				f[c.feature] += qt.w * inv
+			}
 		}
-		if mk&(1<<fieldDescription) != 0 {
-			f[learn.CandCovDesc] += qt.w * inv
-		}
-		if mk&(1<<fieldKeywords) != 0 {
-			f[learn.CandCovKeywords] += qt.w * inv
-		}
-		if mk&(1<<fieldArgs) != 0 {
-			f[learn.CandCovArgs] += qt.w * inv
+	}
+	for k, c := range covs {
+		if opt[k] > 0 {
+			f[c.feature] = tieBreak(f[c.feature], opt[k])
 		}
 	}
 }
@@ -551,7 +603,7 @@ func (ix *Index) Candidates(ctx context.Context, q Query, pool int) (Candidates,
 		return Candidates{}, r, context.Canceled
 	}
 	tw, tv := v.queryTerms(q.Text)
-	fs := v.poolFeatures(ix.lexicalQuery(q), qvec, hits, tw, tv)
+	fs := v.poolFeatures(v.lexQueryOf(ix.lexicalQuery(q)), qvec, hits, tw, tv)
 	c.Cand, c.Query = fs.cand, fs.query
 	return c, r, nil
 }

@@ -61,7 +61,7 @@ func BenchmarkLastStep(b *testing.B) {
 		v := ix.v
 		type prepared struct {
 			r    Ranking
-			lexQ map[string]float64
+			lexQ lexQuery
 			qvec []float32
 			text string
 		}
@@ -70,7 +70,7 @@ func BenchmarkLastStep(b *testing.B) {
 			iq := Query{Text: q, K: m.Pool, NoLastStep: true}
 			r, _ := ix.Rank(ctx, iq)
 			qvec, _ := v.emb.EmbedQuery(ctx, q)
-			ps = append(ps, prepared{r, ix.lexicalQuery(iq), normalized(qvec), q})
+			ps = append(ps, prepared{r, v.lexQueryOf(ix.lexicalQuery(iq)), normalized(qvec), q})
 		}
 		b.Run(fmt.Sprintf("n=%d/last-step-only", n), func(b *testing.B) {
 			for i := 0; b.Loop(); i++ {

@@ -40,7 +40,7 @@ const lexMagic = "toolsrv-lexicon 2\n"
 // lexAnalysis names the analysis the entries come from; change it with
 // anything that changes a document's tokens (text.Index, appendTokens, the
 // order of document.fields). The field weights are added by lexFormat.
-const lexAnalysis = "index-5" // 2: class terms, phrases of stop words (issue 44); 3: every run of stop words in a keyword; 4: the file-name class <file>; 5: the class rows of the table
+const lexAnalysis = "index-6" // 2: class terms, phrases of stop words (issue 44); 3: every run of stop words in a keyword; 4: the file-name class <file>; 5: the class rows of the table; 6: phrases of a keyword only those it starts with, an arithmetic verb kept beside <op>
 
 // lexFormat is what a file's entries depend on besides the fields' texts.
 func lexFormat() string {

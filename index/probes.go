@@ -197,7 +197,7 @@ func (ix *Index) probeLogit(ctx context.Context, v *view, m *learn.Model, text s
 		return -namedLogit, nil
 	}
 	tw, tv := v.queryTerms(text)
-	fs := v.poolFeatures(lexQ, qvec, pool, tw, tv)
+	fs := v.poolFeatures(lx.query(), qvec, pool, tw, tv)
 	logits := make([]float64, len(pool))
 	shares := make([]float64, len(pool))
 	qf := fs.query

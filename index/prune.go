@@ -79,14 +79,21 @@ const restShare = 0.02
 // bound of what the other terms may add to any slot (rest).
 type lexical struct {
 	plan bm25Plan
-	sc   *rankScratch // whose buffers it uses
-	all  []float64
+	// terms are the message's terms that count in this view (known), for
+	// the learned last step's features.
+	terms map[string]float64
+	sc    *rankScratch // whose buffers it uses
+	all   []float64
 	// pruned: rankPruned may answer; the fields below are set.
 	pruned  bool
 	acc     []float64 // by slot: the essential terms' part of its score
 	touched []int32   // the slots acc is not 0 for
 	rest    float64   // at least what the other terms add to any slot
 	read    []bool    // by plan term: its postings are in acc
+	// optRest is the bounds of the optional terms summed: they are never
+	// read into acc (they add only to a slot a word matched, which acc
+	// cannot tell before every word is read), so rest always holds them.
+	optRest float64
 }
 
 // lexicalFor is the lexical side of q (lexQ its terms) in v: pruned when
@@ -97,7 +104,8 @@ func (v *view) lexicalFor(q Query, lexQ map[string]float64, alpha float64, sc *r
 	if sc == nil {
 		sc = new(rankScratch)
 	}
-	lx := &lexical{plan: v.lex.plan(v.known(lexQ)), sc: sc}
+	known := v.known(lexQ)
+	lx := &lexical{plan: v.lex.plan(known), terms: known, sc: sc}
 	if q.K <= 0 || q.Exhaustive || len(v.slots) < v.pruneFrom || len(v.state) != len(v.slots) {
 		lx.all = sc.lexBuf(len(v.slots))
 		v.lex.scoreAll(&lx.plan, lx.all)
@@ -117,10 +125,15 @@ func (v *view) lexicalFor(q Query, lexQ map[string]float64, alpha float64, sc *r
 	}
 	order := make([]int, 0, len(lx.plan.terms))
 	for i, t := range lx.plan.terms {
-		if t.id >= 0 {
+		switch {
+		case t.id < 0:
+		case t.opt:
+			lx.optRest += t.ub
+		default:
 			order = append(order, i)
 		}
 	}
+	lx.rest = lx.optRest
 	slices.SortFunc(order, func(a, b int) int {
 		return compareFloat(lx.plan.terms[a].ub, lx.plan.terms[b].ub)
 	})
@@ -149,20 +162,21 @@ func (v *view) lexicalFor(q Query, lexQ map[string]float64, alpha float64, sc *r
 	return lx
 }
 
-// readAll reads every term, so that acc holds every slot's score to the
-// bit (summed in score's order).
+// readAll reads every term but the optional ones, so that acc holds every
+// slot's score to the bit (summed in score's order) when the message has
+// no optional term, and rest only theirs.
 func (lx *lexical) readAll(l *lexicon) {
 	for _, s := range lx.touched {
 		lx.acc[s] = 0
 	}
 	lx.touched = lx.touched[:0]
 	for i, t := range lx.plan.terms {
-		if t.id >= 0 {
+		if t.id >= 0 && !t.opt {
 			lx.read[i] = true
 			lx.touched = l.addScores(&lx.plan, t, lx.acc, lx.touched)
 		}
 	}
-	lx.rest = 0
+	lx.rest = lx.optRest
 }
 
 // allRead says whether every term of the message was read: acc is then
@@ -468,7 +482,7 @@ func (v *view) rankPruned(q Query, lx *lexical, qvec []float32, alpha float64, n
 			// A tool no read term has may still be among the best: read
 			// the rest and bound again.
 			lx.readAll(v.lex)
-			sg.rest = 0
+			sg.rest = lx.rest
 			cands, theta = v.boundLexical(&sg, lx, k, allowed, isNamed, sc)
 		}
 	} else {

@@ -87,6 +87,11 @@ type Hit struct {
 	Named bool `json:"named,omitempty"`
 	// Usage is what the usage history added to Score (0: nothing).
 	Usage float64 `json:"usage,omitempty"`
+	// Words is set when the tool matched a real word of the message: a
+	// lexical score from a class, a number or a phrase of stop words
+	// alone ("10 MB", "how do i") is no evidence that it serves the
+	// message (the thresholds' noise and evidence rules).
+	Words bool `json:"-"`
 }
 
 // ErrNotBuilt is returned by Rank before the first Sync.
@@ -110,7 +115,7 @@ func (ix *Index) Rank(ctx context.Context, q Query) (Ranking, error) {
 	// Start the query embedding at once; score lexically meanwhile.
 	var emb <-chan embedResult
 	var degraded string
-	empty := len(tokens(q.Text)) == 0 && len(tokens(contextText(q.Context))) == 0
+	empty := !hasWord(q.Text) && !hasWord(contextText(q.Context))
 	if q.Mode != Lexical && !empty { // a message without words matches nothing
 		ix.mu.RLock()
 		missing, verr, n, e := v.missing, v.err, len(v.byName), v.emb

@@ -13,11 +13,44 @@ func (v *view) rank(q Query, lx *lexical, qvec []float32, alpha float64) Ranking
 	named := namedTools(q.Text, v.byName)
 	if lx.pruned {
 		if r, ok := v.rankPruned(q, lx, qvec, alpha, named); ok {
+			v.markWords(&lx.plan, r.Hits, lx.sc)
 			return r
 		}
 		lx.complete(v)
 	}
-	return v.rankAll(q, lx.all, lx.plan.norm, qvec, alpha, named, lx.sc)
+	r := v.rankAll(q, lx.all, lx.plan.norm, qvec, alpha, named, lx.sc)
+	v.markWords(&lx.plan, r.Hits, lx.sc)
+	return r
+}
+
+// markWords sets Words on the hits that matched a real word of the
+// message (a term of p that is not optional; a class, a number or a
+// phrase of stop words alone is no evidence: bm25Plan).
+func (v *view) markWords(p *bm25Plan, hits []Hit, sc *rankScratch) {
+	if p.words == 0 {
+		return
+	}
+	opt := false
+	for _, t := range p.terms {
+		opt = opt || t.opt && t.id >= 0
+	}
+	if !opt { // a lexical score is a word's
+		for i := range hits {
+			hits[i].Words = hits[i].Lexical > 0
+		}
+		return
+	}
+	if sc == nil {
+		sc = new(rankScratch)
+	}
+	mark := sc.markBuf(len(v.lex.postings))
+	p.mark(mark)
+	defer p.unmark(mark)
+	for i := range hits {
+		if hits[i].Lexical > 0 {
+			hits[i].Words = v.lex.words(p, v.byName[hits[i].Name], mark)
+		}
+	}
 }
 
 // complete gives lx every slot's lexical score (all), for rankAll.

@@ -1,21 +1,36 @@
 package index
 
-import "github.com/toolsrv/toolsrv/text"
+import (
+	"strings"
+	"unicode"
+
+	"github.com/toolsrv/toolsrv/text"
+)
 
 // The index analyses a message with text.Index and a document's fields with
 // text.IndexDocument: camel-case words, lowercased, plural endings folded,
 // a short stop list dropped after folding, numbers and symbols as class
 // terms beside their digits, and phrases of stop words ("where is") as
-// terms of their own. The keywords are phrases a request says, so they
-// are analysed as a message is (text.Index): every run of stop words in a
-// keyword gives its phrases ("where is the file": "where is", "where is
-// the", "is the"); in the other fields only a part between punctuation
-// made of stop words alone is a phrase.
+// terms of their own. In a document only a whole part of a field between
+// punctuation is a phrase, and the stop words a keyword starts with (the
+// keywords are joined by commas; text.IndexKeywords): "where is" and
+// "where is the" of "where is the file", not the runs inside a keyword
+// ("is the", "of the" of "size of the file"); in a message every
+// run of 2–4 stop words is one, so that "so where is it" meets the
+// keyword. Such optional terms (text.Optional: classes, numbers, phrases)
+// only break ties between tools that match a real word of the message
+// (bm25Plan).
 
 // terms are the index terms of a message: its tokens without stopwords,
 // with the phrases of its runs of stop words.
 func terms(s string) []string {
 	return text.Index().Terms(s)
+}
+
+// hasWord reports whether s has a word: a letter or a digit (what makes
+// tokens(s) not empty, without analysing s).
+func hasWord(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0
 }
 
 // tokens are the index's words of a document's text (not its keywords)
@@ -27,7 +42,7 @@ func tokens(s string) []string {
 // fieldAnalyzer is the analysis of a document's field fi (fieldName, …).
 func fieldAnalyzer(fi int) text.Analyzer {
 	if fi == fieldKeywords {
-		return text.Index()
+		return text.IndexKeywords()
 	}
 	return text.IndexDocument()
 }

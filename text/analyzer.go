@@ -49,6 +49,11 @@ type Analyzer struct {
 	// them does (a message's "so where is it" gives "where is" among
 	// others).
 	WholePhrases bool
+	// LeadPhrases, with WholePhrases, also gives a part that starts with a
+	// run of 2 or more stop words the first 2–4 words of that run (a
+	// keyword "where is the file": "where is", "where is the"), as a
+	// request that begins so says them.
+	LeadPhrases bool
 }
 
 // Index is the analysis of a message for the lexical index: Camel words,
@@ -68,6 +73,16 @@ func Index() Analyzer {
 func IndexDocument() Analyzer {
 	a := Index()
 	a.WholePhrases = true
+	return a
+}
+
+// IndexKeywords is the analysis of a tool's keywords for the lexical
+// index: IndexDocument, and a keyword that starts with stop words gives
+// the phrases that start it (LeadPhrases: "where is the file": "where
+// is", "where is the").
+func IndexKeywords() Analyzer {
+	a := IndexDocument()
+	a.LeadPhrases = true
 	return a
 }
 

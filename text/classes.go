@@ -62,8 +62,11 @@ func IsClass(t string) bool {
 // A word of the message that no tool has is information the catalog
 // cannot match; a number that no tool mentions is a value for the tool's
 // arguments, and a phrase of stop words no tool has is no word at all.
+// The abbreviations of units ("mb", "km", "ms") are optional too: after a
+// number they say what its class says. The lexical index lets optional
+// terms only break ties between tools that match a real word.
 func Optional(t string) bool {
-	if IsClass(t) || strings.IndexByte(t, ' ') >= 0 || numberWords.has(t) || hexLike(t) {
+	if IsClass(t) || strings.IndexByte(t, ' ') >= 0 || numberWords.has(t) || hexLike(t) || unitAbbrevs.has(t) {
 		return true
 	}
 	if len(t) > 2 && t[0] == '0' && t[1] == 'x' {
@@ -85,12 +88,19 @@ var wordOperators = setOf(`plus minus times multiplied divided over mod modulo`)
 
 // prefixOperators are arithmetic verbs: right before a plain number (no
 // unit; "add 17 and 25", "add up 8 and 7", "sum of 45, 67 and 89") they
-// are ClassOperator, not words. In the request → tool pairs of train/data,
+// give ClassOperator, and the word beside it ("add 5 users to the team"
+// still says "add"). In the request → tool pairs of train/data,
 // 20 of the 23 requests with such a verb before a plain number ask for
 // arithmetic (CLINC150's calculator, HWU64's qa_maths, dc); before a
 // number with a unit ("add 10 minutes to my timer", "add 10GB") it stays a
 // word.
 var prefixOperators = setOf(`add subtract multiply divide sum`)
+
+// unitAbbrevs are the unit words (unitClass) that are abbreviations: they
+// mean the unit alone (Optional).
+var unitAbbrevs = setOf(`kb mb gb tb pb kib mib gib tib pib ms msec sec secs min mins hr hrs wk
+	wks yr yrs km cm mm nm mi ft yd kg lb lbs oz ml mph kph kmh hz khz mhz ghz kw kwh usd eur gbp
+	jpy chf cad aud pct am pm`)
 
 // postfixOperators are ClassOperator after a number ("nine squared").
 var postfixOperators = setOf(`squared cubed`)
@@ -280,10 +290,46 @@ func hexLike(w string) bool {
 // class, then (with Literals) its digits, then the unit word, if any.
 type span struct {
 	class  string
-	class2 string // a second class (a timestamp's time)
-	end    int    // the text up to end is consumed
-	digits []int  // pairs of offsets of the literal parts (Literals)
-	unit   [2]int // offsets of a unit word to analyse as a word (0, 0: none)
+	class2 string  // a second class (a timestamp's time)
+	end    int     // the text up to end is consumed
+	digits offsets // pairs of offsets of the literal parts (Literals)
+	unit   [2]int  // offsets of a unit word to analyse as a word (0, 0: none)
+}
+
+// offsets are the pairs of offsets of a span's literal parts: the first
+// ones inline (a span costs no allocation), the rest in more.
+type offsets struct {
+	n    int
+	a    [16]int
+	more []int
+}
+
+// add appends the pair i, j.
+func (o *offsets) add(i, j int) {
+	if o.n+2 <= len(o.a) {
+		o.a[o.n], o.a[o.n+1] = i, j
+		o.n += 2
+		return
+	}
+	o.more = append(o.more, i, j)
+}
+
+// len is the number of offsets (twice the pairs).
+func (o *offsets) len() int { return o.n + len(o.more) }
+
+// at is the k-th offset.
+func (o *offsets) at(k int) int {
+	if k < o.n {
+		return o.a[k]
+	}
+	return o.more[k-o.n]
+}
+
+// hexSpan is a hex string s[i:j].
+func hexSpan(i, j int) span {
+	sp := span{class: ClassHex, end: j}
+	sp.digits.add(i, j)
+	return sp
 }
 
 // freeAt reports whether a number may start at i: not inside an
@@ -373,14 +419,15 @@ func numericAt(s string, i int) (sp span, ok bool) {
 	}
 	// A number: digits, thousands groups, decimals or dotted parts.
 	j := digitsAt(s, i)
-	digits := []int{i, j}
+	sp = span{class: ClassNumber}
+	sp.digits.add(i, j)
 	for j+1 < len(s) && (s[j] == ',' && j+4 <= len(s) && digitsAt(s, j+1) == j+4 ||
 		s[j] == '.' && isDigitASCII(s[j+1])) {
 		k := digitsAt(s, j+1)
-		digits = append(digits, j+1, k)
+		sp.digits.add(j+1, k)
 		j = k
 	}
-	sp = span{class: ClassNumber, end: j, digits: digits}
+	sp.end = j
 	if money {
 		sp.class = ClassMoney
 	}
@@ -463,7 +510,7 @@ func hexAt(s string, i int) (span, bool) {
 			j++
 		}
 		if j > i+2 && boundaryAt(s, j) {
-			return span{class: ClassHex, end: j, digits: []int{i, j}}, true
+			return hexSpan(i, j), true
 		}
 	}
 	if j, ok := uuidAt(s, i); ok {
@@ -474,7 +521,7 @@ func hexAt(s string, i int) (span, bool) {
 		j++
 	}
 	if boundaryAt(s, j) && hexLike(s[i:j]) {
-		return span{class: ClassHex, end: j, digits: []int{i, j}}, true
+		return hexSpan(i, j), true
 	}
 	return span{}, false
 }
@@ -531,11 +578,16 @@ func dateAt(s string, i int) (span, bool) {
 	if !ymd && !dmy || !boundaryAt(s, j) && at(s, j) != 'T' || at(s, j) == '.' && isDigitASCII(at(s, j+1)) {
 		return span{}, false
 	}
-	sp := span{class: ClassDate, end: j, digits: []int{parts[0][0], parts[0][1], parts[1][0], parts[1][1], parts[2][0], parts[2][1]}}
+	sp := span{class: ClassDate, end: j}
+	for _, p := range parts {
+		sp.digits.add(p[0], p[1])
+	}
 	if c := at(s, j); c == 'T' || c == ' ' {
 		if t, ok := timeAt(s, j+1); ok && (c == 'T' || strings.IndexByte(s[j+1:t.end], ':') >= 0) {
 			sp.class2, sp.end = ClassTime, t.end
-			sp.digits = append(sp.digits, t.digits...)
+			for k := 0; k < t.digits.len(); k += 2 {
+				sp.digits.add(t.digits.at(k), t.digits.at(k+1))
+			}
 		}
 	}
 	return sp, true
@@ -548,13 +600,14 @@ func timeAt(s string, i int) (span, bool) {
 	if h-i > 2 {
 		return span{}, false
 	}
-	sp := span{class: ClassTime, digits: []int{i, h}}
+	sp := span{class: ClassTime}
+	sp.digits.add(i, h)
 	j := h
 	if at(s, j) == ':' && digitsAt(s, j+1) == j+3 {
-		sp.digits = append(sp.digits, j+1, j+3)
+		sp.digits.add(j+1, j+3)
 		j += 3
 		if at(s, j) == ':' && digitsAt(s, j+1) == j+3 {
-			sp.digits = append(sp.digits, j+1, j+3)
+			sp.digits.add(j+1, j+3)
 			j += 3
 			if at(s, j) == '.' && isDigitASCII(at(s, j+1)) {
 				j = digitsAt(s, j+1)
@@ -608,7 +661,7 @@ func meridiem(s string, i int) (int, bool) {
 // ipAt matches an IPv4 address at i.
 func ipAt(s string, i int) (span, bool) {
 	j := i
-	var digits []int
+	sp := span{class: ClassIP}
 	for n := range 4 {
 		if n > 0 {
 			if at(s, j) != '.' {
@@ -620,13 +673,14 @@ func ipAt(s string, i int) (span, bool) {
 		if k == j || k-j > 3 || k-j == 3 && s[j:k] > "255" {
 			return span{}, false
 		}
-		digits = append(digits, j, k)
+		sp.digits.add(j, k)
 		j = k
 	}
 	if !boundaryAt(s, j) || at(s, j) == '.' && isDigitASCII(at(s, j+1)) {
 		return span{}, false
 	}
-	return span{class: ClassIP, end: j, digits: digits}, true
+	sp.end = j
+	return sp, true
 }
 
 // operatorAt reports whether the symbol at i (not a letter or digit) is an
@@ -661,7 +715,8 @@ func operatorAt(s string, i int, prev rune) (int, bool) {
 // a symbol between numbers is an operator, and the runs of stop words are
 // followed for phrases.
 func (a Analyzer) appendClassed(dst []string, s string, c Cache) []string {
-	ph := a.newPhrases()
+	var phs phrases
+	ph := a.initPhrases(&phs, s)
 	var prev rune     // the last character before i that is not blank
 	afterNum := false // the last word was a number
 	for i := 0; i < len(s); {
@@ -672,6 +727,9 @@ func (a Analyzer) appendClassed(dst []string, s string, c Cache) []string {
 		if isAlnum(r) {
 			j := alnumEnd(s, i)
 			run := s[i:j]
+			if ph != nil {
+				ph.at = i
+			}
 			if contraction(s, i, run) {
 				i = j // "what's", "don't", "we'll": the ending is no word
 				continue
@@ -690,7 +748,9 @@ func (a Analyzer) appendClassed(dst []string, s string, c Cache) []string {
 					prev, i, afterNum = 'x', j, false
 					continue
 				case inSet(prefixOperators, run) && plainNumberNext(s, j):
-					dst = ph.boundary(append(dst, ClassOperator)) // "add 17 and 25"
+					// "add 17 and 25": the operator, then the verb as a
+					// word (as a unit word is kept beside its class).
+					dst = a.appendRun(ph.boundary(append(dst, ClassOperator)), run, c, ph)
 					prev, i, afterNum = rune(s[j-1]), j, false
 					continue
 				case afterNum && (inSet(wordOperators, run) && numberNext(s, j) || inSet(postfixOperators, run)):
@@ -873,8 +933,8 @@ func (a Analyzer) appendSpan(dst []string, s string, sp span, c Cache, ph *phras
 		dst = append(dst, sp.class2)
 	}
 	if a.Literals {
-		for k := 0; k+1 < len(sp.digits); k += 2 {
-			dst = append(dst, lower(s[sp.digits[k]:sp.digits[k+1]]))
+		for k := 0; k+1 < sp.digits.len(); k += 2 {
+			dst = append(dst, lower(s[sp.digits.at(k):sp.digits.at(k+1)]))
 		}
 	}
 	dst = ph.word(dst, "")

@@ -14,7 +14,7 @@ func TestClasses(t *testing.T) {
 		index, table S
 	}{
 		// arithmetic in digits and in words
-		{"add 17 and 25", S{"<op>", "17", "25"}, S{"<op>", "<num>", "<num>"}},
+		{"add 17 and 25", S{"<op>", "add", "17", "25"}, S{"<op>", "add", "<num>", "<num>"}},
 		{"what is 1234 * 5678", S{"1234", "what is", "<op>", "5678"}, S{"<num>", "<op>", "<num>"}},
 		{"(12 + 8) * 3", S{"12", "<op>", "8", "<op>", "3"}, S{"<num>", "<op>", "<num>", "<op>", "<num>"}},
 		{"2^32 3**5 6 x 7 144/12 5-6=", S{"2", "<op>", "32", "3", "<op>", "5", "6", "<op>", "7", "144", "<op>", "12", "5", "<op>", "6"},
@@ -22,8 +22,8 @@ func TestClasses(t *testing.T) {
 		{"work out six times seven", S{"work", "out", "six", "<op>", "seven"}, S{"work", "<num>", "<op>", "<num>"}},
 		{"100 divided by 8, nine squared", S{"100", "<op>", "8", "nine", "<op>"}, S{"<num>", "<op>", "<num>", "<num>", "<op>"}},
 		// "one" is a number before a scale word
-		{"divide one hundred by eight, one of them", S{"<op>", "one", "hundred", "eight", "one", "of them"}, S{"<op>", "<num>", "<num>", "<num>", "on"}},
-		{"add one million and 5", S{"<op>", "one", "million", "5"}, S{"<op>", "<num>", "<num>", "<num>"}},
+		{"divide one hundred by eight, one of them", S{"<op>", "divide", "one", "hundred", "eight", "one", "of them"}, S{"<op>", "divid", "<num>", "<num>", "<num>", "on"}},
+		{"add one million and 5", S{"<op>", "add", "one", "million", "5"}, S{"<op>", "add", "<num>", "<num>", "<num>"}},
 		// "times" is an operator only between numbers
 		{"train times, I ran it 3 times", S{"train", "time", "ran", "3", "time"}, S{"train", "time", "ran", "<num>", "time"}},
 		{"one of the files", S{"one", "file", "of the"}, S{"on", "file"}},
@@ -53,7 +53,7 @@ func TestClasses(t *testing.T) {
 		{"550e8400-e29b-41d4-a716-446655440000 %20 %5d", S{"<hex>", "20", "5d"}, S{"<hex>", "5d"}},
 		// arithmetic verbs before a plain number are operators, before a
 		// number with a unit they are words
-		{"add 17 and 25, sum of 45, add up eight and 7", S{"<op>", "17", "25", "<op>", "45", "<op>", "up", "eight", "7"}, S{"<op>", "<num>", "<num>", "<op>", "<num>", "<op>", "<num>", "<num>"}},
+		{"add 17 and 25, sum of 45, add up eight and 7", S{"<op>", "add", "17", "25", "<op>", "sum", "45", "<op>", "add", "up", "eight", "7"}, S{"<op>", "add", "<num>", "<num>", "<op>", "sum", "<num>", "<op>", "add", "<num>", "<num>"}},
 		{"add 10 minutes to my timer, add five hours, add 20% more", S{"add", "<dur>", "10", "minute", "timer", "to my", "add", "five", "hour", "add", "<pct>", "20", "more"},
 			S{"add", "<dur>", "minut", "timer", "add", "<num>", "hour", "add", "<pct>"}},
 		{"ping 192.168.0.1", S{"ping", "<ip>", "192", "168", "0", "1"}, S{"ping", "<ip>"}},
@@ -80,23 +80,28 @@ func TestClasses(t *testing.T) {
 // in a document only a whole part of the text between punctuation.
 func TestPhrases(t *testing.T) {
 	for _, tc := range []struct {
-		in         string
-		query, doc S
+		in                   string
+		query, doc, keywords S
 	}{
-		{"where is", S{"where is"}, S{"where is"}},
-		{"where is docker-compose.yml", S{"docker", "where is", "compose", "yml", "<file>"}, S{"docker", "compose", "yml", "<file>"}},
-		{"so where is it", S{"so where", "so where is", "so where is it", "where is", "where is it", "is it"}, S{"so where is it"}},
-		{"find files, where is, how do i", S{"find", "file", "where is", "how do", "how do i", "do i"}, S{"find", "file", "where is", "how do i"}},
+		{"where is", S{"where is"}, S{"where is"}, S{"where is"}},
+		{"where is docker-compose.yml", S{"docker", "where is", "compose", "yml", "<file>"}, S{"docker", "compose", "yml", "<file>"}, S{"docker", "where is", "compose", "yml", "<file>"}},
+		{"so where is it", S{"so where", "so where is", "so where is it", "where is", "where is it", "is it"}, S{"so where is it"}, S{"so where", "so where is", "so where is it"}},
+		{"find files, where is, how do i", S{"find", "file", "where is", "how do", "how do i", "do i"}, S{"find", "file", "where is", "how do i"}, S{"find", "file", "where is", "how do", "how do i"}},
 		// runs do not cross punctuation; a lone stop word is no phrase
-		{"where. is", nil, nil},
-		{"what is the weather", S{"weather", "what is", "what is the", "is the"}, S{"weather"}},
+		{"where. is", nil, nil, nil},
+		{"what is the weather", S{"weather", "what is", "what is the", "is the"}, S{"weather"}, S{"weather", "what is", "what is the"}},
+		// a run inside a keyword is none of its phrases
+		{"size of the file", S{"size", "file", "of the"}, S{"size", "file"}, S{"size", "file"}},
 		// more than four words: no phrase in a document
-		{"it is what it is", S{"it is", "it is what", "it is what it", "is what", "is what it", "is what it is", "what it", "what it is", "it is"}, nil},
+		{"it is what it is", S{"it is", "it is what", "it is what it", "is what", "is what it", "is what it is", "what it", "what it is", "it is"}, nil, S{"it is", "it is what", "it is what it"}},
 		// apostrophes and blanks do not end a run
-		{"where's it", S{"where it"}, S{"where it"}},
+		{"where's it", S{"where it"}, S{"where it"}, S{"where it"}},
 	} {
 		if got := Index().Terms(tc.in); !slices.Equal(got, tc.query) {
 			t.Errorf("Index().Terms(%q) = %q, want %q", tc.in, got, tc.query)
+		}
+		if got := IndexKeywords().Terms(tc.in); !slices.Equal(got, tc.keywords) {
+			t.Errorf("IndexKeywords().Terms(%q) = %q, want %q", tc.in, got, tc.keywords)
 		}
 		if got := IndexDocument().Terms(tc.in); !slices.Equal(got, tc.doc) {
 			t.Errorf("IndexDocument().Terms(%q) = %q, want %q", tc.in, got, tc.doc)
@@ -114,8 +119,8 @@ func TestOptional(t *testing.T) {
 		want bool
 	}{
 		{"<num>", true}, {"<op>", true}, {"where is", true}, {"17", true}, {"0xff", true}, {"3f9a2c1", true},
-		{"a1b2c3d4e5", true}, {"seven", true},
-		{"file", false}, {"mp3", false}, {"v2data", false}, {"3d", false}, {"<", false}, {"", false}, {"deadbeef", false},
+		{"a1b2c3d4e5", true}, {"seven", true}, {"mb", true}, {"km", true},
+		{"file", false}, {"minute", false}, {"dollar", false}, {"mp3", false}, {"v2data", false}, {"3d", false}, {"<", false}, {"", false}, {"deadbeef", false},
 	} {
 		if got := Optional(tc.t); got != tc.want {
 			t.Errorf("Optional(%q) = %v, want %v", tc.t, got, tc.want)

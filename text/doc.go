@@ -16,16 +16,17 @@
 // of stop words can match (phrases.go). The modes in use are fixed by the
 // constructors:
 //
-//   - [Index] and [IndexDocument]: the lexical index (BM25F), for a message
-//     and for a tool's document. Camel-case split, every word kept, plural
-//     endings folded ([Plural]), then a short list of function words
-//     ([IndexStopwords]) dropped; class terms, each followed by the digits
-//     it stands for; a message's runs of 2–4 stop words as phrases
-//     ([IndexDocument]: a document's only when they make a whole part of
-//     its text; the index analyses a tool's keywords as a message, so
-//     every run in a keyword gives its phrases).
-//     A message's class terms, digits and phrases count only where the
-//     catalog has them ([Optional]).
+//   - [Index], [IndexDocument] and [IndexKeywords]: the lexical index
+//     (BM25F), for a message, a tool's document and its keywords.
+//     Camel-case split, every word kept, plural endings folded ([Plural]),
+//     then a short list of function words ([IndexStopwords]) dropped; class
+//     terms, each followed by the digits it stands for; a message's runs of
+//     2–4 stop words as phrases ([IndexDocument]: a document's only when
+//     they make a whole part of its text; [IndexKeywords]: also the first
+//     words of the run a keyword starts with, "where is" of "where is the
+//     file"). A message's class terms, digits, unit abbreviations and
+//     phrases ([Optional]) count only where the catalog has them, and the
+//     index lets them only break ties between tools that match a real word.
 //   - [Table]: the built-in embedder's table. Camel-case split also after a
 //     digit ("v2Data"); class terms (without their digits); one-rune words,
 //     other numbers and a longer list of function words and request filler

@@ -80,10 +80,14 @@ func TestFrozen(t *testing.T) {
 		// words (Index), contractions' endings dropped; then "one" before a
 		// scale word, words that name a class ("percentage", "hex",
 		// "sha256"), file names (<file>); the table's class rows
-		// (builtin/v1-00f7b62f) and lexical analysis "index-5".
-		{"Index", Index(), "1b901664eaa7d02585c5b7d9a9854e3d2f3d7b137559752b71a069a2fb5f848a"},
-		{"IndexDocument", IndexDocument(), "020c29dcf5d37a2f6914ee2a86c981842671384fa2722c50bf934e4ac48c2d36"},
-		{"Table", Table(), "ab1beff24cc71b86b663b2cb9034cad3a680e38faf230f7320c2e2a9e548fccd"},
+		// (builtin/v1-00f7b62f) and lexical analysis "index-5"; then an
+		// arithmetic verb kept beside <op> ("add 5 users": "<op>", "add"),
+		// a keyword's phrases only those it starts with (IndexKeywords),
+		// lexical analysis "index-6".
+		{"Index", Index(), "d12ee6b7d51e5cd1b93a6db442ced00083ad3d9e833d4785036e683471a29198"},
+		{"IndexDocument", IndexDocument(), "d8d69c8242317e641f6b45f1797b897f4c32b2451bffe328de6e1be8ea163b31"},
+		{"IndexKeywords", IndexKeywords(), "f3752f20b5ef01645021d208083f34e40de297614c8dff43b3c8eca7a616cd71"},
+		{"Table", Table(), "4111e30b428af3b62768b54a78599651ec4a84f7e6a6c15d4d56a9a7189eef12"},
 		{"Reference", Reference(), "f0d601088ad8349953b1ea1ecbe611f624fe47173c3ae51c8268d82795828d0e"},
 	} {
 		got := digest(m.a, texts, nil)

@@ -151,10 +151,14 @@ func TestASCIIRunsLikeUnicode(t *testing.T) {
 
 // BenchmarkIndexTerms: a message's analysis for the lexical index, with
 // its class terms and phrases of stop words, against the analysis without
-// them (the index's before issue 44), in one run.
+// them (the index's before issue 44), in one run: a 1,000-word text, and
+// requests as a user writes them (message).
 func BenchmarkIndexTerms(b *testing.B) {
 	s := strings.Repeat("Read the contents of a file at the given path and return its lines; getFileContents HTTPServer v2Data. ", 9) +
 		"What is 15% of 80, and 2^32? Where is the file of 2024-06-01 (10 MB, sha 3f9a2c1)?"
+	messages := []string{"what's 15% of 80", "where is docker-compose.yml somewhere under this folder",
+		"read the first 10 MB of log.txt", "how much is 19.99 times 3 plus tax of 8%", "show commit 3f9a2c1",
+		"can you list the files in this folder modified since 2024-06-01"}
 	plain := Index()
 	plain.Classes, plain.Literals, plain.Phrases = false, false, nil
 	for _, m := range []struct {
@@ -165,6 +169,14 @@ func BenchmarkIndexTerms(b *testing.B) {
 			var dst []string
 			for b.Loop() {
 				dst = m.a.Append(dst[:0], s, nil)
+			}
+		})
+		if m.name == "document" {
+			continue
+		}
+		b.Run("message/"+m.name, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				m.a.Terms(messages[i%len(messages)])
 			}
 		})
 	}

@@ -183,7 +183,6 @@ func changes(prefix string, from, to Levels) []Change {
 		{"min", from.Min, to.Min},
 		{"relative", from.Relative, to.Relative},
 		{"mass", from.Mass, to.Mass},
-		{"noise", from.Noise, to.Noise},
 		{"evidence", from.Evidence, to.Evidence},
 		{"coldMin", from.ColdMin, to.ColdMin},
 	} {

@@ -27,7 +27,7 @@ func TestAdmitOffersTheTool(t *testing.T) {
 			hits = append(hits, Candidate{n, rng.Float64() * rng.Float64(), rng.Float64() * 0.5})
 		}
 		lv := Levels{Min: round3(rng.Float64() * 0.2), Relative: []float64{0, 0.1, 0.3}[rng.IntN(3)], MaxTools: 1 + rng.IntN(4),
-			MinAnswerable: round3(rng.Float64() * 0.5), Mass: []float64{0, 0.5, 0.9}[rng.IntN(3)], Noise: []float64{0, 0.5}[rng.IntN(2)],
+			MinAnswerable: round3(rng.Float64() * 0.5), Mass: []float64{0, 0.5, 0.9}[rng.IntN(3)],
 			Evidence: []float64{0, 0.2, 0.4}[rng.IntN(3)]}
 		lv.ColdMin = round3(lv.Min + 0.1)
 		ans := rng.Float64()
@@ -185,8 +185,6 @@ func applyChanges(lv Levels, ch []Change) Levels {
 			lv.MinAnswerable = c.To
 		case "mass":
 			lv.Mass = c.To
-		case "noise":
-			lv.Noise = c.To
 		case "evidence":
 			lv.Evidence = c.To
 		default:

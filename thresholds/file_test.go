@@ -79,6 +79,33 @@ func TestShownFieldsAreIgnored(t *testing.T) {
 	}
 }
 
+// A file of an earlier release that sets the obsolete "noise" level loads
+// (the level is ignored and not written again); any other unknown field,
+// in the degraded levels too, is still refused.
+func TestObsoleteNoiseLevel(t *testing.T) {
+	old := `{"format":"toolsrv-thresholds","version":2,"embedder":"e","policy":{"min":0.3,"coldMin":0.4,"maxTools":3,"noise":0.3,` +
+		`"degraded":{"min":0.5,"coldMin":0.5,"maxTools":2,"noise":0.1}}}`
+	f, err := Parse([]byte(old))
+	if err != nil {
+		t.Fatalf("a file with the obsolete noise level: %v", err)
+	}
+	if f.Policy.Min != 0.3 || f.Policy.MaxTools != 3 || f.Policy.Degraded == nil || f.Policy.Degraded.Min != 0.5 {
+		t.Errorf("read %+v", f.Policy)
+	}
+	path := filepath.Join(t.TempDir(), "t.json")
+	if err := WriteFile(path, f); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(path); err != nil || strings.Contains(string(data), "noise") {
+		t.Errorf("written again: %s (%v)", data, err)
+	}
+	for _, bad := range []string{strings.Replace(old, `"noise":0.3`, `"nois":0.3`, 1), strings.Replace(old, `"noise":0.1`, `"nose":0.1`, 1)} {
+		if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), "unknown field") {
+			t.Errorf("%s: error %v, want an unknown field", bad, err)
+		}
+	}
+}
+
 func TestParseRefuses(t *testing.T) {
 	good := `{"format":"toolsrv-thresholds","version":1,"embedder":"e","policy":{"min":0.3,"coldMin":0.4,"relative":0.5,"maxTools":3}}`
 	tests := []struct {

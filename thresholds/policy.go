@@ -1,6 +1,8 @@
 package thresholds
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -34,11 +36,6 @@ type Levels struct {
 	// probability the offered set covers). A clear winner is offered alone,
 	// a flat ranking gets more tools (up to MaxTools). 0 disables.
 	Mass float64 `json:"mass,omitempty"`
-	// Noise (version 2) is no longer used: a tool whose only evidence is
-	// the embedding is never offered after another (the noise rule of
-	// Select), whatever its score. It is read and written so that files
-	// that set it still load.
-	Noise float64 `json:"noise,omitempty"`
 	// Evidence (version 2): a tool whose only evidence is the embedding
 	// (it matched no word of the message: Context.Unmatched) is offered
 	// only if its embedding score (Candidate.Dense) is at least Evidence,
@@ -46,6 +43,48 @@ type Levels struct {
 	// and resembles none gets "no tool fits", however its answerability
 	// came out. 0 disables.
 	Evidence float64 `json:"evidence,omitempty"`
+}
+
+// levelsJSON is Levels without its methods, for decoding.
+type levelsJSON Levels
+
+// UnmarshalJSON reads l, refusing an unknown field (a typo in a
+// hand-edited file) but for "noise", a level of earlier releases that no
+// rule uses any more (a tool whose only evidence is the embedding is
+// never offered after another, whatever its score: the noise rule of
+// Select): it is read and ignored, so that their files still load.
+func (l *Levels) UnmarshalJSON(data []byte) error {
+	var v struct {
+		levelsJSON
+		Noise *float64 `json:"noise"` // obsolete
+	}
+	if err := decodeStrict(data, &v); err != nil {
+		return err
+	}
+	*l = Levels(v.levelsJSON)
+	return nil
+}
+
+// UnmarshalJSON reads p as Levels.UnmarshalJSON reads its levels (the
+// embedded Levels' method would otherwise decode p whole).
+func (p *Policy) UnmarshalJSON(data []byte) error {
+	var v struct {
+		levelsJSON
+		Noise    *float64 `json:"noise"` // obsolete
+		Degraded *Levels  `json:"degraded"`
+	}
+	if err := decodeStrict(data, &v); err != nil {
+		return err
+	}
+	p.Levels, p.Degraded = Levels(v.levelsJSON), v.Degraded
+	return nil
+}
+
+// decodeStrict decodes data into v, refusing unknown fields.
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }
 
 // Validate says what is wrong with l, if anything.
@@ -61,7 +100,6 @@ func (l Levels) Validate() error {
 	in01("relative", l.Relative)
 	in01("minAnswerable", l.MinAnswerable)
 	in01("mass", l.Mass)
-	in01("noise", l.Noise)
 	in01("evidence", l.Evidence)
 	if l.ColdMin < l.Min {
 		errs = append(errs, fmt.Errorf("coldMin = %v is below min = %v: cold tools need the stricter score", l.ColdMin, l.Min))

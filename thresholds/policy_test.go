@@ -204,7 +204,7 @@ func TestLevelsValidate(t *testing.T) {
 func TestApplyUsesRankingDegraded(t *testing.T) {
 	p := Policy{Levels: Levels{Min: 0.3, ColdMin: 0.3, Relative: 0, MaxTools: 5},
 		Degraded: &Levels{Min: 0.8, ColdMin: 0.8, Relative: 0, MaxTools: 5}}
-	r := index.Ranking{Hits: []index.Hit{{Name: "a", Score: 0.9, Lexical: 0.5}, {Name: "b", Score: 0.5, Lexical: 0.2}}}
+	r := index.Ranking{Hits: []index.Hit{{Name: "a", Score: 0.9, Lexical: 0.5, Words: true}, {Name: "b", Score: 0.5, Lexical: 0.2, Words: true}}}
 	if got := p.Apply(r, nil, nil).Names(); !reflect.DeepEqual(got, []string{"a", "b"}) {
 		t.Fatalf("normal ranking offered %v", got)
 	}

@@ -18,8 +18,10 @@ func FromRanking(r index.Ranking) []Candidate {
 }
 
 // UnmatchedIn says which of r's tools have the embedding as their only
-// evidence: no lexical score (no word of the message in a weighted field),
-// not named, nothing from the usage history (Context.Unmatched).
+// evidence: no real word of the message in a weighted field (index.Hit's
+// Words: a match of its numbers, classes or phrases of stop words alone
+// is none), not named, nothing from the usage history
+// (Context.Unmatched).
 func UnmatchedIn(r index.Ranking) func(string) bool {
 	// Built at the first question: Select asks only for a tool after the
 	// first (the noise rule) or below the evidence level, and every
@@ -29,7 +31,7 @@ func UnmatchedIn(r index.Ranking) func(string) bool {
 		if set == nil {
 			set = make(map[string]bool)
 			for _, h := range r.Hits {
-				if h.Lexical == 0 && !h.Named && h.Usage == 0 {
+				if !h.Words && !h.Named && h.Usage == 0 {
 					set[h.Name] = true
 				}
 			}

@@ -129,17 +129,20 @@ func TestProfileHot(t *testing.T) {
 	}
 }
 
-// A tool is unmatched when the embedding is its only evidence: no lexical
-// score, not named, nothing from the usage history.
+// A tool is unmatched when the embedding is its only evidence: no real
+// word of the message matched (a lexical score from a class, a number or
+// a phrase of stop words alone is none), not named, nothing from the
+// usage history.
 func TestUnmatchedIn(t *testing.T) {
 	r := index.Ranking{Hits: []index.Hit{
 		{Name: "dense", Score: 0.3, Dense: 0.4},
-		{Name: "word", Score: 0.2, Dense: 0.1, Lexical: 0.2},
+		{Name: "word", Score: 0.2, Dense: 0.1, Lexical: 0.2, Words: true},
+		{Name: "classes", Score: 0.2, Dense: 0.1, Lexical: 0.4},
 		{Name: "named", Score: 1, Named: true},
 		{Name: "used", Score: 0.1, Usage: 0.05},
 	}}
 	un := UnmatchedIn(r)
-	for name, want := range map[string]bool{"dense": true, "word": false, "named": false, "used": false, "absent": false} {
+	for name, want := range map[string]bool{"dense": true, "word": false, "classes": true, "named": false, "used": false, "absent": false} {
 		if got := un(name); got != want {
 			t.Errorf("UnmatchedIn(%s) = %v, want %v", name, got, want)
 		}
