@@ -22,9 +22,10 @@ import (
 // anyone could have written: the lines of its own exports (Seal: an import
 // keeps their principals, and takes any other file's lines as the file's),
 // and its entries in a store it shares with other instances (the
-// PostgreSQL store keeps a seal of each of its entries' keys, and takes an
-// entry that claims to be this instance's without a valid seal as
-// another's). The key never leaves the file; InstanceID is its public
+// PostgreSQL store keeps a seal of each of its entries' keys and of the
+// counts it wrote, takes an entry that claims to be this instance's
+// without a valid seal as another's, and believes of its own only the
+// counts it sealed). The key never leaves the file; InstanceID is its public
 // name.
 
 // InstanceKeyFile is the key's file name, in the state directory

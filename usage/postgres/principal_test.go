@@ -217,3 +217,78 @@ func TestOwnerEvictedLast(t *testing.T) {
 		t.Errorf("kept %d of the owner's entries and %d of the flood's, want 3 and 2", owner, flood)
 	}
 }
+
+// The seal covers the counts this instance wrote: a teammate (the same
+// role) who raises the calls of this instance's owner's entry, in the row
+// and even with a copied seal, changes nothing this instance believes; its
+// next call counts on from its own counts and seals the row again; a row
+// written by hand under its ID is started anew by its next call of that
+// key.
+func TestSealCoversCounts(t *testing.T) {
+	pg, dsn := server(t)
+	ctx := context.Background()
+	a := open(t, dsn, usage.Options{})
+	idA := a.(*store).in.id
+	t0 := time.Now().Add(-time.Minute).Truncate(time.Second)
+	status := usage.Event{Request: "show git status", Tool: "git_status", OK: true, Principal: usage.Owner, Time: t0}
+	if err := a.Record(ctx, status); err != nil {
+		t.Fatal(err)
+	}
+	owners := func() map[string]int64 { // tool → calls believed the owner's
+		t.Helper()
+		es, _, err := a.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int64{}
+		for _, e := range es {
+			if e.Key.Principal == usage.Owner {
+				out[e.Key.Tool] += e.Count
+			}
+		}
+		return out
+	}
+	// Raised by hand (and the version moved, so that A reads it again).
+	bump := `UPDATE toolsrv_usage_ns SET version = version + 10`
+	pg.SQL(t, `UPDATE toolsrv_usage_entries SET count = 500, failed = 0, version = version + 10 WHERE tool = 'git_status'`, bump)
+	if got := owners(); got["git_status"] != 1 {
+		t.Fatalf("after a teammate raised the row to 500 calls, A believes its owner called git_status %d times, want 1 (%v)", got["git_status"], got)
+	}
+	// A's next call: 2, and the row says so again, sealed.
+	status.Time = t0.Add(time.Second)
+	if err := a.Record(ctx, status); err != nil {
+		t.Fatal(err)
+	}
+	if got := owners(); got["git_status"] != 2 {
+		t.Errorf("after A's second call, A believes %d calls, want 2", got["git_status"])
+	}
+	if out := pg.SQL(t, `SELECT count FROM toolsrv_usage_entries WHERE tool = 'git_status'`); strings.TrimSpace(out) != "2" {
+		t.Errorf("the row's count after A's second call: %q, want 2", out)
+	}
+	// A fresh reader of the same instance (its key, a new local copy)
+	// reads the row whole: the same.
+	b := open(t, dsn, usage.Options{LocalDir: a.(*store).opts.LocalDir})
+	es, _, err := b.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 1 || es[0].Key.Principal != usage.Owner || es[0].Count != 2 {
+		t.Errorf("read whole by the same instance: %+v, want the owner's entry with 2 calls", es)
+	}
+	// The seal of the owner's entry copied onto a row of another key
+	// under A's ID: not A's owner; A's own call of that key starts it
+	// anew.
+	forged := usage.Key{Request: "show git status", Tool: "fortune", Principal: idA + "/owner"}
+	pg.SQL(t, `INSERT INTO toolsrv_usage_entries (namespace, hash, norm, text, tool, agent, principal, seal, count, failed, first, last, offered, version)
+		SELECT namespace, '\x`+hexOf(forged.Hash())+`', norm, text, 'fortune', '', principal, seal, 400, 0, first, last, offered, version + 20
+		FROM toolsrv_usage_entries WHERE tool = 'git_status'`, `UPDATE toolsrv_usage_ns SET version = version + 20, entries = entries + 1`)
+	if got := owners(); got["fortune"] != 0 || got["git_status"] != 2 {
+		t.Errorf("with a forged row under A's ID, A believes its owner's calls %v, want git_status 2 and no fortune", got)
+	}
+	if err := a.Record(ctx, usage.Event{Request: "show git status", Tool: "fortune", OK: true, Principal: usage.Owner, Time: t0.Add(2 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := owners(); got["fortune"] != 1 {
+		t.Errorf("after A's own call of the forged key, A believes %d calls of fortune, want 1 (started anew)", got["fortune"])
+	}
+}

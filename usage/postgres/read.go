@@ -47,8 +47,10 @@ func (s *store) catchUp(ctx context.Context) error {
 	}
 	for _, k := range removed {
 		delete(s.view, k)
+		delete(s.view, s.in.alternative(k))
 	}
 	for _, e := range changed {
+		delete(s.view, s.in.alternative(e.Key))
 		s.view[e.Key] = e
 	}
 	old := s.viewVersion
@@ -97,7 +99,7 @@ func (s *store) scanEntries(ctx context.Context, tx pgx.Tx, out []usage.Entry, c
 		if err != nil {
 			return nil, err
 		}
-		e.Key.Principal = s.in.presented(e.Key, seal)
+		s.in.read(&e, &failed, seal)
 		out = append(out, e)
 	}
 	return out, rows.Err()
@@ -161,7 +163,7 @@ func (s *store) changes(ctx context.Context, after int64) ([]usage.Entry, []usag
 					rows.Close()
 					return err
 				}
-				e.Key.Principal = s.in.presented(e.Key, seal)
+				s.in.read(&e, &failed, seal)
 				changed = append(changed, e)
 			}
 			rows.Close()

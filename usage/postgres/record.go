@@ -63,14 +63,12 @@ type entryState struct {
 func (s *store) record(ctx context.Context, conn *pgxpool.Conn, preps []usage.Prepared, now time.Time) (err error) {
 	ids := make([]string, len(preps))
 	hashes := map[string]bool{}
-	seals := map[string]string{} // by stored key's hash
 	var hashList [][]byte
 	stored := make([]usage.Prepared, len(preps))
 	for i, p := range preps {
 		ids[i] = p.ID
 		// Stored under this instance's principal (principal.go).
-		k, seal := s.in.stored(p.Key)
-		p.Key, seals[string(k.Hash())] = k, seal
+		p.Key = s.in.storedKey(p.Key)
 		stored[i] = p
 		if h := p.Key.Hash(); !hashes[string(h)] {
 			hashes[string(h)] = true
@@ -130,11 +128,23 @@ func (s *store) record(ctx context.Context, conn *pgxpool.Conn, preps []usage.Pr
 		defer rows.Close()
 		for rows.Next() {
 			var st entryState
-			if _, err := scanEntry(rows, &st.e, &st.failed); err != nil {
+			seal, err := scanEntry(rows, &st.e, &st.failed)
+			if err != nil {
 				return err
 			}
 			st.exists = true
-			states[string(st.e.Key.Hash())] = &st
+			h := string(st.e.Key.Hash())
+			// Merged into the counts this instance sealed, not the
+			// row's (which anyone with the role can change); a row of
+			// this instance's key it did not seal (written by hand)
+			// starts anew.
+			if c, ok := s.in.unseal(st.e.Key, seal); ok {
+				st.e.Count, st.failed = c.count, c.failed
+				st.e.First, st.e.Last = time.Unix(0, c.first), time.Unix(0, c.last)
+			} else {
+				st.e, st.failed = usage.Entry{}, 0
+			}
+			states[h] = &st
 		}
 		return rows.Err()
 	}()
@@ -181,15 +191,16 @@ func (s *store) record(ctx context.Context, conn *pgxpool.Conn, preps []usage.Pr
 		if offered == nil {
 			offered = []string{}
 		}
+		seal := s.in.seal([]byte(h), sealed{count: e.Count, failed: st.failed, first: e.First.UnixNano(), last: e.Last.UnixNano()})
 		if st.exists {
-			w.Queue(`UPDATE toolsrv_usage_entries SET text = $3, count = $4, failed = $5, first = $6, last = $7, offered = $8, version = $9
+			w.Queue(`UPDATE toolsrv_usage_entries SET text = $3, count = $4, failed = $5, first = $6, last = $7, offered = $8, version = $9, seal = $10
 				WHERE namespace = $1 AND hash = $2`,
-				s.ns, []byte(h), e.Text, e.Count, st.failed, e.First.UnixNano(), e.Last.UnixNano(), offered, v)
+				s.ns, []byte(h), e.Text, e.Count, st.failed, e.First.UnixNano(), e.Last.UnixNano(), offered, v, seal)
 			continue
 		}
 		w.Queue(`INSERT INTO toolsrv_usage_entries (namespace, hash, norm, text, tool, agent, principal, seal, count, failed, first, last, offered, version)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-			s.ns, []byte(h), e.Key.Request, e.Text, e.Key.Tool, e.Key.Agent, e.Key.Principal, seals[h], e.Count, st.failed, e.First.UnixNano(), e.Last.UnixNano(), offered, v)
+			s.ns, []byte(h), e.Key.Request, e.Text, e.Key.Tool, e.Key.Agent, e.Key.Principal, seal, e.Count, st.failed, e.First.UnixNano(), e.Last.UnixNano(), offered, v)
 		grown[usage.Key{Tool: e.Key.Tool, Agent: e.Key.Agent}] = true
 		added++
 	}
