@@ -292,3 +292,31 @@ func TestSealCoversCounts(t *testing.T) {
 		t.Errorf("after A's own call of the forged key, A believes %d calls of fortune, want 1 (started anew)", got["fortune"])
 	}
 }
+
+// Forgetting a presented principal removes exactly what is presented
+// under it: "instance:ME/owner" (rows under this instance's ID it did not
+// seal) never takes this instance's owner's entries.
+func TestForgetExactlyThePresented(t *testing.T) {
+	pg, dsn := server(t)
+	ctx := context.Background()
+	a := open(t, dsn, usage.Options{})
+	idA := a.(*store).in.id
+	t0 := time.Now().Add(-time.Minute)
+	if err := a.Record(ctx, usage.Event{Request: "show git status", Tool: "git_status", OK: true, Principal: usage.Owner, Time: t0}); err != nil {
+		t.Fatal(err)
+	}
+	pg.SQL(t, `INSERT INTO toolsrv_usage_entries (namespace, hash, norm, text, tool, agent, principal, seal, count, failed, first, last, offered, version)
+		SELECT namespace, '\x00'::bytea || hash, norm, text, 'fortune', 'forged', '`+idA+`/owner', '', 5, 0, first, last, offered, version
+		FROM toolsrv_usage_entries WHERE tool = 'git_status'`)
+	n, err := a.Forget(ctx, usage.Filter{Principal: usage.PrefixInstance + idA + "/owner"})
+	if err != nil || n != 1 {
+		t.Fatalf("forget instance:%s/owner: %d %v, want the forged row alone", idA, n, err)
+	}
+	es, _, err := a.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 1 || es[0].Key.Principal != usage.Owner || es[0].Key.Tool != "git_status" {
+		t.Errorf("after forgetting the forged name: %+v, want the owner's git_status entry alone", es)
+	}
+}
