@@ -266,3 +266,35 @@ func TestUsageDeltaAddsJudgedEntries(t *testing.T) {
 		t.Errorf("weather in paris: %v", got)
 	}
 }
+
+// The judging budget goes to the principals known longest first: 20 new
+// principals with 17 claims each (more than the budget holds, each more
+// entries than an honest one) do not leave the two established clients
+// unjudged, and those of them the budget leaves unjudged are believed no
+// more than a judged liar (usageUnjudged), not at the prior (usagePrior).
+func TestUsageBudgetNotSpentByACrowd(t *testing.T) {
+	long := time.Now().Add(-30 * 24 * time.Hour)
+	uses := append(weatherUses("mcp:a", "get_weather", long, 0, 16), weatherUses("9p:b", "get_weather", long, 8, 16)...)
+	for k := range 20 {
+		for j, u := range weatherUses(fmt.Sprint("9p:new", k), "send_email", time.Now(), k, 17) {
+			u.Count, u.ID = 1, fmt.Sprint("new", k, "/", j)
+			uses = append(uses, u)
+		}
+	}
+	ix, u := usageViewOf(t, uses)
+	for _, p := range []string{"mcp:a", "9p:b"} {
+		if kind, w, b := voiceOf(u, p); kind != voicePrincipal || b < usageEstablished {
+			t.Errorf("%s: voice %d, weight %.2f, belief %.2f; want an established voice, judged before the crowd", p, kind, w, b)
+		}
+	}
+	for p, name := range u.principals {
+		if b := u.voice.belief[p]; u.voice.role[p] == RoleOther && name != "mcp:a" && name != "9p:b" && b > 0.9*usagePrior {
+			t.Errorf("%s, a new principal's contradicted claims, judged or not: belief %.3f, want under the prior %.2f", name, b, usagePrior)
+		}
+	}
+	for _, q := range []string{"weather in paris", "will it rain in oslo tonight", "forecast for nice"} {
+		if got := top(t, ix, q); got[0] != "get_weather" {
+			t.Errorf("%q: %v", q, got)
+		}
+	}
+}
