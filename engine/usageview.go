@@ -167,6 +167,9 @@ func (e *Engine) applyHistory(ctx context.Context, ex []index.Use) (index.UsageF
 		Source:  name,
 		Version: version,
 		Extra:   ex,
+		// Which entries judge each principal: the installation's secret
+		// chooses them (none of its principals can read it).
+		Secret: e.follow.Secret(judgingSecret),
 		Load: func(ctx context.Context) ([]index.Use, error) {
 			d, err := e.follow.Since(ctx, -1)
 			readErr = err
@@ -188,6 +191,10 @@ func (e *Engine) applyHistory(ctx context.Context, ex []index.Use) (index.UsageF
 	fit, err = e.ix.SetUsage(ctx, ex)
 	return fit, 0, err
 }
+
+// judgingSecret is the purpose of the installation's secret that chooses
+// the entries each principal of the history is judged by.
+const judgingSecret = "usage judging sample"
 
 // warnUsage warns that the usage history failed (err), unless ctx ended:
 // a shutdown cancels a reload, which is no news (logged at Debug).

@@ -3,6 +3,9 @@ package index
 import (
 	"cmp"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"hash/fnv"
 	"math"
@@ -233,18 +236,35 @@ func (ix *Index) hear(ctx context.Context, u *usageView, stats []principalStats)
 		}
 		return strings.Compare(u.principals[a], u.principals[b])
 	})
-	key := func(i int32) uint32 {
+	// Which entries judge a principal: an order keyed by the
+	// installation's secret, which no principal can read, so that none
+	// can tell which of its claims will be checked and make those agree.
+	secret := ix.usage.secret
+	key := func(i int32) uint64 {
+		if secret != nil {
+			h := hmac.New(sha256.New, secret)
+			h.Write([]byte(u.text[i]))
+			h.Write([]byte{0})
+			h.Write([]byte(u.toolOf(i)))
+			return binary.LittleEndian.Uint64(h.Sum(nil))
+		}
 		h := fnv.New32a()
 		h.Write([]byte(u.text[i]))
 		h.Write([]byte{0})
 		h.Write([]byte(u.toolOf(i)))
-		return h.Sum32()
+		return uint64(h.Sum32())
 	}
 	var sample []int32
 	budget := usageTrustRanks
 	for _, p := range judged {
 		es := byP[p]
-		slices.SortStableFunc(es, func(a, b int32) int { return cmp.Compare(key(a), key(b)) })
+		if len(es) > min(usageTrustSample, budget) {
+			keys := make(map[int32]uint64, len(es))
+			for _, i := range es {
+				keys[i] = key(i)
+			}
+			slices.SortStableFunc(es, func(a, b int32) int { return cmp.Compare(keys[a], keys[b]) })
+		}
 		n := min(len(es), usageTrustSample, budget)
 		byP[p] = es[:n]
 		sample = append(sample, es[:n]...)

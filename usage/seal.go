@@ -91,6 +91,37 @@ func InstanceID(key []byte) string {
 	return hex.EncodeToString(h[:8])
 }
 
+// Keyed is a store that knows the key of the installation reading it
+// (InstanceKey: the file store's in its own directory, a shared store's
+// in its LocalDir), and gives secrets derived from it: what must stay
+// unpredictable to whoever records into the store, such as which of a
+// principal's entries the ranking judges it by. No tool and no client
+// can read the key, and a secret is the same for one installation
+// (what a saved view and a rebuild of it agree on).
+type Keyed interface {
+	// Secret is the installation's secret for purpose (32 bytes); nil
+	// when the key cannot be read now.
+	Secret(purpose string) []byte
+}
+
+// DeriveSecret is the secret of the installation with key for purpose.
+func DeriveSecret(key []byte, purpose string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("toolsrv secret\x00" + purpose))
+	return m.Sum(nil)
+}
+
+// Secret is the installation's secret for purpose (Keyed), from the key in
+// the store's directory, made if there is none.
+func (s *fileStore) Secret(purpose string) []byte {
+	key, err := InstanceKey(filepath.Dir(s.path))
+	if err != nil {
+		s.opts.Logger.Warn("the installation's key cannot be read", "err", err)
+		return nil
+	}
+	return DeriveSecret(key, purpose)
+}
+
 // Seal is the seal of fields under key: 32 hex digits of an HMAC-SHA256
 // of the fields, each preceded by its length.
 func Seal(key []byte, fields ...string) string {

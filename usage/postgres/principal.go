@@ -49,6 +49,10 @@ func (c sealed) fields(hash []byte) []string {
 		strconv.FormatInt(c.first, 10), strconv.FormatInt(c.last, 10)}
 }
 
+// Secret is this instance's secret for purpose (usage.Keyed): of its key,
+// which its teammates never see.
+func (s *store) Secret(purpose string) []byte { return usage.DeriveSecret(s.in.key, purpose) }
+
 // storedKey is the key a principal of this instance's events is stored
 // under.
 func (in ident) storedKey(k usage.Key) usage.Key {

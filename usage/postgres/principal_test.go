@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"fmt"
@@ -318,5 +319,18 @@ func TestForgetExactlyThePresented(t *testing.T) {
 	}
 	if len(es) != 1 || es[0].Key.Principal != usage.Owner || es[0].Key.Tool != "git_status" {
 		t.Errorf("after forgetting the forged name: %+v, want the owner's git_status entry alone", es)
+	}
+}
+
+// An instance's secret is of its own key: the same when it opens the
+// namespace again (its LocalDir), another for another instance.
+func TestInstanceSecret(t *testing.T) {
+	_, dsn := server(t)
+	dir := t.TempDir()
+	a := open(t, dsn, usage.Options{LocalDir: dir}).(usage.Keyed).Secret("p")
+	again := open(t, dsn, usage.Options{LocalDir: dir}).(usage.Keyed).Secret("p")
+	other := open(t, dsn, usage.Options{}).(usage.Keyed).Secret("p")
+	if len(a) != 32 || !bytes.Equal(a, again) || bytes.Equal(a, other) {
+		t.Errorf("secrets: %x, again %x, another instance's %x", a, again, other)
 	}
 }
