@@ -53,7 +53,6 @@ func Legacy(agent string) string { return PrefixLegacy + agent }
 // LegacyUnit is the unit (Unit) of every legacy principal.
 const LegacyUnit = "legacy"
 
-
 // Unit is the principal that p's belief is earned and weighed by: p
 // itself, but for another instance of a shared namespace (instance:ID/…:
 // the instance, whatever names it recorded under), a remote host's 9P

@@ -334,3 +334,27 @@ func TestInstanceSecret(t *testing.T) {
 		t.Errorf("secrets: %x, again %x, another instance's %x", a, again, other)
 	}
 }
+
+// A row's text changed by a teammate to other words than its key's is read
+// as its key's (the ranking votes with the text; the store checks it, so
+// that its readers need not), on the server and from the local copy.
+func TestRowTextIsAWordingOfItsKey(t *testing.T) {
+	pg, dsn := server(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	a := open(t, dsn, usage.Options{LocalDir: dir})
+	if err := a.Record(ctx, usage.Event{Request: "Show  Git status", Tool: "git_status", OK: true, Principal: usage.Owner}); err != nil {
+		t.Fatal(err)
+	}
+	pg.SQL(t, `UPDATE toolsrv_usage_entries SET text = 'print a fortune cookie', version = version + 10`,
+		`UPDATE toolsrv_usage_ns SET version = version + 10`)
+	for _, s := range []usage.Store{a, open(t, dsn, usage.Options{})} {
+		es, _, err := s.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es) != 1 || es[0].Text != "show git status" {
+			t.Errorf("after the text was changed by hand: %+v, want the key's wording", es)
+		}
+	}
+}

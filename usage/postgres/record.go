@@ -317,8 +317,19 @@ func scanEntry(row pgx.Row, e *usage.Entry, failed *int64) (string, error) {
 	}
 	e.Failed = (*failed + usage.FailScale/2) / usage.FailScale
 	e.First, e.Last = time.Unix(0, first), time.Unix(0, last)
+	wordingOfKey(e)
 	if len(e.Offered) == 0 {
 		e.Offered = nil
 	}
 	return seal, nil
+}
+
+// wordingOfKey makes e's text a wording of its key: a row's text is
+// anyone's with the role to change, and the ranking votes with the text
+// (an entry keeps its key; one whose text another instance changed to
+// other words votes with its key's).
+func wordingOfKey(e *usage.Entry) {
+	if usage.Normalize(e.Text) != e.Key.Request {
+		e.Text = e.Key.Request
+	}
 }
