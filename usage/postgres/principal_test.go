@@ -292,6 +292,18 @@ func TestSealCoversCounts(t *testing.T) {
 	if got := owners(); got["fortune"] != 1 {
 		t.Errorf("after A's own call of the forged key, A believes %d calls of fortune, want 1 (started anew)", got["fortune"])
 	}
+	// A row under the hash of A's next key, with other key columns: A's
+	// call of that key takes the row over (not a failed insert).
+	next := usage.Key{Request: "list the branches", Tool: "git_branch", Principal: idA + "/owner"}
+	pg.SQL(t, `INSERT INTO toolsrv_usage_entries (namespace, hash, norm, text, tool, agent, principal, seal, count, failed, first, last, offered, version)
+		SELECT namespace, '\x`+hexOf(next.Hash())+`', 'something else', 'something else', 'fortune', 'x', 'x/owner', '', 9, 0, first, last, offered, version
+		FROM toolsrv_usage_entries WHERE tool = 'git_status'`, `UPDATE toolsrv_usage_ns SET entries = entries + 1`)
+	if err := a.Record(ctx, usage.Event{Request: "list the branches", Tool: "git_branch", OK: true, Principal: usage.Owner, Time: t0.Add(3 * time.Second)}); err != nil {
+		t.Fatalf("A's call of a key whose hash a row written by hand holds: %v", err)
+	}
+	if got := owners(); got["git_branch"] != 1 {
+		t.Errorf("after A's call of git_branch over a row written by hand, A believes %d calls, want 1 (%v)", got["git_branch"], got)
+	}
 }
 
 // Forgetting a presented principal removes exactly what is presented
