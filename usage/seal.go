@@ -112,8 +112,12 @@ func DeriveSecret(key []byte, purpose string) []byte {
 }
 
 // Secret is the installation's secret for purpose (Keyed), from the key in
-// the store's directory, made if there is none.
+// the store's directory, made if there is none; nil while there is no
+// store (no history to keep anything from: nothing is made).
 func (s *fileStore) Secret(purpose string) []byte {
+	if _, err := os.Lstat(s.path); err != nil {
+		return nil
+	}
 	key, err := InstanceKey(filepath.Dir(s.path))
 	if err != nil {
 		s.opts.Logger.Warn("the installation's key cannot be read", "err", err)

@@ -3,6 +3,7 @@ package usage
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -20,6 +21,9 @@ func TestFileStoreSecret(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
+		if err := s.Record(ctx, Event{Request: "show git status", Tool: "git_status", OK: true}); err != nil {
+			t.Fatal(err)
+		}
 		k, ok := s.(Keyed)
 		if !ok {
 			t.Fatal("the file store gives no secret")
@@ -27,6 +31,17 @@ func TestFileStoreSecret(t *testing.T) {
 		return k.Secret(purpose)
 	}
 	dir := t.TempDir()
+	none, _, err := Open(ctx, filepath.Join(dir, "usage.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := none.(Keyed).Secret("p"); b != nil {
+		t.Errorf("a store not made yet gives a secret %x", b)
+	}
+	none.Close()
+	if _, err := os.Stat(filepath.Join(dir, InstanceKeyFile)); err == nil {
+		t.Error("asking a store not made yet for its secret made the installation's key")
+	}
 	a := secret(dir, "p")
 	if len(a) != 32 {
 		t.Fatalf("secret of %d bytes", len(a))
