@@ -71,20 +71,10 @@ func (l *lazyEmbedder) EmbedDocuments(ctx context.Context, texts []string) ([][]
 func uses(entries []usage.Entry, room int) []index.Use {
 	out := make([]index.Use, 0, len(entries)+room)
 	for _, e := range entries {
-		out = append(out, index.Use{Request: requestOf(e), Tool: e.Key.Tool, Principal: usage.Unit(e.Key.Principal),
+		out = append(out, index.Use{Request: e.Text, Tool: e.Key.Tool, Principal: usage.Unit(e.Key.Principal),
 			Role: roleOf(e.Key.Principal), Count: int(e.Count), Failed: int(e.Failed), First: e.First, Last: e.Last, ID: useID(e.Key)})
 	}
 	return out
-}
-
-// requestOf is the request an entry votes with: its latest wording, or,
-// should that not be a wording of its key (a shared store's row changed
-// by another instance: an entry keeps its key, not its text), the key's.
-func requestOf(e usage.Entry) string {
-	if usage.Normalize(e.Text) != e.Key.Request {
-		return e.Key.Request
-	}
-	return e.Text
 }
 
 // roleOf is what a principal's word is to the ranking: the owner's is
@@ -167,6 +157,9 @@ func (e *Engine) applyHistory(ctx context.Context, ex []index.Use) (index.UsageF
 		Source:  name,
 		Version: version,
 		Extra:   ex,
+		// Which entries judge each principal: the installation's secret
+		// chooses them (none of its principals can read it).
+		Secret: e.follow.Secret(judgingSecret),
 		Load: func(ctx context.Context) ([]index.Use, error) {
 			d, err := e.follow.Since(ctx, -1)
 			readErr = err
@@ -188,6 +181,10 @@ func (e *Engine) applyHistory(ctx context.Context, ex []index.Use) (index.UsageF
 	fit, err = e.ix.SetUsage(ctx, ex)
 	return fit, 0, err
 }
+
+// judgingSecret is the purpose of the installation's secret that chooses
+// the entries each principal of the history is judged by.
+const judgingSecret = "usage judging sample"
 
 // warnUsage warns that the usage history failed (err), unless ctx ended:
 // a shutdown cancels a reload, which is no news (logged at Debug).

@@ -213,6 +213,9 @@ type UsageFit struct {
 type usageSignal struct {
 	view  atomic.Pointer[usageView]
 	apply sync.Mutex
+	// secret is History.Secret of the history being applied (apply
+	// held): what chooses the judged samples (usagevoice.go).
+	secret []byte
 	// vecs caches the usage requests' vectors by text.
 	vecs usageVectors
 	// saved is when this index last saved its usage view; wg the saves
@@ -265,6 +268,7 @@ func (v *usageVecs) add(k [16]byte) int32 {
 func (ix *Index) SetUsage(ctx context.Context, uses []Use) (UsageFit, error) {
 	ix.usage.apply.Lock()
 	defer ix.usage.apply.Unlock()
+	ix.usage.secret = nil
 	return ix.setUsage(ctx, uses, nil, "", false)
 }
 
@@ -284,6 +288,11 @@ type History struct {
 	// Since, if set, gives the entries added or changed after version v
 	// and the IDs (Use.ID) of those removed; an error when it cannot tell.
 	Since func(ctx context.Context, v int64) (changed []Use, removed []string, err error)
+	// Secret is a secret of the installation (usage.Keyed) that chooses
+	// which of a principal's entries judge it (usagevoice.go), so that no
+	// principal can tell which of its claims will be checked; the same
+	// secret makes the same view. nil: a fixed choice anyone can predict.
+	Secret []byte
 }
 
 // SetUsageSaved is SetUsage of the history h names, reading as little of
@@ -309,9 +318,14 @@ type History struct {
 func (ix *Index) SetUsageSaved(ctx context.Context, h History) (UsageFit, error) {
 	ix.usage.apply.Lock()
 	defer ix.usage.apply.Unlock()
+	ix.usage.secret = h.Secret
 	source := h.Source
 	if len(h.Extra) > 0 {
 		source += "\x00extra " + extraDigest(h.Extra)
+	}
+	if len(h.Secret) > 0 {
+		d := sha256.Sum256(append([]byte("usage view secret\x00"), h.Secret...))
+		source += "\x00secret " + hex.EncodeToString(d[:8])
 	}
 	want := viewHeader{base: ix.usageViewBase(source), version: h.Version}
 	cur := ix.usage.Load()

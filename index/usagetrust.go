@@ -61,7 +61,8 @@ const usageTrustK = 0.3
 const usageTrustCommon = 128
 
 // usageSeniority is how much earlier a principal's entry must have been
-// first recorded to judge its later ones (cross trust): an hour, longer
+// first recorded (here: an import's lines as of the import, but for this
+// installation's own export) to judge its later ones (cross trust): an hour, longer
 // than a session's burst (about 20 new entries an hour at most: the
 // engine's bound).
 const usageSeniority = time.Hour

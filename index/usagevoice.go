@@ -3,6 +3,9 @@ package index
 import (
 	"cmp"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"hash/fnv"
 	"math"
@@ -40,7 +43,12 @@ import (
 //     belief as weight; and one voice for all the others, the crowd,
 //     whose weight is what its entries together earn (belief of them
 //     pooled), not their count. Principals first seen by a delta since
-//     the last whole build speak as the late voice, at usagePrior.
+//     the last whole build speak as the late voice, at usageUnjudged.
+//   - The judging budget goes to the principals this installation has
+//     known longest first (then those with the most entries); one it
+//     leaves unjudged, or with nothing to judge, is believed as a judged
+//     liar is (usageUnjudged), in its belief and in the crowd's pooled
+//     one: a crowd of new principals gains nothing by outnumbering it.
 //   - A voice's share of the votes counts by its weight over the weights
 //     of all voices heard near the message, or 1 if they add up to less:
 //     a voice alone is heard at its weight, not at full strength.
@@ -74,6 +82,10 @@ const (
 	usageEstablished = 0.3
 	usageTrustSample = 16
 	usageTrustRanks  = 256
+	// usageUnjudged is the belief of a principal not judged (the budget
+	// spent, or first seen since the last whole build): a judged liar's,
+	// a full sample none of which agreed.
+	usageUnjudged = usagePriorN * usagePrior / (usagePriorN + usageTrustSample)
 	// usageHeard is the least weight of a voice whose requests
 	// leave-one-out samples (usagefit.go).
 	usageHeard = 0.05
@@ -184,7 +196,10 @@ func (ix *Index) hear(ctx context.Context, u *usageView, stats []principalStats)
 	np := u.nprincipals
 	v := &u.voice
 	// The samples: each judged principal's entries with a tool, in a
-	// fixed order, the principals with the most entries first.
+	// fixed order, the principals this installation has known longest
+	// first (the seniority of their first entry, as recorded here), then
+	// those with the most entries: a crowd of new principals cannot use
+	// the budget up before the established ones are judged.
 	var judged []int32
 	for p := range np {
 		if v.role[p] == RoleOther {
@@ -198,30 +213,58 @@ func (ix *Index) hear(ctx context.Context, u *usageView, stats []principalStats)
 		u.voicesOf(nil)
 		return nil
 	}
+	since := make([]int64, np)
+	for p := range since {
+		since[p] = math.MaxInt64
+	}
+	byP := make([][]int32, np)
+	for i := 0; i < u.n; i++ {
+		p := u.principal[i]
+		if f := u.first[i]; f > 0 {
+			since[p] = min(since[p], f)
+		}
+		if v.role[p] == RoleOther && u.toolOf(int32(i)) != "" {
+			byP[p] = append(byP[p], int32(i))
+		}
+	}
 	slices.SortStableFunc(judged, func(a, b int32) int {
+		if c := cmp.Compare(since[a], since[b]); c != 0 {
+			return c
+		}
 		if c := cmp.Compare(v.entries[b], v.entries[a]); c != 0 {
 			return c
 		}
 		return strings.Compare(u.principals[a], u.principals[b])
 	})
-	byP := make([][]int32, np)
-	for i := 0; i < u.n; i++ {
-		if p := u.principal[i]; v.role[p] == RoleOther && u.toolOf(int32(i)) != "" {
-			byP[p] = append(byP[p], int32(i))
+	// Which entries judge a principal: an order keyed by the
+	// installation's secret, which no principal can read, so that none
+	// can tell which of its claims will be checked and make those agree.
+	secret := ix.usage.secret
+	key := func(i int32) uint64 {
+		if secret != nil {
+			h := hmac.New(sha256.New, secret)
+			h.Write([]byte(u.text[i]))
+			h.Write([]byte{0})
+			h.Write([]byte(u.toolOf(i)))
+			return binary.LittleEndian.Uint64(h.Sum(nil))
 		}
-	}
-	key := func(i int32) uint32 {
 		h := fnv.New32a()
 		h.Write([]byte(u.text[i]))
 		h.Write([]byte{0})
 		h.Write([]byte(u.toolOf(i)))
-		return h.Sum32()
+		return uint64(h.Sum32())
 	}
 	var sample []int32
 	budget := usageTrustRanks
 	for _, p := range judged {
 		es := byP[p]
-		slices.SortStableFunc(es, func(a, b int32) int { return cmp.Compare(key(a), key(b)) })
+		if len(es) > min(usageTrustSample, budget) {
+			keys := make(map[int32]uint64, len(es))
+			for _, i := range es {
+				keys[i] = key(i)
+			}
+			slices.SortStableFunc(es, func(a, b int32) int { return cmp.Compare(keys[a], keys[b]) })
+		}
 		n := min(len(es), usageTrustSample, budget)
 		byP[p] = es[:n]
 		sample = append(sample, es[:n]...)
@@ -254,28 +297,38 @@ func (ix *Index) hear(ctx context.Context, u *usageView, stats []principalStats)
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	// A principal the budget left unjudged (or with nothing to judge: no
+	// entry with a tool) counts as judged on a full sample that all
+	// disagreed: it gets what a judged liar gets, never more, in its
+	// belief and in the crowd's pooled one.
+	samples := func(p int32) float64 {
+		if len(byP[p]) == 0 {
+			return usageTrustSample
+		}
+		return float64(len(byP[p]))
+	}
 	believe := func(agree func(i int32) float64) {
 		for _, p := range judged {
 			var sum float64
 			for _, i := range byP[p] {
 				sum += agree(i)
 			}
-			b := (usagePriorN*usagePrior + sum) / (usagePriorN + float64(len(byP[p]))) * stats[p].success()
+			n := samples(p)
+			b := (usagePriorN*usagePrior + sum) / (usagePriorN + n) * stats[p].success()
 			v.belief[p] = float32(min(1, b))
 		}
 		u.voicesOf(func(members []int32) float64 {
-			var sum float64
-			n := 0
+			var sum, n float64
 			var ok, calls int64
 			for _, p := range members {
 				for _, i := range byP[p] {
 					sum += agree(i)
-					n++
 				}
+				n += samples(p)
 				ok, calls = ok+stats[p].ok, calls+stats[p].calls
 			}
 			s := principalStats{ok: ok, calls: calls}
-			return (usagePriorN*usagePrior + sum) / (usagePriorN + float64(n)) * s.success()
+			return (usagePriorN*usagePrior + sum) / (usagePriorN + n) * s.success()
 		})
 	}
 	believe(func(i int32) float64 { return text[i] })
@@ -391,9 +444,10 @@ func (u *usageView) voicesOf(crowd func(members []int32) float64) {
 
 // join gives a principal first seen by a delta of role r its voice: the
 // owner's or the authors' (made if there is none), else the late voice,
-// at usagePrior, until the next whole build judges it.
+// at usageUnjudged (what a judged liar gets), until the next whole build
+// judges it.
 func (v *voices) join(r Role) {
-	kind, w := voiceLate, usagePrior
+	kind, w := voiceLate, usageUnjudged
 	switch r {
 	case RoleOwner:
 		kind, w = voiceOwner, 1
@@ -415,7 +469,7 @@ func (v *voices) join(r Role) {
 			v.late = voice
 		}
 	}
-	belief := float32(usagePrior)
+	belief := float32(usageUnjudged)
 	if r != RoleOther {
 		belief = 1
 		v.apart = true

@@ -1,8 +1,10 @@
 package index
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"slices"
 	"testing"
@@ -264,5 +266,106 @@ func TestUsageDeltaAddsJudgedEntries(t *testing.T) {
 	}
 	if got := top(t, ix, "weather in paris"); got[0] != "get_weather" {
 		t.Errorf("weather in paris: %v", got)
+	}
+}
+
+// The judging budget goes to the principals known longest first: 20 new
+// principals with 17 claims each (more than the budget holds, each more
+// entries than an honest one) do not leave the two established clients
+// unjudged, and those of them the budget leaves unjudged are believed no
+// more than a judged liar (usageUnjudged), not at the prior (usagePrior).
+func TestUsageBudgetNotSpentByACrowd(t *testing.T) {
+	long := time.Now().Add(-30 * 24 * time.Hour)
+	uses := append(weatherUses("mcp:a", "get_weather", long, 0, 16), weatherUses("9p:b", "get_weather", long, 8, 16)...)
+	for k := range 20 {
+		for j, u := range weatherUses(fmt.Sprint("9p:new", k), "send_email", time.Now(), k, 17) {
+			u.Count, u.ID = 1, fmt.Sprint("new", k, "/", j)
+			uses = append(uses, u)
+		}
+	}
+	ix, u := usageViewOf(t, uses)
+	for _, p := range []string{"mcp:a", "9p:b"} {
+		if kind, w, b := voiceOf(u, p); kind != voicePrincipal || b < usageEstablished {
+			t.Errorf("%s: voice %d, weight %.2f, belief %.2f; want an established voice, judged before the crowd", p, kind, w, b)
+		}
+	}
+	for p, name := range u.principals {
+		if b := u.voice.belief[p]; u.voice.role[p] == RoleOther && name != "mcp:a" && name != "9p:b" && b > 0.9*usagePrior {
+			t.Errorf("%s, a new principal's contradicted claims, judged or not: belief %.3f, want under the prior %.2f", name, b, usagePrior)
+		}
+	}
+	for _, q := range []string{"weather in paris", "will it rain in oslo tonight", "forecast for nice"} {
+		if got := top(t, ix, q); got[0] != "get_weather" {
+			t.Errorf("%q: %v", q, got)
+		}
+	}
+}
+
+// The entries a principal is judged by are chosen by the installation's
+// secret (History.Secret): a principal that knows the fixed choice (here,
+// the order with no secret) makes the 16 entries it would be judged by
+// agree and the other 64 lie, and is established without a secret; with
+// one, its sample holds its lies too and it is not.
+func TestUsageSampleKeyedBySecret(t *testing.T) {
+	long := time.Now().Add(-30 * 24 * time.Hour)
+	honest := weatherUses("mcp:a", "get_weather", long, 0, 16)
+	cities := []string{"paris", "rome", "berlin", "madrid", "lisbon", "vienna", "prague", "oslo", "dublin", "athens",
+		"warsaw", "zurich", "geneva", "munich", "milan", "porto", "seville", "lyon", "nice", "bergen"}
+	forms := []string{"weather in %s", "forecast for %s", "will it rain in %s", "temperature in %s tomorrow"}
+	var requests []string
+	for k := range 80 {
+		requests = append(requests, fmt.Sprintf(forms[(k/20+k)%4], cities[k%20]))
+	}
+	// The fixed order: what the attacker computes.
+	fixed := func(r, tool string) uint32 {
+		h := fnv.New32a()
+		h.Write([]byte(r + "\x00" + tool))
+		return h.Sum32()
+	}
+	// Each request's tool is chosen so that the 16 first in the fixed
+	// order agree: sort by the key under the honest tool.
+	slices.SortFunc(requests, func(a, b string) int { return cmp.Compare(fixed(a, "get_weather"), fixed(b, "get_weather")) })
+	var evil []Use
+	for k, r := range requests {
+		tool := "send_email"
+		if k < usageTrustSample {
+			tool = "get_weather"
+		}
+		// The lies' keys under send_email must not come before the
+		// truths' (they would be judged instead): drop those that do.
+		if tool == "send_email" && fixed(r, tool) < fixed(requests[usageTrustSample-1], "get_weather") {
+			continue
+		}
+		evil = append(evil, Use{Request: r, Tool: tool, Principal: "mcp:evil", Count: 2, First: long, ID: "evil/" + r})
+	}
+	if len(evil) < 3*usageTrustSample {
+		t.Fatalf("only %d attacker entries: the test needs lies beyond the sample", len(evil))
+	}
+	uses := append(slices.Clone(honest), evil...)
+	belief := func(secret []byte) float32 {
+		t.Helper()
+		ix := usageIndex(t)
+		if _, err := ix.SetUsageSaved(context.Background(), History{Source: "s", Version: 1, Secret: secret,
+			Load: func(context.Context) ([]Use, error) { return uses, nil }}); err != nil {
+			t.Fatal(err)
+		}
+		_, _, b := voiceOf(ix.usage.Load(), "mcp:evil")
+		return b
+	}
+	fixedB := belief(nil)
+	if fixedB < usageEstablished {
+		t.Fatalf("with the fixed choice, the attacker's belief is %.3f: the test needs it established (≥ %.2f)", fixedB, usageEstablished)
+	}
+	var sum float32
+	secrets := []string{"installation one", "installation two", "installation three", "installation four", "installation five"}
+	for _, secret := range secrets {
+		b := belief([]byte(secret))
+		if b > 0.6*fixedB {
+			t.Errorf("with the secret %q, the attacker that made the fixed sample agree has belief %.3f, against %.3f with the fixed choice", secret, b, fixedB)
+		}
+		sum += b
+	}
+	if mean := sum / float32(len(secrets)); mean >= usageEstablished {
+		t.Errorf("over %d secrets, the attacker's mean belief is %.3f, want under %.2f", len(secrets), mean, usageEstablished)
 	}
 }

@@ -77,7 +77,9 @@ type Key struct {
 // Entry is what the store keeps of the events of one Key.
 type Entry struct {
 	Key Key `json:"key"`
-	// Text is the request's latest original text.
+	// Text is the request's latest original text: a wording of
+	// Key.Request (what the ranking votes with; a store that others can
+	// write, PostgreSQL's, gives the key's own when a row's text is not).
 	Text string `json:"text"`
 	// Count is the calls counted (at most Options.MaxCount), Failed how
 	// many of them failed.

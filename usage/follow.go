@@ -73,6 +73,16 @@ func (f *Follower) DerivedPath() string {
 	return ""
 }
 
+// Secret is a secret of the installation the store's history is read by,
+// for purpose (Keyed; nil when the store keeps none, or its key cannot be
+// read now).
+func (f *Follower) Secret(purpose string) []byte {
+	if k, ok := f.s.(Keyed); ok {
+		return k.Secret(purpose)
+	}
+	return nil
+}
+
 // wakeGap is the least time between two of Watch's calls that a store's
 // wakes (Notifier) bring, beyond the time the last call took.
 const wakeGap = 250 * time.Millisecond

@@ -50,12 +50,21 @@ const (
 // their own: usage export, then usage import --principal owner.
 func Legacy(agent string) string { return PrefixLegacy + agent }
 
+// LegacyUnit is the unit (Unit) of every legacy principal.
+const LegacyUnit = "legacy"
+
 // Unit is the principal that p's belief is earned and weighed by: p
 // itself, but for another instance of a shared namespace (instance:ID/…:
-// the instance, whatever names it recorded under) and a remote host's 9P
-// agents (9p:AGENT@tcp:HOST: the host). A unit's names are its own to
+// the instance, whatever names it recorded under), a remote host's 9P
+// agents (9p:AGENT@tcp:HOST: the host) and the entries from before
+// principals (legacy:AGENT: LegacyUnit, all of them one source, whose
+// recorders are not known: in a shared namespace anyone with its role
+// can write such rows under new names). A unit's names are its own to
 // make, so they count as one.
 func Unit(p string) string {
+	if strings.HasPrefix(p, PrefixLegacy) {
+		return LegacyUnit
+	}
 	if rest, ok := strings.CutPrefix(p, PrefixInstance); ok {
 		if id, _, ok := strings.Cut(rest, "/"); ok {
 			return PrefixInstance + id

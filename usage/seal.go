@@ -22,9 +22,10 @@ import (
 // anyone could have written: the lines of its own exports (Seal: an import
 // keeps their principals, and takes any other file's lines as the file's),
 // and its entries in a store it shares with other instances (the
-// PostgreSQL store keeps a seal of each of its entries' keys, and takes an
-// entry that claims to be this instance's without a valid seal as
-// another's). The key never leaves the file; InstanceID is its public
+// PostgreSQL store keeps a seal of each of its entries' keys and of the
+// counts it wrote, takes an entry that claims to be this instance's
+// without a valid seal as another's, and believes of its own only the
+// counts it sealed). The key never leaves the file; InstanceID is its public
 // name.
 
 // InstanceKeyFile is the key's file name, in the state directory
@@ -88,6 +89,41 @@ func InstanceKey(dir string) ([]byte, error) {
 func InstanceID(key []byte) string {
 	h := sha256.Sum256(append([]byte("toolsrv instance\x00"), key...))
 	return hex.EncodeToString(h[:8])
+}
+
+// Keyed is a store that knows the key of the installation reading it
+// (InstanceKey: the file store's in its own directory, a shared store's
+// in its LocalDir), and gives secrets derived from it: what must stay
+// unpredictable to whoever records into the store, such as which of a
+// principal's entries the ranking judges it by. No tool and no client
+// can read the key, and a secret is the same for one installation
+// (what a saved view and a rebuild of it agree on).
+type Keyed interface {
+	// Secret is the installation's secret for purpose (32 bytes); nil
+	// when the key cannot be read now.
+	Secret(purpose string) []byte
+}
+
+// DeriveSecret is the secret of the installation with key for purpose.
+func DeriveSecret(key []byte, purpose string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("toolsrv secret\x00" + purpose))
+	return m.Sum(nil)
+}
+
+// Secret is the installation's secret for purpose (Keyed), from the key in
+// the store's directory, made if there is none; nil while there is no
+// store (no history to keep anything from: nothing is made).
+func (s *fileStore) Secret(purpose string) []byte {
+	if _, err := os.Lstat(s.path); err != nil {
+		return nil
+	}
+	key, err := InstanceKey(filepath.Dir(s.path))
+	if err != nil {
+		s.opts.Logger.Warn("the installation's key cannot be read", "err", err)
+		return nil
+	}
+	return DeriveSecret(key, purpose)
 }
 
 // Seal is the seal of fields under key: 32 hex digits of an HMAC-SHA256

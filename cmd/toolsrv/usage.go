@@ -378,8 +378,10 @@ func runUsageImport(ctx context.Context, env *cliEnv, args []string) int {
 	fs, tools, db := usageFlags(env, "import", "[--tools DIR] [--principal NAME] FILE|-",
 		"Records the calls of FILE (- for standard input), one JSON object a line:\n"+
 			`  {"request": "...", "tool": "NAME", "ok": true, "agent": "...", "time": "2026-03-01T12:00:00Z"}`+"\n"+
-			"request and tool are required (tool \"\" for a request answered without a tool); ok defaults to true,\n"+
-			"time to now (RFC3339); agent is optional. Optional too: count (the calls the line stands for),\n"+
+			"request and tool are required (tool \"\" for a request answered without a tool); ok defaults to true;\n"+
+			"time (RFC3339) is when the line was last used: a line older than the history keeps is dropped, and\n"+
+			"the others are recorded as of now, but the lines this installation exported (their time sealed),\n"+
+			"which keep theirs; agent is optional. Optional too: count (the calls the line stands for),\n"+
 			"failed (how many of them failed; ok then says nothing), offered (the tools offered), id (a repeated\n"+
 			"id is recorded once). A file with any invalid line imports nothing and names the lines.\n"+
 			"Lines naming a tool the catalog (--tools) does not know are kept (it may come later) and counted.\n"+
@@ -419,7 +421,8 @@ func runUsageImport(ctx context.Context, env *cliEnv, args []string) int {
 		return 1
 	}
 	sum := sha256.Sum256(content)
-	who := importWho{file: usagedb.PrefixImport + base + "#" + hex.EncodeToString(sum[:4]), given: *principal, key: key}
+	who := importWho{file: usagedb.PrefixImport + base + "#" + hex.EncodeToString(sum[:4]), given: *principal, key: key,
+		cutoff: time.Now().Add(-usagedb.DefaultRetention)}
 	lines, evs, err := parseImport(bytes.NewReader(content), who)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "toolsrv usage import: %s: nothing imported: %v\n", name, err)
@@ -514,26 +517,36 @@ const maxImport = 256 << 20
 
 // importWho says whose an import's lines are: given (--principal), else a
 // line's own principal when key sealed it (an export of this
-// installation's), else the file's.
+// installation's), else the file's. Lines last used before cutoff are not
+// kept.
 type importWho struct {
 	file, given string
 	key         []byte
+	cutoff      time.Time
 }
 
-// of is the principal of line l.
-func (w importWho) of(l *importLine) string {
+// of is the principal of line l, and whether the line is this
+// installation's own record with its time (its export sealed it, time
+// and all: the time is kept).
+func (w importWho) of(l *importLine) (string, bool) {
+	p := w.file
+	sealed, timed := false, false
+	if l.Seal != "" {
+		timed = usagedb.Sealed(w.key, l.Seal, lineFields(l, 2)...)
+		sealed = timed || usagedb.Sealed(w.key, l.Seal, lineFields(l, 1)...)
+	}
 	switch {
 	case w.given != "":
-		return w.given
-	case l.Seal != "" && usagedb.Sealed(w.key, l.Seal, lineFields(l)...):
-		return l.Principal
+		p = w.given
+	case sealed:
+		p = l.Principal
 	}
-	return w.file
+	return p, timed
 }
 
 // lineFields are what an export's seal binds: who recorded it, what for,
-// and how many calls.
-func lineFields(l *importLine) []string {
+// how many calls and (from version 2 on) its time.
+func lineFields(l *importLine, version int) []string {
 	count, failed := int64(1), int64(0)
 	if l.Count != nil {
 		count = *l.Count
@@ -541,12 +554,16 @@ func lineFields(l *importLine) []string {
 	if l.Failed != nil {
 		failed = *l.Failed
 	}
-	return []string{"usage export 1", l.Principal, deref(l.Tool), l.Agent, usagedb.Normalize(deref(l.Request)),
+	f := []string{"usage export " + strconv.Itoa(version), l.Principal, deref(l.Tool), l.Agent, usagedb.Normalize(deref(l.Request)),
 		strconv.FormatInt(count, 10), strconv.FormatInt(failed, 10)}
+	if version >= 2 {
+		f = append(f, l.Time)
+	}
+	return f
 }
 
 // lineSeal is this installation's seal of an exported line.
-func lineSeal(key []byte, l *importLine) string { return usagedb.Seal(key, lineFields(l)...) }
+func lineSeal(key []byte, l *importLine) string { return usagedb.Seal(key, lineFields(l, 2)...) }
 
 func deref(s *string) string {
 	if s == nil {
@@ -653,7 +670,19 @@ func parseImportLine(text []byte, who importWho) (importLine, []usagedb.Event, e
 	case l.OK != nil && !*l.OK:
 		failed = count
 	}
-	l.Principal = who.of(&l)
+	var own bool
+	l.Principal, own = who.of(&l)
+	if !at.IsZero() && at.Before(who.cutoff) {
+		return l, nil, nil // older than the history keeps: not kept
+	}
+	if !own {
+		// A line's time is its file's say: only this installation's own
+		// record (its export, sealed with the time) keeps it. Any other
+		// is recorded as of now, so that it never counts as older than
+		// what this installation saw before the import (seniority,
+		// index/usagetrust.go).
+		at = time.Time{}
+	}
 	ev := usagedb.Event{Request: *l.Request, Tool: *l.Tool, Agent: l.Agent, Principal: l.Principal, Time: at, Offered: l.Offered,
 		Source: usagedb.SourceImport, ID: l.ID}
 	if len(l.ID) > usagedb.MaxID {

@@ -277,3 +277,73 @@ func TestUsageHelp(t *testing.T) {
 		t.Errorf("exit %d: %s", code, errs)
 	}
 }
+
+// An imported line's time is its file's say: a file that dates its claims
+// 60 days back is recorded as of the import (its claims never count as
+// older than what this installation saw before it), while the lines this
+// installation exported keep their times (sealed with them), and one whose
+// time was changed by hand is the file's, as of the import.
+func TestUsageImportTimes(t *testing.T) {
+	mineDB, env := usageFixture(t)
+	old := time.Now().Add(-60 * 24 * time.Hour).UTC().Format(time.RFC3339)
+	file := `{"request": "show git status", "tool": "fortune", "time": "` + old + `"}` + "\n"
+	firsts := func(db string) map[string]time.Time { // request → first
+		t.Helper()
+		s, _, err := usagedb.Open(context.Background(), db, usagedb.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		es, _, err := s.Snapshot(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]time.Time{}
+		for _, e := range es {
+			out[e.Key.Request] = e.First
+		}
+		return out
+	}
+	start := time.Now().Add(-time.Minute)
+	db := filepath.Join(t.TempDir(), "usage.db")
+	if code, rep, errs := runCLIWith(t, file, env, "usage", "import", "--usage-db", db, "-"); code != 0 {
+		t.Fatalf("import: exit %d, %s\n%s", code, errs, rep)
+	}
+	if got := firsts(db)["show git status"]; got.Before(start) {
+		t.Errorf("a file's line dated %s is recorded as first used %s, want the import's time", old, got)
+	}
+	// This installation's export: its times kept.
+	code, out, errs := runCLIWith(t, "", env, "usage", "export")
+	if code != 0 {
+		t.Fatalf("export: exit %d, %s", code, errs)
+	}
+	mine := firsts(mineDB)
+	other := filepath.Join(t.TempDir(), "usage.db")
+	if code, rep, errs := runCLIWith(t, out, env, "usage", "import", "--usage-db", other, "-"); code != 0 {
+		t.Fatalf("import of the export: exit %d, %s\n%s", code, errs, rep)
+	}
+	back := firsts(other)
+	for r := range mine {
+		if !back[r].Before(start) {
+			t.Errorf("%q, exported by this installation: first %s after the import, want its own time (before %s)", r, back[r], start)
+		}
+	}
+	// The same export with a time moved back by hand: the file's line.
+	var l map[string]any
+	line, _, _ := strings.Cut(out, "\n")
+	if err := json.Unmarshal([]byte(line), &l); err != nil {
+		t.Fatal(err)
+	}
+	l["time"] = old
+	moved, _ := json.Marshal(l)
+	third := filepath.Join(t.TempDir(), "usage.db")
+	code, rep, errs := runCLIWith(t, string(moved)+"\n", env, "usage", "import", "--usage-db", third, "-")
+	if code != 0 || !strings.Contains(rep, "import:stdin#") {
+		t.Fatalf("a line whose time was moved: exit %d, %s\n%s", code, errs, rep)
+	}
+	for r, first := range firsts(third) {
+		if first.Before(start) {
+			t.Errorf("%q, its sealed time moved back by hand: first %s, want the import's time", r, first)
+		}
+	}
+}

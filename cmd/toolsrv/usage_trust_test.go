@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -297,6 +298,45 @@ func TestTrustTeammateInstance(t *testing.T) {
 		t.Errorf("the teammate's instance is %d principals to this one, want 1: %s", len(units), out)
 	}
 	e.hold("a teammate's instance", before)
+}
+
+// A teammate with the shared namespace's role writes 64 rows by hand
+// under 64 principals of before principals (legacy:NAME, which no seal
+// can check): they are one source to this instance, not 64 voices.
+func TestTrustTeammateLegacyRows(t *testing.T) {
+	pg := testdeps.StartPostgres(t)
+	dsn := pg.URL("postgres", testdeps.PostgresPassword, "postgres")
+	e := newTrustEnv(t, dsn, nil)
+	e.importHonest()
+	before := e.honestBaseline()
+	var values []string
+	for k := range 64 {
+		values = append(values, fmt.Sprintf("('%s', 'a%d')", strings.ReplaceAll(hostileClaims[k%len(hostileClaims)], "'", "''"), k))
+	}
+	pg.SQL(t, `INSERT INTO toolsrv_usage_entries (namespace, hash, norm, text, tool, agent, principal, seal, count, failed, first, last, offered, version)
+		SELECT 'postgres', sha256(convert_to(r || a, 'UTF8')), r, r, 'fortune', a, 'legacy:' || a, '', 3, 0,
+			(extract(epoch FROM now()) * 1e9)::bigint - 86400e9 * 60, (extract(epoch FROM now()) * 1e9)::bigint, '{}',
+			(SELECT version + 1 FROM toolsrv_usage_ns WHERE namespace = 'postgres')
+		FROM (VALUES `+strings.Join(values, ", ")+`) v(r, a)`,
+		`UPDATE toolsrv_usage_ns SET version = version + 1, entries = entries + 64 WHERE namespace = 'postgres'`)
+	if n := e.entriesOf("fortune"); n < 64 {
+		t.Fatalf("%d entries of the hostile tool seen here, want the 64 written by hand", n)
+	}
+	var rows []principalRow
+	out := e.run("usage", "principals", "--tools", e.tools, "--usage-db", dsn, "--json")
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("usage principals --json: %v\n%s", err, out)
+	}
+	units := map[string]bool{}
+	for _, r := range rows {
+		if strings.HasPrefix(r.Principal, "legacy:") {
+			units[cmp.Or(r.Unit, r.Principal)] = true
+		}
+	}
+	if len(units) != 1 {
+		t.Errorf("the rows written by hand are %d principals to this instance, want 1: %s", len(units), out)
+	}
+	e.hold("64 legacy rows written by hand", before)
 }
 
 // startTrustMCP runs "toolsrv mcp" for e as a client that calls itself

@@ -100,6 +100,7 @@ func (l *local) loadView(ctx context.Context) (view map[usage.Key]usage.Entry, v
 				view, version = map[usage.Key]usage.Entry{}, 0
 				return nil
 			}
+			wordingOfKey(&e.Entry) // a copy saved before the server's rows were checked
 			view[e.Key] = e.Entry
 		}
 		return rows.Err()

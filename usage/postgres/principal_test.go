@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"fmt"
@@ -215,5 +216,157 @@ func TestOwnerEvictedLast(t *testing.T) {
 	}
 	if owner != 3 || flood != 2 {
 		t.Errorf("kept %d of the owner's entries and %d of the flood's, want 3 and 2", owner, flood)
+	}
+}
+
+// The seal covers the counts this instance wrote: a teammate (the same
+// role) who raises the calls of this instance's owner's entry, in the row
+// and even with a copied seal, changes nothing this instance believes; its
+// next call counts on from its own counts and seals the row again; a row
+// written by hand under its ID is started anew by its next call of that
+// key.
+func TestSealCoversCounts(t *testing.T) {
+	pg, dsn := server(t)
+	ctx := context.Background()
+	a := open(t, dsn, usage.Options{})
+	idA := a.(*store).in.id
+	t0 := time.Now().Add(-time.Minute).Truncate(time.Second)
+	status := usage.Event{Request: "show git status", Tool: "git_status", OK: true, Principal: usage.Owner, Time: t0}
+	if err := a.Record(ctx, status); err != nil {
+		t.Fatal(err)
+	}
+	owners := func() map[string]int64 { // tool → calls believed the owner's
+		t.Helper()
+		es, _, err := a.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int64{}
+		for _, e := range es {
+			if e.Key.Principal == usage.Owner {
+				out[e.Key.Tool] += e.Count
+			}
+		}
+		return out
+	}
+	// Raised by hand (and the version moved, so that A reads it again).
+	bump := `UPDATE toolsrv_usage_ns SET version = version + 10`
+	pg.SQL(t, `UPDATE toolsrv_usage_entries SET count = 500, failed = 0, version = version + 10 WHERE tool = 'git_status'`, bump)
+	if got := owners(); got["git_status"] != 1 {
+		t.Fatalf("after a teammate raised the row to 500 calls, A believes its owner called git_status %d times, want 1 (%v)", got["git_status"], got)
+	}
+	// A's next call: 2, and the row says so again, sealed.
+	status.Time = t0.Add(time.Second)
+	if err := a.Record(ctx, status); err != nil {
+		t.Fatal(err)
+	}
+	if got := owners(); got["git_status"] != 2 {
+		t.Errorf("after A's second call, A believes %d calls, want 2", got["git_status"])
+	}
+	if out := pg.SQL(t, `SELECT count FROM toolsrv_usage_entries WHERE tool = 'git_status'`); strings.TrimSpace(out) != "2" {
+		t.Errorf("the row's count after A's second call: %q, want 2", out)
+	}
+	// A fresh reader of the same instance (its key, a new local copy)
+	// reads the row whole: the same.
+	b := open(t, dsn, usage.Options{LocalDir: a.(*store).opts.LocalDir})
+	es, _, err := b.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 1 || es[0].Key.Principal != usage.Owner || es[0].Count != 2 {
+		t.Errorf("read whole by the same instance: %+v, want the owner's entry with 2 calls", es)
+	}
+	// The seal of the owner's entry copied onto a row of another key
+	// under A's ID: not A's owner; A's own call of that key starts it
+	// anew.
+	forged := usage.Key{Request: "show git status", Tool: "fortune", Principal: idA + "/owner"}
+	pg.SQL(t, `INSERT INTO toolsrv_usage_entries (namespace, hash, norm, text, tool, agent, principal, seal, count, failed, first, last, offered, version)
+		SELECT namespace, '\x`+hexOf(forged.Hash())+`', norm, text, 'fortune', '', principal, seal, 400, 0, first, last, offered, version + 20
+		FROM toolsrv_usage_entries WHERE tool = 'git_status'`, `UPDATE toolsrv_usage_ns SET version = version + 20, entries = entries + 1`)
+	if got := owners(); got["fortune"] != 0 || got["git_status"] != 2 {
+		t.Errorf("with a forged row under A's ID, A believes its owner's calls %v, want git_status 2 and no fortune", got)
+	}
+	if err := a.Record(ctx, usage.Event{Request: "show git status", Tool: "fortune", OK: true, Principal: usage.Owner, Time: t0.Add(2 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := owners(); got["fortune"] != 1 {
+		t.Errorf("after A's own call of the forged key, A believes %d calls of fortune, want 1 (started anew)", got["fortune"])
+	}
+	// A row under the hash of A's next key, with other key columns: A's
+	// call of that key takes the row over (not a failed insert).
+	next := usage.Key{Request: "list the branches", Tool: "git_branch", Principal: idA + "/owner"}
+	pg.SQL(t, `INSERT INTO toolsrv_usage_entries (namespace, hash, norm, text, tool, agent, principal, seal, count, failed, first, last, offered, version)
+		SELECT namespace, '\x`+hexOf(next.Hash())+`', 'something else', 'something else', 'fortune', 'x', 'x/owner', '', 9, 0, first, last, offered, version
+		FROM toolsrv_usage_entries WHERE tool = 'git_status'`, `UPDATE toolsrv_usage_ns SET entries = entries + 1`)
+	if err := a.Record(ctx, usage.Event{Request: "list the branches", Tool: "git_branch", OK: true, Principal: usage.Owner, Time: t0.Add(3 * time.Second)}); err != nil {
+		t.Fatalf("A's call of a key whose hash a row written by hand holds: %v", err)
+	}
+	if got := owners(); got["git_branch"] != 1 {
+		t.Errorf("after A's call of git_branch over a row written by hand, A believes %d calls, want 1 (%v)", got["git_branch"], got)
+	}
+}
+
+// Forgetting a presented principal removes exactly what is presented
+// under it: "instance:ME/owner" (rows under this instance's ID it did not
+// seal) never takes this instance's owner's entries.
+func TestForgetExactlyThePresented(t *testing.T) {
+	pg, dsn := server(t)
+	ctx := context.Background()
+	a := open(t, dsn, usage.Options{})
+	idA := a.(*store).in.id
+	t0 := time.Now().Add(-time.Minute)
+	if err := a.Record(ctx, usage.Event{Request: "show git status", Tool: "git_status", OK: true, Principal: usage.Owner, Time: t0}); err != nil {
+		t.Fatal(err)
+	}
+	pg.SQL(t, `INSERT INTO toolsrv_usage_entries (namespace, hash, norm, text, tool, agent, principal, seal, count, failed, first, last, offered, version)
+		SELECT namespace, '\x00'::bytea || hash, norm, text, 'fortune', 'forged', '`+idA+`/owner', '', 5, 0, first, last, offered, version
+		FROM toolsrv_usage_entries WHERE tool = 'git_status'`)
+	n, err := a.Forget(ctx, usage.Filter{Principal: usage.PrefixInstance + idA + "/owner"})
+	if err != nil || n != 1 {
+		t.Fatalf("forget instance:%s/owner: %d %v, want the forged row alone", idA, n, err)
+	}
+	es, _, err := a.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 1 || es[0].Key.Principal != usage.Owner || es[0].Key.Tool != "git_status" {
+		t.Errorf("after forgetting the forged name: %+v, want the owner's git_status entry alone", es)
+	}
+}
+
+// An instance's secret is of its own key: the same when it opens the
+// namespace again (its LocalDir), another for another instance.
+func TestInstanceSecret(t *testing.T) {
+	_, dsn := server(t)
+	dir := t.TempDir()
+	a := open(t, dsn, usage.Options{LocalDir: dir}).(usage.Keyed).Secret("p")
+	again := open(t, dsn, usage.Options{LocalDir: dir}).(usage.Keyed).Secret("p")
+	other := open(t, dsn, usage.Options{}).(usage.Keyed).Secret("p")
+	if len(a) != 32 || !bytes.Equal(a, again) || bytes.Equal(a, other) {
+		t.Errorf("secrets: %x, again %x, another instance's %x", a, again, other)
+	}
+}
+
+// A row's text changed by a teammate to other words than its key's is read
+// as its key's (the ranking votes with the text; the store checks it, so
+// that its readers need not), on the server and from the local copy.
+func TestRowTextIsAWordingOfItsKey(t *testing.T) {
+	pg, dsn := server(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	a := open(t, dsn, usage.Options{LocalDir: dir})
+	if err := a.Record(ctx, usage.Event{Request: "Show  Git status", Tool: "git_status", OK: true, Principal: usage.Owner}); err != nil {
+		t.Fatal(err)
+	}
+	pg.SQL(t, `UPDATE toolsrv_usage_entries SET text = 'print a fortune cookie', version = version + 10`,
+		`UPDATE toolsrv_usage_ns SET version = version + 10`)
+	for _, s := range []usage.Store{a, open(t, dsn, usage.Options{})} {
+		es, _, err := s.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es) != 1 || es[0].Text != "show git status" {
+			t.Errorf("after the text was changed by hand: %+v, want the key's wording", es)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -38,18 +39,22 @@ func rankEvents() []usage.Event {
 }
 
 // The ranking learns the same from the shared store as from the embedded
-// one, given the same events: the same tools in the same order, the same
-// scores.
+// one, given the same events, in one installation (one key: the same
+// judged samples): the same tools in the same order, the same scores.
 func TestRankingSameAsEmbedded(t *testing.T) {
 	_, dsn := server(t)
 	ctx := context.Background()
-	pg := open(t, dsn, usage.Options{})
-	file := open(t, t.TempDir()+"/usage.db", usage.Options{})
+	dir := t.TempDir()
+	pg := open(t, dsn, usage.Options{LocalDir: dir})
+	file := open(t, dir+"/usage.db", usage.Options{})
 	evs := rankEvents()
 	for _, s := range []usage.Store{pg, file} {
 		if err := s.Record(ctx, evs...); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if a, b := pg.(usage.Keyed).Secret("p"), file.(usage.Keyed).Secret("p"); a == nil || !bytes.Equal(a, b) {
+		t.Fatal("one installation's two stores give two secrets")
 	}
 	withPG, withFile := newEngine(t, pg), newEngine(t, file)
 	if f, g := withPG.UsageFit(), withFile.UsageFit(); f.Entries == 0 || f != g {

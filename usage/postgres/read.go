@@ -47,8 +47,10 @@ func (s *store) catchUp(ctx context.Context) error {
 	}
 	for _, k := range removed {
 		delete(s.view, k)
+		delete(s.view, s.in.alternative(k))
 	}
 	for _, e := range changed {
+		delete(s.view, s.in.alternative(e.Key))
 		s.view[e.Key] = e
 	}
 	old := s.viewVersion
@@ -97,7 +99,7 @@ func (s *store) scanEntries(ctx context.Context, tx pgx.Tx, out []usage.Entry, c
 		if err != nil {
 			return nil, err
 		}
-		e.Key.Principal = s.in.presented(e.Key, seal)
+		s.in.read(&e, &failed, seal)
 		out = append(out, e)
 	}
 	return out, rows.Err()
@@ -161,7 +163,7 @@ func (s *store) changes(ctx context.Context, after int64) ([]usage.Entry, []usag
 					rows.Close()
 					return err
 				}
-				e.Key.Principal = s.in.presented(e.Key, seal)
+				s.in.read(&e, &failed, seal)
 				changed = append(changed, e)
 			}
 			rows.Close()
@@ -341,7 +343,20 @@ func (s *store) Forget(ctx context.Context, f usage.Filter) (int, error) {
 				cond = append(cond, fmt.Sprintf("last < $%d", len(args)))
 			}
 		}
-		tag, err := tx.Exec(ctx, `DELETE FROM toolsrv_usage_entries WHERE `+strings.Join(cond, " AND "), args...)
+		where := strings.Join(cond, " AND ")
+		if !f.All && f.Principal != "" {
+			// Exactly the rows presented under that name: a row stored
+			// under this instance's ID is its own or another's by its
+			// seal (principal.go), and forgetting one must not take
+			// the other.
+			hashes, err := s.presentedAs(ctx, tx, f.Principal, where, args)
+			if err != nil {
+				return err
+			}
+			args = []any{s.ns, hashes}
+			where = "namespace = $1 AND hash = ANY($2)"
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM toolsrv_usage_entries WHERE `+where, args...)
 		if err != nil {
 			return err
 		}
@@ -395,6 +410,29 @@ func (s *store) Forget(ctx context.Context, f usage.Filter) (int, error) {
 		return int(n), fmt.Errorf("usage store %s: forgot %d entries on the server, but the local copy: %w", s.where, n, err)
 	}
 	return int(n), nil
+}
+
+// presentedAs are the hashes of the entries (of the condition where, with
+// args) presented under principal p.
+func (s *store) presentedAs(ctx context.Context, tx pgx.Tx, p, where string, args []any) ([][]byte, error) {
+	rows, err := tx.Query(ctx, `SELECT hash, norm, tool, agent, principal, seal FROM toolsrv_usage_entries WHERE `+where+` FOR UPDATE`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := [][]byte{}
+	for rows.Next() {
+		var h []byte
+		var k usage.Key
+		var seal string
+		if err := rows.Scan(&h, &k.Request, &k.Tool, &k.Agent, &k.Principal, &seal); err != nil {
+			return nil, err
+		}
+		if s.in.presented(k, seal) == p {
+			out = append(out, h)
+		}
+	}
+	return out, rows.Err()
 }
 
 // matches reports whether f matches an entry or event of key k last used

@@ -63,14 +63,12 @@ type entryState struct {
 func (s *store) record(ctx context.Context, conn *pgxpool.Conn, preps []usage.Prepared, now time.Time) (err error) {
 	ids := make([]string, len(preps))
 	hashes := map[string]bool{}
-	seals := map[string]string{} // by stored key's hash
 	var hashList [][]byte
 	stored := make([]usage.Prepared, len(preps))
 	for i, p := range preps {
 		ids[i] = p.ID
 		// Stored under this instance's principal (principal.go).
-		k, seal := s.in.stored(p.Key)
-		p.Key, seals[string(k.Hash())] = k, seal
+		p.Key = s.in.storedKey(p.Key)
 		stored[i] = p
 		if h := p.Key.Hash(); !hashes[string(h)] {
 			hashes[string(h)] = true
@@ -94,7 +92,7 @@ func (s *store) record(ctx context.Context, conn *pgxpool.Conn, preps []usage.Pr
 	reads.Queue(`SELECT version, pruned FROM toolsrv_usage_ns WHERE namespace = $1 FOR UPDATE`, s.ns)
 	reads.Queue(`INSERT INTO toolsrv_usage_events (namespace, id, at) SELECT $1, x, $3 FROM unnest($2::text[]) x
 		ON CONFLICT DO NOTHING RETURNING id`, s.ns, ids, now.UnixNano())
-	reads.Queue(`SELECT `+entryCols+` FROM toolsrv_usage_entries WHERE namespace = $1 AND hash = ANY($2) FOR UPDATE`, s.ns, hashList)
+	reads.Queue(`SELECT `+entryCols+`, hash FROM toolsrv_usage_entries WHERE namespace = $1 AND hash = ANY($2) FOR UPDATE`, s.ns, hashList)
 	br := conn.SendBatch(ctx, &reads)
 	var version, pruned int64
 	fresh := map[string]bool{}
@@ -130,11 +128,24 @@ func (s *store) record(ctx context.Context, conn *pgxpool.Conn, preps []usage.Pr
 		defer rows.Close()
 		for rows.Next() {
 			var st entryState
-			if _, err := scanEntry(rows, &st.e, &st.failed); err != nil {
+			var hash []byte
+			seal, err := scanEntry(rows, &st.e, &st.failed, &hash)
+			if err != nil {
 				return err
 			}
 			st.exists = true
-			states[string(st.e.Key.Hash())] = &st
+			h := string(hash)
+			// Merged into the counts this instance sealed, not the
+			// row's (which anyone with the role can change); a row of
+			// this instance's key it did not seal (written by hand,
+			// under its key's hash with other columns too) starts anew.
+			if c, ok := s.in.unseal(st.e.Key, seal); ok && string(st.e.Key.Hash()) == h {
+				st.e.Count, st.failed = c.count, c.failed
+				st.e.First, st.e.Last = time.Unix(0, c.first), time.Unix(0, c.last)
+			} else {
+				st.e, st.failed = usage.Entry{}, 0
+			}
+			states[h] = &st
 		}
 		return rows.Err()
 	}()
@@ -181,15 +192,20 @@ func (s *store) record(ctx context.Context, conn *pgxpool.Conn, preps []usage.Pr
 		if offered == nil {
 			offered = []string{}
 		}
+		seal := s.in.seal([]byte(h), sealed{count: e.Count, failed: st.failed, first: e.First.UnixNano(), last: e.Last.UnixNano()})
 		if st.exists {
-			w.Queue(`UPDATE toolsrv_usage_entries SET text = $3, count = $4, failed = $5, first = $6, last = $7, offered = $8, version = $9
+			// The key's columns too: a row written by hand under the
+			// key's hash may have others.
+			w.Queue(`UPDATE toolsrv_usage_entries SET text = $3, count = $4, failed = $5, first = $6, last = $7, offered = $8, version = $9, seal = $10,
+				norm = $11, tool = $12, agent = $13, principal = $14
 				WHERE namespace = $1 AND hash = $2`,
-				s.ns, []byte(h), e.Text, e.Count, st.failed, e.First.UnixNano(), e.Last.UnixNano(), offered, v)
+				s.ns, []byte(h), e.Text, e.Count, st.failed, e.First.UnixNano(), e.Last.UnixNano(), offered, v, seal,
+				e.Key.Request, e.Key.Tool, e.Key.Agent, e.Key.Principal)
 			continue
 		}
 		w.Queue(`INSERT INTO toolsrv_usage_entries (namespace, hash, norm, text, tool, agent, principal, seal, count, failed, first, last, offered, version)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-			s.ns, []byte(h), e.Key.Request, e.Text, e.Key.Tool, e.Key.Agent, e.Key.Principal, seals[h], e.Count, st.failed, e.First.UnixNano(), e.Last.UnixNano(), offered, v)
+			s.ns, []byte(h), e.Key.Request, e.Text, e.Key.Tool, e.Key.Agent, e.Key.Principal, seal, e.Count, st.failed, e.First.UnixNano(), e.Last.UnixNano(), offered, v)
 		grown[usage.Key{Tool: e.Key.Tool, Agent: e.Key.Agent}] = true
 		added++
 	}
@@ -296,18 +312,30 @@ func (s *store) prune(w *pgx.Batch, now time.Time) {
 // entryCols are the columns scanEntry reads.
 const entryCols = `norm, text, tool, agent, principal, seal, count, failed, first, last, offered, version`
 
-// scanEntry reads a row of entryCols into e, its key as stored (failed:
-// its failures in 1/usage.FailScale), and returns its seal.
-func scanEntry(row pgx.Row, e *usage.Entry, failed *int64) (string, error) {
+// scanEntry reads a row of entryCols (and the columns after them into
+// more) into e, its key as stored (failed: its failures in
+// 1/usage.FailScale), and returns its seal.
+func scanEntry(row pgx.Row, e *usage.Entry, failed *int64, more ...any) (string, error) {
 	var first, last int64
 	var seal string
-	if err := row.Scan(&e.Key.Request, &e.Text, &e.Key.Tool, &e.Key.Agent, &e.Key.Principal, &seal, &e.Count, failed, &first, &last, &e.Offered, &e.Version); err != nil {
+	if err := row.Scan(append([]any{&e.Key.Request, &e.Text, &e.Key.Tool, &e.Key.Agent, &e.Key.Principal, &seal, &e.Count, failed, &first, &last, &e.Offered, &e.Version}, more...)...); err != nil {
 		return "", err
 	}
 	e.Failed = (*failed + usage.FailScale/2) / usage.FailScale
 	e.First, e.Last = time.Unix(0, first), time.Unix(0, last)
+	wordingOfKey(e)
 	if len(e.Offered) == 0 {
 		e.Offered = nil
 	}
 	return seal, nil
+}
+
+// wordingOfKey makes e's text a wording of its key: a row's text is
+// anyone's with the role to change, and the ranking votes with the text
+// (an entry keeps its key; one whose text another instance changed to
+// other words votes with its key's).
+func wordingOfKey(e *usage.Entry) {
+	if usage.Normalize(e.Text) != e.Key.Request {
+		e.Text = e.Key.Request
+	}
 }
