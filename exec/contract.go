@@ -95,12 +95,14 @@ type Options struct {
 	Prestarted *sandbox.Helper
 	// Recalled is a helper prepared, before the call was known, from the
 	// recipe of an earlier call of the same tool (sandbox.Recall: toolsrv
-	// call's). The first call whose own recipe is the same in every field
-	// takes it, if it still fits (sandbox.Recalled.Take); whoever recalled
-	// it discards it if no call took it. Remember, if set, is given the
-	// recipe of every call that could run on such a helper, to be
-	// recalled next time.
+	// call's). The runner's first call takes it if its own recipe is the
+	// same in every field and the helper still fits
+	// (sandbox.Recalled.Take); otherwise it is discarded then. Whoever
+	// recalled it discards it too (nothing if a call took it).
 	Recalled *sandbox.Recalled
+	// Remember, if set, is given the recipe of every call that could run
+	// on a recalled helper (sandboxed, preparable), to be recalled next
+	// time.
 	Remember func(sandbox.Recipe)
 	// Prepare keeps, for each tool and policy called, a helper prepared
 	// for its next call (prepared.go): a resident server's calls then pay

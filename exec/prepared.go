@@ -141,7 +141,7 @@ func (r *Runner) specKey(nsc sandbox.Namespaces, argv []string, dir string, pol 
 // spec: when it is the helper binary's, its recipe is spec's in every
 // field, its directory is one this runner would have made, and it still
 // fits (sandbox.Recalled.Take). Otherwise it is discarded.
-func (r *Runner) takeRecalled(spec prepSpec) (*sandbox.Helper, string) {
+func (r *Runner) takeRecalled(ctx context.Context, spec prepSpec) (*sandbox.Helper, string) {
 	rc := r.recalled.Swap(nil)
 	if rc == nil {
 		return nil, ""
@@ -152,7 +152,7 @@ func (r *Runner) takeRecalled(spec prepSpec) (*sandbox.Helper, string) {
 		rc.Discard()
 		return nil, ""
 	}
-	h, tmp, err := rc.Take()
+	h, tmp, err := rc.Take(ctx)
 	if err != nil {
 		r.log.Debug("the recalled sandbox helper no longer fits its call; starting one for the call", "err", err)
 		return nil, ""
@@ -194,7 +194,7 @@ func (r *Runner) takePrepared(ctx context.Context, spec prepSpec) *preparedHelpe
 		r.discardPrepared(ph)
 		return nil
 	}
-	if !slices.Equal(ph.files, sandbox.PolicyFiles(spec.pol)) || !sandbox.TempIntact(ph.tmp, ph.tmpID) || !pidfdAlive(ph.h.PidFD) {
+	if !slices.Equal(ph.files, sandbox.PolicyFiles(spec.pol)) || !sandbox.TempIntact(ph.tmp, ph.tmpID) || !ph.h.Alive() {
 		r.log.Debug("the prepared sandbox helper no longer fits its call (a path changed, its temporary directory is not as made, or it ended); starting one for the call")
 		r.discardPrepared(ph)
 		return nil

@@ -71,7 +71,7 @@ func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, 
 		if r.opts.Remember != nil {
 			r.opts.Remember(sandbox.Recipe{Tool: t.Name, NS: spec.nsc, Argv: spec.argv, Dir: spec.dir, Policy: spec.pol})
 		}
-		if h, tmp := r.takeRecalled(spec); h != nil {
+		if h, tmp := r.takeRecalled(ctx, spec); h != nil {
 			pp.TempDir = tmp
 			if res, st, err := r.goPrepared(ctx, t, stdin, cc, pp, h, timeout, nil); !errors.Is(err, errHelperGone) {
 				return pp, res, st, err
@@ -86,6 +86,10 @@ func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, 
 			}
 			r.prepareNext(spec)
 		}
+	} else {
+		// A call that cannot run on it (unsandboxed, or not preparable):
+		// the recalled helper goes now, not when its process ends.
+		r.recalled.Swap(nil).Discard()
 	}
 	tmp, err := r.temp.make()
 	if err != nil {

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"encoding/json"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -90,4 +92,61 @@ func TestRecalledHelper(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A recipe is read from a file: one whose namespaces and policy disagree
+// (a policy that claims a mount namespace the helper would not have) is
+// refused before any helper starts, and a helper told so by its policy
+// anyway mounts nothing unless it is in a mount namespace of its own
+// (as root it would otherwise mount over the host's files).
+func TestRecallRefusesInconsistentRecipes(t *testing.T) {
+	f := newFixture(t)
+	f.add("report", `{"description":"reports"}`, "#!/bin/sh\necho ok\n")
+	var rcs []sandbox.Recipe
+	r0 := f.runner(func(o *Options) { o.Remember = func(rc sandbox.Recipe) { rcs = append(rcs, rc) } })
+	f.mustOK(f.call(r0, "report", `{}`))
+	good := rcs[0]
+	for _, c := range []struct {
+		name string
+		edit func(rc *sandbox.Recipe)
+	}{
+		{"no namespaces, a mount namespace claimed", func(rc *sandbox.Recipe) { rc.NS = sandbox.Namespaces{} }},
+		{"no PID namespace, one claimed", func(rc *sandbox.Recipe) { rc.NS.PID, rc.NS.Mount = false, true }},
+		{"a mount namespace without the policy's", func(rc *sandbox.Recipe) { rc.Policy.MountNS = false }},
+		{"another user's ids", func(rc *sandbox.Recipe) { rc.NS.User, rc.NS.UID, rc.Policy.UserNS = true, os.Getuid()+1, true }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rc := good
+			c.edit(&rc)
+			if rec, err := sandbox.Recall(f.selfExe, os.TempDir(), rc); err == nil {
+				rec.Discard()
+				t.Fatalf("recalled %+v", rc)
+			}
+		})
+	}
+	t.Run("a helper without a mount namespace told it has one", func(t *testing.T) {
+		tmp := t.TempDir()
+		pol := good.Policy
+		pol.TempDir, pol.TempSize, pol.PidNS = tmp, 1<<20, false
+		pj, err := json.Marshal(pol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := sandbox.StartHelper(f.selfExe, append([]string{HelperArg, string(pj), "--"}, "/bin/true"), nil, f.work, sandbox.Namespaces{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Stdin.Close()
+		io.Copy(io.Discard, h.Stdout)
+		io.Copy(io.Discard, h.Stderr)
+		sandbox.ReadStatus(h.Status)
+		h.Discard()
+		info, err := os.ReadFile("/proc/self/mountinfo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(info), " "+tmp+" ") {
+			t.Errorf("the helper mounted on %s in the host's mount namespace:\n%s", tmp, info)
+		}
+	})
 }

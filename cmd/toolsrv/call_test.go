@@ -292,15 +292,25 @@ func TestCallPrestartsItsHelper(t *testing.T) {
 // call starts its own helper, and nothing of the one prepared is left.
 func TestCallRecallsItsHelper(t *testing.T) {
 	bin := buildToolsrv(t)
-	tools, work, home := t.TempDir(), t.TempDir(), t.TempDir()
+	tools, work, home, tmp := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
 	meta := filepath.Join(tools, "hello.meta")
 	writeFile(t, meta, `{"description":"greets","cmd":"echo hello from $PWD; env | grep -c ."}`)
+	env := []string{"HOME=" + home, "TMPDIR=" + tmp}
+	// Every call's temporary directory (made in $TMPDIR) is gone when
+	// toolsrv call is: the one it ran in and one recalled but not used.
+	noTemp := func(after string) {
+		t.Helper()
+		if left, _ := filepath.Glob(filepath.Join(tmp, "toolsrv-call-*")); len(left) > 0 {
+			t.Errorf("after %s: temporary directories left: %v", after, left)
+		}
+	}
 	call := func() toolRun {
 		t.Helper()
-		r := runToolsrvEnv(t, bin, []string{"HOME=" + home}, "", "call", "-v", "-v", "--tools", tools, "--cwd", work, "hello")
+		r := runToolsrvEnv(t, bin, env, "", "call", "-v", "-v", "--tools", tools, "--cwd", work, "hello")
 		if r.code != 0 {
 			t.Fatalf("exit %d:\n%s\n%s", r.code, r.stdout, r.stderr)
 		}
+		noTemp("a call")
 		return r
 	}
 	first := call()
@@ -329,6 +339,18 @@ func TestCallRecallsItsHelper(t *testing.T) {
 	}
 	if again := call(); !strings.Contains(again.stderr, "prepared=true") {
 		t.Errorf("the changed tool's next call did not run on a recalled helper:\n%s", again.stderr)
+	}
+	// A call that never reaches the tool, with a helper recalled for it.
+	if r := runToolsrvEnv(t, bin, env, "", "call", "--tools", tools, "--cwd", work, "hello", "not json"); r.code == 0 {
+		t.Errorf("a call with bad arguments succeeded: %s", r.stdout)
+	}
+	noTemp("a call with bad arguments")
+	if r := runToolsrvEnv(t, bin, env, "", "call", "--tools", tools, "--cwd", t.TempDir(), "hello"); r.code != 0 {
+		t.Errorf("a call in another working directory: exit %d: %s", r.code, r.stderr)
+	}
+	noTemp("a call in another working directory")
+	if left := orphanedHelpers(t, bin); len(left) > 0 {
+		t.Errorf("helpers of %s left after the calls: %v", bin, left)
 	}
 }
 

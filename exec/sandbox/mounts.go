@@ -57,8 +57,34 @@ func callMounts(p Policy, mountErr error) error {
 // host makes later still show here. It must succeed before any other
 // mount.
 func ownMounts() error {
+	if err := inOwnMountNS(); err != nil {
+		return err
+	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		return fmt.Errorf("making the call's mounts its own (mount --make-rslave /): %w", err)
+	}
+	return nil
+}
+
+// inOwnMountNS checks that the helper is in a mount namespace of its own
+// before it mounts anything: a policy that says so (Policy.MountNS) is
+// the caller's word, and a helper started without one, as root, would
+// change the host's mounts. The init of a new PID namespace has one
+// (Namespaces makes them together); any other helper's must differ from
+// its parent's.
+func inOwnMountNS() error {
+	if unix.Getpid() == 1 {
+		return nil
+	}
+	var self, parent unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/mnt", &self); err != nil {
+		return fmt.Errorf("telling the helper's mount namespace: %w", err)
+	}
+	if err := unix.Stat(fmt.Sprintf("/proc/%d/ns/mnt", unix.Getppid()), &parent); err != nil {
+		return fmt.Errorf("telling its parent's mount namespace: %w", err)
+	}
+	if self.Dev == parent.Dev && self.Ino == parent.Ino {
+		return errors.New("the helper is not in a mount namespace of its own: nothing mounted")
 	}
 	return nil
 }

@@ -1,14 +1,13 @@
 package sandbox
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-
-	"golang.org/x/sys/unix"
 )
 
 // TempPrefix starts the name of every call's private temporary directory:
@@ -29,6 +28,23 @@ type Recipe struct {
 	Policy Policy     `json:"policy"` // TempDir empty
 }
 
+// consistent says whether rc's namespaces and the policy's account of
+// them agree as a call's always do (package exec's isolation): none and
+// none; or a PID namespace or else a mount namespace alone, the policy's
+// mount namespace, and a user namespace mapping this process's own ids
+// exactly when it is not root. A recipe is read from a file: the helper
+// prepared from it acts on its policy's account (mounts, before anything
+// is compared), which must not claim namespaces it does not have.
+func (rc Recipe) consistent() bool {
+	ns, p := rc.NS, rc.Policy
+	if ns == (Namespaces{}) {
+		return !p.PidNS && !p.MountNS && !p.UserNS
+	}
+	user := os.Geteuid() != 0
+	return ns.IPC && p.PidNS == ns.PID && ns.Mount == !ns.PID && p.MountNS &&
+		ns.User == user && p.UserNS == user && (!user || ns.UID == os.Getuid() && ns.GID == os.Getgid())
+}
+
 // Recalled is a helper prepared from a remembered Recipe before its call
 // is known (Recall).
 type Recalled struct {
@@ -47,7 +63,7 @@ type Recalled struct {
 // TempRoot is), and notes what the call must find
 // unchanged: the files the policy's paths name and the directory.
 func Recall(exe, root string, rc Recipe) (*Recalled, error) {
-	if rc.Policy.TempDir != "" || rc.Policy.Unconfined || len(rc.Argv) == 0 {
+	if rc.Policy.TempDir != "" || rc.Policy.Unconfined || len(rc.Argv) == 0 || !rc.consistent() {
 		return nil, errors.New("not a recipe of a sandboxed call")
 	}
 	if r, err := filepath.EvalSymlinks(root); err == nil {
@@ -77,20 +93,31 @@ func Recall(exe, root string, rc Recipe) (*Recalled, error) {
 // still the file it was before the preparation, the directory as made
 // and empty, and the helper alive. Otherwise r is discarded and the error
 // says why; the call then starts a helper of its own.
-func (r *Recalled) Take() (*Helper, string, error) {
+func (r *Recalled) Take(ctx context.Context) (*Helper, string, error) {
 	if r == nil || r.h == nil {
 		return nil, "", errors.New("no recalled helper")
 	}
 	h := r.h
 	r.h = nil
-	err := h.Ready()
+	// A helper still preparing (a working directory on a hung file
+	// system) must not hold the call past its end: ctx ending kills it.
+	ready := make(chan error, 1)
+	go func() { ready <- h.Ready() }()
+	var err error
+	select {
+	case err = <-ready:
+	case <-ctx.Done():
+		h.Discard()
+		<-ready
+		err = ctx.Err()
+	}
 	switch {
 	case err != nil:
 	case !slices.Equal(r.files, PolicyFiles(r.Recipe.Policy)):
 		err = errors.New("a path of the policy changed since the helper was prepared")
 	case !TempIntact(r.Tmp, r.stamp):
 		err = errors.New("its temporary directory is not as made")
-	case h.PidFD < 0 || unix.PidfdSendSignal(h.PidFD, 0, nil, 0) != nil:
+	case !h.Alive():
 		err = errors.New("it ended")
 	}
 	if err != nil {

@@ -326,6 +326,12 @@ func (h *Helper) send(o Order) error {
 	return err
 }
 
+// Alive says whether the helper's process is still there (its pidfd
+// can be signalled).
+func (h *Helper) Alive() bool {
+	return h.PidFD >= 0 && unix.PidfdSendSignal(h.PidFD, 0, nil, 0) == nil
+}
+
 // Discard ends a prestarted or prepared helper that no call used: it is
 // killed, reaped and its descriptors closed, and Use and Go refuse it from
 // then on. It does nothing to a helper a call used (the runner reaps that

@@ -10,8 +10,9 @@
 // before those (its imports are few and its path sorts before theirs once
 // they are ready), starts the helper then, on the second core:
 //
-//   - If an earlier call from this working directory called a tool named
-//     among the arguments, the helper is prepared from that call's recipe
+//   - If an earlier call in the same working directory (--cwd's, else the
+//     process's) called a tool named among the arguments, the helper is
+//     prepared from that call's recipe
 //     (sandbox.Recall; recipes.go): namespaces, mounts, limits and
 //     confinement made, the tool not started. The call takes it only if
 //     its own recipe is the same in every field and every path of the
@@ -32,6 +33,8 @@ package early
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 
 	"github.com/toolsrv/toolsrv/exec/sandbox"
@@ -43,6 +46,8 @@ type Started struct {
 	Prestarted *sandbox.Helper
 	Recalled   *sandbox.Recalled
 	book       *recipeBook
+	// remembered is the recipe to write at Discard (nil: none).
+	remembered *sandbox.Recipe
 }
 
 var started atomic.Pointer[Started]
@@ -59,7 +64,7 @@ func init() {
 		return
 	}
 	exe := sandbox.DefaultHelper(self)
-	s := &Started{book: openBook(os.Getenv)}
+	s := &Started{book: openBook(os.Getenv, callDir(os.Args[2:]))}
 	// An error (no namespaces here, say) leaves the call to start its
 	// helper as it would without this package, with its own fallback and
 	// messages.
@@ -80,20 +85,55 @@ func init() {
 // caller calls Discard when the call is over.
 func Take() *Started { return started.Swap(nil) }
 
-// Discard ends the helper no call took.
+// Discard ends the helper no call took and writes the recipe the call
+// gave Remember: after the call, off its path.
 func (s *Started) Discard() {
 	if s == nil {
 		return
 	}
 	s.Prestarted.Discard()
 	s.Recalled.Discard()
+	if s.remembered != nil {
+		s.book.remember(*s.remembered)
+	}
 }
 
-// Remember keeps rc, the recipe of this call's helper, as the first of
-// this working directory's recipes, for the next call of its tool. It
-// writes only when that changes what was read.
+// Remember takes rc, the recipe of this call's helper, to be kept (at
+// Discard) as the first of its working directory's recipes, for the next
+// call of its tool. The file is written only when that changes it.
 func (s *Started) Remember(rc sandbox.Recipe) {
 	if s != nil {
-		s.book.remember(rc)
+		s.remembered = &rc
 	}
+}
+
+// callDir is the working directory the call will have, as the runner
+// resolves it: --cwd's, else this process's ("": not to be had). Flags
+// are not parsed yet; a guess is enough (the recipe is compared later).
+func callDir(args []string) string {
+	dir := ""
+	for i, a := range args {
+		for _, f := range []string{"-cwd", "--cwd"} {
+			if v, ok := strings.CutPrefix(a, f+"="); ok {
+				dir = v
+			} else if a == f && i+1 < len(args) {
+				dir = args[i+1]
+			}
+		}
+	}
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return ""
+		}
+		dir = wd
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = r
+	}
+	return dir
 }

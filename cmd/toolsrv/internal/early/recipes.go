@@ -39,20 +39,20 @@ const (
 // recipeBook is one working directory's recipes: read at init, written
 // back by remember.
 type recipeBook struct {
+	wd   string // the working directory
 	path string // "": no state directory or working directory
 	read []byte // the file as read
 	rcs  []sandbox.Recipe
 }
 
-// openBook reads the recipes of calls from the current working directory.
-func openBook(getenv func(string) string) *recipeBook {
-	wd, err := os.Getwd()
+// openBook reads the recipes of calls in working directory wd.
+func openBook(getenv func(string) string, wd string) *recipeBook {
 	dir := statedir.Dir(getenv)
-	if err != nil || !filepath.IsAbs(dir) {
+	if wd == "" || !filepath.IsAbs(dir) {
 		return &recipeBook{}
 	}
 	sum := sha256.Sum256([]byte(wd))
-	b := &recipeBook{path: filepath.Join(dir, recipesDir, hex.EncodeToString(sum[:16])+".json")}
+	b := &recipeBook{wd: wd, path: filepath.Join(dir, recipesDir, hex.EncodeToString(sum[:16])+".json")}
 	if data, ok := readPrivate(b.path); ok && json.Unmarshal(data, &b.rcs) == nil {
 		b.read = data
 	} else {
@@ -61,9 +61,13 @@ func openBook(getenv func(string) string) *recipeBook {
 	return b
 }
 
-// readPrivate reads path if it is a regular file of this user's that no
-// one else may read or write, and at most maxRecipes bytes.
+// readPrivate reads path if it and its directory are this user's and no
+// one else may write them (nor read the file), and it is a regular file
+// of at most maxRecipes bytes.
 func readPrivate(path string) ([]byte, bool) {
+	if fi, err := os.Lstat(filepath.Dir(path)); err != nil || !fi.IsDir() || fi.Mode().Perm()&0o022 != 0 || !owned(fi) {
+		return nil, false
+	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, false
@@ -73,18 +77,25 @@ func readPrivate(path string) ([]byte, bool) {
 	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 != 0 || fi.Size() > maxRecipes {
 		return nil, false
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Geteuid() {
+	if !owned(fi) {
 		return nil, false
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxRecipes+1))
 	return data, err == nil && len(data) <= maxRecipes
 }
 
-// pick returns the latest recipe whose tool is named among args (a
-// guess: whether it is the call's own is for the call to say).
+// owned says whether fi is this process's (effective) user's.
+func owned(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
+}
+
+// pick returns the latest recipe of a call in the book's working
+// directory whose tool is named among args (a guess: whether it is the
+// call's own is for the call to say).
 func (b *recipeBook) pick(args []string) (sandbox.Recipe, bool) {
 	for _, rc := range b.rcs {
-		if rc.Tool != "" && slices.Contains(args, rc.Tool) {
+		if rc.Tool != "" && rc.Dir == b.wd && slices.Contains(args, rc.Tool) {
 			return rc, true
 		}
 	}

@@ -26,8 +26,7 @@ func TestRecipeBook(t *testing.T) {
 		}
 		return ""
 	}
-	t.Chdir(t.TempDir())
-	b := openBook(getenv)
+	b := openBook(getenv, "/w")
 	if _, ok := b.pick([]string{"cat"}); ok {
 		t.Fatal("a new book picked a recipe")
 	}
@@ -40,7 +39,7 @@ func TestRecipeBook(t *testing.T) {
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("recipes file mode %v, want 0600", fi.Mode().Perm())
 	}
-	b = openBook(getenv)
+	b = openBook(getenv, "/w")
 	for _, c := range []struct {
 		args []string
 		want string
@@ -55,6 +54,18 @@ func TestRecipeBook(t *testing.T) {
 			t.Errorf("pick(%q) = %q, want %q", c.args, got, c.want)
 		}
 	}
+	// Another working directory has a book of its own; a recipe of
+	// another directory in this one is not picked.
+	if other := openBook(getenv, "/v"); len(other.rcs) != 0 {
+		t.Errorf("another working directory's book holds %d recipes", len(other.rcs))
+	}
+	stray := recipe("du")
+	stray.Dir = "/v"
+	b.rcs = append(b.rcs, stray)
+	if _, ok := b.pick([]string{"du"}); ok {
+		t.Error("picked a recipe of another working directory")
+	}
+	b.rcs = b.rcs[:len(b.rcs)-1]
 	// The same call again changes nothing: no write (a write is a new
 	// file renamed in place).
 	inode := func() uint64 {
@@ -79,14 +90,14 @@ func TestRecipeBook(t *testing.T) {
 	for i := range recipesPerDir + 3 {
 		b.remember(recipe(fmt.Sprintf("t%d", i)))
 	}
-	if b = openBook(getenv); len(b.rcs) != recipesPerDir || b.rcs[0].Tool != fmt.Sprintf("t%d", recipesPerDir+2) {
+	if b = openBook(getenv, "/w"); len(b.rcs) != recipesPerDir || b.rcs[0].Tool != fmt.Sprintf("t%d", recipesPerDir+2) {
 		t.Errorf("%d recipes, the first %q; want %d, the latest first", len(b.rcs), b.rcs[0].Tool, recipesPerDir)
 	}
 	// Not private: passed over.
 	if err := os.Chmod(b.path, 0o620); err != nil {
 		t.Fatal(err)
 	}
-	if b := openBook(getenv); len(b.rcs) != 0 {
+	if b := openBook(getenv, "/w"); len(b.rcs) != 0 {
 		t.Errorf("a group-writable recipes file was read: %d recipes", len(b.rcs))
 	}
 	// A symbolic link: passed over.
@@ -98,7 +109,7 @@ func TestRecipeBook(t *testing.T) {
 	if err := os.Symlink(other, b.path); err != nil {
 		t.Fatal(err)
 	}
-	if b := openBook(getenv); len(b.rcs) != 0 {
+	if b := openBook(getenv, "/w"); len(b.rcs) != 0 {
 		t.Errorf("recipes read through a symbolic link: %d recipes", len(b.rcs))
 	}
 }
@@ -132,5 +143,29 @@ func TestRecipeFilesPruned(t *testing.T) {
 	}
 	if _, err := os.Stat(fresh); err != nil {
 		t.Errorf("a live writer's temporary file was removed: %v", err)
+	}
+}
+
+// The call's working directory, before its flags are parsed: --cwd's,
+// resolved, else the process's.
+func TestCallDir(t *testing.T) {
+	real := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(real)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tools", "x", "ls"}, real},
+		{[]string{"--cwd", link, "ls"}, real},
+		{[]string{"-cwd=" + link, "ls", "{}"}, real},
+		{[]string{"--cwd=/", "ls"}, "/"},
+	} {
+		if got := callDir(c.args); got != c.want {
+			t.Errorf("callDir(%q) = %q, want %q", c.args, got, c.want)
+		}
 	}
 }
