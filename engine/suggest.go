@@ -179,7 +179,7 @@ func (s suggestion) forTool(te ToolExplanation) []Suggestion {
 // offAtZero says whether 0 turns the level off.
 func offAtZero(level string) bool {
 	switch level {
-	case "relative", "minAnswerable", "mass", "noise", "evidence":
+	case "relative", "minAnswerable", "mass", "evidence":
 		return true
 	}
 	return false

@@ -429,7 +429,9 @@ type slotScore struct {
 // tieShare bounds what the optional terms add to a tool's score, as a
 // share of what its words gave: they reorder tools whose words matched
 // about as well, never one whose words matched half as well above one
-// whose words matched fully.
+// whose words matched fully. Measured: any share from 0 to 2 ranks the
+// training catalogs' held-out requests alike but for two of 4,613
+// (learn/MODEL.md).
 const tieShare = 0.5
 
 // tieBreak is a score made of words and optional terms: words, the

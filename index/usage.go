@@ -1293,12 +1293,13 @@ func applyUsage(r *Ranking, ev usageEvidence, none, w float64, known func(string
 
 // supported reports whether a hit is supported by more than its
 // author's examples: it scores at least usageSupportFloor, and its text
-// matches the message (a word of it: lexical), or resembles it (dense at
+// matches a real word of the message (Words: a class, a number or a
+// phrase of stop words alone is no match), or resembles it (dense at
 // least usageSupportDense), or the history raised it, or the message
 // names it. A tool only weakly near the message (a dense score under
 // usageSupportDense and no word of it) is not.
 func supported(h *Hit) bool {
-	return h.Score >= usageSupportFloor && (h.Lexical > 0 || h.Dense >= usageSupportDense || h.Usage > 0 || h.Named)
+	return h.Score >= usageSupportFloor && (h.Words || h.Dense >= usageSupportDense || h.Usage > 0 || h.Named)
 }
 
 // inject adds to r the tools of p it lacks (the usageInject with the most

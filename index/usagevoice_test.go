@@ -163,9 +163,9 @@ func TestUsageOwnerRepeats(t *testing.T) {
 func TestUsageAuthorsBringInNotPushOut(t *testing.T) {
 	a := 0.6
 	r := Ranking{Answerable: &a, Hits: []Hit{
-		{Name: "weak", Score: 0.3, Dense: 0.05},             // no word, far meaning: not supported
-		{Name: "text", Score: 0.2, Dense: 0.05, Lexical: 1}, // a word of the message
-		{Name: "tiny", Score: 0.01, Lexical: 1},             // under the floor
+		{Name: "weak", Score: 0.3, Dense: 0.05},                          // no word, far meaning: not supported
+		{Name: "text", Score: 0.2, Dense: 0.05, Lexical: 1, Words: true}, // a word of the message
+		{Name: "tiny", Score: 0.01, Lexical: 1, Words: true},             // under the floor
 		{Name: "mine", Score: 0.005},
 	}}
 	known := func(string) (bool, bool) { return true, true }

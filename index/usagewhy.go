@@ -32,7 +32,7 @@ type UsageReason struct {
 // history as Rank does, without ranking.
 func (ix *Index) UsageReasons(ctx context.Context, q Query) map[string]UsageReason {
 	u := ix.usage.Load()
-	if u == nil || q.NoUsage || len(tokens(q.Text)) == 0 {
+	if u == nil || q.NoUsage || !hasWord(q.Text) {
 		return nil
 	}
 	uq := ix.usageQueryOf(ctx, u, q.Text)
