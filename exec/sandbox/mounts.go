@@ -71,7 +71,9 @@ func ownMounts() error {
 // the caller's word, and a helper started without one, as root, would
 // change the host's mounts. The init of a new PID namespace has one
 // (Namespaces makes them together); any other helper's must differ from
-// its parent's.
+// its parent's, where it may look (root may; a helper in a user namespace
+// of its own may not, and cannot mount in a mount namespace that
+// namespace does not own).
 func inOwnMountNS() error {
 	if unix.Getpid() == 1 {
 		return nil
@@ -81,6 +83,12 @@ func inOwnMountNS() error {
 		return fmt.Errorf("telling the helper's mount namespace: %w", err)
 	}
 	if err := unix.Stat(fmt.Sprintf("/proc/%d/ns/mnt", unix.Getppid()), &parent); err != nil {
+		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+			// Not allowed to look at its parent: a helper in a user
+			// namespace of its own, whose mounts the kernel allows only in
+			// a mount namespace that namespace owns.
+			return nil
+		}
 		return fmt.Errorf("telling its parent's mount namespace: %w", err)
 	}
 	if self.Dev == parent.Dev && self.Ino == parent.Ino {
