@@ -145,7 +145,7 @@ func Open(ctx context.Context, dsn string, opts usage.Options) (usage.Store, []s
 		rand.Read(ikey)
 		warn(fmt.Sprintf("%v: this process's calls are recorded under a key of its own, which later ones will take as another instance's", kerr))
 	}
-	s.in = ident{key: ikey, id: usage.InstanceID(ikey)}
+	s.in = ident{key: ikey, id: usage.InstanceID(ikey), ns: ns}
 	if err == nil {
 		s.view, s.viewVersion, err = s.local.loadView(ctx)
 	}

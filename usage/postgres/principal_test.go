@@ -370,3 +370,37 @@ func TestRowTextIsAWordingOfItsKey(t *testing.T) {
 		}
 	}
 }
+
+// One instance's key serves every namespace whose local copy shares its
+// directory: a row of its owner copied from one namespace into another
+// (by anyone who can write both) is not its owner's in the other.
+func TestSealBindsTheNamespace(t *testing.T) {
+	pg, dsn := server(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	a := open(t, dsn, usage.Options{Namespace: "team_a", LocalDir: dir})
+	t0 := time.Now().Add(-time.Minute)
+	if err := a.Record(ctx, usage.Event{Request: "show git status", Tool: "git_status", OK: true, Principal: usage.Owner, Time: t0}); err != nil {
+		t.Fatal(err)
+	}
+	b := open(t, dsn, usage.Options{Namespace: "team_b", LocalDir: dir})
+	if err := b.Record(ctx, usage.Event{Request: "list the branches", Tool: "git_branch", OK: true, Principal: usage.Owner, Time: t0}); err != nil {
+		t.Fatal(err)
+	}
+	pg.SQL(t, `INSERT INTO toolsrv_usage_entries (namespace, hash, norm, text, tool, agent, principal, seal, count, failed, first, last, offered, version)
+		SELECT 'team_b', hash, norm, text, tool, agent, principal, seal, count, failed, first, last, offered, version + 10
+		FROM toolsrv_usage_entries WHERE namespace = 'team_a'`,
+		`UPDATE toolsrv_usage_ns SET version = version + 10, entries = entries + 1 WHERE namespace = 'team_b'`)
+	es, _, err := b.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range es {
+		got[e.Key.Tool] = e.Key.Principal
+	}
+	id := b.(*store).in.id
+	if got["git_branch"] != usage.Owner || got["git_status"] != usage.PrefixInstance+id+"/owner" {
+		t.Errorf("in team_b, with team_a's owner row copied in: principals %v, want git_branch the owner's and git_status %s", got, usage.PrefixInstance+id+"/owner")
+	}
+}
