@@ -27,7 +27,7 @@ import (
 // taken as another's too; this instance's next call of such a key starts
 // it anew. A teammate's instance can therefore neither speak as this
 // host's owner, nor add to what the owner said, nor make its many agents
-// many voices. Entries from before principals (legacy:AGENT, whoever
+// many voices, nor date its entries back (dated). Entries from before principals (legacy:AGENT, whoever
 // wrote them) are one principal together (usage.Unit), so that rows
 // written by hand under new legacy names are no new voices either.
 
@@ -115,14 +115,41 @@ func (in ident) presented(k usage.Key, seal string) string {
 
 // read sets e (as scanned, its key as stored; failed its failures in
 // 1/usage.FailScale) to what this instance believes of it: its presented
-// principal and, for its own entry, the counts it sealed.
-func (in ident) read(e *usage.Entry, failed *int64, seal string) {
-	if c, ok := in.unseal(e.Key, seal); ok {
+// principal and, for its own entry (own), the counts it sealed.
+func (in ident) read(e *usage.Entry, failed *int64, seal string) (own bool) {
+	c, own := in.unseal(e.Key, seal)
+	if own {
 		e.Count, *failed = c.count, c.failed
 		e.Failed = (c.failed + usage.FailScale/2) / usage.FailScale
 		e.First, e.Last = time.Unix(0, c.first), time.Unix(0, c.last)
 	}
 	e.Key.Principal = in.presented(e.Key, seal)
+	return own
+}
+
+// dated sets the first use of e, an entry read as another's (not sealed
+// by this instance), to no earlier than when this instance first read
+// it: the row's first column is whatever anyone with the namespace's role
+// wrote there, and what a principal's seniority counts by (which are
+// judged first, which of its entries vouch for the others) must not be
+// something it can backdate. The time of the first read is the view's
+// (saved in the local copy), else the one Changes noted (seen), else now.
+// viewMu is held.
+func (s *store) dated(e *usage.Entry) {
+	first, ok := s.seen[e.Key]
+	if v, in := s.view[e.Key]; in && !v.First.IsZero() {
+		first, ok = v.First, true
+	}
+	if !ok {
+		first = s.opts.Now()
+		s.seen[e.Key] = first
+	}
+	if e.First.Before(first) {
+		e.First = first
+	}
+	if e.Last.Before(e.First) {
+		e.Last = e.First
+	}
 }
 
 // alternative is the other key that an entry of this instance's ID
