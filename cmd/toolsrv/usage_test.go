@@ -324,8 +324,8 @@ func TestUsageImportTimes(t *testing.T) {
 	}
 	back := firsts(other)
 	for r := range mine {
-		if !back[r].Before(start) {
-			t.Errorf("%q, exported by this installation: first %s after the import, want its own time (before %s)", r, back[r], start)
+		if !back[r].Equal(mine[r]) {
+			t.Errorf("%q, exported by this installation: first %s after the import, want its own first use, %s", r, back[r], mine[r])
 		}
 	}
 	// The same export with a time moved back by hand: the file's line.
@@ -344,6 +344,42 @@ func TestUsageImportTimes(t *testing.T) {
 	for r, first := range firsts(third) {
 		if first.Before(start) {
 			t.Errorf("%q, its sealed time moved back by hand: first %s, want the import's time", r, first)
+		}
+	}
+}
+
+// An import leaves out only the lines older than the store it records
+// into keeps (its retention, not the default one): into a store that
+// keeps everything, a line last used 300 days ago is recorded.
+func TestUsageImportKeepsWhatTheStoreKeeps(t *testing.T) {
+	ctx := context.Background()
+	old := time.Now().Add(-300 * 24 * time.Hour).UTC().Format(time.RFC3339)
+	file := []byte(`{"request": "show git status", "tool": "fortune", "time": "` + old + `"}` + "\n" +
+		`{"request": "count the lines", "tool": "wc"}` + "\n")
+	for _, c := range []struct {
+		name      string
+		retention time.Duration
+		want      int
+	}{
+		{"keeps everything", -1, 2},
+		{"keeps a year", 365 * 24 * time.Hour, 2},
+		{"keeps 30 days", 30 * 24 * time.Hour, 1},
+	} {
+		s, _, err := usagedb.Open(ctx, filepath.Join(t.TempDir(), "usage.db"), usagedb.Options{Retention: c.retention})
+		if err != nil {
+			t.Fatal(err)
+		}
+		who := importWho{file: "import:f#00"}
+		if _, _, err := recordImport(ctx, s, file, &who); err != nil {
+			t.Fatal(err)
+		}
+		es, _, err := s.Snapshot(ctx)
+		s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es) != c.want {
+			t.Errorf("a store that %s: %d entries after importing a line of 300 days ago and one of now, want %d", c.name, len(es), c.want)
 		}
 	}
 }
