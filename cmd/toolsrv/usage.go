@@ -388,10 +388,11 @@ func runUsageImport(ctx context.Context, env *cliEnv, args []string) int {
 			`  {"request": "...", "tool": "NAME", "ok": true, "agent": "...", "time": "2026-03-01T12:00:00Z"}`+"\n"+
 			"request and tool are required (tool \"\" for a request answered without a tool); ok defaults to true;\n"+
 			"time (RFC3339) is when the line was last used: a line older than the history keeps is dropped, and\n"+
-			"the others are recorded as of now, but the lines this installation exported (their time sealed),\n"+
-			"which keep theirs (and their first use: first); agent is optional. Optional too: count (the calls\n"+
-			"the line stands for), failed (how many of them failed; ok then says nothing), offered (the tools\n"+
-			"offered), id (a repeated id is recorded once). A file with any invalid line imports nothing and names the lines.\n"+
+			"the others are recorded as of now, but the lines this installation exported (their time sealed)\n"+
+			"and those of a file you vouch for (--principal), which keep theirs (and their first use: first);\n"+
+			"agent is optional. Optional too: count (the calls the line stands for), failed (how many of them\n"+
+			"failed; ok then says nothing), offered (the tools offered), id (a repeated id is recorded once).\n"+
+			"A file with any invalid line imports nothing and names the lines.\n"+
 			"Lines naming a tool the catalog (--tools) does not know are kept (it may come later) and counted.\n"+
 			"Who recorded them (their principal): the file (import:NAME#DIGEST), which the ranking believes as\n"+
 			"far as its lines earn, but the lines this installation exported (usage export seals them), which\n"+
@@ -547,9 +548,9 @@ type importWho struct {
 	cutoff      time.Time
 }
 
-// of is the principal of line l, and whether the line is this
-// installation's own record with its time (its export sealed it, time
-// and all: the time is kept).
+// of is the principal of line l, and whether its times are kept: the
+// line is this installation's own record (its export sealed it, times and
+// all), or the owner vouches for the file (--principal).
 func (w importWho) of(l *importLine) (string, bool) {
 	p := w.file
 	sealed, timed := false, false
@@ -559,7 +560,7 @@ func (w importWho) of(l *importLine) (string, bool) {
 	}
 	switch {
 	case w.given != "":
-		p = w.given
+		p, timed = w.given, true
 	case sealed:
 		p = l.Principal
 	}
@@ -710,7 +711,8 @@ func parseImportLine(text []byte, who importWho) (importLine, []usagedb.Event, e
 	}
 	if !own {
 		// A line's time is its file's say: only this installation's own
-		// record (its export, sealed with the time) keeps it. Any other
+		// record (its export, sealed with the time), or a file the owner
+		// vouches for (--principal), keeps it. Any other
 		// is recorded as of now, so that it never counts as older than
 		// what this installation saw before the import (seniority,
 		// index/usagetrust.go).

@@ -280,9 +280,10 @@ func TestUsageHelp(t *testing.T) {
 
 // An imported line's time is its file's say: a file that dates its claims
 // 60 days back is recorded as of the import (its claims never count as
-// older than what this installation saw before it), while the lines this
-// installation exported keep their times (sealed with them), and one whose
-// time was changed by hand is the file's, as of the import.
+// older than what this installation saw before it), unless the owner
+// vouches for it (--principal), while the lines this installation
+// exported keep their times (sealed with them), and one whose time was
+// changed by hand is the file's, as of the import.
 func TestUsageImportTimes(t *testing.T) {
 	mineDB, env := usageFixture(t)
 	old := time.Now().Add(-60 * 24 * time.Hour).UTC().Format(time.RFC3339)
@@ -311,6 +312,14 @@ func TestUsageImportTimes(t *testing.T) {
 	}
 	if got := firsts(db)["show git status"]; got.Before(start) {
 		t.Errorf("a file's line dated %s is recorded as first used %s, want the import's time", old, got)
+	}
+	// A file the owner vouches for (--principal): its times kept.
+	vouched := filepath.Join(t.TempDir(), "usage.db")
+	if code, rep, errs := runCLIWith(t, file, env, "usage", "import", "--usage-db", vouched, "--principal", "mcp:claude", "-"); code != 0 {
+		t.Fatalf("import --principal: exit %d, %s\n%s", code, errs, rep)
+	}
+	if got := firsts(vouched)["show git status"]; !got.Before(start) {
+		t.Errorf("a line dated %s of a file vouched for with --principal is recorded as first used %s, want its own time", old, got)
 	}
 	// This installation's export: its times kept.
 	code, out, errs := runCLIWith(t, "", env, "usage", "export")
