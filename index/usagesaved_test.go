@@ -780,4 +780,31 @@ func TestUsageRebuiltKeepsFailures(t *testing.T) {
 	if got := beliefs(again); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("read from the saved view, beliefs %v; built whole %v", got, want)
 	}
+	// A small change (a delta: an entry of mcp:bad's whose calls all
+	// failed now, one of its failed-only ones gone, one more), then other
+	// examples again: built from the rows the delta left, as a whole build
+	// of the history as it is now.
+	changed := []Use{uses[32], {}}
+	changed[0].Count, changed[0].Failed = 10, 10
+	changed[1] = Use{Request: "forecast for oslo today", Tool: "send_email", Principal: "mcp:bad", Count: 7, Failed: 7, First: long, ID: "bad/new"}
+	removed := []string{uses[len(uses)-2].ID}
+	if _, err := ix.SetUsageSaved(ctx, History{Source: "s", Version: 2, Extra: extra2, Load: loads(uses, &calls),
+		Since: func(context.Context, int64) ([]Use, []string, error) { return changed, removed, nil }}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.SetUsageSaved(ctx, History{Source: "s", Version: 2, Extra: extra, Load: loads(uses, &calls)}); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Fatalf("a delta, then other examples: %d reads of the history, want none more", calls-1)
+	}
+	now := append(slices.Clone(uses[:len(uses)-2]), uses[len(uses)-1], changed[1])
+	now[32] = changed[0]
+	fresh := savedUsageIndex(t, dir, "")
+	if _, err := fresh.SetUsage(ctx, append(now, extra...)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := beliefs(ix), beliefs(fresh); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("after a delta, rebuilt from the rows: beliefs %v; built whole %v", got, want)
+	}
 }
