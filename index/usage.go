@@ -141,6 +141,15 @@ type usageView struct {
 	// older entries by: usagetrust.go).
 	calls []int32
 	first []int64
+	// failed: the failed calls of the entries that have any, by ID
+	// digest; silent: the entries of the history that do not vote (every
+	// call failed, or no words), by ID digest. Neither changes a ranking:
+	// they are what the principals' success (principalStats) counts, kept
+	// so that a view built again from its rows (rebuilt) believes each
+	// principal as the whole build did. In memory only: a view read from
+	// the saved file has no rows and is never built again from them.
+	failed map[[16]byte]int32
+	silent map[[16]byte]Use
 	// fullN is the entries of the last full build, drift the entries
 	// added and removed by deltas since.
 	fullN, drift int
@@ -393,7 +402,7 @@ func extraDigest(extra []Use) string {
 }
 
 // rebuilt is the history u is of as Uses again (the entries that vote,
-// each with its successful calls: what a whole build keeps of them), with
+// with their calls and failures, and those that do not), with
 // removed and changed taken out and changed put in, and the entries
 // that are not the history's (no ID, or one of Extra's: History.Extra)
 // replaced by extra. u must have its rows (u.rows, u.text).
@@ -412,12 +421,34 @@ func (u *usageView) rebuilt(changed []Use, removed []string, extra []Use) []Use 
 	for i := 0; i < u.n; i++ {
 		if id := u.ids[i]; id != ([16]byte{}) && !gone[id] {
 			p := u.principal[i]
+			failed := int(u.failed[id])
 			out = append(out, Use{Request: u.text[i], Tool: u.toolOf(int32(i)), Principal: u.principals[p], Role: u.voice.role[p],
-				Count: int(max(u.calls[i], 1)), First: timeOf(u.first[i]), key: id})
+				Count: int(max(u.calls[i], 1)) + failed, Failed: failed, First: timeOf(u.first[i]), key: id})
+		}
+	}
+	for id, e := range u.silent {
+		if !gone[id] {
+			out = append(out, e)
 		}
 	}
 	out = append(out, changed...)
 	return append(out, extra...)
+}
+
+// keep keeps e, an entry of the history that does not vote, aside (for
+// rebuilt; an entry without an ID is none of the history's rows).
+func (u *usageView) keep(e Use) {
+	if id := e.idKey(); id != ([16]byte{}) && u.silent != nil {
+		e.key = id
+		u.silent[id] = e
+	}
+}
+
+// keepFailed keeps the failed calls of e, an entry that votes, aside.
+func (u *usageView) keepFailed(e Use) {
+	if id := e.idKey(); id != ([16]byte{}) && e.Failed > 0 && u.failed != nil {
+		u.failed[id] = int32(min(e.Failed, math.MaxInt32))
+	}
 }
 
 // setUsage builds, fits and puts in effect the view of uses, of the
@@ -534,7 +565,7 @@ func (ix *Index) UsageFit() UsageFit {
 // buildUsage makes the view of uses (nil when none votes), and its
 // principals' calls (all their entries').
 func (ix *Index) buildUsage(ctx context.Context, uses []Use) (*usageView, []principalStats, error) {
-	u := &usageView{dict: map[string]int32{}, byTool: map[string][]int32{}}
+	u := &usageView{dict: map[string]int32{}, byTool: map[string][]int32{}, failed: map[[16]byte]int32{}, silent: map[[16]byte]Use{}}
 	agents := map[string]int32{}
 	byName := map[string]*principalStats{}
 	for i := range uses {
@@ -561,13 +592,14 @@ func (ix *Index) buildUsage(ctx context.Context, uses []Use) (*usageView, []prin
 		}
 	})
 	for k, e := range uses {
-		if e.Tool != "" && e.Count > 0 && e.Failed >= e.Count {
-			continue // failed calls never raise a tool
-		}
 		ts := toks[k]
-		if len(ts) == 0 {
+		if len(ts) == 0 || e.Tool != "" && e.Count > 0 && e.Failed >= e.Count {
+			// Failed calls never raise a tool; what they say of their
+			// principal is kept.
+			u.keep(e)
 			continue
 		}
+		u.keepFailed(e)
 		a, ok := agents[e.Principal]
 		if !ok {
 			a = int32(len(agents))

@@ -75,7 +75,7 @@ func (u *usageView) clone() *usageView {
 	return &usageView{n: u.n, nprincipals: u.nprincipals, fullN: u.fullN, drift: u.drift, dim: u.dim, text: slices.Clone(u.text),
 		toolID: slices.Clone(u.toolID), tools: slices.Clone(u.tools), principal: slices.Clone(u.principal),
 		principals: slices.Clone(u.principals), voice: u.voice.clone(), calls: slices.Clone(u.calls), first: slices.Clone(u.first),
-		ids: slices.Clone(u.ids), trust: slices.Clone(u.trust), cross: slices.Clone(u.cross),
+		ids: slices.Clone(u.ids), failed: maps.Clone(u.failed), silent: maps.Clone(u.silent), trust: slices.Clone(u.trust), cross: slices.Clone(u.cross),
 		qvecs: slices.Clone(u.qvecs), qscale: slices.Clone(u.qscale), words: u.words, wordsAt: u.wordsAt,
 		idf: slices.Clone(u.idf), dict: maps.Clone(u.dict), w: u.w, loo: u.loo, made: u.made, history: u.history, rows: u.rows}
 }
@@ -93,6 +93,8 @@ func (ix *Index) applyDelta(ctx context.Context, u *usageView, changed []Use, re
 	dead := make([]bool, u.n)
 	drop := 0
 	kill := func(id [16]byte) {
+		delete(u.failed, id)
+		delete(u.silent, id)
 		if r, ok := rowOf[id]; ok && !dead[r] {
 			dead[r] = true
 			drop++
@@ -108,13 +110,14 @@ func (ix *Index) applyDelta(ctx context.Context, u *usageView, changed []Use, re
 			return false // no telling which row it replaces
 		}
 		kill(useID(e.ID))
-		if e.Tool != "" && e.Count > 0 && e.Failed >= e.Count {
-			continue // failed calls never raise a tool
+		ts := uniq(terms(e.Request))
+		if len(ts) == 0 || e.Tool != "" && e.Count > 0 && e.Failed >= e.Count {
+			u.keep(e) // failed calls never raise a tool
+			continue
 		}
-		if ts := uniq(terms(e.Request)); len(ts) > 0 {
-			adds = append(adds, e)
-			addTerms = append(addTerms, ts)
-		}
+		u.keepFailed(e)
+		adds = append(adds, e)
+		addTerms = append(addTerms, ts)
 	}
 	if u.drift+drop+len(adds) > u.fullN/20 || u.n-drop+len(adds) == 0 || len(u.trust) != u.n || len(u.calls) != u.n || len(u.first) != u.n ||
 		(u.cross != nil && len(u.cross) != u.n) {

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // savedUsageIndex is usageIndex's catalog with the usage view saved in
@@ -711,4 +712,99 @@ func TestUsageViewRebuiltFromItsRows(t *testing.T) {
 		t.Errorf("a history without IDs, other examples: %d reads of it, want 2", calls-2)
 	}
 	same("a history without IDs", append(append([]Use(nil), anon...), extra2...))
+}
+
+// A principal's failed calls count against it the same whether its view
+// is built whole, built again from the view's rows (other examples), or
+// read from the file that rebuild saved: a rebuild once kept only each
+// entry's successful calls and dropped the entries whose calls all
+// failed, and believed a principal with 90% failed calls as if all had
+// succeeded.
+func TestUsageRebuiltKeepsFailures(t *testing.T) {
+	ctx := context.Background()
+	dir := usageCatalog(t)
+	long := time.Now().Add(-30 * 24 * time.Hour)
+	uses := append(weatherUses("mcp:a", "get_weather", long, 0, 16), weatherUses("mcp:b", "get_weather", long, 4, 16)...)
+	for _, e := range weatherUses("mcp:bad", "get_weather", long, 0, 12) {
+		e.Count, e.Failed = 10, 9
+		uses = append(uses, e)
+	}
+	for _, e := range weatherUses("mcp:bad", "send_email", long, 0, 6) {
+		e.Count, e.Failed = 5, 5
+		uses = append(uses, e)
+	}
+	beliefs := func(ix *Index) map[string]float32 {
+		u := ix.usage.Load()
+		out := map[string]float32{}
+		for p, name := range u.principals {
+			out[name] = u.voice.belief[p]
+		}
+		return out
+	}
+	extra := []Use{{Request: "what time is it in tokyo", Tool: "calculator", Principal: "(examples)", Count: 1}}
+	extra2 := []Use{{Request: "multiply these two numbers", Tool: "calculator", Principal: "(examples)", Count: 1}}
+	whole := savedUsageIndex(t, dir, "")
+	if _, err := whole.SetUsage(ctx, append(append([]Use(nil), uses...), extra2...)); err != nil {
+		t.Fatal(err)
+	}
+	want := beliefs(whole)
+	if want["mcp:bad"] >= want["mcp:a"]/2 {
+		t.Fatalf("built whole, the principal whose calls fail is believed %v, mcp:a %v: the test needs it far below", want["mcp:bad"], want["mcp:a"])
+	}
+	path := filepath.Join(t.TempDir(), "usage.db.view")
+	calls := 0
+	ix := savedUsageIndex(t, dir, path)
+	if _, err := ix.SetUsageSaved(ctx, History{Source: "s", Version: 1, Extra: extra, Load: loads(uses, &calls)}); err != nil {
+		t.Fatal(err)
+	}
+	ix.WaitSaves()
+	ix.usage.saved.at = time.Time{} // the rebuild's view saved too, within the minute
+	if _, err := ix.SetUsageSaved(ctx, History{Source: "s", Version: 1, Extra: extra2, Load: loads(uses, &calls)}); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Fatalf("other examples: %d reads of the history, want 1 (the rebuild from the rows is what is tested)", calls)
+	}
+	ix.WaitSaves()
+	if got := beliefs(ix); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("rebuilt from the view's rows, beliefs %v; built whole %v", got, want)
+	}
+	again := savedUsageIndex(t, dir, path)
+	if _, err := again.SetUsageSaved(ctx, History{Source: "s", Version: 1, Extra: extra2, Load: loads(uses, &calls)}); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Errorf("the saved view was not taken: %d reads of the history", calls)
+	}
+	again.WaitSaves()
+	if got := beliefs(again); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("read from the saved view, beliefs %v; built whole %v", got, want)
+	}
+	// A small change (a delta: an entry of mcp:bad's whose calls all
+	// failed now, one of its failed-only ones gone, one more), then other
+	// examples again: built from the rows the delta left, as a whole build
+	// of the history as it is now.
+	changed := []Use{uses[32], {}}
+	changed[0].Count, changed[0].Failed = 10, 10
+	changed[1] = Use{Request: "forecast for oslo today", Tool: "send_email", Principal: "mcp:bad", Count: 7, Failed: 7, First: long, ID: "bad/new"}
+	removed := []string{uses[len(uses)-2].ID}
+	if _, err := ix.SetUsageSaved(ctx, History{Source: "s", Version: 2, Extra: extra2, Load: loads(uses, &calls),
+		Since: func(context.Context, int64) ([]Use, []string, error) { return changed, removed, nil }}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.SetUsageSaved(ctx, History{Source: "s", Version: 2, Extra: extra, Load: loads(uses, &calls)}); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Fatalf("a delta, then other examples: %d reads of the history, want none more", calls-1)
+	}
+	now := append(slices.Clone(uses[:len(uses)-2]), uses[len(uses)-1], changed[1])
+	now[32] = changed[0]
+	fresh := savedUsageIndex(t, dir, "")
+	if _, err := fresh.SetUsage(ctx, append(now, extra...)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := beliefs(ix), beliefs(fresh); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("after a delta, rebuilt from the rows: beliefs %v; built whole %v", got, want)
+	}
 }

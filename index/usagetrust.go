@@ -62,7 +62,8 @@ const usageTrustCommon = 128
 
 // usageSeniority is how much earlier a principal's entry must have been
 // first recorded (here: an import's lines as of the import, but for this
-// installation's own export) to judge its later ones (cross trust): an hour, longer
+// installation's own export; another instance's rows of a shared store as
+// of this instance's first read) to judge its later ones (cross trust): an hour, longer
 // than a session's burst (about 20 new entries an hour at most: the
 // engine's bound).
 const usageSeniority = time.Hour

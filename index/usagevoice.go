@@ -11,6 +11,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/toolsrv/toolsrv/internal/parallel"
 )
@@ -39,8 +40,10 @@ import (
 //     another. Agreement among newcomers is worth what their belief is,
 //     little: a crowd cannot vouch for itself.
 //   - Voices: the owner's; each established principal's (at least
-//     usageEstablishN entries and belief usageEstablished) with its
-//     belief as weight; and one voice for all the others, the crowd,
+//     usageEstablishN entries and belief usageEstablished, and a record
+//     here of at least usageEstablishAge: its first entry recorded that
+//     long before the build) with its belief as weight; and one voice for
+//     all the others, the crowd,
 //     whose weight is what its entries together earn (belief of them
 //     pooled), not their count. Principals first seen by a delta since
 //     the last whole build speak as the late voice, at usageUnjudged.
@@ -80,8 +83,16 @@ const (
 	usagePriorN      = 4.0
 	usageEstablishN  = 8
 	usageEstablished = 0.3
-	usageTrustSample = 16
-	usageTrustRanks  = 256
+	// usageEstablishAge is how long before a whole build a principal's
+	// first entry must have been recorded (as this installation recorded
+	// it: an import's lines as of the import, another instance's rows as
+	// first read) for it to be an established voice: newcomers that tell
+	// the truth mostly, and lie where it matters, earn belief in one build
+	// but speak in the crowd until then, so that no crowd made at once
+	// outvotes the established principals.
+	usageEstablishAge = 24 * time.Hour
+	usageTrustSample  = 16
+	usageTrustRanks   = 256
 	// usageUnjudged is the belief of a principal not judged (the budget
 	// spent, or first seen since the last whole build): a judged liar's,
 	// a full sample none of which agreed.
@@ -210,7 +221,7 @@ func (ix *Index) hear(ctx context.Context, u *usageView, stats []principalStats)
 		}
 	}
 	if len(judged) == 0 {
-		u.voicesOf(nil)
+		u.voicesOf(nil, nil)
 		return nil
 	}
 	since := make([]int64, np)
@@ -226,6 +237,15 @@ func (ix *Index) hear(ctx context.Context, u *usageView, stats []principalStats)
 		if v.role[p] == RoleOther && u.toolOf(int32(i)) != "" {
 			byP[p] = append(byP[p], int32(i))
 		}
+	}
+	// Too new to be established: first recorded less than
+	// usageEstablishAge before now (a principal none of whose entries has
+	// a time, a history given without them, is not held back: the stores
+	// time every entry).
+	young := make([]bool, np)
+	recent := time.Now().Add(-usageEstablishAge).Unix()
+	for p := range young {
+		young[p] = since[p] != math.MaxInt64 && since[p] > recent
 	}
 	slices.SortStableFunc(judged, func(a, b int32) int {
 		if c := cmp.Compare(since[a], since[b]); c != 0 {
@@ -329,7 +349,7 @@ func (ix *Index) hear(ctx context.Context, u *usageView, stats []principalStats)
 			}
 			s := principalStats{ok: ok, calls: calls}
 			return (usagePriorN*usagePrior + sum) / (usagePriorN + n) * s.success()
-		})
+		}, young)
 	}
 	believe(func(i int32) float64 { return text[i] })
 	// With the others, as believed so far: an entry agrees as far as
@@ -364,7 +384,7 @@ func (u *usageView) initVoices(stats []principalStats) {
 	for i := 0; i < u.n; i++ {
 		v.entries[u.principal[i]]++
 	}
-	u.voicesOf(nil)
+	u.voicesOf(nil, nil)
 }
 
 // others is what the principals other than entry i's say of its request,
@@ -395,10 +415,10 @@ func (u *usageView) othersThan(i int32, older int64, judge float64) (own, best f
 }
 
 // voicesOf sets the voices of u's principals from their roles and
-// beliefs: the owner's, each established principal's, the authors', and
-// the crowd of the others, weighed by crowd (its members' pooled belief;
-// nil: usagePrior).
-func (u *usageView) voicesOf(crowd func(members []int32) float64) {
+// beliefs: the owner's, each established principal's (but those young
+// says are too new: nil, none), the authors', and the crowd of the
+// others, weighed by crowd (its members' pooled belief; nil: usagePrior).
+func (u *usageView) voicesOf(crowd func(members []int32) float64, young []bool) {
 	v := &u.voice
 	np := u.nprincipals
 	v.of = make([]int32, np)
@@ -423,7 +443,7 @@ func (u *usageView) voicesOf(crowd func(members []int32) float64) {
 				author = add(voiceAuthor, 0)
 			}
 			v.of[p] = author
-		case v.entries[p] >= usageEstablishN && v.belief[p] >= usageEstablished:
+		case v.entries[p] >= usageEstablishN && v.belief[p] >= usageEstablished && (young == nil || !young[p]):
 			v.of[p] = add(voicePrincipal, float64(v.belief[p]))
 		default:
 			members = append(members, int32(p))

@@ -369,3 +369,51 @@ func TestUsageSampleKeyedBySecret(t *testing.T) {
 		t.Errorf("over %d secrets, the attacker's mean belief is %.3f, want under %.2f", len(secrets), mean, usageEstablished)
 	}
 }
+
+// Newcomers that mostly tell the truth are not established in one build:
+// 16 principals first seen an hour ago, each with 16 honest weather
+// claims and 4 sending weather requests to send_email, stay in the crowd
+// and do not outvote the two established clients on those requests. The
+// same principals first recorded two days before the build are
+// established voices (the rule is the age of their record here).
+func TestUsageNewcomersWaitToBeEstablished(t *testing.T) {
+	long := time.Now().Add(-30 * 24 * time.Hour)
+	honest := append(weatherUses("mcp:a", "get_weather", long, 0, 16), weatherUses("9p:b", "get_weather", long, 8, 16)...)
+	crowd := func(first time.Time) []Use {
+		var out []Use
+		for k := range 16 {
+			p := fmt.Sprint("9p:new", k)
+			for j, u := range weatherUses(p, "get_weather", first, k, 16) {
+				u.Count, u.ID = 1, fmt.Sprint(p, "/", j)
+				out = append(out, u)
+			}
+			for j, r := range []string{"weather in paris", "weather in paris today", "paris weather", "weather paris now"} {
+				out = append(out, Use{Request: r, Tool: "send_email", Principal: p, Count: 1, First: first, ID: fmt.Sprint(p, "/lie", j)})
+			}
+		}
+		return out
+	}
+	ix, u := usageViewOf(t, append(slices.Clone(honest), crowd(time.Now().Add(-time.Hour))...))
+	for k := range 16 {
+		if kind, w, b := voiceOf(u, fmt.Sprint("9p:new", k)); kind != voiceCrowd {
+			t.Errorf("9p:new%d, first seen an hour ago: voice %d (weight %.2f, belief %.2f), want the crowd's", k, kind, w, b)
+		}
+	}
+	for _, p := range []string{"mcp:a", "9p:b"} {
+		if kind, _, b := voiceOf(u, p); kind != voicePrincipal {
+			t.Errorf("%s: voice %d, belief %.2f; want established", p, kind, b)
+		}
+	}
+	q := "weather in paris"
+	if got := top(t, ix, q); got[0] != "get_weather" {
+		t.Errorf("%q: %v, want get_weather first", q, got)
+	}
+	ev, _ := u.evidence(ix.usageQueryOf(context.Background(), u, q), nil, -1)
+	if ev.p["send_email"] >= ev.p["get_weather"] {
+		t.Errorf("%q: the newcomers' send_email has %.3f of the usage evidence, get_weather %.3f", q, ev.p["send_email"], ev.p["get_weather"])
+	}
+	_, u = usageViewOf(t, append(slices.Clone(honest), crowd(time.Now().Add(-48*time.Hour))...))
+	if kind, w, b := voiceOf(u, "9p:new3"); kind != voicePrincipal {
+		t.Errorf("9p:new3, first recorded two days ago: voice %d (weight %.2f, belief %.2f), want established", kind, w, b)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/toolsrv/toolsrv/internal/fileio"
 	"github.com/toolsrv/toolsrv/internal/sqlitefile"
@@ -20,6 +21,12 @@ type fileStore struct {
 	path string
 	opts Options
 	file *sqlitefile.File
+
+	// key is the installation's key once read (Secret), warned whether
+	// Secret said it cannot be read.
+	keyMu  sync.Mutex
+	key    []byte
+	warned bool
 }
 
 // openFile is the driver for file paths: it opens the store at dsn if

@@ -113,17 +113,27 @@ func DeriveSecret(key []byte, purpose string) []byte {
 
 // Secret is the installation's secret for purpose (Keyed), from the key in
 // the store's directory, made if there is none; nil while there is no
-// store (no history to keep anything from: nothing is made).
+// store (no history to keep anything from: nothing is made). The key is
+// read once (every apply of the history asks); a key that cannot be read
+// is warned of once, and tried again at the next call.
 func (s *fileStore) Secret(purpose string) []byte {
-	if _, err := os.Lstat(s.path); err != nil {
-		return nil
+	s.keyMu.Lock()
+	defer s.keyMu.Unlock()
+	if s.key == nil {
+		if _, err := os.Lstat(s.path); err != nil {
+			return nil
+		}
+		key, err := InstanceKey(filepath.Dir(s.path))
+		if err != nil {
+			if !s.warned {
+				s.opts.Logger.Warn("the installation's key cannot be read", "err", err)
+				s.warned = true
+			}
+			return nil
+		}
+		s.key = key
 	}
-	key, err := InstanceKey(filepath.Dir(s.path))
-	if err != nil {
-		s.opts.Logger.Warn("the installation's key cannot be read", "err", err)
-		return nil
-	}
-	return DeriveSecret(key, purpose)
+	return DeriveSecret(s.key, purpose)
 }
 
 // Seal is the seal of fields under key: 32 hex digits of an HMAC-SHA256

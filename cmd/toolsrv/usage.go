@@ -303,23 +303,28 @@ type importLine struct {
 	Agent   string  `json:"agent,omitempty"`
 	// Principal and Seal: who recorded the entry, kept by an import when
 	// this installation's export sealed the line (lineSeal).
-	Principal string   `json:"principal,omitempty"`
-	Seal      string   `json:"seal,omitempty"`
-	Time      string   `json:"time,omitempty"`
-	Count     *int64   `json:"count,omitempty"`
-	Failed    *int64   `json:"failed,omitempty"`
-	Offered   []string `json:"offered,omitempty"`
-	ID        string   `json:"id,omitempty"`
-	Source    string   `json:"source,omitempty"`
+	Principal string `json:"principal,omitempty"`
+	Seal      string `json:"seal,omitempty"`
+	Time      string `json:"time,omitempty"`
+	// First is the first use (export: of an entry of 2 calls or more
+	// first used before its last), kept by an import only with the
+	// line's time (sealed with it).
+	First   string   `json:"first,omitempty"`
+	Count   *int64   `json:"count,omitempty"`
+	Failed  *int64   `json:"failed,omitempty"`
+	Offered []string `json:"offered,omitempty"`
+	ID      string   `json:"id,omitempty"`
+	Source  string   `json:"source,omitempty"`
 }
 
 func runUsageExport(ctx context.Context, env *cliEnv, args []string) int {
 	fs, _, db := usageFlags(env, "export", "",
 		"Writes every entry as a line of JSON, in the format usage import reads:\n"+
-			`{"request": "...", "tool": "NAME", "ok": true, "agent": "...", "principal": "...", "seal": "...", "time": "RFC3339", "count": N, "failed": N, "offered": [...]}`+"\n"+
-			"time is the last use; count (when more than 1) the calls; failed (when any) how many of them failed;\n"+
-			"principal who recorded it, and seal this installation's seal of the line: an import here keeps the\n"+
-			"principal of a line it sealed, and takes any other line as the imported file's.")
+			`{"request": "...", "tool": "NAME", "ok": true, "agent": "...", "principal": "...", "seal": "...", "time": "RFC3339", "first": "RFC3339", "count": N, "failed": N, "offered": [...]}`+"\n"+
+			"time is the last use, first (when earlier) the first; count (when more than 1) the calls; failed\n"+
+			"(when any) how many of them failed; principal who recorded it, and seal this installation's seal\n"+
+			"of the line: an import here keeps the principal and times of a line it sealed, and takes any other\n"+
+			"line as the imported file's.")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -353,6 +358,9 @@ func runUsageExport(ctx context.Context, env *cliEnv, args []string) int {
 			Time: e.Last.UTC().Format(time.RFC3339Nano), Offered: e.Offered}
 		if e.Count > 1 {
 			l.Count = &e.Count
+			if !e.First.IsZero() && e.First.Before(e.Last) {
+				l.First = e.First.UTC().Format(time.RFC3339Nano)
+			}
 		}
 		if e.Failed > 0 {
 			l.Failed = &e.Failed
@@ -380,10 +388,11 @@ func runUsageImport(ctx context.Context, env *cliEnv, args []string) int {
 			`  {"request": "...", "tool": "NAME", "ok": true, "agent": "...", "time": "2026-03-01T12:00:00Z"}`+"\n"+
 			"request and tool are required (tool \"\" for a request answered without a tool); ok defaults to true;\n"+
 			"time (RFC3339) is when the line was last used: a line older than the history keeps is dropped, and\n"+
-			"the others are recorded as of now, but the lines this installation exported (their time sealed),\n"+
-			"which keep theirs; agent is optional. Optional too: count (the calls the line stands for),\n"+
-			"failed (how many of them failed; ok then says nothing), offered (the tools offered), id (a repeated\n"+
-			"id is recorded once). A file with any invalid line imports nothing and names the lines.\n"+
+			"the others are recorded as of now, but the lines this installation exported (their time sealed)\n"+
+			"and those of a file you vouch for (--principal), which keep theirs (and their first use: first);\n"+
+			"agent is optional. Optional too: count (the calls the line stands for), failed (how many of them\n"+
+			"failed; ok then says nothing), offered (the tools offered), id (a repeated id is recorded once).\n"+
+			"A file with any invalid line imports nothing and names the lines.\n"+
 			"Lines naming a tool the catalog (--tools) does not know are kept (it may come later) and counted.\n"+
 			"Who recorded them (their principal): the file (import:NAME#DIGEST), which the ranking believes as\n"+
 			"far as its lines earn, but the lines this installation exported (usage export seals them), which\n"+
@@ -421,28 +430,22 @@ func runUsageImport(ctx context.Context, env *cliEnv, args []string) int {
 		return 1
 	}
 	sum := sha256.Sum256(content)
-	who := importWho{file: usagedb.PrefixImport + base + "#" + hex.EncodeToString(sum[:4]), given: *principal, key: key,
-		cutoff: time.Now().Add(-usagedb.DefaultRetention)}
-	lines, evs, err := parseImport(bytes.NewReader(content), who)
-	if err != nil {
-		fmt.Fprintf(env.stderr, "toolsrv usage import: %s: nothing imported: %v\n", name, err)
-		return 1
-	}
+	who := importWho{file: usagedb.PrefixImport + base + "#" + hex.EncodeToString(sum[:4]), given: *principal, key: key}
 	s, err := openUsage(ctx, env, "usage import", db, usagedb.Options{})
 	if err != nil {
 		fmt.Fprintln(env.stderr, "toolsrv usage import:", err)
 		return 1
 	}
-	if err := s.Record(ctx, evs...); err != nil {
+	lines, kept, err := recordImport(ctx, s, content, &who)
+	if err != nil {
 		s.Close()
-		fmt.Fprintf(env.stderr, "toolsrv usage import: %v; nothing imported\n", err)
+		fmt.Fprintf(env.stderr, "toolsrv usage import: %s: nothing imported: %v\n", name, err)
 		return 1
 	}
 	keys := map[usagedb.Key]bool{}
 	old := 0
-	cutoff := time.Now().Add(-usagedb.DefaultRetention)
 	for _, l := range lines {
-		if t, _ := time.Parse(time.RFC3339Nano, l.Time); !t.IsZero() && t.Before(cutoff) {
+		if t, _ := time.Parse(time.RFC3339Nano, l.Time); !t.IsZero() && t.Before(who.cutoff) {
 			old++
 			continue
 		}
@@ -463,7 +466,7 @@ func runUsageImport(ctx context.Context, env *cliEnv, args []string) int {
 	sort.Strings(whos)
 	fmt.Fprintf(env.stdout, "recorded as: %s\n", strings.Join(whos, ", "))
 	if old > 0 {
-		fmt.Fprintf(env.stdout, "%d line(s) are older than the history keeps (%d days): not kept\n", old, int(usagedb.DefaultRetention/(24*time.Hour)))
+		fmt.Fprintf(env.stdout, "%d line(s) are older than the history keeps (%d days): not kept\n", old, int(kept/(24*time.Hour)))
 	}
 	cat, prepared, err := importCatalog(ctx, env, tools, s)
 	reportUnknownTools(env, cat, err, lines)
@@ -511,6 +514,26 @@ func importCatalog(ctx context.Context, env *cliEnv, tools *dirList, s usagedb.S
 	return eng.Catalog(), prepared, nil
 }
 
+// recordImport records the lines of content into s: whose each is as who
+// says, those last used before what s keeps left out (who.cutoff is set
+// to its Cutoff now). It returns the lines and how long s keeps an entry;
+// an error (a bad line, the store's) records nothing.
+func recordImport(ctx context.Context, s usagedb.Store, content []byte, who *importWho) ([]importLine, time.Duration, error) {
+	st, err := s.Stats(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	who.cutoff = st.Options.Cutoff(time.Now())
+	lines, evs, err := parseImport(bytes.NewReader(content), *who)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := s.Record(ctx, evs...); err != nil {
+		return nil, 0, err
+	}
+	return lines, st.Options.Retention, nil
+}
+
 // maxImport is the largest file import reads (it reads it whole, to name
 // it by its content).
 const maxImport = 256 << 20
@@ -525,9 +548,9 @@ type importWho struct {
 	cutoff      time.Time
 }
 
-// of is the principal of line l, and whether the line is this
-// installation's own record with its time (its export sealed it, time
-// and all: the time is kept).
+// of is the principal of line l, and whether its times are kept: the
+// line is this installation's own record (its export sealed it, times and
+// all), or the owner vouches for the file (--principal).
 func (w importWho) of(l *importLine) (string, bool) {
 	p := w.file
 	sealed, timed := false, false
@@ -537,7 +560,7 @@ func (w importWho) of(l *importLine) (string, bool) {
 	}
 	switch {
 	case w.given != "":
-		p = w.given
+		p, timed = w.given, true
 	case sealed:
 		p = l.Principal
 	}
@@ -557,7 +580,7 @@ func lineFields(l *importLine, version int) []string {
 	f := []string{"usage export " + strconv.Itoa(version), l.Principal, deref(l.Tool), l.Agent, usagedb.Normalize(deref(l.Request)),
 		strconv.FormatInt(count, 10), strconv.FormatInt(failed, 10)}
 	if version >= 2 {
-		f = append(f, l.Time)
+		f = append(f, l.Time, l.First)
 	}
 	return f
 }
@@ -655,6 +678,17 @@ func parseImportLine(text []byte, who importWho) (importLine, []usagedb.Event, e
 		}
 		at = t
 	}
+	var first time.Time
+	if l.First != "" {
+		t, err := time.Parse(time.RFC3339Nano, l.First)
+		if err != nil {
+			return l, nil, fmt.Errorf(`"first" %q is not an RFC3339 time (like 2026-03-01T12:00:00Z)`, l.First)
+		}
+		if at.IsZero() || t.After(at) {
+			return l, nil, fmt.Errorf(`"first" %s is not at or before "time" (the last use)`, l.First)
+		}
+		first = t
+	}
 	count := int64(1)
 	if l.Count != nil {
 		if count = *l.Count; count < 1 || count > 1<<40 {
@@ -677,7 +711,8 @@ func parseImportLine(text []byte, who importWho) (importLine, []usagedb.Event, e
 	}
 	if !own {
 		// A line's time is its file's say: only this installation's own
-		// record (its export, sealed with the time) keeps it. Any other
+		// record (its export, sealed with the time), or a file the owner
+		// vouches for (--principal), keeps it. Any other
 		// is recorded as of now, so that it never counts as older than
 		// what this installation saw before the import (seniority,
 		// index/usagetrust.go).
@@ -702,6 +737,22 @@ func parseImportLine(text []byte, who importWho) (importLine, []usagedb.Event, e
 			e.ID = hex.EncodeToString(sum[:16])
 		}
 		evs = append(evs, e)
+	}
+	if own && !first.IsZero() && first.Before(at) && count > 1 {
+		// This installation's line: its first use is the time of one
+		// of its calls.
+		if e := &evs[0]; e.Count == 1 {
+			e.Time = first // the line's other calls are evs[1]'s
+		} else {
+			early := *e
+			early.Count, early.Time = 1, first
+			if early.ID != "" {
+				sum := sha256.Sum256([]byte(e.ID + "\x00first"))
+				early.ID = hex.EncodeToString(sum[:16])
+			}
+			e.Count--
+			evs = append(evs, early)
+		}
 	}
 	return l, evs, nil
 }

@@ -280,9 +280,10 @@ func TestUsageHelp(t *testing.T) {
 
 // An imported line's time is its file's say: a file that dates its claims
 // 60 days back is recorded as of the import (its claims never count as
-// older than what this installation saw before it), while the lines this
-// installation exported keep their times (sealed with them), and one whose
-// time was changed by hand is the file's, as of the import.
+// older than what this installation saw before it), unless the owner
+// vouches for it (--principal), while the lines this installation
+// exported keep their times (sealed with them), and one whose time was
+// changed by hand is the file's, as of the import.
 func TestUsageImportTimes(t *testing.T) {
 	mineDB, env := usageFixture(t)
 	old := time.Now().Add(-60 * 24 * time.Hour).UTC().Format(time.RFC3339)
@@ -312,6 +313,14 @@ func TestUsageImportTimes(t *testing.T) {
 	if got := firsts(db)["show git status"]; got.Before(start) {
 		t.Errorf("a file's line dated %s is recorded as first used %s, want the import's time", old, got)
 	}
+	// A file the owner vouches for (--principal): its times kept.
+	vouched := filepath.Join(t.TempDir(), "usage.db")
+	if code, rep, errs := runCLIWith(t, file, env, "usage", "import", "--usage-db", vouched, "--principal", "mcp:claude", "-"); code != 0 {
+		t.Fatalf("import --principal: exit %d, %s\n%s", code, errs, rep)
+	}
+	if got := firsts(vouched)["show git status"]; !got.Before(start) {
+		t.Errorf("a line dated %s of a file vouched for with --principal is recorded as first used %s, want its own time", old, got)
+	}
 	// This installation's export: its times kept.
 	code, out, errs := runCLIWith(t, "", env, "usage", "export")
 	if code != 0 {
@@ -324,8 +333,8 @@ func TestUsageImportTimes(t *testing.T) {
 	}
 	back := firsts(other)
 	for r := range mine {
-		if !back[r].Before(start) {
-			t.Errorf("%q, exported by this installation: first %s after the import, want its own time (before %s)", r, back[r], start)
+		if !back[r].Equal(mine[r]) {
+			t.Errorf("%q, exported by this installation: first %s after the import, want its own first use, %s", r, back[r], mine[r])
 		}
 	}
 	// The same export with a time moved back by hand: the file's line.
@@ -344,6 +353,42 @@ func TestUsageImportTimes(t *testing.T) {
 	for r, first := range firsts(third) {
 		if first.Before(start) {
 			t.Errorf("%q, its sealed time moved back by hand: first %s, want the import's time", r, first)
+		}
+	}
+}
+
+// An import leaves out only the lines older than the store it records
+// into keeps (its retention, not the default one): into a store that
+// keeps everything, a line last used 300 days ago is recorded.
+func TestUsageImportKeepsWhatTheStoreKeeps(t *testing.T) {
+	ctx := context.Background()
+	old := time.Now().Add(-300 * 24 * time.Hour).UTC().Format(time.RFC3339)
+	file := []byte(`{"request": "show git status", "tool": "fortune", "time": "` + old + `"}` + "\n" +
+		`{"request": "count the lines", "tool": "wc"}` + "\n")
+	for _, c := range []struct {
+		name      string
+		retention time.Duration
+		want      int
+	}{
+		{"keeps everything", -1, 2},
+		{"keeps a year", 365 * 24 * time.Hour, 2},
+		{"keeps 30 days", 30 * 24 * time.Hour, 1},
+	} {
+		s, _, err := usagedb.Open(ctx, filepath.Join(t.TempDir(), "usage.db"), usagedb.Options{Retention: c.retention})
+		if err != nil {
+			t.Fatal(err)
+		}
+		who := importWho{file: "import:f#00"}
+		if _, _, err := recordImport(ctx, s, file, &who); err != nil {
+			t.Fatal(err)
+		}
+		es, _, err := s.Snapshot(ctx)
+		s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es) != c.want {
+			t.Errorf("a store that %s: %d entries after importing a line of 300 days ago and one of now, want %d", c.name, len(es), c.want)
 		}
 	}
 }

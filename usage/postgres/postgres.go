@@ -62,6 +62,10 @@ type store struct {
 	viewMu      sync.Mutex
 	view        map[usage.Key]usage.Entry
 	viewVersion int64
+	// seen: when this instance first read each entry another wrote that
+	// is not in the view yet (read by Changes for a reader ahead of or
+	// behind the view): what dates it (dated) until the view holds it.
+	seen map[usage.Key]time.Time
 
 	spooling atomic.Bool   // events go to the spool first (the server was down, or the spool is not empty)
 	down     atomic.Bool   // the last call to the server failed for want of it
@@ -111,6 +115,7 @@ func Open(ctx context.Context, dsn string, opts usage.Options) (usage.Store, []s
 		channel:  channelOf(ns),
 		where:    fmt.Sprintf("%s (namespace %s)", redact(dsn), ns),
 		view:     map[usage.Key]usage.Entry{},
+		seen:     map[usage.Key]time.Time{},
 		wake:     make(chan struct{}, 1),
 		flushNow: make(chan struct{}, 1),
 	}
@@ -145,7 +150,7 @@ func Open(ctx context.Context, dsn string, opts usage.Options) (usage.Store, []s
 		rand.Read(ikey)
 		warn(fmt.Sprintf("%v: this process's calls are recorded under a key of its own, which later ones will take as another instance's", kerr))
 	}
-	s.in = ident{key: ikey, id: usage.InstanceID(ikey)}
+	s.in = ident{key: ikey, id: usage.InstanceID(ikey), ns: ns}
 	if err == nil {
 		s.view, s.viewVersion, err = s.local.loadView(ctx)
 	}

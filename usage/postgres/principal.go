@@ -15,7 +15,7 @@ import (
 // stores the principal of each event it records as "ID/PRINCIPAL" (ID:
 // its usage.InstanceID), with a seal of the entry under its key: of its
 // key and of the counts it wrote (its calls, failures, first and last
-// use), the counts written beside the seal. Reading, an entry that this
+// use) and of the namespace, the counts written beside the seal. Reading, an entry that this
 // instance stored and sealed is its own and keeps its principal ("owner"
 // is this host's owner), with the counts its seal holds, whatever the
 // row's columns say: a teammate (the same role) who raises the counts of
@@ -27,14 +27,18 @@ import (
 // taken as another's too; this instance's next call of such a key starts
 // it anew. A teammate's instance can therefore neither speak as this
 // host's owner, nor add to what the owner said, nor make its many agents
-// many voices. Entries from before principals (legacy:AGENT, whoever
+// many voices, nor date its entries back (dated). Entries from before principals (legacy:AGENT, whoever
 // wrote them) are one principal together (usage.Unit), so that rows
 // written by hand under new legacy names are no new voices either.
 
-// ident is an instance's identity in a namespace.
+// ident is an instance's identity in a namespace. Its key is one for
+// every namespace (and server) whose local copies share a directory, so
+// the seal binds the namespace too: a row copied from one namespace into
+// another is not this instance's own there.
 type ident struct {
 	key []byte
 	id  string
+	ns  string
 }
 
 // sealed are the counts of an entry as this instance wrote them.
@@ -43,9 +47,9 @@ type sealed struct {
 }
 
 // fields are what the seal of the entry of stored key hash with counts c
-// binds.
-func (c sealed) fields(hash []byte) []string {
-	return []string{"entry 2", string(hash), strconv.FormatInt(c.count, 10), strconv.FormatInt(c.failed, 10),
+// binds: the namespace, the key and the counts.
+func (in ident) fields(hash []byte, c sealed) []string {
+	return []string{"entry 2", in.ns, string(hash), strconv.FormatInt(c.count, 10), strconv.FormatInt(c.failed, 10),
 		strconv.FormatInt(c.first, 10), strconv.FormatInt(c.last, 10)}
 }
 
@@ -63,7 +67,7 @@ func (in ident) storedKey(k usage.Key) usage.Key {
 // seal is the seal column of this instance's entry of stored key hash
 // with counts c: "MAC COUNT FAILED FIRST LAST".
 func (in ident) seal(hash []byte, c sealed) string {
-	return fmt.Sprintf("%s %d %d %d %d", usage.Seal(in.key, c.fields(hash)...), c.count, c.failed, c.first, c.last)
+	return fmt.Sprintf("%s %d %d %d %d", usage.Seal(in.key, in.fields(hash, c)...), c.count, c.failed, c.first, c.last)
 }
 
 // unseal is what the seal column seal of the entry stored under k says,
@@ -85,7 +89,7 @@ func (in ident) unseal(k usage.Key, seal string) (sealed, bool) {
 		}
 		*p = n
 	}
-	if !usage.Sealed(in.key, f[0], c.fields(k.Hash())...) {
+	if !usage.Sealed(in.key, f[0], in.fields(k.Hash(), c)...) {
 		return sealed{}, false
 	}
 	return c, true
@@ -111,14 +115,41 @@ func (in ident) presented(k usage.Key, seal string) string {
 
 // read sets e (as scanned, its key as stored; failed its failures in
 // 1/usage.FailScale) to what this instance believes of it: its presented
-// principal and, for its own entry, the counts it sealed.
-func (in ident) read(e *usage.Entry, failed *int64, seal string) {
-	if c, ok := in.unseal(e.Key, seal); ok {
+// principal and, for its own entry (own), the counts it sealed.
+func (in ident) read(e *usage.Entry, failed *int64, seal string) (own bool) {
+	c, own := in.unseal(e.Key, seal)
+	if own {
 		e.Count, *failed = c.count, c.failed
 		e.Failed = (c.failed + usage.FailScale/2) / usage.FailScale
 		e.First, e.Last = time.Unix(0, c.first), time.Unix(0, c.last)
 	}
 	e.Key.Principal = in.presented(e.Key, seal)
+	return own
+}
+
+// dated sets the first use of e, an entry read as another's (not sealed
+// by this instance), to no earlier than when this instance first read
+// it: the row's first column is whatever anyone with the namespace's role
+// wrote there, and what a principal's seniority counts by (which are
+// judged first, which of its entries vouch for the others) must not be
+// something it can backdate. The time of the first read is the view's
+// (saved in the local copy), else the one Changes noted (seen), else now.
+// viewMu is held.
+func (s *store) dated(e *usage.Entry) {
+	first, ok := s.seen[e.Key]
+	if v, in := s.view[e.Key]; in && !v.First.IsZero() {
+		first, ok = v.First, true
+	}
+	if !ok {
+		first = s.opts.Now()
+		s.seen[e.Key] = first
+	}
+	if e.First.Before(first) {
+		e.First = first
+	}
+	if e.Last.Before(e.First) {
+		e.Last = e.First
+	}
 }
 
 // alternative is the other key that an entry of this instance's ID

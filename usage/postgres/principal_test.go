@@ -370,3 +370,117 @@ func TestRowTextIsAWordingOfItsKey(t *testing.T) {
 		}
 	}
 }
+
+// One instance's key serves every namespace whose local copy shares its
+// directory: a row of its owner copied from one namespace into another
+// (by anyone who can write both) is not its owner's in the other.
+func TestSealBindsTheNamespace(t *testing.T) {
+	pg, dsn := server(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	a := open(t, dsn, usage.Options{Namespace: "team_a", LocalDir: dir})
+	t0 := time.Now().Add(-time.Minute)
+	if err := a.Record(ctx, usage.Event{Request: "show git status", Tool: "git_status", OK: true, Principal: usage.Owner, Time: t0}); err != nil {
+		t.Fatal(err)
+	}
+	b := open(t, dsn, usage.Options{Namespace: "team_b", LocalDir: dir})
+	if err := b.Record(ctx, usage.Event{Request: "list the branches", Tool: "git_branch", OK: true, Principal: usage.Owner, Time: t0}); err != nil {
+		t.Fatal(err)
+	}
+	pg.SQL(t, `INSERT INTO toolsrv_usage_entries (namespace, hash, norm, text, tool, agent, principal, seal, count, failed, first, last, offered, version)
+		SELECT 'team_b', hash, norm, text, tool, agent, principal, seal, count, failed, first, last, offered, version + 10
+		FROM toolsrv_usage_entries WHERE namespace = 'team_a'`,
+		`UPDATE toolsrv_usage_ns SET version = version + 10, entries = entries + 1 WHERE namespace = 'team_b'`)
+	es, _, err := b.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range es {
+		got[e.Key.Tool] = e.Key.Principal
+	}
+	id := b.(*store).in.id
+	if got["git_branch"] != usage.Owner || got["git_status"] != usage.PrefixInstance+id+"/owner" {
+		t.Errorf("in team_b, with team_a's owner row copied in: principals %v, want git_branch the owner's and git_status %s", got, usage.PrefixInstance+id+"/owner")
+	}
+}
+
+// Another instance's rows are dated no earlier than when this instance
+// first read them: a row written by hand with a first use a day before
+// anything this instance knows (to be judged first, to vouch for its
+// later entries) is read as first used when this instance first read
+// it, whatever the row says later, through Snapshot and Changes alike,
+// and across restarts (the local copy keeps it). This instance's own
+// sealed entries keep their times.
+func TestOthersRowsNotBackdated(t *testing.T) {
+	pg, dsn := server(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	now := time.Now().Truncate(time.Second)
+	clock := func() time.Time { return now }
+	a := open(t, dsn, usage.Options{LocalDir: dir, Now: clock})
+	t0 := now.Add(-2 * time.Hour)
+	if err := a.Record(ctx, usage.Event{Request: "show git status", Tool: "git_status", OK: true, Principal: usage.Owner, Time: t0}); err != nil {
+		t.Fatal(err)
+	}
+	forge := func(tool string, first time.Time) {
+		t.Helper()
+		k := usage.Key{Request: "show git status", Tool: tool, Principal: "made/up"}
+		pg.SQL(t, `INSERT INTO toolsrv_usage_entries (namespace, hash, norm, text, tool, agent, principal, seal, count, failed, first, last, offered, version)
+			SELECT namespace, '\x`+hexOf(k.Hash())+`', norm, text, '`+tool+`', '', 'made/up', '', 5, 0, `+nanos(first)+`, `+nanos(first)+`, offered,
+				(SELECT version + 1 FROM toolsrv_usage_ns n WHERE n.namespace = e.namespace)
+			FROM toolsrv_usage_entries e WHERE tool = 'git_status'`, `UPDATE toolsrv_usage_ns SET version = version + 1, entries = entries + 1`)
+	}
+	firsts := func(es []usage.Entry) map[string]time.Time { // tool → first
+		out := map[string]time.Time{}
+		for _, e := range es {
+			out[e.Key.Tool] = e.First
+		}
+		return out
+	}
+	snap := func(s usage.Store) map[string]time.Time {
+		t.Helper()
+		es, _, err := s.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return firsts(es)
+	}
+	day := now.Add(-24 * time.Hour)
+	forge("fortune", day)
+	read1 := now
+	got := snap(a)
+	if !got["git_status"].Equal(t0) || !got["fortune"].Equal(read1) {
+		t.Fatalf("first read: git_status first %v (want %v, sealed), fortune first %v (want %v, when first read; the row says %v)",
+			got["git_status"], t0, got["fortune"], read1, day)
+	}
+	// Later, the row changed (backdated further): still the first read.
+	now = now.Add(time.Hour)
+	pg.SQL(t, `UPDATE toolsrv_usage_entries SET first = first - 3600000000000, count = 6,
+		version = (SELECT version + 1 FROM toolsrv_usage_ns n WHERE n.namespace = toolsrv_usage_entries.namespace) WHERE tool = 'fortune'`,
+		`UPDATE toolsrv_usage_ns SET version = version + 1`)
+	if got := snap(a); !got["fortune"].Equal(read1) {
+		t.Errorf("the row read again: fortune first %v, want %v", got["fortune"], read1)
+	}
+	// Through Changes (a reader following the store).
+	_, v, err := a.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read2 := now
+	forge("weather", day)
+	changed, _, _, err := a.Changes(ctx, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := firsts(changed); !got["weather"].Equal(read2) {
+		t.Errorf("through Changes: weather first %v, want %v (the row says %v)", got["weather"], read2, day)
+	}
+	// Another process of this instance (its local copy), later.
+	now = now.Add(time.Hour)
+	a.Close()
+	b := open(t, dsn, usage.Options{LocalDir: dir, Now: clock})
+	if got := snap(b); !got["fortune"].Equal(read1) || !got["weather"].Equal(read2) || !got["git_status"].Equal(t0) {
+		t.Errorf("after a restart: firsts %v, want fortune %v, weather %v, git_status %v", got, read1, read2, t0)
+	}
+}

@@ -42,6 +42,13 @@ func (s *store) catchUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.apply(ctx, full, changed, removed, version)
+	return nil
+}
+
+// apply puts what changed into the view (all of it when full) and saves
+// it locally. viewMu is held.
+func (s *store) apply(ctx context.Context, full bool, changed []usage.Entry, removed []usage.Key, version int64) {
 	if full {
 		s.view = make(map[usage.Key]usage.Entry, len(changed))
 	}
@@ -52,6 +59,7 @@ func (s *store) catchUp(ctx context.Context) error {
 	for _, e := range changed {
 		delete(s.view, s.in.alternative(e.Key))
 		s.view[e.Key] = e
+		delete(s.seen, e.Key)
 	}
 	old := s.viewVersion
 	s.viewVersion = version
@@ -60,7 +68,6 @@ func (s *store) catchUp(ctx context.Context) error {
 			s.opts.Logger.Warn("the local copy of the shared usage history was not saved", "err", err)
 		}
 	}
-	return nil
 }
 
 // snapshot reads every entry of the namespace from the server.
@@ -99,22 +106,37 @@ func (s *store) scanEntries(ctx context.Context, tx pgx.Tx, out []usage.Entry, c
 		if err != nil {
 			return nil, err
 		}
-		s.in.read(&e, &failed, seal)
+		if !s.in.read(&e, &failed, seal) {
+			s.dated(&e)
+		}
 		out = append(out, e)
 	}
 	return out, rows.Err()
 }
 
 // Changes asks the server what changed after version after (by the
-// namespace's change counter). The server down is an error.
+// namespace's change counter). The server down is an error. Asked after
+// the view's version (a reader following the store), what changed goes
+// into the view too, so that what is read of other instances keeps the
+// time this instance first read it (dated).
 func (s *store) Changes(ctx context.Context, after int64) ([]usage.Entry, []usage.Key, int64, error) {
+	s.viewMu.Lock()
+	defer s.viewMu.Unlock()
 	changed, removed, version, err := s.changes(ctx, after)
-	if err != nil && !errors.Is(err, usage.ErrResnapshot) {
-		err = fmt.Errorf("usage store %s: changes: %w", s.where, err)
+	if err != nil {
+		if !errors.Is(err, usage.ErrResnapshot) {
+			err = fmt.Errorf("usage store %s: changes: %w", s.where, err)
+		}
+		return changed, removed, version, err
 	}
-	return changed, removed, version, err
+	if after == s.viewVersion {
+		s.apply(ctx, false, changed, removed, version)
+	}
+	return changed, removed, version, nil
 }
 
+// changes reads what changed after version after. viewMu is held (the
+// entries of other instances are dated).
 func (s *store) changes(ctx context.Context, after int64) ([]usage.Entry, []usage.Key, int64, error) {
 	var (
 		changed []usage.Entry
@@ -163,7 +185,9 @@ func (s *store) changes(ctx context.Context, after int64) ([]usage.Entry, []usag
 					rows.Close()
 					return err
 				}
-				s.in.read(&e, &failed, seal)
+				if !s.in.read(&e, &failed, seal) {
+					s.dated(&e)
+				}
 				changed = append(changed, e)
 			}
 			rows.Close()

@@ -67,11 +67,18 @@ func same(a, b []usage.Entry) string {
 }
 
 // seenFrom is es, entries recorded by instance rec, as another instance
-// of the namespace reads them: each principal rec's (principal.go).
-func seenFrom(es []usage.Entry, rec usage.Store) []usage.Entry {
+// of the namespace reads them, first read at read: each principal rec's,
+// first used no earlier than read (principal.go).
+func seenFrom(es []usage.Entry, rec usage.Store, read time.Time) []usage.Entry {
 	out := make([]usage.Entry, len(es))
 	for i, e := range es {
 		e.Key.Principal = usage.PrefixInstance + rec.(*store).in.id + "/" + e.Key.Principal
+		if e.First.Before(read) {
+			e.First = read
+		}
+		if e.Last.Before(e.First) {
+			e.Last = e.First
+		}
 		out[i] = e
 	}
 	return out
