@@ -27,14 +27,10 @@ type CallResult struct {
 	// MCP is a warm `toolsrv mcp`'s call_tool over stdio (the server
 	// started once, its calls on helpers prepared for them).
 	MCP Latency `json:"mcp"`
-	// CLICall is `toolsrv call`, a new process each time (its helper
-	// prepared from the recipe the call before remembered); CLIFirst is
-	// the same with no recipe remembered (the first call of a tool from
-	// its directory); CLIShow is `toolsrv show` of the same tool, the same
-	// start without the call.
-	CLICall  Latency `json:"cliCall"`
-	CLIFirst Latency `json:"cliFirst"`
-	CLIShow  Latency `json:"cliShow"`
+	// CLICall is `toolsrv call`, a new process each time; CLIShow is
+	// `toolsrv show` of the same tool, the same start without the call.
+	CLICall Latency `json:"cliCall"`
+	CLIShow Latency `json:"cliShow"`
 	// Bwrap is bubblewrap running the same command in its sandbox
 	// (--ro-bind / / --dev /dev --proc /proc --unshare-all
 	// --die-with-parent); BwrapNote says why not, when it is not there.
@@ -89,18 +85,12 @@ func runCalls(ctx context.Context, cfg Config) (*CallResult, error) {
 	defer srv.close()
 
 	cr := &CallResult{Calls: cfg.Calls, Warmup: cfg.CallWarmup}
-	var mcpT, callT, firstT, showT, bwrapT, bareT []time.Duration
+	var mcpT, callT, showT, bwrapT, bareT []time.Duration
 	ways := []callWay{
 		{"toolsrv mcp call_tool", func(ctx context.Context) ([]byte, error) { return srv.callTool(ctx, "okcat") }, &mcpT},
 		{"toolsrv call", func(ctx context.Context) ([]byte, error) {
 			return command(cfg.Binary, "call", "--tools", tools, "okcat", "{}").Output()
 		}, &callT},
-		{"toolsrv call, nothing remembered", func(ctx context.Context) ([]byte, error) {
-			if err := os.RemoveAll(filepath.Join(home, ".local", "state", "toolsrv", "calls")); err != nil {
-				return nil, err
-			}
-			return command(cfg.Binary, "call", "--tools", tools, "okcat", "{}").Output()
-		}, &firstT},
 		{"toolsrv show", func(ctx context.Context) ([]byte, error) {
 			out, err := command(cfg.Binary, "show", "--tools", tools, "okcat").Output()
 			if err == nil && bytes.Contains(out, []byte("okcat")) {
@@ -141,7 +131,7 @@ func runCalls(ctx context.Context, cfg Config) (*CallResult, error) {
 			}
 		}
 	}
-	cr.MCP, cr.CLICall, cr.CLIFirst, cr.CLIShow, cr.Bare = Summarize(mcpT), Summarize(callT), Summarize(firstT), Summarize(showT), Summarize(bareT)
+	cr.MCP, cr.CLICall, cr.CLIShow, cr.Bare = Summarize(mcpT), Summarize(callT), Summarize(showT), Summarize(bareT)
 	if bwrapT != nil {
 		l := Summarize(bwrapT)
 		cr.Bwrap = &l

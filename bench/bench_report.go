@@ -91,8 +91,7 @@ func (r *Report) Markdown(m Machine, command string) string {
 		fmt.Fprintf(&b, "\nCalls of a tool that reads its input and says ok (`%s`), %d after %d of warm-up, the ways in turn each round, ms:\n\n", callTool, c.Calls, c.Warmup)
 		b.WriteString("| way | p50 | p99 |\n|---|---:|---:|\n")
 		fmt.Fprintf(&b, "| warm `toolsrv mcp`, `call_tool` over stdio | %s | %s |\n", ms(c.MCP.P50), ms(c.MCP.P99))
-		fmt.Fprintf(&b, "| `toolsrv call` (a new process; its helper set up from the call before's recipe) | %s | %s |\n", ms(c.CLICall.P50), ms(c.CLICall.P99))
-		fmt.Fprintf(&b, "| `toolsrv call`, nothing remembered (a tool's first call from its directory) | %s | %s |\n", ms(c.CLIFirst.P50), ms(c.CLIFirst.P99))
+		fmt.Fprintf(&b, "| `toolsrv call` (a new process) | %s | %s |\n", ms(c.CLICall.P50), ms(c.CLICall.P99))
 		fmt.Fprintf(&b, "| `toolsrv show` of the tool (the same start, no call) | %s | %s |\n", ms(c.CLIShow.P50), ms(c.CLIShow.P99))
 		if c.Bwrap != nil {
 			fmt.Fprintf(&b, "| bubblewrap (`--ro-bind / / --dev /dev --proc /proc --unshare-all --die-with-parent`) | %s | %s |\n", ms(c.Bwrap.P50), ms(c.Bwrap.P99))
@@ -182,7 +181,6 @@ func (r *Report) Checks() []string {
 			} else {
 				out = append(out, fmt.Sprintf("%s: ×%.2f > ×%.1f: MISSED", what, ratio, targetCallShow))
 			}
-			out = append(out, fmt.Sprintf("(a tool's first call from its directory, nothing remembered: ×%.2f)", float64(c.CLIFirst.P50)/float64(c.CLIShow.P50)))
 		}
 	}
 	if r.Live != nil && r.Live.Rankable.N > 0 {

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -93,17 +92,6 @@ type Options struct {
 	// instead of starting one. Whoever prestarted it discards it if no
 	// call took it (Helper.Discard).
 	Prestarted *sandbox.Helper
-	// Recalled is a helper prepared, before the call was known, from the
-	// recipe of an earlier call of the same tool (sandbox.Recall: toolsrv
-	// call's). The runner's first call takes it if its own recipe is the
-	// same in every field and the helper still fits
-	// (sandbox.Recalled.Take); otherwise it is discarded then. Whoever
-	// recalled it discards it too (nothing if a call took it).
-	Recalled *sandbox.Recalled
-	// Remember, if set, is given the recipe of every call that could run
-	// on a recalled helper (sandboxed, preparable), to be recalled next
-	// time.
-	Remember func(sandbox.Recipe)
 	// Prepare keeps, for each tool and policy called, a helper prepared
 	// for its next call (prepared.go): a resident server's calls then pay
 	// only for their tool's own start. Close discards them.
@@ -221,8 +209,6 @@ type Runner struct {
 	budgetSize int64
 
 	prep *preparer // nil without Options.Prepare
-	// recalled is Options.Recalled until a call takes it.
-	recalled atomic.Pointer[sandbox.Recalled]
 
 	warned sync.Map // keys of the warnings said already (warnOnce)
 }
@@ -317,7 +303,6 @@ func NewRunner(opts Options) (*Runner, error) {
 	r := &Runner{opts: opts, log: opts.Logger, gates: newGates(), iso: newIsolation(opts.Isolation),
 		calls: newCallTable(), temp: tempDirs{root: opts.TempRoot, pid: os.Getpid()},
 		budget: semaphore.NewWeighted(opts.ProcessBudget), budgetSize: opts.ProcessBudget}
-	r.recalled.Store(opts.Recalled)
 	if opts.Prepare {
 		r.prep = newPreparer(opts.prepareIdle)
 	}

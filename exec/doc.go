@@ -73,20 +73,6 @@
 // Landlock rules and mounts hold those; otherwise it is thrown away and the
 // call starts its own. Unused ones end after two minutes, beyond eight the
 // least recently used, all at Runner.Close; a dead server takes them along.
-//
-// "toolsrv call" has no earlier call in its process, but it remembers the
-// recipe of each call's helper (sandbox.Recipe: the namespaces, command,
-// working directory and policy, but the temporary directory) in toolsrv's
-// private state directory, per working directory (Options.Remember).
-// When a later call from there names a tool remembered, its helper is
-// prepared from that recipe while toolsrv initialises (sandbox.Recall),
-// instead of only prestarted. The recipe is a guess and never trusted:
-// the call takes the recalled helper (Options.Recalled) only when its own
-// recipe, computed as for any call, is the same in every field (the key
-// above), the helper binary is its own, the temporary directory one this
-// runner would have made, and the paths and temporary directory pass the
-// prepared helpers' checks (sandbox.Recalled.Take); otherwise the helper
-// is discarded and the call starts its own.
 // (toolsrv call cannot be one process: the helper must be the init of the
 // call's PID namespace and make its mounts, which a multi-threaded process
 // cannot do for another namespace, and hold nothing of toolsrv's memory,

@@ -193,7 +193,7 @@ func (f *fixture) runner(mod func(*Options)) *Runner {
 	if mod != nil {
 		mod(&opts)
 	}
-	if os.Getenv("TOOLSRV_TEST_PREPARE") == "1" && opts.Prestarted == nil && opts.Recalled == nil && !opts.Prepare {
+	if os.Getenv("TOOLSRV_TEST_PREPARE") == "1" && opts.Prestarted == nil && !opts.Prepare {
 		opts.Prepare, opts.prepareEvery = true, true
 	}
 	r, err := NewRunner(opts)

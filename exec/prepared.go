@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -41,7 +39,7 @@ import (
 //     (device and inode) or the preparation is thrown away (a file made in
 //     place of a removed one may reuse its inode: the call then fails
 //     closed, Landlock's rule holding the removed one); its temporary
-//     directory must be as made and empty (sandbox.TempIntact);
+//     directory must be as made and empty (tmpIntact);
 //   - a prepared helper runs nothing and holds nothing of a call: its
 //     environment is empty, its descriptors are its standard streams (new
 //     pipes), the status and order pipes; it is not dumpable and its
@@ -80,10 +78,10 @@ type preparedHelper struct {
 	spec  prepSpec
 	h     *sandbox.Helper
 	tmp   string
-	tmpID sandbox.DirStamp // tmp as it was made (sandbox.TempIntact)
-	files []sandbox.FileID // the policy's paths as they were (fingerprint)
-	ready chan struct{}    // closed when prepared or failed
-	err   error            // why it failed (set before ready closes)
+	tmpID dirStamp      // tmp as it was made (tmpIntact)
+	files []fileID      // the policy's paths as they were (fingerprint)
+	ready chan struct{} // closed when prepared or failed
+	err   error         // why it failed (set before ready closes)
 	used  time.Time
 	idle  *time.Timer // set and stopped under preparer.mu
 }
@@ -115,12 +113,6 @@ func (r *Runner) callSpec(argv []string, dir string, pol sandbox.Policy, ns, hos
 		nsc = r.iso.apply(&pol, host)
 	}
 	pol.TempDir = ""
-	return prepSpec{key: r.specKey(nsc, argv, dir, pol), argv: argv, dir: dir, pol: pol, nsc: nsc}
-}
-
-// specKey is the key of a helper for argv in dir under pol (TempDir
-// empty), in nsc: all of them and the helper binary.
-func (r *Runner) specKey(nsc sandbox.Namespaces, argv []string, dir string, pol sandbox.Policy) string {
 	pj, _ := json.Marshal(pol)
 	var key strings.Builder
 	key.WriteString(r.opts.SelfExe)
@@ -133,31 +125,7 @@ func (r *Runner) specKey(nsc sandbox.Namespaces, argv []string, dir string, pol 
 	key.Write(kj)
 	key.WriteByte(0)
 	key.Write(pj)
-	return key.String()
-}
-
-// takeRecalled returns the helper recalled for this process's first call
-// (Options.Recalled) and its temporary directory, once, for a call of
-// spec: when it is the helper binary's, its recipe is spec's in every
-// field, its directory is one this runner would have made, and it still
-// fits (sandbox.Recalled.Take). Otherwise it is discarded.
-func (r *Runner) takeRecalled(ctx context.Context, spec prepSpec) (*sandbox.Helper, string) {
-	rc := r.recalled.Swap(nil)
-	if rc == nil {
-		return nil, ""
-	}
-	ours := filepath.Dir(rc.Tmp) == r.temp.root && strings.HasPrefix(filepath.Base(rc.Tmp), fmt.Sprintf("%s%d-", tempPrefix, r.temp.pid))
-	if rc.Exe != r.opts.SelfExe || !ours || r.specKey(rc.Recipe.NS, rc.Recipe.Argv, rc.Recipe.Dir, rc.Recipe.Policy) != spec.key {
-		r.log.Debug("the recalled sandbox helper was prepared for another call; starting one for this call")
-		rc.Discard()
-		return nil, ""
-	}
-	h, tmp, err := rc.Take(ctx)
-	if err != nil {
-		r.log.Debug("the recalled sandbox helper no longer fits its call; starting one for the call", "err", err)
-		return nil, ""
-	}
-	return h, tmp
+	return prepSpec{key: key.String(), argv: argv, dir: dir, pol: pol, nsc: nsc}
 }
 
 // take returns the helper prepared for spec, ready and with every path of
@@ -194,7 +162,7 @@ func (r *Runner) takePrepared(ctx context.Context, spec prepSpec) *preparedHelpe
 		r.discardPrepared(ph)
 		return nil
 	}
-	if !slices.Equal(ph.files, sandbox.PolicyFiles(spec.pol)) || !sandbox.TempIntact(ph.tmp, ph.tmpID) || !ph.h.Alive() {
+	if !slices.Equal(ph.files, policyFiles(spec.pol)) || !tmpIntact(ph.tmp, ph.tmpID) || !ph.h.Alive() {
 		r.log.Debug("the prepared sandbox helper no longer fits its call (a path changed, its temporary directory is not as made, or it ended); starting one for the call")
 		r.discardPrepared(ph)
 		return nil
@@ -251,7 +219,7 @@ func (r *Runner) prepare(ph *preparedHelper) {
 		return
 	}
 	ph.tmp = tmp
-	ph.tmpID = sandbox.StampOf(tmp)
+	ph.tmpID = stampOf(tmp)
 	pol := ph.spec.pol
 	pol.TempDir = tmp
 	pj, err := json.Marshal(pol)
@@ -259,7 +227,7 @@ func (r *Runner) prepare(ph *preparedHelper) {
 		fail(err)
 		return
 	}
-	ph.files = sandbox.PolicyFiles(ph.spec.pol)
+	ph.files = policyFiles(ph.spec.pol)
 	h, err := sandbox.Prepare(r.opts.SelfExe, ph.spec.nsc, sandbox.Order{Policy: pj, Argv: ph.spec.argv, Dir: ph.spec.dir})
 	if err != nil {
 		fail(err)
@@ -274,7 +242,7 @@ func (r *Runner) prepare(ph *preparedHelper) {
 	}
 	// The paths as the helper found them: a path swapped while it was
 	// being prepared (its rules may hold either file) is not used.
-	if !slices.Equal(ph.files, sandbox.PolicyFiles(ph.spec.pol)) {
+	if !slices.Equal(ph.files, policyFiles(ph.spec.pol)) {
 		h.Discard()
 		ph.h = nil
 		fail(errors.New("a path of the policy changed while the helper was prepared"))

@@ -55,41 +55,25 @@ func (r *Runner) run(ctx context.Context, t *registry.Tool, stdin []byte, cc Cal
 	return res, nil
 }
 
-// runHelper runs a call of t through a sandbox helper: the one recalled
-// for it (Options.Recalled) or one prepared for it (Options.Prepare,
-// prepared.go) when the runner has one that fits, else one started for
-// it. It returns the call's policy.
+// runHelper runs a call of t through a sandbox helper: one prepared for it
+// (Options.Prepare, prepared.go) when the runner has one that fits, else
+// one started for it. It returns the call's policy.
 func (r *Runner) runHelper(ctx context.Context, t *registry.Tool, stdin []byte, cc CallContext, protect []string, sandboxed bool, timeout time.Duration, lim Limits) (sandbox.Policy, *Result, outcome, error) {
 	pol := r.callPolicy(t, cc.WorkDir, "", protect, sandboxed, lim)
 	ns, host := r.namespacesFor(t, pol)
-	if sandboxed && r.preparable(ns) && (r.prep != nil || r.opts.Recalled != nil || r.opts.Remember != nil) {
+	if r.prep != nil && sandboxed && r.preparable(ns) {
 		pp := pol
 		if !ns && r.iso.root {
 			pp.Processes = 0 // root is exempt from RLIMIT_NPROC: only a PID namespace limits it
 		}
 		spec := r.callSpec(t.Command.Argv, cc.WorkDir, pp, ns, host)
-		if r.opts.Remember != nil {
-			r.opts.Remember(sandbox.Recipe{Tool: t.Name, NS: spec.nsc, Argv: spec.argv, Dir: spec.dir, Policy: spec.pol})
-		}
-		if h, tmp := r.takeRecalled(ctx, spec); h != nil {
-			pp.TempDir = tmp
-			if res, st, err := r.goPrepared(ctx, t, stdin, cc, pp, h, timeout, nil); !errors.Is(err, errHelperGone) {
+		if ph := r.takePrepared(ctx, spec); ph != nil {
+			pp.TempDir = ph.tmp
+			if res, st, err := r.goPrepared(ctx, t, stdin, cc, pp, ph.h, timeout, func() { r.prepareNext(spec) }); !errors.Is(err, errHelperGone) {
 				return pp, res, st, err
 			}
 		}
-		if r.prep != nil {
-			if ph := r.takePrepared(ctx, spec); ph != nil {
-				pp.TempDir = ph.tmp
-				if res, st, err := r.goPrepared(ctx, t, stdin, cc, pp, ph.h, timeout, func() { r.prepareNext(spec) }); !errors.Is(err, errHelperGone) {
-					return pp, res, st, err
-				}
-			}
-			r.prepareNext(spec)
-		}
-	} else {
-		// A call that cannot run on it (unsandboxed, or not preparable):
-		// the recalled helper goes now, not when its process ends.
-		r.recalled.Swap(nil).Discard()
+		r.prepareNext(spec)
 	}
 	tmp, err := r.temp.make()
 	if err != nil {

@@ -10,13 +10,11 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/toolsrv/toolsrv/exec/sandbox"
 )
 
 // tempPrefix starts the name of every call's private temporary directory:
 // toolsrv-call-PID-RANDOM, PID being the server's (or toolsrv call's).
-const tempPrefix = sandbox.TempPrefix
+const tempPrefix = "toolsrv-call-"
 
 // legacyTempAge is how old a temporary directory of the earlier name form
 // (no PID) must be before a sweep removes it.

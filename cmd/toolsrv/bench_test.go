@@ -17,7 +17,7 @@ func TestBenchCalls(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("toolsrv bench: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	want := []string{"3 after 1 of warm-up", "| warm `toolsrv mcp`, `call_tool` over stdio |", "| `toolsrv call` (a new process; its helper set up from the call before's recipe) |", "| `toolsrv call`, nothing remembered (a tool's first call from its directory) |",
+	want := []string{"3 after 1 of warm-up", "| warm `toolsrv mcp`, `call_tool` over stdio |", "| `toolsrv call` (a new process) |",
 		"| `toolsrv show` of the tool", "| the bare command (fork and exec) |", "toolsrv call p50 against toolsrv show's: ×",
 		"pruned top 10 at 40 tools: the same as scoring every tool for all 4 queries: met"}
 	if _, err := exec.LookPath("bwrap"); err == nil {

@@ -22,7 +22,7 @@ import (
 func runCall(ctx context.Context, env *cliEnv, args []string) int {
 	// The helper this process started while it initialised (nil in tests
 	// and with TOOLSRV_PRESTART=0); it goes unless the call takes it.
-	pre := early.Take()
+	pre := early.Helper()
 	defer pre.Discard()
 	fs, tools := newFlags(env, "call", "call [--tools DIR] [--mcp-config FILE] [--cwd DIR] [--timeout D] [--allow-unsandboxed] [--for REQUEST] [--usage-db PATH|URL] [--no-usage] [--json] [-v] NAME [JSON|-]",
 		"Calls tool NAME with the JSON object JSON (\"-\": read it from standard input; absent: {}) on its\n"+
@@ -103,16 +103,13 @@ func runCall(ctx context.Context, env *cliEnv, args []string) int {
 		return 1
 	}
 	ropts := exec.Options{
-		SelfExe: exec.DefaultHelper(self), AllowUnsandboxed: *allowUnsandboxed, BypassSocket: *socket,
+		SelfExe: exec.DefaultHelper(self), Prestarted: pre, AllowUnsandboxed: *allowUnsandboxed, BypassSocket: *socket,
 		// The runner vets the working directory (symlinks resolved) and
 		// keeps toolsrv's own paths in it read-only for the tool.
 		WorkDirGuard: workDirGuard(env, path.dirs, registry.DefaultAgentsDir(env.getenv), nil, *socket, ownPaths(env, mf, hf, "", "")),
 		// The outcome (failure, truncation, no sandbox) is reported below,
 		// once; the runner's own warnings would repeat it.
 		OutputCap: *maxOut, Getenv: env.getenv, Logger: loggerAt(env, verbose.level(slog.LevelError)),
-	}
-	if pre != nil {
-		ropts.Prestarted, ropts.Recalled, ropts.Remember = pre.Prestarted, pre.Recalled, pre.Remember
 	}
 	sf.apply(&ropts)
 	runner, err := exec.NewRunner(ropts)

@@ -285,77 +285,8 @@ func TestCallPrestartsItsHelper(t *testing.T) {
 	})
 }
 
-// "toolsrv call" remembers the recipe of a tool's call (privately, per
-// working directory), and the next call of that tool from there has its
-// helper prepared from it while toolsrv initialises: the same outcome as
-// on a fresh helper. A changed tool's recipe is not its old one: that
-// call starts its own helper, and nothing of the one prepared is left.
-func TestCallRecallsItsHelper(t *testing.T) {
-	bin := buildToolsrv(t)
-	tools, work, home, tmp := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
-	meta := filepath.Join(tools, "hello.meta")
-	writeFile(t, meta, `{"description":"greets","cmd":"echo hello from $PWD; env | grep -c ."}`)
-	env := []string{"HOME=" + home, "TMPDIR=" + tmp}
-	// Every call's temporary directory (made in $TMPDIR) is gone when
-	// toolsrv call is: the one it ran in and one recalled but not used.
-	noTemp := func(after string) {
-		t.Helper()
-		if left, _ := filepath.Glob(filepath.Join(tmp, "toolsrv-call-*")); len(left) > 0 {
-			t.Errorf("after %s: temporary directories left: %v", after, left)
-		}
-	}
-	call := func() toolRun {
-		t.Helper()
-		r := runToolsrvEnv(t, bin, env, "", "call", "-v", "-v", "--tools", tools, "--cwd", work, "hello")
-		if r.code != 0 {
-			t.Fatalf("exit %d:\n%s\n%s", r.code, r.stdout, r.stderr)
-		}
-		noTemp("a call")
-		return r
-	}
-	first := call()
-	if !strings.Contains(first.stderr, "prestarted=true") {
-		t.Errorf("the first call did not run on its prestarted helper:\n%s", first.stderr)
-	}
-	for i := range 2 {
-		again := call()
-		if !strings.Contains(again.stderr, "prepared=true") {
-			t.Errorf("call %d did not run on the helper recalled for it:\n%s", i+2, again.stderr)
-		}
-		if again.stdout != first.stdout {
-			t.Errorf("call %d on the recalled helper printed %q, want %q (a fresh helper's)", i+2, again.stdout, first.stdout)
-		}
-	}
-	writeFile(t, meta, `{"description":"greets","cmd":"echo changed","network":true}`)
-	changed := call()
-	if strings.Contains(changed.stderr, "prepared=true") || !strings.Contains(changed.stderr, "prepared for another call") {
-		t.Errorf("the changed tool's call ran on the helper recalled from its old recipe:\n%s", changed.stderr)
-	}
-	if changed.stdout != "changed\n" {
-		t.Errorf("the changed tool printed %q", changed.stdout)
-	}
-	if left := orphanedHelpers(t, bin); len(left) > 0 {
-		t.Errorf("helpers of %s left after the calls: %v", bin, left)
-	}
-	if again := call(); !strings.Contains(again.stderr, "prepared=true") {
-		t.Errorf("the changed tool's next call did not run on a recalled helper:\n%s", again.stderr)
-	}
-	// A call that never reaches the tool, with a helper recalled for it.
-	if r := runToolsrvEnv(t, bin, env, "", "call", "--tools", tools, "--cwd", work, "hello", "not json"); r.code == 0 {
-		t.Errorf("a call with bad arguments succeeded: %s", r.stdout)
-	}
-	noTemp("a call with bad arguments")
-	if r := runToolsrvEnv(t, bin, env, "", "call", "--tools", tools, "--cwd", t.TempDir(), "hello"); r.code != 0 {
-		t.Errorf("a call in another working directory: exit %d: %s", r.code, r.stderr)
-	}
-	noTemp("a call in another working directory")
-	if left := orphanedHelpers(t, bin); len(left) > 0 {
-		t.Errorf("helpers of %s left after the calls: %v", bin, left)
-	}
-}
-
-// orphanedHelpers lists the prestarted or prepared sandbox helpers of the
-// executable bin ("bin __sandbox -", "bin __sandbox +") whose toolsrv process is gone (those of calls
+// orphanedHelpers lists the prestarted sandbox helpers of the executable
+// bin ("bin __sandbox -") whose toolsrv process is gone (those of calls
 // other tests run at the same time have theirs). Only the command lines
 // of processes with the name of bin are read: reading a process's command line
 // waits while it forks, and another test's processes (a fork bomb) may be
@@ -377,7 +308,7 @@ func orphanedHelpers(t *testing.T, bin string) []string {
 			continue
 		}
 		cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline"))
-		if err != nil || !(strings.HasPrefix(string(cmdline), bin+"\x00"+sandboxHelperArg+"\x00-\x00") || strings.HasPrefix(string(cmdline), bin+"\x00"+sandboxHelperArg+"\x00+\x00")) {
+		if err != nil || !strings.HasPrefix(string(cmdline), bin+"\x00"+sandboxHelperArg+"\x00-\x00") {
 			continue
 		}
 		stat, err := os.ReadFile(filepath.Join(dir, "stat"))

@@ -343,7 +343,7 @@ func workDirGuard(env *cliEnv, dirs []string, agents string, sockets []string, b
 	if d := env.getenv("XDG_CONFIG_HOME"); d != "" {
 		g.Trees = append(g.Trees, filepath.Join(d, "toolsrv"))
 	}
-	// The usage history (and serve --stdio's log, the calls' recipes): a tool that could write
+	// The usage history (and serve --stdio's log): a tool that could write
 	// there could make toolsrv rank its way, one that could read it would
 	// learn the users' requests.
 	g.Private = append(g.Private, stateDir(env))
