@@ -94,6 +94,9 @@ type lexical struct {
 	// read into acc (they add only to a slot a word matched, which acc
 	// cannot tell before every word is read), so rest always holds them.
 	optRest float64
+	// wordsUB is the bounds of the words (the terms not optional) summed:
+	// no slot's words score more.
+	wordsUB float64
 }
 
 // lexicalFor is the lexical side of q (lexQ its terms) in v: pruned when
@@ -130,6 +133,7 @@ func (v *view) lexicalFor(q Query, lexQ map[string]float64, alpha float64, sc *r
 		case t.opt:
 			lx.optRest += t.ub
 		default:
+			lx.wordsUB += t.ub
 			order = append(order, i)
 		}
 	}
@@ -253,18 +257,22 @@ func spreadChunk(i, n int) int {
 
 // scoring is what the bounds of one ranking are made from.
 type scoring struct {
-	alpha, a1   float64 // the lexical and dense weights of the score
-	qvec        []float32
-	q8          vec.Query8 // qvec for the int8 rows
-	lexOnly     bool       // the score is the lexical part
-	denseOnly   bool       // the score is the dense part
-	dense       bool       // the dense part is there (a query vector)
-	bg, span    float64    // span 0: the dense part is 0 for every tool
-	norm        float64
-	rest        float64
-	qq          vec.Query
-	dotErr      float64
-	lexHiUnread float64 // the lexical upper bound of a slot no read term has
+	alpha, a1 float64 // the lexical and dense weights of the score
+	qvec      []float32
+	q8        vec.Query8 // qvec for the int8 rows
+	lexOnly   bool       // the score is the lexical part
+	denseOnly bool       // the score is the dense part
+	dense     bool       // the dense part is there (a query vector)
+	bg, span  float64    // span 0: the dense part is 0 for every tool
+	norm      float64
+	// What the unread terms may add to a slot's lexical part: restW the
+	// unread words' bounds, optRest the optional terms' (never read),
+	// which add at most tieShare of the slot's words (tieBreak), whose
+	// sum is at most wordsUB; rest, a bound of lexRest for every slot.
+	rest, restW, optRest, wordsUB float64
+	qq                            vec.Query
+	dotErr                        float64
+	lexHiUnread                   float64 // the lexical upper bound of a slot no read term has
 }
 
 // partScan is one worker of boundAll's scan: its floor and candidates,
@@ -423,7 +431,26 @@ func (sg *scoring) lexBounds(a float64) (lo, hi float64) {
 	if a == 0 {
 		return 0, sg.lexHiUnread
 	}
-	return math.Min(1, a*sumBelow/sg.norm), math.Min(1, (a+sg.rest)*sumAbove/sg.norm)
+	return math.Min(1, a*sumBelow/sg.norm), math.Min(1, (a+sg.lexRest(a))*sumAbove/sg.norm)
+}
+
+// lexRest bounds what the unread terms add to a slot whose read words sum
+// to a: the unread words' bounds, and the optional terms', which add at
+// most tieShare of the slot's words.
+func (sg *scoring) lexRest(a float64) float64 {
+	return sg.restW + math.Min(sg.optRest, tieShare*(a+sg.restW))
+}
+
+// setRest sets sg's bounds of the unread terms from lx's.
+func (sg *scoring) setRest(lx *lexical) {
+	sg.optRest, sg.restW, sg.wordsUB = lx.optRest, math.Max(0, lx.rest-lx.optRest), lx.wordsUB
+	// Every slot's words sum to at most wordsUB: the bound of lexRest
+	// that the scan's kernel takes, a constant.
+	sg.rest = sg.restW + math.Min(sg.optRest, tieShare*math.Max(sg.wordsUB, sg.restW))
+	sg.lexHiUnread = 0
+	if sg.norm > 0 {
+		sg.lexHiUnread = math.Min(1, sg.lexRest(0)*sumAbove/sg.norm)
+	}
 }
 
 // rankPruned is the top q.K of v by exact pruning (see the file comment),
@@ -432,7 +459,8 @@ func (sg *scoring) lexBounds(a float64) (lo, hi float64) {
 func (v *view) rankPruned(q Query, lx *lexical, qvec []float32, alpha float64, named map[string]bool) (Ranking, bool) {
 	sc := lx.sc
 	allowed := func(s int) bool { return q.Allow == nil || q.Allow(v.slots[s].name) }
-	sg := scoring{alpha: alpha, a1: 1 - alpha, norm: lx.plan.norm, rest: lx.rest, qvec: qvec}
+	sg := scoring{alpha: alpha, a1: 1 - alpha, norm: lx.plan.norm, qvec: qvec}
+	sg.setRest(lx)
 	// As rankAll: with a query vector of the rows' dimension, the dense
 	// part is there (0 for every tool when the background leaves no
 	// span), and the score is the mode's; without, the lexical part.
@@ -482,7 +510,7 @@ func (v *view) rankPruned(q Query, lx *lexical, qvec []float32, alpha float64, n
 			// A tool no read term has may still be among the best: read
 			// the rest and bound again.
 			lx.readAll(v.lex)
-			sg.rest = lx.rest
+			sg.setRest(lx)
 			cands, theta = v.boundLexical(&sg, lx, k, allowed, isNamed, sc)
 		}
 	} else {
@@ -617,10 +645,6 @@ func siftByHi(h []cand, i int) {
 // score: the others' is at most sg.lexHiUnread) and returns those that
 // may be among the best k, and theta, the k-th best lower bound.
 func (v *view) boundLexical(sg *scoring, lx *lexical, k int, allowed, isNamed func(int) bool, sc *rankScratch) ([]cand, float64) {
-	sg.lexHiUnread = 0
-	if sg.norm > 0 {
-		sg.lexHiUnread = math.Min(1, sg.rest*sumAbove/sg.norm)
-	}
 	sc.parts(1, k)
 	floor := sc.floor(0)
 	cands := sc.cands[0][:0]
@@ -647,10 +671,6 @@ func (v *view) boundLexical(sg *scoring, lx *lexical, k int, allowed, isNamed fu
 // and returns those that may be among the best k, and theta, the k-th
 // best lower bound.
 func (v *view) boundAll(sg *scoring, lx *lexical, k int, allowed, isNamed func(int) bool, sc *rankScratch) ([]cand, float64) {
-	sg.lexHiUnread = 0
-	if sg.norm > 0 {
-		sg.lexHiUnread = math.Min(1, sg.rest*sumAbove/sg.norm)
-	}
 	n := len(v.slots)
 	parts := rowParts(n, v.dim)
 	sc.parts(parts, k)

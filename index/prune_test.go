@@ -622,3 +622,53 @@ func TestPrunedLexicalAdversarial(t *testing.T) {
 	}
 	t.Logf("without the unread terms' bound, %d of 320 rankings went wrong", wrong)
 }
+
+// Messages with numbers, sizes, percentages and stop-word phrases (the
+// optional terms, which only break ties: tieShare) rank pruned exactly as
+// scoring every tool does, in a catalog where many tools hold such terms
+// beside a few words; and their bound is what they can add (at most
+// tieShare of a tool's words), not their whole weight: the bound of the
+// message's optional terms alone is lower than their summed bounds.
+func TestPrunedOptionalTerms(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	v := newView(newHashEmbedder(16), nil)
+	words := []string{"convert", "file", "size", "discount", "price", "timer", "alarm", "disk", "download", "upload"}
+	extras := []string{"10 MB", "50%", "3 GB", "20 percent", "5 minutes", "how do i", "where is", "1.5 km", "7 times", "$30"}
+	for i := range 4000 {
+		desc := words[r.IntN(len(words))] + " " + fmt.Sprintf("w%03d", i%300)
+		kw := ""
+		if r.IntN(2) == 0 {
+			kw = extras[r.IntN(len(extras))] + ", " + extras[r.IntN(len(extras))]
+		}
+		v.upsert(&document{name: fmt.Sprintf("tool_%04d", i), hash: fmt.Sprint(i),
+			fields: []field{{"x", weightName}, {desc, weightDescription}, {kw, weightKeywords}, {"", weightArgs}, {"", weightPrompt}}}, nil, nil)
+	}
+	tighter := 0
+	for i := range 60 {
+		text := fmt.Sprintf("%s %s w%03d %s, and %s", words[i%len(words)], extras[i%len(extras)], (7*i)%300, extras[(i+3)%len(extras)], words[(i+5)%len(words)])
+		for _, k := range []int{1, 5, 20} {
+			for _, mode := range []Mode{Lexical, Hybrid} {
+				q := Query{Text: text, K: k, Mode: mode}
+				got, want, _ := rankBoth(v, q, nil, 0.5)
+				if d := sameHits(got.Hits, want.Hits); d != "" {
+					t.Fatalf("%q k %d %s: pruned: %s", text, k, mode, d)
+				}
+			}
+		}
+		lq := map[string]float64{}
+		for _, w := range terms(text) {
+			lq[w] = 1
+		}
+		lx := v.lexicalFor(Query{Text: text, K: 5, Mode: Lexical}, lq, 0.5, new(rankScratch))
+		var sg scoring
+		sg.norm = lx.plan.norm
+		sg.setRest(lx)
+		if lx.optRest > 0 && sg.lexRest(0)-sg.restW < lx.optRest {
+			tighter++
+		}
+		lx.release()
+	}
+	if tighter == 0 {
+		t.Error("no message's optional terms were bounded tighter than their summed bounds: the messages do not test the bound")
+	}
+}
