@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -115,9 +116,11 @@ func TestRugPullIsHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, ctx, "the approved tool back in the catalog", func() bool { _, ok := eng.Catalog().Get("evil:pirate"); return ok })
-	if got := find(eng, pirateQ); !slices.Contains(got, "evil:pirate") {
-		t.Errorf("after the approval, %q offers %v", pirateQ, got)
-	}
+	// Back in the catalog, it is ranked once the index has it again (its
+	// vector is made in the background): offered within the test's time.
+	waitFor(t, ctx, fmt.Sprintf("after the approval, %q offers evil:pirate", pirateQ), func() bool {
+		return slices.Contains(find(eng, pirateQ), "evil:pirate")
+	})
 	if len(prov.Held()) != 0 {
 		t.Errorf("still held after the approval: %+v", prov.Held())
 	}
