@@ -321,6 +321,13 @@ func (ps *partScan) scan(n int, dots []int32, pass []int32) []int32 {
 	// the dense part from the cosine plus the float32 rounding, over the
 	// background; multiplications, whose rounding the margins cover).
 	reach := vec.Reach{WA: ps.wL, RA: sg.rest, KA: ps.aboveNorm, WB: ps.wD, RB: sg.dotErr - sg.bg, KB: ps.invSpan}
+	// The optional terms add at most tieShare of a slot's words, so
+	// (acc+restW)·(1+tieShare) bounds its lexical part as well: the lower
+	// of the two for a slot no read term has (most of them) when the
+	// optional terms weigh more than tieShare of the unread words.
+	if sg.optRest > 0 && sg.restW*(1+tieShare) < sg.rest {
+		reach.RA, reach.KA = sg.restW, ps.aboveNorm*(1+tieShare)
+	}
 	if sg.span <= 0 {
 		reach.WB = 0 // no dense part
 	}

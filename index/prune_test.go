@@ -635,23 +635,36 @@ func TestPrunedOptionalTerms(t *testing.T) {
 	words := []string{"convert", "file", "size", "discount", "price", "timer", "alarm", "disk", "download", "upload"}
 	extras := []string{"10 MB", "50%", "3 GB", "20 percent", "5 minutes", "how do i", "where is", "1.5 km", "7 times", "$30"}
 	for i := range 4000 {
-		desc := words[r.IntN(len(words))] + " " + fmt.Sprintf("w%03d", i%300)
+		// Words of skewed frequencies (so of different weights), and for
+		// half the tools optional terms, some of them twice.
+		desc := words[min(r.IntN(len(words)), r.IntN(len(words)))] + " " + fmt.Sprintf("w%03d", i%300)
 		kw := ""
 		if r.IntN(2) == 0 {
-			kw = extras[r.IntN(len(extras))] + ", " + extras[r.IntN(len(extras))]
+			e := extras[r.IntN(len(extras))]
+			kw = e + ", " + extras[r.IntN(len(extras))]
+			if r.IntN(2) == 0 {
+				desc += " " + e
+			}
 		}
 		v.upsert(&document{name: fmt.Sprintf("tool_%04d", i), hash: fmt.Sprint(i),
 			fields: []field{{"x", weightName}, {desc, weightDescription}, {kw, weightKeywords}, {"", weightArgs}, {"", weightPrompt}}}, nil, nil)
 	}
-	tighter := 0
+	v.pruneFrom = 1
+	tighter, pruned := 0, 0
 	for i := range 60 {
 		text := fmt.Sprintf("%s %s w%03d %s, and %s", words[i%len(words)], extras[i%len(extras)], (7*i)%300, extras[(i+3)%len(extras)], words[(i+5)%len(words)])
+		qvec := randUnit(r, 16)
 		for _, k := range []int{1, 5, 20} {
 			for _, mode := range []Mode{Lexical, Hybrid} {
-				q := Query{Text: text, K: k, Mode: mode}
-				got, want, _ := rankBoth(v, q, nil, 0.5)
-				if d := sameHits(got.Hits, want.Hits); d != "" {
-					t.Fatalf("%q k %d %s: pruned: %s", text, k, mode, d)
+				for _, alpha := range []float64{0.5, 0.95} {
+					q := Query{Text: text, K: k, Mode: mode}
+					got, want, n := rankBoth(v, q, qvec, alpha)
+					if d := sameHits(got.Hits, want.Hits); d != "" {
+						t.Fatalf("%q k %d %s alpha %g: pruned: %s", text, k, mode, alpha, d)
+					}
+					if n >= 0 {
+						pruned++
+					}
 				}
 			}
 		}
@@ -667,6 +680,9 @@ func TestPrunedOptionalTerms(t *testing.T) {
 			tighter++
 		}
 		lx.release()
+	}
+	if pruned == 0 {
+		t.Error("no ranking was pruned: the test does not test the pruned bounds")
 	}
 	if tighter == 0 {
 		t.Error("no message's optional terms were bounded tighter than their summed bounds: the messages do not test the bound")
