@@ -298,8 +298,13 @@ func TestHeldCallsReachTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if !strings.Contains(strings.Join(warns, "\n"), "cannot be used now") {
-		t.Errorf("warnings %q: nothing says the local copy cannot be used", warns)
+	// Reading the copy needs no space: on a full disk (root) SQLite may
+	// still open and read it (when the first process's close left nothing
+	// to recover), and the store ranks from it; otherwise it says it
+	// cannot be used. Either way the calls it cannot spool are held in
+	// memory (the log says so, below) and reach the server once each.
+	if w := strings.Join(warns, "\n"); !strings.Contains(w, "cannot be used now") && (!root || !strings.Contains(w, "ranking from the local copy")) {
+		t.Errorf("warnings %q: nothing says the local copy cannot be used, nor that it ranks from it", warns)
 	}
 	rec := func(reqs ...string) {
 		t.Helper()
