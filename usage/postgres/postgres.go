@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolsrv/toolsrv/internal/fileio"
+	"github.com/toolsrv/toolsrv/internal/statedir"
 	"github.com/toolsrv/toolsrv/usage"
 )
 
@@ -121,7 +122,7 @@ func Open(ctx context.Context, dsn string, opts usage.Options) (usage.Store, []s
 	}
 	dir := opts.LocalDir
 	if dir == "" {
-		dir = filepath.Join(filepath.Dir(usage.DefaultPath(os.Getenv)), "shared")
+		dir = filepath.Join(statedir.Dir(os.Getenv), "shared")
 	}
 	key := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%s\x00%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database, ns)))
 	var warnings []string
