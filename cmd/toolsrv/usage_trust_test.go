@@ -280,11 +280,7 @@ func TestTrustTeammateInstance(t *testing.T) {
 	if n := e.entriesOf("fortune"); n < 64 {
 		t.Fatalf("%d entries of the hostile tool seen here, want the teammate's 64", n)
 	}
-	var rows []principalRow
-	out := e.run("usage", "principals", "--tools", e.tools, "--usage-db", dsn, "--json")
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
-		t.Fatalf("usage principals --json: %v\n%s", err, out)
-	}
+	rows, out := e.principals(dsn)
 	units := map[string]bool{}
 	for _, r := range rows {
 		if strings.HasPrefix(r.Principal, "instance:") {
@@ -322,11 +318,7 @@ func TestTrustTeammateLegacyRows(t *testing.T) {
 	if n := e.entriesOf("fortune"); n < 64 {
 		t.Fatalf("%d entries of the hostile tool seen here, want the 64 written by hand", n)
 	}
-	var rows []principalRow
-	out := e.run("usage", "principals", "--tools", e.tools, "--usage-db", dsn, "--json")
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
-		t.Fatalf("usage principals --json: %v\n%s", err, out)
-	}
+	rows, out := e.principals(dsn)
 	units := map[string]bool{}
 	for _, r := range rows {
 		if strings.HasPrefix(r.Principal, "legacy:") {
@@ -337,6 +329,18 @@ func TestTrustTeammateLegacyRows(t *testing.T) {
 		t.Errorf("the rows written by hand are %d principals to this instance, want 1: %s", len(units), out)
 	}
 	e.hold("64 legacy rows written by hand", before)
+}
+
+// principals is "toolsrv usage principals --json" of the store db, decoded,
+// and the output as printed.
+func (e *trustEnv) principals(db string) ([]principalRow, string) {
+	e.t.Helper()
+	var rows []principalRow
+	out := e.run("usage", "principals", "--tools", e.tools, "--usage-db", db, "--json")
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		e.t.Fatalf("usage principals --json: %v\n%s", err, out)
+	}
+	return rows, out
 }
 
 // startTrustMCP runs "toolsrv mcp" for e as a client that calls itself
